@@ -1,0 +1,145 @@
+"""The outbox runner: performs approved sends, each business action once in effect."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import random
+import signal
+import socket
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any, Protocol
+
+from core import dispatch, service
+from core.errors import AmbiguousSendError, LeaseLost, SendError
+from core.jobs import Effect, SendOrder
+from core.service import Rules
+from store.sql import SqlStore
+
+log = logging.getLogger(__name__)
+
+# Where a crash test may kill the runner (MANZOORI_FAULT_POINT); see tests/integration.
+FAULT_POINTS = ("after_claim", "after_marker", "after_accept", "after_record")
+# Rows one pass claims: small, so a runner that dies strands few rows until their lease ends.
+BATCH = 10
+
+
+class Sender(Protocol):
+    """Performs one effect; raises core.errors.SendError subclasses when it fails."""
+
+    provider_idempotent: bool
+
+    async def send(self, order: SendOrder) -> dict[str, Any]:
+        """Deliver the order and return a small JSON-able receipt."""
+
+
+def utcnow() -> datetime:
+    """The shell's clock."""
+    return datetime.now(UTC)
+
+
+class OutboxRunner:
+    """Claims due outbox rows under a lease and performs them through the sender."""
+
+    def __init__(
+        self,
+        store: SqlStore,
+        sender: Sender,
+        rules: Rules,
+        *,
+        lease: timedelta,
+        owner: str | None = None,
+        fault_point: str | None = None,
+        clock: Callable[[], datetime] = utcnow,
+        rand: Callable[[], float] = random.random,
+    ) -> None:
+        self.store, self.sender, self.rules, self.lease = store, sender, rules, lease
+        self.owner = owner or f"{socket.gethostname()}:{os.getpid()}"
+        self.fault_point, self.clock, self.rand = fault_point, clock, rand
+
+    def _fault(self, point: str) -> None:
+        """Crash tests: die here, as a power cut or OOM kill would, with no cleanup."""
+        if self.fault_point == point:
+            log.warning("fault point %s reached: killing runner %s", point, self.owner)
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    async def run_once(self) -> int:
+        """One pass: expire, recover lost attempts, claim and perform due sends."""
+        now = self.clock()
+        await service.expire_due(self.store, now)
+        await dispatch.recover_stalled(self.store, now, self.sender.provider_idempotent)
+        claimed = await dispatch.claim(self.store, now, self.owner, self.lease, BATCH)
+        if claimed:
+            self._fault("after_claim")
+        for effect in claimed:
+            await self._attempt(effect)
+        return len(claimed)
+
+    async def _attempt(self, effect: Effect) -> None:
+        """Marker, send, result: three steps, each durable before the next."""
+        try:
+            order = await dispatch.start_attempt(
+                self.store, effect.key, self.owner, self.clock(), self.lease, self.rules
+            )
+        except LeaseLost:
+            log.info("lease on %s lost before the attempt; another runner has it", effect.key)
+            return
+        if order is None:
+            return
+        self._fault("after_marker")
+        result: dict[str, Any] | None = None
+        error: SendError | None = None
+        try:
+            result = await self.sender.send(order)
+        except SendError as exc:
+            error = exc
+        except Exception as exc:
+            log.exception("sender crashed on %s", effect.key)
+            error = AmbiguousSendError(f"unexpected {type(exc).__name__} while sending")
+        if error is None:
+            self._fault("after_accept")
+        state = await dispatch.finish_attempt(
+            self.store,
+            order,
+            self.owner,
+            self.clock(),
+            self.rules,
+            self.rand(),
+            result=result,
+            error=error,
+        )
+        log.info("%s -> %s", effect.key, state.value)
+        self._fault("after_record")
+
+    async def open_work(self) -> int:
+        """Rows that are due, leased or mid-attempt: what `run_until_idle` waits for."""
+        async with self.store.begin() as tx:
+            return await tx.open_work(self.clock())
+
+    async def run_until_idle(self, poll: float, max_seconds: float | None = None) -> None:
+        """Run passes until nothing is due or in flight (used by tests, the demo and cron)."""
+        loop = asyncio.get_running_loop()
+        deadline = None if max_seconds is None else loop.time() + max_seconds
+        while True:
+            claimed = await self.run_once()
+            if claimed == 0 and await self.open_work() == 0:
+                return
+            if deadline is not None and loop.time() > deadline:
+                raise TimeoutError("outbox still busy when the time ran out")
+            if claimed == 0:
+                await asyncio.sleep(poll)
+
+    async def run_forever(self, poll: float, stop: asyncio.Event) -> None:
+        """Run passes until `stop` is set; a failing pass is logged and retried."""
+        while not stop.is_set():
+            try:
+                claimed = await self.run_once()
+            except Exception:
+                log.exception("outbox pass failed; retrying after %.1fs", poll)
+                claimed = 0
+            if claimed == 0:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), timeout=poll)

@@ -1,0 +1,101 @@
+"""Purchase-order drafts: immutable values, canonical bytes and their sha256."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from core.errors import InvalidDraft
+
+# Wide enough for real SKUs and supplier ids, narrow enough to keep mail headers and CSV safe.
+_IDENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,63}$")
+_EMAIL = re.compile(r"^[^@\s<>,;\"]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}$")
+
+
+@dataclass(frozen=True)
+class DraftLine:
+    """One ordered item; money in integer paisa so the hash never sees a float."""
+
+    sku: str
+    description: str
+    quantity: int
+    unit_price_paisa: int
+
+    @property
+    def total_paisa(self) -> int:
+        """Quantity times unit price, in paisa."""
+        return self.quantity * self.unit_price_paisa
+
+
+@dataclass(frozen=True)
+class Draft:
+    """Every field is material: changing any of them makes a new version and hash."""
+
+    po_number: str
+    supplier_id: str
+    supplier_name: str
+    recipient_email: str
+    terms_version: str
+    lines: tuple[DraftLine, ...] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        validate(self)
+
+    @property
+    def total_paisa(self) -> int:
+        """Sum of the line totals, in paisa."""
+        return sum(line.total_paisa for line in self.lines)
+
+
+def validate(draft: Draft) -> None:
+    """Raise InvalidDraft naming the first field that cannot be sent to a supplier."""
+    if not _IDENT.match(draft.po_number):
+        raise InvalidDraft(f"PO number {draft.po_number!r} is not a plain identifier")
+    if not _IDENT.match(draft.supplier_id):
+        raise InvalidDraft(f"supplier id {draft.supplier_id!r} is not a plain identifier")
+    if not _EMAIL.match(draft.recipient_email):
+        raise InvalidDraft("recipient e-mail address is malformed")
+    if not draft.terms_version:
+        raise InvalidDraft("terms version is empty")
+    if not draft.lines:
+        raise InvalidDraft("a purchase order needs at least one line")
+    for number, line in enumerate(draft.lines, start=1):
+        if not _IDENT.match(line.sku):
+            raise InvalidDraft(f"line {number}: SKU {line.sku!r} is not a plain identifier")
+        if line.quantity <= 0:
+            raise InvalidDraft(f"line {number}: quantity must be positive")
+        if line.unit_price_paisa < 0:
+            raise InvalidDraft(f"line {number}: unit price must not be negative")
+
+
+def to_dict(draft: Draft) -> dict[str, Any]:
+    """The draft as plain JSON-ready data."""
+    data = asdict(draft)
+    data["lines"] = [asdict(line) for line in draft.lines]
+    return data
+
+
+def from_dict(data: dict[str, Any]) -> Draft:
+    """Rebuild a draft from `to_dict` output."""
+    lines = tuple(DraftLine(**line) for line in data["lines"])
+    return Draft(**{**data, "lines": lines})
+
+
+def canonical_bytes(draft: Draft) -> bytes:
+    """Canonical JSON: sorted keys, no spaces, UTF-8, integers only for money."""
+    return json.dumps(
+        to_dict(draft), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    ).encode("utf-8")
+
+
+def from_canonical(data: bytes) -> Draft:
+    """Parse canonical bytes back into a draft."""
+    return from_dict(json.loads(data))
+
+
+def draft_hash(draft: Draft) -> str:
+    """Hex sha256 of the canonical bytes: what a reviewer approves."""
+    return hashlib.sha256(canonical_bytes(draft)).hexdigest()

@@ -1,0 +1,114 @@
+"""One tree of domain errors.
+
+ManzooriError
+├── WorkflowError              a request the rules refuse
+│   ├── IllegalTransition      (state, action) is not in the transition table
+│   ├── UnknownJob             no job with that id or PO number
+│   ├── DuplicatePurchaseOrder the PO number is taken by another input
+│   ├── InvalidDraft           a draft that cannot be priced or sent
+│   └── ReconcileRefused       nothing to reconcile for that job
+├── ApprovalError              a decision that does not count
+│   ├── NotAnApprover          the reviewer lacks the approver role
+│   ├── SelfApproval           the reviewer is the requester
+│   ├── DraftChanged           the decision names an older draft version or hash
+│   ├── AlreadyDecided         this reviewer already decided this draft, or the job is decided
+│   └── ApprovalExpired        the approval's time is up
+├── ConcurrencyError
+│   ├── StaleJob               compare-and-set lost: the job moved on since it was read
+│   └── LeaseLost              another runner owns the outbox row now
+└── SendError                  raised by senders, classified for the retry policy
+    ├── TransientSendError     nothing was delivered; safe to try again later
+    ├── PermanentSendError     the provider refused; trying again will not help
+    └── AmbiguousSendError     the provider may have delivered; reconcile, never blind-retry
+"""
+
+from __future__ import annotations
+
+
+class ManzooriError(Exception):
+    """Base of every error this project raises on purpose."""
+
+
+class WorkflowError(ManzooriError):
+    """A request the workflow rules refuse."""
+
+
+class IllegalTransition(WorkflowError):
+    """The (state, action) pair is not in the transition table."""
+
+    def __init__(self, state: object, action: object) -> None:
+        super().__init__(f"{action} is not allowed from {state}")
+        self.state = state
+        self.action = action
+
+
+class UnknownJob(WorkflowError):
+    """No job with that id or PO number."""
+
+
+class DuplicatePurchaseOrder(WorkflowError):
+    """The PO number already belongs to a job made from another input."""
+
+
+class InvalidDraft(WorkflowError):
+    """A draft that cannot be priced or sent."""
+
+
+class ReconcileRefused(WorkflowError):
+    """The job is not waiting for reconciliation."""
+
+
+class ApprovalError(ManzooriError):
+    """A decision that does not count."""
+
+
+class NotAnApprover(ApprovalError):
+    """The reviewer does not hold the approver role."""
+
+
+class SelfApproval(ApprovalError):
+    """The reviewer is the requester of the job."""
+
+
+class DraftChanged(ApprovalError):
+    """The decision or the send names a draft that is no longer current."""
+
+
+class AlreadyDecided(ApprovalError):
+    """This reviewer already decided this draft, or the job is already decided."""
+
+
+class ApprovalExpired(ApprovalError):
+    """The approval's expiry has passed."""
+
+
+class ConcurrencyError(ManzooriError):
+    """Another writer got there first."""
+
+
+class StaleJob(ConcurrencyError):
+    """Compare-and-set on (state, version) found the job changed."""
+
+
+class LeaseLost(ConcurrencyError):
+    """The outbox row is no longer leased to this runner."""
+
+
+class SendError(ManzooriError):
+    """A sender failed; the subclass says what a retry may do."""
+
+    def __init__(self, message: str, *, code: int | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class TransientSendError(SendError):
+    """Nothing was delivered and the failure is temporary."""
+
+
+class PermanentSendError(SendError):
+    """The provider refused the message for good."""
+
+
+class AmbiguousSendError(SendError):
+    """The provider may or may not have delivered the message."""

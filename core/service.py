@@ -1,0 +1,394 @@
+"""Use cases: each call is one transaction that moves a job along the table."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from core import effects
+from core.drafts import Draft, draft_hash
+from core.errors import (
+    AlreadyDecided,
+    ApprovalExpired,
+    DraftChanged,
+    DuplicatePurchaseOrder,
+    ReconcileRefused,
+    StaleJob,
+    UnknownJob,
+)
+from core.jobs import WORKFLOW_VERSION, AuditEvent, Effect, Job, NewJob
+from core.policies import (
+    ApprovalPolicy,
+    Decision,
+    Outcome,
+    Role,
+    Verdict,
+    check_reviewer,
+    evaluate,
+)
+from core.ports import Store, Tx
+from core.retries import RetryPolicy
+from core.states import Action, State, next_state
+
+# Concurrent decisions on one job race on its version; a handful of re-reads settles them.
+CAS_ATTEMPTS = 5
+_DECIDED = frozenset(
+    {
+        State.APPROVED,
+        State.SENDING,
+        State.SENT,
+        State.REJECTED,
+        State.FAILED_RETRYABLE,
+        State.FAILED_FINAL,
+        State.UNKNOWN_OUTCOME,
+        State.CANCELLED,
+    }
+)
+
+
+@dataclass(frozen=True)
+class Rules:
+    """The policies in force, handed in by the shell's configuration."""
+
+    approval: ApprovalPolicy = field(default_factory=ApprovalPolicy)
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+
+
+async def move(
+    tx: Tx,
+    job: Job,
+    action: Action,
+    now: datetime,
+    actor: str,
+    detail: dict[str, Any] | None = None,
+    **changes: Any,
+) -> Job:
+    """Apply one transition with compare-and-set and its audit event, in `tx`."""
+    target = next_state(job.state, action)
+    moved = await tx.update_job(job, state=target, updated_at=now, **changes)
+    await tx.append_audit(
+        AuditEvent(
+            job.id,
+            now,
+            actor,
+            action.value,
+            job.state,
+            target,
+            {"job_version": moved.version, **(detail or {})},
+        )
+    )
+    return moved
+
+
+async def load(tx: Tx, po_number: str) -> Job:
+    """The job with that PO number, or raise UnknownJob."""
+    job = await tx.job_by_po(po_number)
+    if job is None:
+        raise UnknownJob(f"no purchase order {po_number}")
+    return job
+
+
+def _draft_fields(version: int, draft: Draft) -> dict[str, Any]:
+    return {
+        "draft_version": version,
+        "draft_hash": draft_hash(draft),
+        "supplier_id": draft.supplier_id,
+        "total_paisa": draft.total_paisa,
+    }
+
+
+async def open_job(store: Store, new: NewJob, draft: Draft, now: datetime, rules: Rules) -> Job:
+    """Record a request and its first draft, and ask for approval; repeats are harmless."""
+    async with store.begin() as tx:
+        existing = await tx.job_by_po(draft.po_number)
+        if existing is not None:
+            if existing.input_ref == new.input_ref:
+                return existing
+            raise DuplicatePurchaseOrder(f"{draft.po_number} belongs to another request")
+        job = Job(
+            new.id,
+            draft.po_number,
+            State.RECEIVED,
+            0,
+            new.requester_id,
+            new.input_ref,
+            WORKFLOW_VERSION,
+            new.source_versions,
+            new.tool_results,
+            None,
+            None,
+            None,
+            None,
+            0,
+            None,
+            now,
+            now,
+        )
+        await tx.insert_job(job)
+        actor = f"user:{new.requester_id}"
+        await tx.append_audit(
+            AuditEvent(
+                job.id, now, actor, "receive", None, State.RECEIVED, {"input_ref": new.input_ref}
+            )
+        )
+        job = await move(tx, job, Action.VALIDATE, now, actor)
+        job = await move(tx, job, Action.RESEARCH, now, actor, new.source_versions)
+        await tx.insert_draft(job.id, 1, draft, now)
+        job = await move(
+            tx, job, Action.DRAFT, now, actor, {"draft_version": 1}, **_draft_fields(1, draft)
+        )
+        return await move(
+            tx,
+            job,
+            Action.REQUEST_APPROVAL,
+            now,
+            actor,
+            {"basis": rules.approval.basis(draft.total_paisa)},
+            decision_deadline=now + rules.approval.ttl,
+        )
+
+
+async def revise(
+    store: Store, po_number: str, draft: Draft, actor: str, now: datetime, rules: Rules
+) -> Job:
+    """Store a new draft version; earlier approvals stop counting and open sends are cancelled."""
+    async with store.begin() as tx:
+        job = await load(tx, po_number)
+        if draft.po_number != po_number:
+            raise DraftChanged("a revision cannot change the PO number")
+        if job.draft_hash == draft_hash(draft):
+            return job
+        version = (job.draft_version or 0) + 1
+        await tx.insert_draft(job.id, version, draft, now)
+        await cancel_open_effects(tx, job, now, "superseded by a new draft version")
+        return await move(
+            tx,
+            job,
+            Action.REVISE,
+            now,
+            actor,
+            {"draft_version": version},
+            decision_deadline=now + rules.approval.ttl,
+            **_draft_fields(version, draft),
+        )
+
+
+@dataclass(frozen=True)
+class DecisionResult:
+    """What a decision did: the job after it, and whether the policy is now met."""
+
+    job: Job
+    decision: Decision
+    outcome: Outcome
+
+
+async def decide(
+    store: Store,
+    po_number: str,
+    reviewer_id: int,
+    verdict: Verdict,
+    draft_version: int,
+    reviewed_hash: str,
+    now: datetime,
+    rules: Rules,
+    reason: str | None = None,
+) -> DecisionResult:
+    """Record an authenticated reviewer's decision on one exact draft version and hash."""
+    for _ in range(CAS_ATTEMPTS - 1):
+        try:
+            return await _decide_once(
+                store,
+                po_number,
+                reviewer_id,
+                verdict,
+                draft_version,
+                reviewed_hash,
+                now,
+                rules,
+                reason,
+            )
+        except StaleJob:
+            continue
+    return await _decide_once(
+        store, po_number, reviewer_id, verdict, draft_version, reviewed_hash, now, rules, reason
+    )
+
+
+async def _decide_once(
+    store: Store,
+    po_number: str,
+    reviewer_id: int,
+    verdict: Verdict,
+    draft_version: int,
+    reviewed_hash: str,
+    now: datetime,
+    rules: Rules,
+    reason: str | None,
+) -> DecisionResult:
+    expired = False
+    async with store.begin() as tx:
+        job = await load(tx, po_number)
+        check_reviewer(await tx.roles(reviewer_id), reviewer_id, job.requester_id)
+        decisions = await tx.decisions(job.id)
+        if job.state in _DECIDED:
+            raise AlreadyDecided(f"{po_number} is already {job.state.value}")
+        if job.state is State.EXPIRED:
+            raise ApprovalExpired(f"{po_number} expired; it needs a new draft")
+        next_state(job.state, Action.APPROVE)  # a job not yet drafted cannot be decided
+        if (job.draft_version, job.draft_hash) != (draft_version, reviewed_hash):
+            raise DraftChanged(
+                f"{po_number} changed to version {job.draft_version}; review the new draft"
+            )
+        if any(d.reviewer_id == reviewer_id and d.draft_hash == reviewed_hash for d in decisions):
+            raise AlreadyDecided("you already decided this draft")
+        if job.decision_deadline is not None and now >= job.decision_deadline:
+            await expire_job(tx, job, now, "runner", "approval window closed")
+            expired = True
+        else:
+            return await _record(tx, job, decisions, reviewer_id, verdict, now, rules, reason)
+    assert expired
+    raise ApprovalExpired(f"{po_number} expired before this decision")
+
+
+async def _record(
+    tx: Tx,
+    job: Job,
+    decisions: list[Decision],
+    reviewer_id: int,
+    verdict: Verdict,
+    now: datetime,
+    rules: Rules,
+    reason: str | None,
+) -> DecisionResult:
+    assert job.draft_version is not None and job.draft_hash is not None
+    assert job.total_paisa is not None
+    decision = Decision(
+        job.id,
+        reviewer_id,
+        Role.APPROVER,
+        verdict,
+        job.draft_version,
+        job.draft_hash,
+        now,
+        now + rules.approval.ttl,
+        rules.approval.basis(job.total_paisa),
+        reason,
+    )
+    await tx.insert_decision(decision)
+    outcome = evaluate(rules.approval, job.total_paisa, [*decisions, decision], job.draft_hash, now)
+    actor = f"user:{reviewer_id}"
+    detail = {
+        "verdict": verdict.value,
+        "draft_version": job.draft_version,
+        "draft_hash": job.draft_hash,
+        "basis": decision.policy_basis,
+    }
+    if outcome is Outcome.APPROVED:
+        job = await move(tx, job, Action.APPROVE, now, actor, detail)
+        await tx.insert_effect(_send_effect(job, now))
+    elif outcome is Outcome.REJECTED:
+        job = await move(tx, job, Action.REJECT, now, actor, detail)
+    else:
+        job = await tx.update_job(job, updated_at=now)
+        await tx.append_audit(
+            AuditEvent(
+                job.id,
+                now,
+                actor,
+                "record_approval",
+                job.state,
+                job.state,
+                {"job_version": job.version, **detail},
+            )
+        )
+    return DecisionResult(job, decision, outcome)
+
+
+def _send_effect(job: Job, now: datetime) -> Effect:
+    assert job.draft_version is not None and job.draft_hash is not None
+    key = effects.send_po_key(job.po_number, job.draft_version, job.draft_hash)
+    return Effect(
+        key,
+        job.id,
+        "send-po",
+        job.draft_version,
+        job.draft_hash,
+        effects.EffectStatus.PENDING,
+        0,
+        0,
+        now,
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+        now,
+        now,
+    )
+
+
+async def cancel_open_effects(tx: Tx, job: Job, now: datetime, why: str) -> None:
+    """Cancel every outbox row of the job that has not started sending."""
+    for effect in await tx.effects_for(job.id):
+        if effect.status in effects.OPEN_STATUSES:
+            await tx.update_effect(
+                effect,
+                status=effects.EffectStatus.CANCELLED,
+                lease_owner=None,
+                lease_until=None,
+                last_error=why,
+                updated_at=now,
+            )
+
+
+async def expire_job(tx: Tx, job: Job, now: datetime, actor: str, why: str) -> Job:
+    """Move a job to EXPIRED and cancel its open sends."""
+    await cancel_open_effects(tx, job, now, why)
+    return await move(tx, job, Action.EXPIRE, now, actor, {"reason": why})
+
+
+async def expire_due(store: Store, now: datetime, limit: int = 100) -> list[Job]:
+    """Expire requests whose approval window closed without a decision."""
+    async with store.begin() as tx:
+        due = await tx.jobs_in(State.AWAITING_APPROVAL, now, limit)
+        return [await expire_job(tx, job, now, "runner", "approval window closed") for job in due]
+
+
+async def cancel(store: Store, po_number: str, actor: str, note: str, now: datetime) -> Job:
+    """Withdraw a request that has not been sent; open sends are cancelled with it."""
+    async with store.begin() as tx:
+        job = await load(tx, po_number)
+        next_state(job.state, Action.CANCEL)
+        await cancel_open_effects(tx, job, now, "cancelled")
+        return await move(tx, job, Action.CANCEL, now, actor, {"note": note})
+
+
+async def reconcile(
+    store: Store, po_number: str, action: Action, actor: str, note: str, now: datetime
+) -> Job:
+    """Record a person's finding on an unknown outcome: sent, not sent, or failed."""
+    async with store.begin() as tx:
+        job = await load(tx, po_number)
+        if job.state is not State.UNKNOWN_OUTCOME:
+            raise ReconcileRefused(f"{po_number} is {job.state.value}, not UNKNOWN_OUTCOME")
+        pending = [
+            e for e in await tx.effects_for(job.id) if e.status is effects.EffectStatus.UNKNOWN
+        ]
+        by_action: dict[Action, dict[str, Any]] = {
+            Action.RECONCILE_SENT: {
+                "status": effects.EffectStatus.SUCCEEDED,
+                "result": {"reconciled_by": actor, "note": note},
+            },
+            Action.RECONCILE_NOT_SENT: {
+                "status": effects.EffectStatus.PENDING,
+                "next_attempt_at": now,
+            },
+            Action.RECONCILE_FAILED: {"status": effects.EffectStatus.FAILED, "last_error": note},
+        }
+        for effect in pending:
+            await tx.update_effect(
+                effect, lease_owner=None, lease_until=None, updated_at=now, **by_action[action]
+            )
+        return await move(tx, job, action, now, actor, {"note": note})

@@ -1,0 +1,36 @@
+"""Alembic, driven from code: `manzoori db upgrade` and `manzoori run` call `upgrade`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy.engine import Connection
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+_SCRIPTS = Path(__file__).with_name("migrations")
+
+
+def alembic_config(connection: Connection | None = None) -> Config:
+    """An Alembic config pointing at store/migrations, sharing `connection` if given."""
+    config = Config()
+    config.set_main_option("script_location", str(_SCRIPTS))
+    config.attributes["connection"] = connection
+    return config
+
+
+async def upgrade(engine: AsyncEngine, revision: str = "head") -> None:
+    """Bring the schema to `revision` inside one transaction."""
+    async with engine.begin() as conn:
+        await conn.run_sync(lambda sync: command.upgrade(alembic_config(sync), revision))
+
+
+async def current(engine: AsyncEngine) -> str | None:
+    """The revision the database is at, or None before the first upgrade."""
+    from alembic.runtime.migration import MigrationContext
+
+    async with engine.connect() as conn:
+        return await conn.run_sync(
+            lambda sync: MigrationContext.configure(sync).get_current_revision()
+        )

@@ -1,0 +1,15 @@
+"""Alembic environment: runs on the connection store.migrate hands over."""
+
+from __future__ import annotations
+
+from alembic import context
+
+from store.schema import metadata
+
+connection = context.config.attributes.get("connection")
+if connection is None:
+    raise RuntimeError("run migrations through `manzoori db upgrade` (store.migrate.upgrade)")
+
+context.configure(connection=connection, target_metadata=metadata, render_as_batch=True)
+with context.begin_transaction():
+    context.run_migrations()

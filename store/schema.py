@@ -1,0 +1,165 @@
+"""The durable-state schema; Alembic migrations create it, this module describes it."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Column,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.engine import Dialect
+from sqlalchemy.types import TypeDecorator
+
+
+class UtcDateTime(TypeDecorator[datetime]):
+    """Aware UTC datetimes in; aware UTC datetimes out, on SQLite as on PostgreSQL."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        """Refuse naive datetimes; SQLite gets naive UTC so text comparison orders correctly."""
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to the store")
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
+        """Attach UTC to what SQLite hands back naive."""
+        if value is None:
+            return None
+        assert isinstance(value, datetime)
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+metadata = MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+jobs = Table(
+    "jobs",
+    metadata,
+    Column("id", String(36), primary_key=True),
+    Column("po_number", String(64), nullable=False, unique=True),
+    Column("state", String(32), nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("requester_id", BigInteger, nullable=False),
+    Column("input_ref", String(255), nullable=False),
+    Column("workflow_version", String(64), nullable=False),
+    Column("source_versions", JSON, nullable=False),
+    Column("tool_results", JSON, nullable=False),
+    Column("draft_version", Integer),
+    Column("draft_hash", String(64)),
+    Column("supplier_id", String(64)),
+    Column("total_paisa", BigInteger),
+    Column("retry_count", Integer, nullable=False),
+    Column("decision_deadline", UtcDateTime),
+    Column("created_at", UtcDateTime, nullable=False),
+    Column("updated_at", UtcDateTime, nullable=False),
+    Index(None, "state", "decision_deadline"),
+)
+
+# Append-only: one row per version; the body is the canonical JSON, encrypted, because it
+# carries the supplier's contact address.
+drafts = Table(
+    "drafts",
+    metadata,
+    Column("job_id", String(36), ForeignKey("jobs.id"), primary_key=True),
+    Column("version", Integer, primary_key=True),
+    Column("hash", String(64), nullable=False),
+    Column("supplier_id", String(64), nullable=False),
+    Column("total_paisa", BigInteger, nullable=False),
+    Column("line_count", Integer, nullable=False),
+    Column("body_encrypted", LargeBinary, nullable=False),
+    Column("created_at", UtcDateTime, nullable=False),
+)
+
+# Append-only; one decision per reviewer per draft hash, enforced here, not by hope.
+decisions = Table(
+    "decisions",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("job_id", String(36), ForeignKey("jobs.id"), nullable=False),
+    Column("reviewer_id", BigInteger, nullable=False),
+    Column("reviewer_role", String(16), nullable=False),
+    Column("verdict", String(16), nullable=False),
+    Column("draft_version", Integer, nullable=False),
+    Column("draft_hash", String(64), nullable=False),
+    Column("at", UtcDateTime, nullable=False),
+    Column("expires_at", UtcDateTime, nullable=False),
+    Column("policy_basis", String(200), nullable=False),
+    Column("reason", String(500)),
+    UniqueConstraint("job_id", "draft_hash", "reviewer_id"),
+)
+
+# The outbox and the idempotency record in one: the key is the primary key, so a second
+# row for the same business action cannot exist.
+effects = Table(
+    "effects",
+    metadata,
+    Column("key", String(200), primary_key=True),
+    Column("job_id", String(36), ForeignKey("jobs.id"), nullable=False),
+    Column("kind", String(32), nullable=False),
+    Column("draft_version", Integer, nullable=False),
+    Column("draft_hash", String(64), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("attempts", Integer, nullable=False),
+    Column("next_attempt_at", UtcDateTime),
+    Column("first_attempt_at", UtcDateTime),
+    Column("lease_owner", String(100)),
+    Column("lease_until", UtcDateTime),
+    Column("started_at", UtcDateTime),
+    Column("result", JSON),
+    Column("last_error", Text),
+    Column("created_at", UtcDateTime, nullable=False),
+    Column("updated_at", UtcDateTime, nullable=False),
+    Index(None, "status", "next_attempt_at"),
+    Index(None, "job_id"),
+)
+
+# Append-only: database triggers refuse UPDATE and DELETE (see the initial migration).
+audit_events = Table(
+    "audit_events",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("job_id", String(36), ForeignKey("jobs.id")),
+    Column("at", UtcDateTime, nullable=False),
+    Column("actor", String(100), nullable=False),
+    Column("action", String(40), nullable=False),
+    Column("from_state", String(32)),
+    Column("to_state", String(32)),
+    Column("detail", JSON, nullable=False),
+    Index(None, "job_id", "id"),
+)
+
+user_roles = Table(
+    "user_roles",
+    metadata,
+    Column("user_id", BigInteger, primary_key=True),
+    Column("role", String(16), primary_key=True),
+    Column("granted_by", String(100), nullable=False),
+    Column("granted_at", UtcDateTime, nullable=False),
+)
+
+APPEND_ONLY = ("drafts", "decisions", "audit_events")

@@ -1,0 +1,333 @@
+"""SqlStore: core's ports on SQLAlchemy Core, for SQLite and PostgreSQL alike."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import asdict, fields
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import and_, delete, func, insert, or_, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from core.drafts import Draft, canonical_bytes, draft_hash, from_canonical
+from core.effects import EffectStatus
+from core.errors import AlreadyDecided, LeaseLost, StaleJob, UnknownJob
+from core.jobs import AuditEvent, Effect, Job
+from core.policies import Decision, Role, Verdict
+from core.states import State
+from store import schema
+from store.sealing import Sealer
+
+_JOB_FIELDS = [f.name for f in fields(Job)]
+_EFFECT_FIELDS = [f.name for f in fields(Effect)]
+
+
+def _job(row: Any) -> Job:
+    data = {name: row._mapping[name] for name in _JOB_FIELDS}
+    return Job(**{**data, "state": State(data["state"])})
+
+
+def _effect(row: Any) -> Effect:
+    data = {name: row._mapping[name] for name in _EFFECT_FIELDS}
+    return Effect(**{**data, "status": EffectStatus(data["status"])})
+
+
+def _decision(row: Any) -> Decision:
+    m = row._mapping
+    return Decision(
+        m["job_id"],
+        m["reviewer_id"],
+        Role(m["reviewer_role"]),
+        Verdict(m["verdict"]),
+        m["draft_version"],
+        m["draft_hash"],
+        m["at"],
+        m["expires_at"],
+        m["policy_basis"],
+        m["reason"],
+    )
+
+
+class SqlTx:
+    """One transaction on one connection; implements core.ports.Tx."""
+
+    def __init__(self, conn: AsyncConnection, sealer: Sealer) -> None:
+        self.conn = conn
+        self._sealer = sealer
+        self._postgres = conn.dialect.name == "postgresql"
+
+    async def job(self, job_id: str) -> Job:
+        """The job with that id, or raise UnknownJob."""
+        row = (
+            await self.conn.execute(select(schema.jobs).where(schema.jobs.c.id == job_id))
+        ).first()
+        if row is None:
+            raise UnknownJob(f"no job {job_id}")
+        return _job(row)
+
+    async def job_by_po(self, po_number: str) -> Job | None:
+        """The job with that PO number, if any."""
+        query = select(schema.jobs).where(schema.jobs.c.po_number == po_number)
+        row = (await self.conn.execute(query)).first()
+        return None if row is None else _job(row)
+
+    async def jobs_in(
+        self, state: State, deadline_before: datetime | None, limit: int
+    ) -> list[Job]:
+        """Jobs in a state, optionally only those whose decision deadline has passed."""
+        query = select(schema.jobs).where(schema.jobs.c.state == state.value)
+        if deadline_before is not None:
+            query = query.where(schema.jobs.c.decision_deadline <= deadline_before)
+        query = query.order_by(schema.jobs.c.created_at).limit(limit)
+        return [_job(row) for row in await self.conn.execute(query)]
+
+    async def insert_job(self, job: Job) -> None:
+        """Add a new job row."""
+        await self.conn.execute(
+            insert(schema.jobs).values(**{**asdict(job), "state": job.state.value})
+        )
+
+    async def update_job(self, job: Job, **changes: Any) -> Job:
+        """Compare-and-set on (id, state, version); bump version; raise StaleJob on a miss."""
+        if "state" in changes:
+            changes["state"] = State(changes["state"]).value
+        t = schema.jobs
+        query = (
+            update(t)
+            .where(t.c.id == job.id, t.c.state == job.state.value, t.c.version == job.version)
+            .values(version=t.c.version + 1, **changes)
+            .returning(*t.c)
+        )
+        row = (await self.conn.execute(query)).first()
+        if row is None:
+            raise StaleJob(f"job {job.po_number} moved on from {job.state.value} v{job.version}")
+        return _job(row)
+
+    async def insert_draft(self, job_id: str, version: int, draft: Draft, at: datetime) -> None:
+        """Append one immutable draft version, its body sealed."""
+        await self.conn.execute(
+            insert(schema.drafts).values(
+                job_id=job_id,
+                version=version,
+                hash=draft_hash(draft),
+                supplier_id=draft.supplier_id,
+                total_paisa=draft.total_paisa,
+                line_count=len(draft.lines),
+                body_encrypted=self._sealer.seal(canonical_bytes(draft)),
+                created_at=at,
+            )
+        )
+
+    async def draft(self, job_id: str, version: int) -> Draft:
+        """One stored draft version, opened and checked against its hash."""
+        t = schema.drafts
+        row = (
+            await self.conn.execute(select(t).where(t.c.job_id == job_id, t.c.version == version))
+        ).one()
+        draft = from_canonical(self._sealer.open(row.body_encrypted))
+        if draft_hash(draft) != row.hash:
+            raise ValueError(f"stored draft {job_id} v{version} does not match its hash")
+        return draft
+
+    async def decisions(self, job_id: str) -> list[Decision]:
+        """Every decision on the job, oldest first."""
+        t = schema.decisions
+        rows = await self.conn.execute(select(t).where(t.c.job_id == job_id).order_by(t.c.id))
+        return [_decision(row) for row in rows]
+
+    async def insert_decision(self, decision: Decision) -> None:
+        """Record a decision; the unique constraint turns a repeat into AlreadyDecided."""
+        values = {
+            **asdict(decision),
+            "reviewer_role": decision.reviewer_role.value,
+            "verdict": decision.verdict.value,
+        }
+        try:
+            await self.conn.execute(insert(schema.decisions).values(**values))
+        except IntegrityError as error:
+            raise AlreadyDecided("this reviewer already decided this draft") from error
+
+    async def append_audit(self, event: AuditEvent) -> None:
+        """Append one audit event."""
+        await self.conn.execute(
+            insert(schema.audit_events).values(
+                job_id=event.job_id,
+                at=event.at,
+                actor=event.actor,
+                action=event.action,
+                from_state=event.from_state and event.from_state.value,
+                to_state=event.to_state and event.to_state.value,
+                detail=event.detail,
+            )
+        )
+
+    async def insert_effect(self, effect: Effect) -> None:
+        """Add an outbox row; its key is the primary key."""
+        await self.conn.execute(
+            insert(schema.effects).values(**{**asdict(effect), "status": effect.status.value})
+        )
+
+    async def effect(self, key: str) -> Effect:
+        """The outbox row with that key."""
+        t = schema.effects
+        return _effect((await self.conn.execute(select(t).where(t.c.key == key))).one())
+
+    async def effects_for(self, job_id: str) -> list[Effect]:
+        """A job's outbox rows, oldest first."""
+        t = schema.effects
+        rows = await self.conn.execute(
+            select(t).where(t.c.job_id == job_id).order_by(t.c.created_at, t.c.key)
+        )
+        return [_effect(row) for row in rows]
+
+    async def update_effect(self, effect: Effect, **changes: Any) -> Effect:
+        """Compare-and-set on (key, version); bump version; raise LeaseLost on a miss."""
+        if "status" in changes:
+            changes["status"] = EffectStatus(changes["status"]).value
+        t = schema.effects
+        query = (
+            update(t)
+            .where(t.c.key == effect.key, t.c.version == effect.version)
+            .values(version=t.c.version + 1, **changes)
+            .returning(*t.c)
+        )
+        row = (await self.conn.execute(query)).first()
+        if row is None:
+            raise LeaseLost(f"{effect.key} changed under this runner")
+        return _effect(row)
+
+    async def claim_due(
+        self, now: datetime, owner: str, lease_until: datetime, limit: int
+    ) -> list[Effect]:
+        """Lease due pending rows, and claimed rows whose lease ran out, to `owner`."""
+        t = schema.effects
+        due = or_(
+            and_(t.c.status == EffectStatus.PENDING.value, t.c.next_attempt_at <= now),
+            and_(t.c.status == EffectStatus.CLAIMED.value, t.c.lease_until < now),
+        )
+        query = select(t.c.key).where(due).order_by(t.c.next_attempt_at).limit(limit)
+        if self._postgres:
+            # Several runners share the table: each takes rows nobody else has locked.
+            query = query.with_for_update(skip_locked=True)
+        keys = list((await self.conn.execute(query)).scalars())
+        if not keys:
+            return []
+        claim = (
+            update(t)
+            .where(t.c.key.in_(keys), due)
+            .values(
+                status=EffectStatus.CLAIMED.value,
+                lease_owner=owner,
+                lease_until=lease_until,
+                version=t.c.version + 1,
+                updated_at=now,
+            )
+            .returning(*t.c)
+        )
+        return [_effect(row) for row in await self.conn.execute(claim)]
+
+    async def stalled(self, now: datetime, limit: int) -> list[Effect]:
+        """Started rows whose lease ran out: their runner died mid-attempt."""
+        t = schema.effects
+        query = (
+            select(t)
+            .where(t.c.status == EffectStatus.STARTED.value, t.c.lease_until < now)
+            .limit(limit)
+        )
+        if self._postgres:
+            query = query.with_for_update(skip_locked=True)
+        return [_effect(row) for row in await self.conn.execute(query)]
+
+    async def open_work(self, now: datetime) -> int:
+        """Rows that are due now, leased, or mid-attempt."""
+        t = schema.effects
+        busy = or_(
+            t.c.status.in_([EffectStatus.CLAIMED.value, EffectStatus.STARTED.value]),
+            and_(t.c.status == EffectStatus.PENDING.value, t.c.next_attempt_at <= now),
+        )
+        return int((await self.conn.execute(select(func.count()).where(busy))).scalar_one())
+
+    async def roles(self, user_id: int) -> frozenset[Role]:
+        """The roles a user holds now."""
+        t = schema.user_roles
+        rows = await self.conn.execute(select(t.c.role).where(t.c.user_id == user_id))
+        return frozenset(Role(role) for role in rows.scalars())
+
+    async def grant(self, user_id: int, role: Role, by: str, now: datetime) -> bool:
+        """Give a user a role; False if they had it already."""
+        if role in await self.roles(user_id):
+            return False
+        await self.conn.execute(
+            insert(schema.user_roles).values(
+                user_id=user_id, role=role.value, granted_by=by, granted_at=now
+            )
+        )
+        await self.append_audit(
+            AuditEvent(
+                None, now, by, "grant_role", None, None, {"user_id": user_id, "role": role.value}
+            )
+        )
+        return True
+
+    async def revoke(self, user_id: int, by: str, now: datetime) -> frozenset[Role]:
+        """Take every role from a user; returns what they had."""
+        held = await self.roles(user_id)
+        t = schema.user_roles
+        await self.conn.execute(delete(t).where(t.c.user_id == user_id))
+        await self.append_audit(
+            AuditEvent(
+                None,
+                now,
+                by,
+                "revoke_roles",
+                None,
+                None,
+                {"user_id": user_id, "roles": sorted(r.value for r in held)},
+            )
+        )
+        return held
+
+    async def list_jobs(self, state: State | None, limit: int) -> list[Job]:
+        """Jobs, newest first, optionally in one state."""
+        query = select(schema.jobs).order_by(schema.jobs.c.created_at.desc()).limit(limit)
+        if state is not None:
+            query = query.where(schema.jobs.c.state == state.value)
+        return [_job(row) for row in await self.conn.execute(query)]
+
+    async def audit(self, job_id: str) -> list[AuditEvent]:
+        """A job's audit trail, oldest first."""
+        t = schema.audit_events
+        rows = await self.conn.execute(select(t).where(t.c.job_id == job_id).order_by(t.c.id))
+        return [
+            AuditEvent(
+                r.job_id,
+                r.at,
+                r.actor,
+                r.action,
+                r.from_state and State(r.from_state),
+                r.to_state and State(r.to_state),
+                r.detail,
+            )
+            for r in rows
+        ]
+
+
+class SqlStore:
+    """Hands out SqlTx transactions on one engine; implements core.ports.Store."""
+
+    def __init__(self, engine: AsyncEngine, data_key: bytes | str) -> None:
+        self.engine = engine
+        self._sealer = Sealer(data_key)
+
+    @asynccontextmanager
+    async def begin(self) -> AsyncIterator[SqlTx]:
+        """A transaction that commits on success and rolls back on error."""
+        async with self.engine.begin() as conn:
+            yield SqlTx(conn, self._sealer)
+
+    async def close(self) -> None:
+        """Release the engine's connections."""
+        await self.engine.dispose()
