@@ -11,8 +11,11 @@ from typing import Any
 from core.errors import InvalidDraft
 
 # Wide enough for real SKUs and supplier ids, narrow enough to keep mail headers and CSV safe.
-_IDENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,63}$")
-_EMAIL = re.compile(r"^[^@\s<>,;\"]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}$")
+_IDENT = re.compile(r"^[A-Za-z0-9]+(?:[._/-][A-Za-z0-9]+)*$")
+# PO numbers end up in Message-IDs and file names: no slashes, no doubled or trailing dots.
+_PO_NUMBER = re.compile(r"^[A-Za-z0-9]+(?:[._-][A-Za-z0-9]+)*$")
+_EMAIL = re.compile(r"^[^@\s<>,;\"]+@(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,}$")
+_MAX_IDENT = 64
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,7 @@ class Draft:
     lines: tuple[DraftLine, ...] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "lines", tuple(self.lines))  # hashable, whatever was passed
         validate(self)
 
     @property
@@ -52,9 +56,9 @@ class Draft:
 
 def validate(draft: Draft) -> None:
     """Raise InvalidDraft naming the first field that cannot be sent to a supplier."""
-    if not _IDENT.match(draft.po_number):
+    if len(draft.po_number) > _MAX_IDENT or not _PO_NUMBER.match(draft.po_number):
         raise InvalidDraft(f"PO number {draft.po_number!r} is not a plain identifier")
-    if not _IDENT.match(draft.supplier_id):
+    if len(draft.supplier_id) > _MAX_IDENT or not _IDENT.match(draft.supplier_id):
         raise InvalidDraft(f"supplier id {draft.supplier_id!r} is not a plain identifier")
     if not _EMAIL.match(draft.recipient_email):
         raise InvalidDraft("recipient e-mail address is malformed")
@@ -63,8 +67,11 @@ def validate(draft: Draft) -> None:
     if not draft.lines:
         raise InvalidDraft("a purchase order needs at least one line")
     for number, line in enumerate(draft.lines, start=1):
-        if not _IDENT.match(line.sku):
+        if len(line.sku) > _MAX_IDENT or not _IDENT.match(line.sku):
             raise InvalidDraft(f"line {number}: SKU {line.sku!r} is not a plain identifier")
+        # exactly int (not bool, not float): equal drafts must have equal canonical bytes
+        if type(line.quantity) is not int or type(line.unit_price_paisa) is not int:
+            raise InvalidDraft(f"line {number}: quantity and price must be whole numbers")
         if line.quantity <= 0:
             raise InvalidDraft(f"line {number}: quantity must be positive")
         if line.unit_price_paisa < 0:

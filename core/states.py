@@ -50,7 +50,9 @@ class Action(StrEnum):
 
 S, A = State, Action
 
-# States before any external effect; a failure there is safe to classify and retry.
+# States before approval. A failure there is final (a bad sheet, missing terms); intake
+# retries its own transient errors before it moves the job. FAILED_RETRYABLE is entered
+# only from SENDING, so every way into SENDING passes through APPROVED.
 _PRE_EFFECT = (S.RECEIVED, S.VALIDATED, S.RESEARCHED, S.DRAFTED)
 # States from which a new draft version asks for approval again. Not from SENDING or
 # UNKNOWN_OUTCOME: the old version may be at the supplier, reconcile it first.
@@ -63,7 +65,14 @@ _REVISABLE = (
     S.FAILED_FINAL,
 )
 # States an admin may cancel; not while a send is in flight or its outcome is unknown.
-_CANCELLABLE = (*_PRE_EFFECT, S.AWAITING_APPROVAL, S.APPROVED, S.EXPIRED, S.FAILED_RETRYABLE)
+_CANCELLABLE = (
+    *_PRE_EFFECT,
+    S.AWAITING_APPROVAL,
+    S.APPROVED,
+    S.EXPIRED,
+    S.FAILED_RETRYABLE,
+    S.FAILED_FINAL,
+)
 
 TRANSITIONS: dict[tuple[State, Action], State] = {
     # the happy path
@@ -81,8 +90,7 @@ TRANSITIONS: dict[tuple[State, Action], State] = {
     (S.FAILED_RETRYABLE, A.EXPIRE): S.EXPIRED,
     # a new draft version needs a new approval
     **{(s, A.REVISE): S.AWAITING_APPROVAL for s in _REVISABLE},
-    # failures before an external effect
-    **{(s, A.FAIL_RETRYABLE): S.FAILED_RETRYABLE for s in _PRE_EFFECT},
+    # failures before approval
     **{(s, A.FAIL_FINAL): S.FAILED_FINAL for s in _PRE_EFFECT},
     # the send: nothing delivered -> retry or give up; maybe delivered -> reconcile
     (S.SENDING, A.FAIL_RETRYABLE): S.FAILED_RETRYABLE,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import AsyncIterator
 
@@ -31,25 +32,36 @@ async def _reset_postgres(url: str) -> None:
     await engine.dispose()
 
 
+async def _migrate_sqlite(url: str) -> None:
+    engine = make_engine(url)
+    await upgrade(engine)
+    await engine.dispose()
+
+
+async def _truncate(url: str) -> None:
+    engine = make_engine(url)
+    async with engine.begin() as conn:
+        await conn.execute(text(f"TRUNCATE {_TABLES} RESTART IDENTITY CASCADE"))
+    await engine.dispose()
+
+
 @pytest.fixture(params=["sqlite", "postgres"])
-async def db_url(request: pytest.FixtureRequest, tmp_path) -> str:
-    """A migrated, empty database; PostgreSQL variants skip without TEST_POSTGRES_URL."""
+def db_url(request: pytest.FixtureRequest, tmp_path) -> str:
+    """A migrated, empty database; PostgreSQL variants skip without TEST_POSTGRES_URL.
+
+    Synchronous on purpose, so subprocess tests (crash, CLI) can use it as well.
+    """
     global _pg_ready
     if request.param == "sqlite":
         url = f"sqlite+aiosqlite:///{tmp_path / 'manzoori.db'}"
-        engine = make_engine(url)
-        await upgrade(engine)
-        await engine.dispose()
+        asyncio.run(_migrate_sqlite(url))
         return url
     if not POSTGRES_URL:
         pytest.skip("TEST_POSTGRES_URL is not set")
     if not _pg_ready:
-        await _reset_postgres(POSTGRES_URL)
+        asyncio.run(_reset_postgres(POSTGRES_URL))
         _pg_ready = True
-    engine = make_engine(POSTGRES_URL)
-    async with engine.begin() as conn:
-        await conn.execute(text(f"TRUNCATE {_TABLES} RESTART IDENTITY CASCADE"))
-    await engine.dispose()
+    asyncio.run(_truncate(POSTGRES_URL))
     return POSTGRES_URL
 
 
@@ -63,3 +75,13 @@ async def store(db_url: str) -> AsyncIterator[SqlStore]:
         await tx.grant(APPROVER_B, Role.APPROVER, "test", T0)
     yield store
     await store.close()
+
+
+@pytest.fixture
+def smtp_sink():  # -> Iterator[tests.smtp_sink.SmtpSink]
+    """A real SMTP server on 127.0.0.1 that records what it accepts and answers as scripted."""
+    # Imported here so this fixture stays one self-contained block at the end of the file.
+    from tests.smtp_sink import running_sink
+
+    with running_sink() as sink:
+        yield sink

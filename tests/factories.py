@@ -16,8 +16,14 @@ APPROVER_B = 2002
 OUTSIDER = 3001
 
 
-def make_draft(po: str = "PO-2026-001", *, unit_price_paisa: int = 125_000, quantity: int = 4,
-               recipient: str = "orders@supplier.example", **changes: object) -> Draft:
+def make_draft(
+    po: str = "PO-2026-001",
+    *,
+    unit_price_paisa: int = 125_000,
+    quantity: int = 4,
+    recipient: str = "orders@supplier.example",
+    **changes: object,
+) -> Draft:
     """A two-line draft; the first line's price and quantity set the total."""
     draft = Draft(
         po_number=po,
@@ -27,7 +33,7 @@ def make_draft(po: str = "PO-2026-001", *, unit_price_paisa: int = 125_000, quan
         terms_version="terms-2026-11",
         lines=(
             DraftLine("CBL-USB-C-1M", "USB-C cable 1 m", quantity, unit_price_paisa),
-            DraftLine("ADP-65W", "65 W charger, \"GaN\", PK plug", 2, 450_000),
+            DraftLine("ADP-65W", '65 W charger, "GaN", PK plug', 2, 450_000),
         ),
     )
     return replace(draft, **changes) if changes else draft  # type: ignore[arg-type]
@@ -35,9 +41,12 @@ def make_draft(po: str = "PO-2026-001", *, unit_price_paisa: int = 125_000, quan
 
 def new_job(requester: int = REQUESTER, input_ref: str | None = None) -> NewJob:
     """A fresh request from the requester."""
-    return NewJob(id=str(uuid.uuid4()), requester_id=requester,
-                  input_ref=input_ref or f"tg-file:{uuid.uuid4().hex[:12]}",
-                  source_versions={"supplier_terms": "terms-2026-11"})
+    return NewJob(
+        id=str(uuid.uuid4()),
+        requester_id=requester,
+        input_ref=input_ref or f"tg-file:{uuid.uuid4().hex[:12]}",
+        source_versions={"supplier_terms": "terms-2026-11"},
+    )
 
 
 @dataclass

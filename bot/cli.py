@@ -1,0 +1,246 @@
+"""`manzoori`: set-up, the runner, and the admin's view of jobs, users and the review queue."""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+import json
+import logging
+import signal
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+from bot import bootstrap, reports
+from bot.config import ConfigError, Settings, load_settings, write_env_file
+from bot.runner import utcnow
+from core import service
+from core.errors import ManzooriError
+from core.policies import Role
+from core.states import NEEDS_REVIEW, Action, State
+from store.migrate import upgrade
+from store.sql import SqlStore
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
+db_app = typer.Typer(no_args_is_help=True, help="The database schema.")
+jobs_app = typer.Typer(no_args_is_help=True, help="Purchase-order jobs.")
+users_app = typer.Typer(no_args_is_help=True, help="Registered users and their roles.")
+app.add_typer(db_app, name="db")
+app.add_typer(jobs_app, name="jobs")
+app.add_typer(users_app, name="users")
+
+T = TypeVar("T")
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+
+
+def _actor() -> str:
+    return f"cli:{getpass.getuser()}"
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(1)
+
+
+def _with_store(work: Callable[[Settings, SqlStore], Awaitable[T]]) -> T:
+    """Load settings, open the store, run `work`, and turn known errors into messages."""
+    try:
+        settings = load_settings()
+    except ConfigError as error:
+        raise _fail(f"configuration:\n{error}") from None
+
+    async def main() -> T:
+        store = bootstrap.build_store(settings)
+        try:
+            return await work(settings, store)
+        finally:
+            await store.close()
+
+    try:
+        return asyncio.run(main())
+    except ManzooriError as error:
+        raise _fail(str(error)) from None
+
+
+@app.command()
+def init(
+    path: Annotated[Path, typer.Option(help="Where to write the settings.")] = Path(".env"),
+    force: Annotated[bool, typer.Option(help="Overwrite an existing file.")] = False,
+) -> None:
+    """Write a .env with freshly generated keys."""
+    try:
+        written = write_env_file(path, force=force)
+    except ConfigError as error:
+        raise _fail(str(error)) from None
+    typer.echo(f"wrote {written} with new MANZOORI_SECRET_KEY and MANZOORI_DATA_KEY")
+
+
+@db_app.command("upgrade")
+def db_upgrade() -> None:
+    """Apply every pending migration."""
+    _with_store(lambda _s, store: upgrade(store.engine))
+    typer.echo("database is at the latest schema")
+
+
+@app.command("runner")
+def runner(
+    until_idle: Annotated[bool, typer.Option(help="Exit once nothing is due.")] = False,
+    max_seconds: Annotated[float | None, typer.Option(help="Give up after this long.")] = None,
+) -> None:
+    """Run the outbox runner (migrations are not applied; see `run`)."""
+    _setup_logging()
+
+    async def work(settings: Settings, store: SqlStore) -> None:
+        outbox = bootstrap.build_runner(settings, store)
+        if until_idle:
+            await outbox.run_until_idle(settings.manzoori_poll_seconds, max_seconds)
+        else:
+            await outbox.run_forever(settings.manzoori_poll_seconds, _stop_on_signals())
+
+    _with_store(work)
+
+
+@app.command()
+def run() -> None:
+    """Apply migrations, then run the outbox runner until SIGINT or SIGTERM."""
+    _setup_logging()
+
+    async def work(settings: Settings, store: SqlStore) -> None:
+        await upgrade(store.engine)
+        outbox = bootstrap.build_runner(settings, store)
+        await outbox.run_forever(settings.manzoori_poll_seconds, _stop_on_signals())
+
+    _with_store(work)
+
+
+def _setup_logging() -> None:
+    logging.basicConfig(
+        level=logging.INFO,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+
+
+def _stop_on_signals() -> asyncio.Event:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    return stop
+
+
+@jobs_app.command("list")
+def jobs_list(
+    state: Annotated[str | None, typer.Option(help="Only jobs in this state.")] = None,
+    review: Annotated[bool, typer.Option(help="Only the manual-review queue.")] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """List jobs, newest first."""
+    wanted = _parse_state(state) if state else None
+
+    async def work(settings: Settings, store: SqlStore) -> list[dict[str, Any]]:
+        async with store.begin() as tx:
+            found = await tx.list_jobs(wanted, 1000)
+        if review:
+            found = [job for job in found if job.state in NEEDS_REVIEW]
+        return [reports.job_summary(job) for job in found]
+
+    rows = _with_store(work)
+    typer.echo(json.dumps(rows, indent=2) if as_json else reports.table(rows))
+
+
+def _parse_state(name: str) -> State:
+    try:
+        return State(name.upper())
+    except ValueError:
+        raise _fail(f"unknown state {name!r}; one of {', '.join(State)}") from None
+
+
+@jobs_app.command("show")
+def jobs_show(po_number: str, as_json: JsonFlag = False) -> None:
+    """Show one job: its draft, approvals, sends and audit trail."""
+
+    async def work(settings: Settings, store: SqlStore) -> dict[str, Any]:
+        async with store.begin() as tx:
+            return await reports.job_detail(tx, await service.load(tx, po_number))
+
+    detail = _with_store(work)
+    typer.echo(json.dumps(detail, indent=2) if as_json else reports.text(detail))
+
+
+@jobs_app.command("reconcile")
+def jobs_reconcile(
+    po_number: str,
+    note: Annotated[str, typer.Option(help="What you checked with the supplier.")],
+    sent: Annotated[bool, typer.Option("--sent", help="The supplier has the e-mail.")] = False,
+    not_sent: Annotated[
+        bool, typer.Option("--not-sent", help="It never arrived: send once more with the same key.")
+    ] = False,
+    failed: Annotated[bool, typer.Option("--failed", help="Give up on this send.")] = False,
+) -> None:
+    """Record a person's finding on a send whose outcome is unknown."""
+    chosen = [
+        a
+        for flag, a in (
+            (sent, Action.RECONCILE_SENT),
+            (not_sent, Action.RECONCILE_NOT_SENT),
+            (failed, Action.RECONCILE_FAILED),
+        )
+        if flag
+    ]
+    if len(chosen) != 1:
+        raise _fail("give exactly one of --sent, --not-sent, --failed")
+    if not note.strip():
+        raise _fail("--note must say what was checked")
+    job = _with_store(
+        lambda _s, store: service.reconcile(store, po_number, chosen[0], _actor(), note, utcnow())
+    )
+    typer.echo(f"{job.po_number} is now {job.state.value}")
+
+
+@jobs_app.command("cancel")
+def jobs_cancel(
+    po_number: str,
+    note: Annotated[str, typer.Option(help="Why it is withdrawn.")],
+) -> None:
+    """Withdraw a job that has not been sent."""
+    job = _with_store(lambda _s, store: service.cancel(store, po_number, _actor(), note, utcnow()))
+    typer.echo(f"{job.po_number} is now {job.state.value}")
+
+
+@users_app.command("grant")
+def users_grant(user_id: int, role: Role) -> None:
+    """Give a Telegram user a role (admin, approver or requester)."""
+
+    async def work(settings: Settings, store: SqlStore) -> bool:
+        async with store.begin() as tx:
+            return await tx.grant(user_id, role, _actor(), utcnow())
+
+    added = _with_store(work)
+    typer.echo(f"user {user_id} {'now has' if added else 'already had'} role {role.value}")
+
+
+@users_app.command("revoke")
+def users_revoke(user_id: int) -> None:
+    """Take every role from a Telegram user."""
+
+    async def work(settings: Settings, store: SqlStore) -> frozenset[Role]:
+        async with store.begin() as tx:
+            return await tx.revoke(user_id, _actor(), utcnow())
+
+    held = _with_store(work)
+    if not held:
+        raise _fail(f"user {user_id} holds no role")
+    typer.echo(f"user {user_id} lost roles: {', '.join(sorted(r.value for r in held))}")
+
+
+def main() -> None:
+    """Console entry point."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

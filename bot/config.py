@@ -1,0 +1,302 @@
+"""Settings from the environment and `.env`: the only module that reads either.
+
+`load_settings()` is the entry point; it turns pydantic's errors into one `ConfigError` that names
+each bad variable by its environment name, so the CLI can print it and exit. `write_env_file()`
+backs `manzoori init`.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+import re
+import textwrap
+from datetime import timedelta
+from pathlib import Path
+from typing import Annotated, Any, Literal, get_args
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from cryptography.fernet import Fernet
+from pydantic import Field, SecretStr, ValidationError, ValidationInfo, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from core.policies import ApprovalPolicy
+from core.retries import RetryPolicy
+from core.service import Rules
+
+DATABASE_SCHEMES = ("sqlite+aiosqlite", "postgresql+asyncpg")
+# Where a crash test may have the runner SIGKILL itself; see bot/runner.py.
+FaultPoint = Literal["after_claim", "after_marker", "after_accept", "after_record"]
+FAULT_POINTS: tuple[str, ...] = get_args(FaultPoint)
+KEY_VARIABLES = ("MANZOORI_SECRET_KEY", "MANZOORI_DATA_KEY")
+# Fernet.generate_key(): 32 random bytes, URL-safe base64 with padding, 44 characters.
+_KEY_BYTES = 32
+_KEY_PATTERN = re.compile(r"[A-Za-z0-9_-]+={0,2}")
+_INIT_HINT = "run `manzoori init` to write a .env with fresh keys"
+
+
+class ConfigError(Exception):
+    """The configuration is unusable; the message lists each bad variable, one per line."""
+
+
+class Settings(BaseSettings):
+    """Every setting the bot, the runner and the CLI read; a field is its env name, lower-cased."""
+
+    model_config = SettingsConfigDict(
+        env_file=".env",
+        env_file_encoding="utf-8",
+        extra="ignore",
+        case_sensitive=False,
+        # `NAME=` left empty (as in .env.example) means "use the default", not "the empty string".
+        env_ignore_empty=True,
+        # Defaults go through the validators too, so the cross-field checks see them.
+        validate_default=True,
+    )
+
+    database_url: str = Field(
+        "sqlite+aiosqlite:///manzoori.db",
+        description="SQLAlchemy URL; scheme sqlite+aiosqlite:// or postgresql+asyncpg://",
+    )
+    manzoori_secret_key: SecretStr = Field(
+        description="HMAC key that signs button tokens; 32 bytes in URL-safe base64 (44 chars)",
+    )
+    manzoori_data_key: SecretStr = Field(
+        description="Fernet key that seals stored fields; 32 bytes in URL-safe base64 (44 chars)",
+    )
+    manzoori_admin_ids: Annotated[frozenset[int], NoDecode] = Field(
+        frozenset(),
+        description="Telegram user ids of admins; comma-separated positive integers, e.g. 11,22",
+    )
+    smtp_host: str = Field("localhost", description="SMTP server host name")
+    smtp_port: int = Field(25, ge=1, le=65535, description="SMTP server port, 1..65535")
+    smtp_username: str | None = Field(None, description="SMTP login name; empty: no login")
+    smtp_password: SecretStr | None = Field(None, description="SMTP password; empty: no login")
+    smtp_tls: Literal["none", "starttls", "tls"] = Field(
+        "none", description="SMTP transport security: none, starttls or tls (implicit TLS)"
+    )
+    smtp_timeout_seconds: float = Field(
+        30.0, gt=0, description="Seconds before an SMTP connection or command gives up; > 0"
+    )
+    mail_from: str = Field(
+        "orders@localhost.localdomain", description="Sender address of purchase-order e-mail"
+    )
+    manzoori_approval_ttl_seconds: int = Field(
+        86400, gt=0, description="Seconds an approval stays valid; integer > 0"
+    )
+    manzoori_dual_approval_above_pkr: int = Field(
+        500_000, ge=0, description="Totals above this many rupees need two approvers; integer >= 0"
+    )
+    manzoori_timezone: str = Field(
+        "Asia/Karachi", description="IANA time zone for dates shown to users and in e-mail"
+    )
+    manzoori_lease_seconds: float = Field(
+        120.0,
+        gt=0,
+        description="Seconds a runner owns an outbox row; must exceed SMTP_TIMEOUT_SECONDS",
+    )
+    manzoori_poll_seconds: float = Field(
+        2.0, gt=0, description="Seconds the runner sleeps when the outbox is empty; > 0"
+    )
+    manzoori_retry_base_seconds: float = Field(
+        5.0, gt=0, description="First retry delay in seconds, doubled per attempt; > 0"
+    )
+    manzoori_retry_max_seconds: float = Field(
+        300.0, gt=0, description="Cap on one retry delay in seconds; >= the base delay"
+    )
+    manzoori_retry_max_attempts: int = Field(
+        8, ge=1, description="Attempts before a send is dead-lettered; integer >= 1"
+    )
+    manzoori_retry_max_elapsed_seconds: float = Field(
+        7200.0, gt=0, description="Seconds of retrying before a send is dead-lettered; > 0"
+    )
+    manzoori_fault_point: FaultPoint | None = Field(
+        None,
+        description="For crash tests only: the runner kills itself with SIGKILL at that point; "
+        "one of after_claim, after_marker, after_accept, after_record; leave unset otherwise",
+    )
+
+    @field_validator("database_url")
+    @classmethod
+    def _known_scheme(cls, value: str) -> str:
+        scheme = value.split("://", 1)[0] if "://" in value else ""
+        if scheme not in DATABASE_SCHEMES:
+            # Only the scheme is echoed: the rest of the URL may hold a password.
+            raise ValueError(
+                f"scheme must be sqlite+aiosqlite:// or postgresql+asyncpg://, got {scheme!r}"
+            )
+        return value
+
+    @field_validator("manzoori_secret_key", "manzoori_data_key")
+    @classmethod
+    def _fernet_shaped(cls, value: SecretStr) -> SecretStr:
+        text = value.get_secret_value().strip()
+        try:
+            # Fernet itself wants URL-safe base64; the pattern rejects what b64decode would skip.
+            raw = base64.urlsafe_b64decode(text) if _KEY_PATTERN.fullmatch(text) else None
+        except (binascii.Error, ValueError):
+            raw = None
+        if raw is None or len(raw) != _KEY_BYTES:
+            # Never echo the value: it is a secret even when malformed.
+            raise ValueError(
+                f"not {_KEY_BYTES} bytes of URL-safe base64 (44 characters); "
+                "make one with `manzoori init`"
+            )
+        return SecretStr(text)
+
+    @field_validator("manzoori_admin_ids", mode="before")
+    @classmethod
+    def _comma_separated_ids(cls, value: Any) -> frozenset[int]:
+        items = value.split(",") if isinstance(value, str) else value
+        ids = set()
+        for item in items:
+            text = str(item).strip()
+            if not text:
+                continue  # tolerate "1,2," and spaces around commas
+            if not text.isdigit() or int(text) <= 0:
+                raise ValueError(
+                    f"expected comma-separated positive Telegram user ids, got {text!r}"
+                )
+            ids.add(int(text))
+        return frozenset(ids)
+
+    @field_validator("mail_from")
+    @classmethod
+    def _one_at_sign(cls, value: str) -> str:
+        local, at, domain = value.strip().partition("@")
+        if not at or not local or not domain or "@" in domain:
+            raise ValueError(f"expected an address like orders@example.com, got {value!r}")
+        return value.strip()
+
+    @field_validator("manzoori_timezone")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(
+                f"unknown time zone {value!r}; use an IANA name like Asia/Karachi"
+            ) from None
+        return value
+
+    @field_validator("manzoori_lease_seconds")
+    @classmethod
+    def _lease_outlives_smtp(cls, value: float, info: ValidationInfo) -> float:
+        timeout = info.data.get("smtp_timeout_seconds")
+        # A lease shorter than a send lets a second runner claim the row mid-send: a duplicate.
+        if timeout is not None and value <= timeout:
+            raise ValueError(
+                f"must exceed SMTP_TIMEOUT_SECONDS ({timeout:g}), got {value:g}; "
+                "a shorter lease lets a second runner claim a row still being sent"
+            )
+        return value
+
+    @field_validator("manzoori_retry_max_seconds")
+    @classmethod
+    def _cap_above_base(cls, value: float, info: ValidationInfo) -> float:
+        base = info.data.get("manzoori_retry_base_seconds")
+        if base is not None and value < base:
+            raise ValueError(
+                f"must be at least MANZOORI_RETRY_BASE_SECONDS ({base:g}), got {value:g}"
+            )
+        return value
+
+    def approval_policy(self) -> ApprovalPolicy:
+        """The approval rules these settings describe."""
+        return ApprovalPolicy(
+            ttl=timedelta(seconds=self.manzoori_approval_ttl_seconds),
+            dual_above_paisa=self.manzoori_dual_approval_above_pkr * 100,
+        )
+
+    def retry_policy(self) -> RetryPolicy:
+        """The outbox retry rules these settings describe."""
+        return RetryPolicy(
+            base_delay=timedelta(seconds=self.manzoori_retry_base_seconds),
+            max_delay=timedelta(seconds=self.manzoori_retry_max_seconds),
+            max_attempts=self.manzoori_retry_max_attempts,
+            max_elapsed=timedelta(seconds=self.manzoori_retry_max_elapsed_seconds),
+        )
+
+    def rules(self) -> Rules:
+        """The policies handed to core.service."""
+        return Rules(approval=self.approval_policy(), retry=self.retry_policy())
+
+    @property
+    def tz(self) -> ZoneInfo:
+        """The time zone users see dates in."""
+        return ZoneInfo(self.manzoori_timezone)
+
+    @property
+    def mail_domain(self) -> str:
+        """The domain of MAIL_FROM, for Message-ID headers."""
+        return self.mail_from.rpartition("@")[2]
+
+
+def load_settings() -> Settings:
+    """Read the environment and `.env`; raise ConfigError naming every bad variable."""
+    try:
+        return Settings()  # type: ignore[call-arg]  # required fields come from the environment
+    except ValidationError as exc:
+        lines = [_describe(error) for error in exc.errors(include_url=False)]
+        # `from None`: pydantic's own text repeats the raw input, which may be a key.
+        raise ConfigError("\n".join(lines)) from None
+
+
+def _describe(error: Any) -> str:
+    """One `ENV_NAME: reason` line for one pydantic error."""
+    name = str(error["loc"][0]).upper() if error["loc"] else "configuration"
+    if error["type"] == "missing":
+        reason = f"missing — {_INIT_HINT}" if name in KEY_VARIABLES else "missing"
+    elif error["type"] == "value_error":
+        reason = str(error["ctx"]["error"])
+    else:
+        reason = error["msg"]
+    return f"{name}: {reason}"
+
+
+def write_env_file(path: Path, *, force: bool = False) -> Path:
+    """Write a .env (mode 0o600) with fresh keys and every other variable at its default."""
+    keys = {name: Fernet.generate_key().decode("ascii") for name in KEY_VARIABLES}
+    text = render_env(keys)
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if force else os.O_EXCL)
+    try:
+        fd = os.open(path, flags, 0o600)
+    except FileExistsError:
+        raise ConfigError(f"{path} exists; pass --force to overwrite it") from None
+    # The umask cannot widen 0o600, but an existing file overwritten with force keeps its own mode.
+    os.fchmod(fd, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    return path
+
+
+def render_env(keys: dict[str, str]) -> str:
+    """The text of a .env: `keys` filled in, DATABASE_URL set, every other variable commented."""
+    lines = ["# Manzoori configuration. Keep this file private: it holds the keys.", ""]
+    for field_name, field in Settings.model_fields.items():
+        name = field_name.upper()
+        if name in KEY_VARIABLES:
+            lines += _comment(f"{field.description}. Required; generate with `manzoori init`.")
+            lines += [f"{name}={keys.get(name, '')}", ""]
+            continue
+        default = _env_text(field.default)
+        lines += _comment(f"{field.description}. Default: {default or '(empty)'}.")
+        prefix = "" if name == "DATABASE_URL" else "# "
+        lines += [f"{prefix}{name}={default}", ""]
+    return "\n".join(lines)
+
+
+def _env_text(value: Any) -> str:
+    """A default as it would be written in a .env file."""
+    if value is None:
+        return ""
+    if isinstance(value, frozenset):
+        return ",".join(str(item) for item in sorted(value))
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _comment(text: str) -> list[str]:
+    """`text` as `# ` comment lines that fit in 100 columns."""
+    return ["# " + line for line in textwrap.wrap(text, width=98)]

@@ -1,0 +1,124 @@
+"""The purchase-order e-mail: headers from identifiers, a plain-text body and a CSV of the lines.
+
+Only values the draft validated as plain identifiers (PO number, SKUs) and our own configuration
+reach the headers. Descriptions and the supplier name come from a spreadsheet, so they go only in
+the body and the CSV, flattened to one line each.
+"""
+
+from __future__ import annotations
+
+import csv
+import email.policy
+import email.utils
+import io
+import unicodedata
+from datetime import UTC, datetime
+from email.message import EmailMessage
+
+from core.drafts import Draft, DraftLine
+from core.effects import message_id
+from core.jobs import SendOrder
+from core.money import format_pkr, to_rupees
+
+# 7-bit parts (quoted-printable or base64 when the text is not ASCII) pass every relay, whether
+# or not it offers 8BITMIME, so the sender never has to negotiate it.
+POLICY = email.policy.SMTP.clone(cte_type="7bit")
+CSV_COLUMNS = ("sku", "description", "quantity", "unit_price_pkr", "line_total_pkr")
+# A spreadsheet program runs a cell that starts with one of these as a formula (CSV injection).
+_FORMULA_STARTS = ("=", "+", "-", "@")
+
+
+def sender_domain(mail_from: str) -> str:
+    """The domain of the sender address, which names our Message-IDs."""
+    address = email.utils.parseaddr(mail_from)[1]
+    local, at, domain = address.rpartition("@")
+    if not (local and at and domain):
+        raise ValueError("mail_from has no domain after '@'")
+    return domain
+
+
+def one_line(text: str) -> str:
+    """Untrusted text on one line: whitespace runs become one space, control characters go."""
+    visible = "".join(c for c in text if unicodedata.category(c) != "Cc" or c.isspace())
+    return " ".join(visible.split())
+
+
+def render_po_email(
+    order: SendOrder,
+    *,
+    mail_from: str,
+    buyer_name: str = "Manzoori",
+    now: datetime | None = None,
+) -> EmailMessage:
+    """The e-mail that places `order`; its Message-ID is derived from the effect's key."""
+    draft = order.draft
+    message = EmailMessage(policy=POLICY)
+    message["From"] = mail_from
+    message["To"] = draft.recipient_email
+    message["Subject"] = f"Purchase order {draft.po_number} from {buyer_name}"
+    message["Date"] = email.utils.format_datetime(now or datetime.now(UTC))
+    message["Message-ID"] = message_id(order.effect.key, sender_domain(mail_from))
+    # Lets the supplier's side (or a person reading headers) spot a resend of the same order.
+    message["Idempotency-Key"] = order.effect.key
+    message.set_content(render_body(order, buyer_name), charset="utf-8")
+    message.add_attachment(
+        render_csv(draft), subtype="csv", charset="utf-8", filename=f"{draft.po_number}.csv"
+    )
+    return message
+
+
+def render_body(order: SendOrder, buyer_name: str) -> str:
+    """The plain-text body: who, which order and version, every line, and the total."""
+    draft = order.draft
+    lines = [
+        f"Purchase order {draft.po_number} from {one_line(buyer_name)}",
+        "",
+        f"Supplier: {one_line(draft.supplier_name)}",
+        f"PO number: {draft.po_number}",
+        f"Draft version: {order.effect.draft_version}",
+        f"Terms version: {one_line(draft.terms_version)}",
+        "",
+        "Please supply:",
+        "",
+    ]
+    for number, line in enumerate(draft.lines, start=1):
+        lines.extend(_body_line(number, line))
+    lines += [
+        f"Total: {format_pkr(draft.total_paisa)}",
+        "",
+        f"The same lines are attached as {draft.po_number}.csv.",
+        "Please quote the PO number on your delivery note and invoice.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _body_line(number: int, line: DraftLine) -> list[str]:
+    return [
+        f"{number}. SKU {line.sku}: {one_line(line.description)}",
+        f"   Quantity {line.quantity} at {format_pkr(line.unit_price_paisa)} each"
+        f" = {format_pkr(line.total_paisa)}",
+        "",
+    ]
+
+
+def render_csv(draft: Draft) -> str:
+    """The lines as CSV; amounts are plain decimals (1234.50) so any program can sum them."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for line in draft.lines:
+        writer.writerow(
+            (
+                line.sku,
+                _csv_safe(one_line(line.description)),
+                line.quantity,
+                f"{to_rupees(line.unit_price_paisa):.2f}",
+                f"{to_rupees(line.total_paisa):.2f}",
+            )
+        )
+    return out.getvalue()
+
+
+def _csv_safe(text: str) -> str:
+    # A leading apostrophe makes spreadsheets show the text instead of evaluating it.
+    return f"'{text}" if text.startswith(_FORMULA_STARTS) else text

@@ -1,0 +1,134 @@
+"""What the CLI prints about jobs: JSON-ready dictionaries and plain-text renderings."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from core.jobs import Job
+from core.money import format_pkr
+from store.sql import SqlTx
+
+
+def _iso(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat()
+
+
+def job_summary(job: Job) -> dict[str, Any]:
+    """One line's worth of a job."""
+    return {
+        "po_number": job.po_number,
+        "state": job.state.value,
+        "draft_version": job.draft_version,
+        "supplier_id": job.supplier_id,
+        "total_paisa": job.total_paisa,
+        "requester_id": job.requester_id,
+        "updated_at": _iso(job.updated_at),
+    }
+
+
+async def job_detail(tx: SqlTx, job: Job) -> dict[str, Any]:
+    """Everything an admin needs to judge a job: approvals, sends and the audit trail."""
+    decisions = await tx.decisions(job.id)
+    effects = await tx.effects_for(job.id)
+    trail = await tx.audit(job.id)
+    return {
+        **job_summary(job),
+        "job_id": job.id,
+        "draft_hash": job.draft_hash,
+        "workflow_version": job.workflow_version,
+        "source_versions": job.source_versions,
+        "retry_count": job.retry_count,
+        "decision_deadline": _iso(job.decision_deadline),
+        "created_at": _iso(job.created_at),
+        "approvals": [
+            {
+                "reviewer_id": d.reviewer_id,
+                "role": d.reviewer_role.value,
+                "decision": d.verdict.value,
+                "draft_version": d.draft_version,
+                "draft_hash": d.draft_hash,
+                "at": _iso(d.at),
+                "expires_at": _iso(d.expires_at),
+                "policy_basis": d.policy_basis,
+                "reason": d.reason,
+            }
+            for d in decisions
+        ],
+        "effects": [
+            {
+                "idempotency_key": e.key,
+                "status": e.status.value,
+                "attempts": e.attempts,
+                "next_attempt_at": _iso(e.next_attempt_at),
+                "started_at": _iso(e.started_at),
+                "last_error": e.last_error,
+                "result": e.result,
+            }
+            for e in effects
+        ],
+        "audit": [
+            {
+                "at": _iso(a.at),
+                "actor": a.actor,
+                "action": a.action,
+                "from_state": a.from_state and a.from_state.value,
+                "to_state": a.to_state and a.to_state.value,
+                "detail": a.detail,
+            }
+            for a in trail
+        ],
+    }
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    """Jobs as aligned columns."""
+    if not rows:
+        return "no jobs"
+    header = ("PO", "STATE", "V", "SUPPLIER", "TOTAL", "UPDATED")
+    lines = [header] + [
+        (
+            r["po_number"],
+            r["state"],
+            str(r["draft_version"] or "-"),
+            r["supplier_id"] or "-",
+            format_pkr(r["total_paisa"]) if r["total_paisa"] is not None else "-",
+            (r["updated_at"] or "")[:19],
+        )
+        for r in rows
+    ]
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+    return "\n".join(
+        "  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip()
+        for line in lines
+    )
+
+
+def text(detail: dict[str, Any]) -> str:
+    """One job for a person to read."""
+    total = detail["total_paisa"]
+    out = [
+        f"{detail['po_number']}  {detail['state']}",
+        f"  draft v{detail['draft_version']}  {detail['draft_hash']}",
+        f"  supplier {detail['supplier_id']}  total "
+        f"{format_pkr(total) if total is not None else '-'}",
+        "approvals:",
+        *(
+            f"  {a['at']}  {a['reviewer_id']}  {a['decision']}  v{a['draft_version']}"
+            f"  expires {a['expires_at']}"
+            for a in detail["approvals"]
+        ),
+        "sends:",
+        *(
+            f"  {e['idempotency_key']}  {e['status']}  attempts={e['attempts']}"
+            + (f"  last error: {e['last_error']}" if e["last_error"] else "")
+            for e in detail["effects"]
+        ),
+        "audit:",
+        *(
+            f"  {a['at']}  {a['actor']}  {a['action']}  {a['from_state'] or '-'} -> "
+            f"{a['to_state'] or '-'}"
+            for a in detail["audit"]
+        ),
+    ]
+    return "\n".join(out)

@@ -1,0 +1,235 @@
+"""Senders: perform one outbox effect and classify every failure at the boundary.
+
+SmtpSender drives aiosmtplib one command at a time so that it knows how far it got:
+
+    SESSION   connect, greeting, EHLO, STARTTLS, AUTH   nothing can have been delivered
+    ENVELOPE  MAIL FROM, RCPT TO                        nothing can have been delivered
+    DATA      DATA issued, message sent, final reply    the server may hold the message
+
+and maps what went wrong into core.errors:
+
+    a 4xx reply, in any phase                    TransientSendError   retry later
+    a 5xx reply, in any phase                    PermanentSendError   retrying cannot help
+    any other failure before DATA                TransientSendError   nothing was delivered
+    a timeout or lost connection once in DATA    AmbiguousSendError   reconcile, never resend
+"""
+
+from __future__ import annotations
+
+import email.utils
+import logging
+import re
+from enum import StrEnum
+from typing import Any, Literal
+
+import aiosmtplib
+from aiosmtplib import errors as smtp_errors
+
+from bot.emails import render_po_email, sender_domain
+from core.errors import AmbiguousSendError, PermanentSendError, SendError, TransientSendError
+from core.jobs import SendOrder
+
+log = logging.getLogger(__name__)
+
+TlsMode = Literal["none", "starttls", "tls"]
+_TLS_MODES = ("none", "starttls", "tls")
+# Server replies may echo an address ("550 <bob@example.com>: no such user"); errors and
+# receipts end up in the database and the audit trail, which hold ids, not personal data.
+_ADDRESS = re.compile(r"[^\s<>@]+@[^\s<>]+")
+# Enough of a server's reply to diagnose it without letting it flood logs and rows.
+_MAX_REPLY_TEXT = 200
+
+
+class Phase(StrEnum):
+    """How far one SMTP session got."""
+
+    SESSION = "session"  # connect, greeting, EHLO, STARTTLS, AUTH
+    ENVELOPE = "envelope"  # MAIL FROM, RCPT TO
+    DATA = "data"  # DATA issued: from here on the server may hold the message
+
+
+class Rule(StrEnum):
+    """How an exception is read."""
+
+    REPLY = "reply"  # the server answered with a code: 4xx transient, 5xx permanent
+    REPLIES = "replies"  # several recipients refused: read the worst code
+    LINK = "link"  # the connection failed, dropped or timed out
+    LOCAL = "local"  # the client would not go on (missing extension, misuse)
+
+
+# Every exception class aiosmtplib exports, named explicitly; tests fail when one is missing.
+# The most specific class wins (method resolution order), so a connect-time reply is a REPLY.
+SMTP_ERROR_RULES: dict[type[BaseException], Rule] = {
+    smtp_errors.SMTPException: Rule.LOCAL,
+    smtp_errors.SMTPNotSupported: Rule.LOCAL,
+    smtp_errors.SMTPResponseException: Rule.REPLY,
+    smtp_errors.SMTPConnectResponseError: Rule.REPLY,
+    smtp_errors.SMTPHeloError: Rule.REPLY,
+    smtp_errors.SMTPAuthenticationError: Rule.REPLY,
+    smtp_errors.SMTPSenderRefused: Rule.REPLY,
+    smtp_errors.SMTPRecipientRefused: Rule.REPLY,
+    smtp_errors.SMTPDataError: Rule.REPLY,
+    smtp_errors.SMTPRecipientsRefused: Rule.REPLIES,
+    smtp_errors.SMTPConnectError: Rule.LINK,
+    smtp_errors.SMTPConnectTimeoutError: Rule.LINK,
+    smtp_errors.SMTPServerDisconnected: Rule.LINK,
+    smtp_errors.SMTPTimeoutError: Rule.LINK,
+    smtp_errors.SMTPReadTimeoutError: Rule.LINK,
+    # aiosmtplib.errors re-exports the builtin (asyncio.TimeoutError is the same class).
+    TimeoutError: Rule.LINK,
+    # Socket and TLS errors that aiosmtplib lets through unwrapped (e.g. during STARTTLS).
+    OSError: Rule.LINK,
+}
+
+
+def rule_for(error: BaseException) -> Rule | None:
+    """The rule of the most specific mapped class `error` is an instance of, if any."""
+    for cls in type(error).__mro__:
+        if cls in SMTP_ERROR_RULES:
+            return SMTP_ERROR_RULES[cls]
+    return None
+
+
+def reply_code(error: BaseException) -> int | None:
+    """The SMTP reply code an exception carries; the worst one for several recipients."""
+    if isinstance(error, smtp_errors.SMTPRecipientsRefused):
+        return max((refused.code for refused in error.recipients), default=None)
+    if isinstance(error, smtp_errors.SMTPResponseException):
+        return error.code
+    return None
+
+
+def classify_smtp_error(error: BaseException, phase: Phase) -> SendError:
+    """The core.errors exception that says what a retry of this failed attempt may do."""
+    rule = rule_for(error)
+    code = reply_code(error) if rule in (Rule.REPLY, Rule.REPLIES) else None
+    text = f"SMTP {phase.value} failed: {type(error).__name__}: {describe(error)}"
+    if code is not None and 400 <= code < 500:
+        return TransientSendError(text, code=code)
+    if code is not None and 500 <= code < 600:
+        return PermanentSendError(text, code=code)
+    if phase is Phase.DATA:
+        return AmbiguousSendError(text, code=code)
+    return TransientSendError(text, code=code)
+
+
+def describe(error: BaseException) -> str:
+    """What went wrong, short and with any e-mail address blanked out."""
+    if isinstance(error, smtp_errors.SMTPRecipientsRefused):
+        text = "; ".join(f"{r.code} {r.message}" for r in error.recipients)
+    elif isinstance(error, smtp_errors.SMTPResponseException):
+        # Not str(error): the args of Sender/RecipientRefused include the address itself.
+        text = f"{error.code} {error.message}"
+    else:
+        text = str(error) or type(error).__name__
+    return redact(text)
+
+
+def redact(text: str) -> str:
+    """`text` cut short, on one line, with e-mail addresses replaced by "[address]"."""
+    return _ADDRESS.sub("[address]", " ".join(text.split()))[:_MAX_REPLY_TEXT]
+
+
+class SmtpSender:
+    """E-mails purchase orders through one SMTP server: a relay or a provider's submission port."""
+
+    # SMTP servers do not de-duplicate by key: a blind resend can deliver a second copy.
+    provider_idempotent = False
+
+    def __init__(
+        self,
+        *,
+        host: str,
+        port: int,
+        username: str | None = None,
+        password: str | None = None,
+        tls: TlsMode = "starttls",
+        timeout: float = 30.0,
+        mail_from: str,
+        buyer_name: str = "Manzoori",
+    ) -> None:
+        if tls not in _TLS_MODES:
+            raise ValueError(f"tls must be one of {', '.join(_TLS_MODES)}, got {tls!r}")
+        if timeout <= 0:
+            raise ValueError("timeout must be positive")
+        self.host, self.port, self.tls, self.timeout = host, port, tls, timeout
+        self.username, self._password = username, password
+        self.mail_from, self.buyer_name = mail_from, buyer_name
+        self._envelope_from = email.utils.parseaddr(mail_from)[1]
+        sender_domain(mail_from)  # fail at start-up, not at the first send
+        if not self._envelope_from.isascii():
+            raise ValueError("mail_from must be an ASCII address (SMTPUTF8 is not used)")
+
+    def __repr__(self) -> str:
+        return f"SmtpSender(host={self.host!r}, port={self.port}, tls={self.tls!r})"
+
+    async def send(self, order: SendOrder) -> dict[str, Any]:
+        """Deliver one purchase-order e-mail; raise a classified SendError when it did not go."""
+        key = order.effect.key
+        recipient = order.draft.recipient_email
+        if not recipient.isascii():
+            raise PermanentSendError("recipient address is not ASCII and SMTPUTF8 is not used")
+        message = render_po_email(order, mail_from=self.mail_from, buyer_name=self.buyer_name)
+        payload = message.as_bytes()  # POLICY: CRLF line ends, 7-bit parts
+        client = self._client()
+        phase = Phase.SESSION
+        try:
+            await self._open(client)
+            phase = Phase.ENVELOPE
+            await client.mail(self._envelope_from)
+            await client.rcpt(recipient)
+            phase = Phase.DATA
+            reply = await client.data(payload)
+        except (smtp_errors.SMTPException, OSError) as exc:
+            error = classify_smtp_error(exc, phase)
+            log.warning("send %s failed (%s): %s", key, type(error).__name__, error)
+            raise error from exc
+        finally:
+            await _close(client)
+        log.info("sent %s: %s", key, reply.code)
+        return {
+            "message_id": message["Message-ID"],
+            "smtp_code": reply.code,
+            "smtp_message": redact(reply.message),
+        }
+
+    def _client(self) -> aiosmtplib.SMTP:
+        # start_tls=False and no credentials here: _open runs each step itself, so a failure
+        # is always seen in the phase it happened in.
+        return aiosmtplib.SMTP(
+            hostname=self.host,
+            port=self.port,
+            timeout=self.timeout,
+            use_tls=self.tls == "tls",
+            start_tls=False,
+        )
+
+    async def _open(self, client: aiosmtplib.SMTP) -> None:
+        await client.connect()
+        await _greet(client)
+        if self.tls == "starttls":
+            await client.starttls()
+            await _greet(client)  # RFC 3207: what the server said before TLS no longer counts
+        if self.username is not None:
+            await client.login(self.username, self._password or "")
+
+
+async def _greet(client: aiosmtplib.SMTP) -> None:
+    """EHLO, or HELO for an old server that refuses EHLO (as RFC 5321 allows)."""
+    try:
+        await client.ehlo()
+    except smtp_errors.SMTPHeloError:
+        if not client.is_connected:
+            raise
+        await client.helo()
+
+
+async def _close(client: aiosmtplib.SMTP) -> None:
+    """Say QUIT if still connected; a failed QUIT never changes the outcome of the send."""
+    if not client.is_connected:
+        return
+    try:
+        await client.quit()
+    except (smtp_errors.SMTPException, OSError):
+        # The reply to DATA already settled the message's fate; just drop the connection.
+        client.close()

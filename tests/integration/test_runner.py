@@ -1,0 +1,272 @@
+"""The outbox runner against a real SMTP server, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+import pytest
+
+from bot.runner import OutboxRunner
+from bot.senders import SmtpSender
+from core import service
+from core.effects import EffectStatus, message_id
+from core.policies import ApprovalPolicy, Verdict
+from core.retries import RetryPolicy
+from core.service import Rules
+from core.states import Action, State
+from tests.factories import APPROVER_A, APPROVER_B, T0, Clock, make_draft, new_job
+from tests.smtp_sink import running_sink
+
+RULES = Rules(
+    approval=ApprovalPolicy(ttl=timedelta(hours=24)),
+    retry=RetryPolicy(
+        base_delay=timedelta(seconds=10),
+        max_delay=timedelta(minutes=5),
+        max_jitter=timedelta(seconds=4),
+        max_attempts=3,
+        max_elapsed=timedelta(hours=1),
+    ),
+)
+LEASE = timedelta(seconds=60)
+DOMAIN = "shop.example"
+
+
+@pytest.fixture
+def sink():
+    with running_sink() as sink:
+        yield sink
+
+
+def runner_for(store, sink, clock, owner="runner-a", timeout=2.0):
+    sender = SmtpSender(
+        host=sink.host, port=sink.port, tls="none", timeout=timeout, mail_from=f"orders@{DOMAIN}"
+    )
+    return OutboxRunner(
+        store, sender, RULES, lease=LEASE, owner=owner, clock=clock, rand=lambda: 0.5
+    )
+
+
+async def approved_job(store, po="PO-2026-001", at=T0):
+    job = await service.open_job(store, new_job(), make_draft(po), at, RULES)
+    result = await service.decide(
+        store, po, APPROVER_A, Verdict.APPROVE, 1, job.draft_hash, at, RULES
+    )
+    assert result.job.state is State.APPROVED
+    return result.job
+
+
+async def current(store, job):
+    async with store.begin() as tx:
+        return await tx.job(job.id), await tx.effects_for(job.id)
+
+
+def ids(sink):
+    return [m["Message-ID"] for m in sink.messages]
+
+
+async def test_approved_job_is_sent_once(store, sink):
+    clock = Clock()
+    job = await approved_job(store)
+    runner = runner_for(store, sink, clock)
+    assert await runner.run_once() == 1
+    assert await runner.run_once() == 0
+    job, [effect] = await current(store, job)
+    assert job.state is State.SENT
+    assert effect.status is EffectStatus.SUCCEEDED and effect.attempts == 1
+    assert ids(sink) == [message_id(effect.key, DOMAIN)]
+    assert effect.result["message_id"] == message_id(effect.key, DOMAIN)
+    assert "orders@supplier.example" not in str(effect.result)
+
+
+async def test_451_is_retried_with_backoff_and_sent_once(store, sink):
+    clock = Clock()
+    job = await approved_job(store)
+    sink.script("DATA", "451 4.3.0 Try again later")
+    runner = runner_for(store, sink, clock)
+    await runner.run_once()
+    job, [effect] = await current(store, job)
+    assert job.state is State.FAILED_RETRYABLE and job.retry_count == 1
+    # base 10 s · 2^0, plus half of the 4 s jitter
+    assert effect.next_attempt_at == T0 + timedelta(seconds=12)
+    assert sink.messages == []
+    clock.advance(seconds=11)
+    assert await runner.run_once() == 0  # not yet due
+    clock.advance(seconds=1)
+    assert await runner.run_once() == 1
+    job, [effect] = await current(store, job)
+    assert job.state is State.SENT and effect.attempts == 2
+    assert ids(sink) == [message_id(effect.key, DOMAIN)]
+
+
+async def test_retries_stop_at_the_cap_and_dead_letter(store, sink):
+    clock = Clock()
+    job = await approved_job(store)
+    for _ in range(3):
+        sink.script("RCPT", "421 4.7.0 Too busy")
+    runner = runner_for(store, sink, clock)
+    for _ in range(3):
+        await runner.run_once()
+        clock.advance(minutes=5)
+    job, [effect] = await current(store, job)
+    assert job.state is State.FAILED_FINAL
+    assert effect.status is EffectStatus.FAILED and effect.attempts == 3
+    assert "gave up after 3 attempts" in effect.last_error
+    assert await runner.run_once() == 0
+    assert sink.messages == []
+
+
+async def test_550_is_final(store, sink):
+    clock = Clock()
+    job = await approved_job(store)
+    sink.script("RCPT", "550 5.1.1 No such user")
+    await runner_for(store, sink, clock).run_once()
+    job, [effect] = await current(store, job)
+    assert job.state is State.FAILED_FINAL
+    assert effect.status is EffectStatus.FAILED and "permanent" in effect.last_error
+    clock.advance(hours=1)
+    assert await runner_for(store, sink, clock).run_once() == 0
+    assert sink.messages == []
+
+
+async def test_late_answer_after_data_is_unknown_and_never_resent(store, sink):
+    clock = Clock()
+    job = await approved_job(store)
+    sink.script("DATA", "250 2.0.0 Ok: queued", delay=1.5)
+    runner = runner_for(store, sink, clock, timeout=0.5)
+    await runner.run_once()
+    job, [effect] = await current(store, job)
+    assert job.state is State.UNKNOWN_OUTCOME and effect.status is EffectStatus.UNKNOWN
+    for _ in range(3):
+        clock.advance(hours=1)
+        assert await runner.run_once() == 0
+    await asyncio.sleep(1.2)  # let the server finish its late answer
+    assert len(sink.messages) == 1  # the server did take it: no second copy
+    sent = await service.reconcile(
+        store,
+        job.po_number,
+        Action.RECONCILE_SENT,
+        "cli:ops",
+        "supplier confirmed receipt by phone",
+        clock(),
+    )
+    assert sent.state is State.SENT
+
+
+async def test_reconcile_not_sent_sends_once_with_the_same_message_id(store, sink):
+    clock = Clock()
+    job = await approved_job(store)
+    sink.script("DATA", "554 5.0.0 Lost it", delay=1.0)
+    runner = runner_for(store, sink, clock, timeout=0.3)
+    await runner.run_once()
+    job, [effect] = await current(store, job)
+    assert job.state is State.UNKNOWN_OUTCOME
+    await asyncio.sleep(1.0)
+    assert sink.messages == []
+    job = await service.reconcile(
+        store, job.po_number, Action.RECONCILE_NOT_SENT, "cli:ops", "supplier has nothing", clock()
+    )
+    assert job.state is State.APPROVED
+    assert await runner.run_once() == 1
+    assert await runner.run_once() == 0
+    job, [effect] = await current(store, job)
+    assert job.state is State.SENT and effect.attempts == 2
+    assert ids(sink) == [message_id(effect.key, DOMAIN)]
+    assert sink.messages[0]["Idempotency-Key"] == effect.key
+
+
+async def test_rejected_job_is_never_picked_up(store, sink):
+    clock = Clock()
+    job = await service.open_job(store, new_job(), make_draft(), T0, RULES)
+    await service.decide(
+        store,
+        job.po_number,
+        APPROVER_A,
+        Verdict.REJECT,
+        1,
+        job.draft_hash,
+        T0,
+        RULES,
+        reason="wrong supplier",
+    )
+    runner = runner_for(store, sink, clock)
+    for _ in range(3):
+        assert await runner.run_once() == 0
+        clock.advance(hours=1)
+    job, effects = await current(store, job)
+    assert job.state is State.REJECTED and effects == []
+    assert sink.messages == []
+
+
+async def test_expired_approval_cannot_send(store, sink):
+    job = await approved_job(store)
+    clock = Clock(T0 + timedelta(hours=24, seconds=1))
+    runner = runner_for(store, sink, clock)
+    await runner.run_once()
+    job, [effect] = await current(store, job)
+    assert job.state is State.EXPIRED
+    assert effect.status is EffectStatus.CANCELLED
+    assert sink.messages == []
+
+
+async def test_draft_changed_after_approval_sends_nothing(store, sink):
+    clock = Clock()
+    job = await approved_job(store)
+    await service.revise(store, job.po_number, make_draft(quantity=40), "user:1001", T0, RULES)
+    assert await runner_for(store, sink, clock).run_once() == 0
+    job, [effect] = await current(store, job)
+    assert job.state is State.AWAITING_APPROVAL and effect.status is EffectStatus.CANCELLED
+    assert sink.messages == []
+    # the new version needs its own approval, and gets its own key
+    result = await service.decide(
+        store, job.po_number, APPROVER_B, Verdict.APPROVE, 2, job.draft_hash, T0, RULES
+    )
+    assert result.job.state is State.APPROVED
+    await runner_for(store, sink, clock).run_once()
+    job, effects = await current(store, job)
+    assert [e.key.split(":")[2] for e in effects] == ["v1", "v2"]
+    assert len(sink.messages) == 1 and "v2" in sink.messages[0]["Idempotency-Key"]
+
+
+async def test_two_runners_in_one_process_send_each_job_once(store, sink):
+    clock = Clock()
+    jobs = [await approved_job(store, f"PO-2026-{n:03d}") for n in range(1, 9)]
+    first, second = runner_for(store, sink, clock, "a"), runner_for(store, sink, clock, "b")
+    await asyncio.gather(first.run_until_idle(0.05, 30), second.run_until_idle(0.05, 30))
+    assert sorted(ids(sink)) == sorted(
+        message_id(f"send-po:{j.po_number}:v1:{j.draft_hash[:12]}", DOMAIN) for j in jobs
+    )
+
+
+async def test_claim_whose_runner_vanished_is_taken_over_after_the_lease(store, sink):
+    clock = Clock()
+    job = await approved_job(store)
+    async with store.begin() as tx:
+        [claimed] = await tx.claim_due(clock(), "ghost", clock() + LEASE, 10)
+    runner = runner_for(store, sink, clock)
+    assert await runner.run_once() == 0  # still leased to the ghost
+    clock.advance(seconds=61)
+    assert await runner.run_once() == 1
+    job, [_effect] = await current(store, job)
+    assert job.state is State.SENT and ids(sink) == [message_id(claimed.key, DOMAIN)]
+
+
+async def test_attempt_whose_runner_vanished_goes_to_unknown_outcome(store, sink):
+    clock = Clock()
+    job = await approved_job(store)
+    from core import dispatch
+
+    [claimed] = await dispatch.claim(store, clock(), "ghost", LEASE, 10)
+    order = await dispatch.start_attempt(store, claimed.key, "ghost", clock(), LEASE, RULES)
+    assert order is not None
+    runner = runner_for(store, sink, clock)
+    clock.advance(seconds=61)
+    assert await runner.run_once() == 0
+    job, [effect] = await current(store, job)
+    assert job.state is State.UNKNOWN_OUTCOME and effect.status is EffectStatus.UNKNOWN
+    assert sink.messages == []
+    # the ghost's late success is proof enough: the job is reconciled to SENT
+    state = await dispatch.finish_attempt(
+        store, order, "ghost", clock(), RULES, 0.5, result={"smtp_code": 250}
+    )
+    assert state is State.SENT

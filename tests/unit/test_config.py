@@ -1,0 +1,296 @@
+"""Settings from the environment and .env: defaults, every malformed value, and `manzoori init`."""
+
+from __future__ import annotations
+
+import base64
+import os
+import re
+import stat
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from cryptography.fernet import Fernet
+
+from bot.config import ConfigError, Settings, load_settings, write_env_file
+from core.policies import ApprovalPolicy
+from core.retries import RetryPolicy
+from core.service import Rules
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+ENV_NAMES = [name.upper() for name in Settings.model_fields]
+SECRET_KEY = Fernet.generate_key().decode()
+DATA_KEY = Fernet.generate_key().decode()
+
+
+@pytest.fixture
+def env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> pytest.MonkeyPatch:
+    """A clean environment with two valid keys, in an empty directory so no real .env leaks in."""
+    monkeypatch.chdir(tmp_path)
+    # Names are case-insensitive, so a lower-case stray variable would count too.
+    for name in list(os.environ):
+        if name.upper() in ENV_NAMES:
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("MANZOORI_SECRET_KEY", SECRET_KEY)
+    monkeypatch.setenv("MANZOORI_DATA_KEY", DATA_KEY)
+    return monkeypatch
+
+
+def config_error(env: pytest.MonkeyPatch, **values: str) -> str:
+    """Set `values`, load, and return the ConfigError's message."""
+    for name, value in values.items():
+        env.setenv(name, value)
+    with pytest.raises(ConfigError) as caught:
+        load_settings()
+    return str(caught.value)
+
+
+def test_defaults(env: pytest.MonkeyPatch) -> None:
+    settings = load_settings()
+    assert settings.database_url == "sqlite+aiosqlite:///manzoori.db"
+    assert settings.manzoori_secret_key.get_secret_value() == SECRET_KEY
+    assert settings.manzoori_data_key.get_secret_value() == DATA_KEY
+    assert settings.manzoori_admin_ids == frozenset()
+    assert (settings.smtp_host, settings.smtp_port, settings.smtp_tls) == ("localhost", 25, "none")
+    assert settings.smtp_username is None and settings.smtp_password is None
+    assert settings.smtp_timeout_seconds == 30
+    assert settings.manzoori_lease_seconds == 120
+    assert settings.manzoori_poll_seconds == 2
+    assert settings.manzoori_fault_point is None
+    assert settings.tz.key == "Asia/Karachi"
+    assert settings.mail_domain == "localhost.localdomain"
+
+
+def test_policies_follow_the_settings(env: pytest.MonkeyPatch) -> None:
+    env.setenv("MANZOORI_APPROVAL_TTL_SECONDS", "3600")
+    env.setenv("MANZOORI_DUAL_APPROVAL_ABOVE_PKR", "250000")
+    env.setenv("MANZOORI_RETRY_BASE_SECONDS", "1")
+    env.setenv("MANZOORI_RETRY_MAX_SECONDS", "60")
+    env.setenv("MANZOORI_RETRY_MAX_ATTEMPTS", "3")
+    env.setenv("MANZOORI_RETRY_MAX_ELAPSED_SECONDS", "600")
+    settings = load_settings()
+    approval = ApprovalPolicy(ttl=timedelta(hours=1), dual_above_paisa=25_000_000)
+    retry = RetryPolicy(
+        base_delay=timedelta(seconds=1),
+        max_delay=timedelta(minutes=1),
+        max_attempts=3,
+        max_elapsed=timedelta(minutes=10),
+    )
+    assert settings.approval_policy() == approval
+    assert settings.retry_policy() == retry
+    assert settings.rules() == Rules(approval=approval, retry=retry)
+
+
+def test_default_policies_match_core_defaults(env: pytest.MonkeyPatch) -> None:
+    assert load_settings().rules() == Rules()
+
+
+def test_values_are_parsed(env: pytest.MonkeyPatch) -> None:
+    env.setenv("MANZOORI_ADMIN_IDS", " 12, 34 ,56,")
+    env.setenv("DATABASE_URL", "postgresql+asyncpg://app:pw@db:5432/manzoori")
+    env.setenv("smtp_tls", "starttls")  # lower case: names are case-insensitive
+    env.setenv("SMTP_PASSWORD", "hunter2")
+    env.setenv("MAIL_FROM", "po@buyer.example.pk")
+    env.setenv("MANZOORI_FAULT_POINT", "after_accept")
+    settings = load_settings()
+    assert settings.manzoori_admin_ids == frozenset({12, 34, 56})
+    assert settings.database_url.startswith("postgresql+asyncpg://")
+    assert settings.smtp_tls == "starttls"
+    assert settings.smtp_password is not None
+    assert settings.smtp_password.get_secret_value() == "hunter2"
+    assert "hunter2" not in repr(settings)
+    assert settings.mail_domain == "buyer.example.pk"
+    assert settings.manzoori_fault_point == "after_accept"
+
+
+def test_empty_values_mean_default(env: pytest.MonkeyPatch) -> None:
+    env.setenv("MANZOORI_ADMIN_IDS", "")
+    env.setenv("SMTP_USERNAME", "")
+    settings = load_settings()
+    assert settings.manzoori_admin_ids == frozenset()
+    assert settings.smtp_username is None
+
+
+def test_dotenv_in_the_working_directory_is_read(env: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    env.delenv("MANZOORI_DATA_KEY")
+    (tmp_path / ".env").write_text(f"MANZOORI_DATA_KEY={DATA_KEY}\nSMTP_PORT=2525\n")
+    settings = load_settings()
+    assert settings.manzoori_data_key.get_secret_value() == DATA_KEY
+    assert settings.smtp_port == 2525
+
+
+SHORT_KEY = base64.urlsafe_b64encode(b"k" * 31).decode()
+
+MALFORMED = [
+    # 31 bytes: valid base64, wrong length
+    ("MANZOORI_SECRET_KEY", SHORT_KEY, "manzoori init"),
+    # 33 bytes
+    ("MANZOORI_DATA_KEY", base64.urlsafe_b64encode(b"k" * 33).decode(), "32 bytes"),
+    # not base64 at all
+    ("MANZOORI_DATA_KEY", "this is not a key!!", "manzoori init"),
+    # standard (not URL-safe) alphabet
+    ("MANZOORI_SECRET_KEY", base64.b64encode(b"\xfb" * 32).decode(), "URL-safe"),
+    # an id that is not a number
+    ("MANZOORI_ADMIN_IDS", "12,abc", "'abc'"),
+    # ids are positive
+    ("MANZOORI_ADMIN_IDS", "12,-5", "positive"),
+    # JSON is not the format
+    ("MANZOORI_ADMIN_IDS", "[1, 2]", "comma-separated"),
+    # ssl is not one of the three modes
+    ("SMTP_TLS", "ssl", "starttls"),
+    # port out of range
+    ("SMTP_PORT", "70000", "65535"),
+    # port not a number
+    ("SMTP_PORT", "smtp", "integer"),
+    # timeout must be positive
+    ("SMTP_TIMEOUT_SECONDS", "0", "greater than 0"),
+    # not an IANA zone
+    ("MANZOORI_TIMEZONE", "Asia/Lahore", "Asia/Lahore"),
+    # unsupported driver
+    ("DATABASE_URL", "mysql://root@localhost/po", "'mysql'"),
+    # sync driver, would block the event loop
+    ("DATABASE_URL", "postgresql://postgres@localhost/po", "postgresql+asyncpg"),
+    # no scheme at all
+    ("DATABASE_URL", "manzoori.db", "sqlite+aiosqlite"),
+    # two @ signs
+    ("MAIL_FROM", "a@b@c", "orders@example.com"),
+    # no @ sign
+    ("MAIL_FROM", "purchasing", "orders@example.com"),
+    # TTL must be positive
+    ("MANZOORI_APPROVAL_TTL_SECONDS", "0", "greater than 0"),
+    # threshold cannot be negative
+    ("MANZOORI_DUAL_APPROVAL_ABOVE_PKR", "-1", "greater than or equal to 0"),
+    # at least one attempt
+    ("MANZOORI_RETRY_MAX_ATTEMPTS", "0", "greater than or equal to 1"),
+    # the cap below the base delay
+    ("MANZOORI_RETRY_MAX_SECONDS", "1", "MANZOORI_RETRY_BASE_SECONDS"),
+    # a fault point that does not exist
+    ("MANZOORI_FAULT_POINT", "after_lunch", "after_claim"),
+]
+
+
+@pytest.mark.parametrize(("name", "value", "reason"), MALFORMED)
+def test_malformed_value_is_named(
+    env: pytest.MonkeyPatch, name: str, value: str, reason: str
+) -> None:
+    message = config_error(env, **{name: value})
+    [line] = message.splitlines()
+    assert line.startswith(f"{name}: ")
+    assert reason in line
+
+
+@pytest.mark.parametrize("name", ["MANZOORI_SECRET_KEY", "MANZOORI_DATA_KEY"])
+def test_malformed_key_is_not_echoed(env: pytest.MonkeyPatch, name: str) -> None:
+    assert SHORT_KEY not in config_error(env, **{name: SHORT_KEY})
+
+
+def test_missing_keys_are_each_named_with_the_fix(env: pytest.MonkeyPatch) -> None:
+    env.delenv("MANZOORI_SECRET_KEY")
+    env.delenv("MANZOORI_DATA_KEY")
+    assert config_error(env).splitlines() == [
+        "MANZOORI_SECRET_KEY: missing — run `manzoori init` to write a .env with fresh keys",
+        "MANZOORI_DATA_KEY: missing — run `manzoori init` to write a .env with fresh keys",
+    ]
+
+
+def test_empty_key_counts_as_missing(env: pytest.MonkeyPatch) -> None:
+    assert config_error(env, MANZOORI_DATA_KEY="").startswith("MANZOORI_DATA_KEY: missing")
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        # equal is not enough: the send may still be running when the lease ends
+        {"MANZOORI_LEASE_SECONDS": "30", "SMTP_TIMEOUT_SECONDS": "30"},
+        # the default lease (120) against a slow server's timeout
+        {"SMTP_TIMEOUT_SECONDS": "200"},
+        # a short lease against the default timeout (30)
+        {"MANZOORI_LEASE_SECONDS": "10"},
+    ],
+)
+def test_lease_must_outlive_the_smtp_timeout(
+    env: pytest.MonkeyPatch, values: dict[str, str]
+) -> None:
+    message = config_error(env, **values)
+    assert message.startswith("MANZOORI_LEASE_SECONDS: ")
+    assert "SMTP_TIMEOUT_SECONDS" in message
+
+
+def test_every_bad_variable_is_listed(env: pytest.MonkeyPatch) -> None:
+    message = config_error(env, SMTP_TLS="ssl", MANZOORI_TIMEZONE="Nowhere", SMTP_PORT="0")
+    assert [line.split(":")[0] for line in message.splitlines()] == [
+        "SMTP_PORT",
+        "SMTP_TLS",
+        "MANZOORI_TIMEZONE",
+    ]
+
+
+def test_written_env_file_loads(env: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    env.delenv("MANZOORI_SECRET_KEY")
+    env.delenv("MANZOORI_DATA_KEY")
+    path = write_env_file(tmp_path / ".env")
+    settings = load_settings()
+    assert path == tmp_path / ".env"
+    assert settings.database_url == "sqlite+aiosqlite:///manzoori.db"
+    assert settings.manzoori_secret_key != settings.manzoori_data_key
+    Fernet(settings.manzoori_data_key.get_secret_value())  # the sealer must accept it
+
+
+def test_written_env_file_is_private(tmp_path: Path) -> None:
+    path = write_env_file(tmp_path / ".env")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_written_env_file_documents_every_variable(tmp_path: Path) -> None:
+    lines = write_env_file(tmp_path / ".env").read_text().splitlines()
+    assert_documented(lines)
+
+
+def test_each_call_makes_fresh_keys(tmp_path: Path) -> None:
+    first = read_keys(write_env_file(tmp_path / "a.env"))
+    second = read_keys(write_env_file(tmp_path / "b.env"))
+    assert len(set(first.values()) | set(second.values())) == 4
+
+
+def test_existing_file_is_kept_without_force(tmp_path: Path) -> None:
+    path = tmp_path / ".env"
+    path.write_text("MANZOORI_DATA_KEY=the-one-that-seals-the-database\n")
+    with pytest.raises(ConfigError, match="exists"):
+        write_env_file(path)
+    assert path.read_text() == "MANZOORI_DATA_KEY=the-one-that-seals-the-database\n"
+
+
+def test_force_overwrites_and_tightens_the_mode(tmp_path: Path) -> None:
+    path = tmp_path / ".env"
+    path.write_text("OLD=1\n")
+    path.chmod(0o644)
+    write_env_file(path, force=True)
+    assert "OLD=1" not in path.read_text()
+    assert set(read_keys(path)) == {"MANZOORI_SECRET_KEY", "MANZOORI_DATA_KEY"}
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_env_example_documents_every_variable() -> None:
+    assert_documented((REPO_ROOT / ".env.example").read_text().splitlines())
+
+
+def test_env_example_holds_the_defaults(env: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    (tmp_path / ".env").write_text((REPO_ROOT / ".env.example").read_text())
+    # The example leaves the keys empty, so the ones from the environment win.
+    assert load_settings() == Settings(
+        manzoori_secret_key=SECRET_KEY, manzoori_data_key=DATA_KEY, _env_file=None
+    )
+
+
+def assert_documented(lines: list[str]) -> None:
+    """Each variable appears once, as `NAME=` or `# NAME=`, right below a comment."""
+    for name in ENV_NAMES:
+        [index] = [i for i, line in enumerate(lines) if line.lstrip("# ").startswith(f"{name}=")]
+        assert lines[index - 1].startswith("# "), name
+        assert not re.match(r"# [A-Z_]+=", lines[index - 1]), f"{name} has no comment of its own"
+
+
+def read_keys(path: Path) -> dict[str, str]:
+    """The two key lines of a written .env file."""
+    pairs = (line.split("=", 1) for line in path.read_text().splitlines() if "_KEY=" in line)
+    return {name: value for name, value in pairs if not name.startswith("#")}
