@@ -65,14 +65,19 @@ def db_url(request: pytest.FixtureRequest, tmp_path) -> str:
     return POSTGRES_URL
 
 
-@pytest.fixture
-async def store(db_url: str) -> AsyncIterator[SqlStore]:
-    """A SqlStore with the usual cast: one requester and two approvers."""
-    store = SqlStore(make_engine(db_url), DATA_KEY)
+async def grant_cast(store: SqlStore) -> None:
+    """Register the usual cast: one requester and two approvers."""
     async with store.begin() as tx:
         await tx.grant(REQUESTER, Role.REQUESTER, "test", T0)
         await tx.grant(APPROVER_A, Role.APPROVER, "test", T0)
         await tx.grant(APPROVER_B, Role.APPROVER, "test", T0)
+
+
+@pytest.fixture
+async def store(db_url: str) -> AsyncIterator[SqlStore]:
+    """A SqlStore with the usual cast: one requester and two approvers."""
+    store = SqlStore(make_engine(db_url), DATA_KEY)
+    await grant_cast(store)
     yield store
     await store.close()
 

@@ -1,0 +1,31 @@
+"""`make demo` runs the whole story and the supplier gets exactly one e-mail."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+
+def test_demo_runs_end_to_end(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "bot.demo"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "refused: SelfApproval" in out
+    assert "refused: DraftChanged" in out
+    assert "refused: AlreadyDecided" in out
+    assert "rows each performed: [1, 0]" in out or "rows each performed: [0, 1]" in out
+    assert "performed 0; e-mails: 1" in out
+    assert "Idempotency-Key: send-po:PO-2026-0042:v2:" in out
+    assert "mark_sent  SENDING -> SENT" in out
+    assert "orders@hallroad.example" not in out  # the audit trail carries no addresses
