@@ -1,0 +1,140 @@
+"""The store's own guarantees, on SQLite and PostgreSQL: schema, constraints, compare-and-set."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+from datetime import datetime, timedelta
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError, IntegrityError, StatementError
+
+from core import service
+from core.drafts import canonical_bytes
+from core.effects import EffectStatus
+from core.errors import LeaseLost, StaleJob
+from core.policies import Verdict
+from core.service import Rules
+from core.states import State
+from store.migrate import current
+from store.schema import metadata
+from tests.factories import APPROVER_A, T0, make_draft, new_job
+
+
+async def approved(store, po="PO-2026-001"):
+    job = await service.open_job(store, new_job(), make_draft(po), T0, Rules())
+    return (
+        await service.decide(store, po, APPROVER_A, Verdict.APPROVE, 1, job.draft_hash, T0, Rules())
+    ).job
+
+
+async def test_migrations_build_exactly_the_declared_schema(store):
+    assert await current(store.engine) == "0001"
+    async with store.engine.connect() as conn:
+        diff = await conn.run_sync(
+            lambda sync: compare_metadata(MigrationContext.configure(sync), metadata)
+        )
+    assert diff == []
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "UPDATE audit_events SET actor = 'someone else'",  # rewriting history
+        "DELETE FROM audit_events",  # erasing history
+        "UPDATE drafts SET total_paisa = 1",  # changing an approved draft in place
+        "DELETE FROM decisions",  # dropping an approval record
+    ],
+    ids=["audit-update", "audit-delete", "draft-update", "decision-delete"],
+)
+async def test_append_only_tables_refuse_changes(store, statement):
+    await approved(store)
+    with pytest.raises(DBAPIError, match="append-only"):
+        async with store.begin() as tx:
+            await tx.conn.execute(text(statement))
+
+
+async def test_naive_datetimes_are_refused(store):
+    job = await approved(store)
+    with pytest.raises(StatementError, match="naive"):
+        async with store.begin() as tx:
+            await tx.update_job(job, updated_at=datetime(2026, 1, 1))
+
+
+async def test_times_come_back_as_aware_utc(store):
+    job = await approved(store)
+    async with store.begin() as tx:
+        again = await tx.job(job.id)
+    assert again.created_at == T0 and again.created_at.utcoffset() == timedelta(0)
+    assert again.decision_deadline == T0 + timedelta(days=1)
+
+
+async def test_stale_compare_and_set_on_a_job_fails(store):
+    job = await approved(store)
+    async with store.begin() as tx:
+        await tx.update_job(job, retry_count=1)
+    with pytest.raises(StaleJob):
+        async with store.begin() as tx:
+            await tx.update_job(job, retry_count=2)  # read before the first update
+    with pytest.raises(StaleJob):
+        async with store.begin() as tx:
+            await tx.update_job(
+                replace(job, version=job.version + 1, state=State.SENT), state=State.SENDING
+            )
+
+
+async def test_stale_compare_and_set_on_an_effect_fails(store):
+    job = await approved(store)
+    async with store.begin() as tx:
+        [effect] = await tx.effects_for(job.id)
+        await tx.update_effect(effect, attempts=1)
+    with pytest.raises(LeaseLost):
+        async with store.begin() as tx:
+            await tx.update_effect(effect, status=EffectStatus.STARTED)
+
+
+async def test_a_second_row_for_one_business_action_is_impossible(store):
+    job = await approved(store)
+    async with store.begin() as tx:
+        [effect] = await tx.effects_for(job.id)
+    with pytest.raises(IntegrityError):
+        async with store.begin() as tx:
+            await tx.insert_effect(replace(effect, status=EffectStatus.PENDING, version=0))
+
+
+async def test_concurrent_claims_never_share_a_row(store):
+    for n in range(1, 13):
+        await approved(store, f"PO-2026-{n:03d}")
+    lease = T0 + timedelta(minutes=1)
+
+    async def claim(owner):
+        async with store.begin() as tx:
+            return await tx.claim_due(T0, owner, lease, 5)
+
+    batches = await asyncio.gather(*(claim(f"r{n}") for n in range(4)))
+    keys = [e.key for batch in batches for e in batch]
+    assert len(keys) == len(set(keys)) == 12
+    assert all(len(batch) <= 5 for batch in batches)
+    assert {e.lease_owner for batch in batches for e in batch} <= {"r0", "r1", "r2", "r3"}
+
+
+async def test_a_draft_altered_behind_the_stores_back_is_refused(store, db_url):
+    job = await approved(store)
+    disable = (
+        "ALTER TABLE drafts DISABLE TRIGGER drafts_append_only"
+        if db_url.startswith("postgresql")
+        else "DROP TRIGGER drafts_no_update"
+    )
+    async with store.begin() as tx:
+        forged = tx._sealer.seal(canonical_bytes(make_draft(quantity=99)))
+        await tx.conn.execute(text(disable))
+        await tx.conn.execute(text("UPDATE drafts SET body_encrypted = :b"), {"b": forged})
+    with pytest.raises(ValueError, match="does not match its hash"):
+        async with store.begin() as tx:
+            await tx.draft(job.id, 1)
+    if db_url.startswith("postgresql"):
+        async with store.begin() as tx:
+            await tx.conn.execute(text("ALTER TABLE drafts ENABLE TRIGGER drafts_append_only"))
