@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from core import effects
@@ -195,24 +196,25 @@ async def decide(
     reason: str | None = None,
 ) -> DecisionResult:
     """Record an authenticated reviewer's decision on one exact draft version and hash."""
-    for _ in range(CAS_ATTEMPTS - 1):
-        try:
-            return await _decide_once(
-                store,
-                po_number,
-                reviewer_id,
-                verdict,
-                draft_version,
-                reviewed_hash,
-                now,
-                rules,
-                reason,
-            )
-        except StaleJob:
-            continue
-    return await _decide_once(
-        store, po_number, reviewer_id, verdict, draft_version, reviewed_hash, now, rules, reason
+    once = partial(
+        _decide_once,
+        store,
+        po_number,
+        reviewer_id,
+        verdict,
+        draft_version,
+        reviewed_hash,
+        now,
+        rules,
+        reason,
     )
+    for attempt in range(1, CAS_ATTEMPTS + 1):
+        try:
+            return await once()
+        except StaleJob:
+            if attempt == CAS_ATTEMPTS:
+                raise
+    raise AssertionError("unreachable")
 
 
 async def _decide_once(
@@ -226,7 +228,6 @@ async def _decide_once(
     rules: Rules,
     reason: str | None,
 ) -> DecisionResult:
-    expired = False
     async with store.begin() as tx:
         job = await load(tx, po_number)
         check_reviewer(await tx.roles(reviewer_id), reviewer_id, job.requester_id)
@@ -242,12 +243,10 @@ async def _decide_once(
             )
         if any(d.reviewer_id == reviewer_id and d.draft_hash == reviewed_hash for d in decisions):
             raise AlreadyDecided("you already decided this draft")
-        if job.decision_deadline is not None and now >= job.decision_deadline:
-            await expire_job(tx, job, now, "runner", "approval window closed")
-            expired = True
-        else:
+        if job.decision_deadline is None or now < job.decision_deadline:
             return await _record(tx, job, decisions, reviewer_id, verdict, now, rules, reason)
-    assert expired
+        # Too late: the expiry is committed, then the reviewer is told.
+        await expire_job(tx, job, now, "runner", "approval window closed")
     raise ApprovalExpired(f"{po_number} expired before this decision")
 
 
