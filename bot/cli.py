@@ -163,12 +163,13 @@ def _parse_state(name: str) -> State:
 def jobs_show(po_number: str, as_json: JsonFlag = False) -> None:
     """Show one job: its draft, approvals, sends and audit trail."""
 
-    async def work(settings: Settings, store: SqlStore) -> dict[str, Any]:
+    async def work(settings: Settings, store: SqlStore) -> str:
         async with store.begin() as tx:
-            return await reports.job_detail(tx, await service.load(tx, po_number))
+            job = await service.load(tx, po_number)
+            detail = await reports.job_detail(tx, job, settings.mail_domain)
+        return json.dumps(detail, indent=2) if as_json else reports.text(detail, settings.tz)
 
-    detail = _with_store(work)
-    typer.echo(json.dumps(detail, indent=2) if as_json else reports.text(detail))
+    typer.echo(_with_store(work))
 
 
 @jobs_app.command("reconcile")

@@ -76,7 +76,9 @@ class Settings(BaseSettings):
         "none", description="SMTP transport security: none, starttls or tls (implicit TLS)"
     )
     smtp_timeout_seconds: float = Field(
-        30.0, gt=0, description="Seconds before an SMTP connection or command gives up; > 0"
+        30.0,
+        gt=0,
+        description="Seconds one whole SMTP send may take, from connect to the reply to DATA; > 0",
     )
     mail_from: str = Field(
         "orders@localhost.localdomain", description="Sender address of purchase-order e-mail"
@@ -93,7 +95,8 @@ class Settings(BaseSettings):
     manzoori_lease_seconds: float = Field(
         120.0,
         gt=0,
-        description="Seconds a runner owns an outbox row; must exceed SMTP_TIMEOUT_SECONDS",
+        description="Seconds a runner owns an outbox row; must exceed SMTP_TIMEOUT_SECONDS "
+        "(a dead runner's row waits this long before recovery)",
     )
     manzoori_poll_seconds: float = Field(
         2.0, gt=0, description="Seconds the runner sleeps when the outbox is empty; > 0"
@@ -102,10 +105,10 @@ class Settings(BaseSettings):
         5.0, gt=0, description="First retry delay in seconds, doubled per attempt; > 0"
     )
     manzoori_retry_max_seconds: float = Field(
-        300.0, gt=0, description="Cap on one retry delay in seconds; >= the base delay"
+        900.0, gt=0, description="Cap on one retry delay in seconds; >= the base delay"
     )
     manzoori_retry_max_attempts: int = Field(
-        8, ge=1, description="Attempts before a send is dead-lettered; integer >= 1"
+        12, ge=1, description="Attempts before a send is dead-lettered; integer >= 1"
     )
     manzoori_retry_max_elapsed_seconds: float = Field(
         7200.0, gt=0, description="Seconds of retrying before a send is dead-lettered; > 0"

@@ -148,9 +148,11 @@ async def story(settings: Settings, store: SqlStore, inbox: list) -> None:
     body = mail.get_body(preferencelist=("plain",))
     print("\n".join("   | " + line for line in body.get_content().splitlines()))
     async with store.begin() as tx:
-        detail = await reports.job_detail(tx, await service.load(tx, job.po_number))
+        detail = await reports.job_detail(
+            tx, await service.load(tx, job.po_number), settings.mail_domain
+        )
     say("What `manzoori jobs show` prints")
-    print("\n".join("   " + line for line in reports.text(detail).splitlines()))
+    print("\n".join("   " + line for line in reports.text(detail, settings.tz).splitlines()))
 
 
 def main() -> None:

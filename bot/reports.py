@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, tzinfo
 from typing import Any
 
+from core.effects import message_id
 from core.jobs import Job
 from core.money import format_pkr
 from store.sql import SqlTx
@@ -27,8 +28,12 @@ def job_summary(job: Job) -> dict[str, Any]:
     }
 
 
-async def job_detail(tx: SqlTx, job: Job) -> dict[str, Any]:
-    """Everything an admin needs to judge a job: approvals, sends and the audit trail."""
+async def job_detail(tx: SqlTx, job: Job, mail_domain: str) -> dict[str, Any]:
+    """Everything an admin needs to judge a job: approvals, sends and the audit trail.
+
+    Each send shows its Message-ID, which the supplier or the mail server's log can be
+    searched for when an outcome has to be reconciled.
+    """
     decisions = await tx.decisions(job.id)
     effects = await tx.effects_for(job.id)
     trail = await tx.audit(job.id)
@@ -58,6 +63,7 @@ async def job_detail(tx: SqlTx, job: Job) -> dict[str, Any]:
         "effects": [
             {
                 "idempotency_key": e.key,
+                "message_id": message_id(e.key, mail_domain),
                 "status": e.status.value,
                 "attempts": e.attempts,
                 "next_attempt_at": _iso(e.next_attempt_at),
@@ -104,8 +110,15 @@ def table(rows: list[dict[str, Any]]) -> str:
     )
 
 
-def text(detail: dict[str, Any]) -> str:
-    """One job for a person to read."""
+def _local(iso: str | None, tz: tzinfo) -> str:
+    """An ISO timestamp as a person in `tz` reads it."""
+    return (
+        "-" if iso is None else f"{datetime.fromisoformat(iso).astimezone(tz):%Y-%m-%d %H:%M:%S %Z}"
+    )
+
+
+def text(detail: dict[str, Any], tz: tzinfo) -> str:
+    """One job for a person to read, times in `tz` (MANZOORI_TIMEZONE)."""
     total = detail["total_paisa"]
     out = [
         f"{detail['po_number']}  {detail['state']}",
@@ -114,19 +127,20 @@ def text(detail: dict[str, Any]) -> str:
         f"{format_pkr(total) if total is not None else '-'}",
         "approvals:",
         *(
-            f"  {a['at']}  {a['reviewer_id']}  {a['decision']}  v{a['draft_version']}"
-            f"  expires {a['expires_at']}"
+            f"  {_local(a['at'], tz)}  {a['reviewer_id']}  {a['decision']}"
+            f"  v{a['draft_version']}  expires {_local(a['expires_at'], tz)}"
+            + (f"  reason: {a['reason']}" if a["reason"] else "")
             for a in detail["approvals"]
         ),
         "sends:",
         *(
             f"  {e['idempotency_key']}  {e['status']}  attempts={e['attempts']}"
-            + (f"  last error: {e['last_error']}" if e["last_error"] else "")
+            f"  {e['message_id']}" + (f"  last error: {e['last_error']}" if e["last_error"] else "")
             for e in detail["effects"]
         ),
         "audit:",
         *(
-            f"  {a['at']}  {a['actor']}  {a['action']}  {a['from_state'] or '-'} -> "
+            f"  {_local(a['at'], tz)}  {a['actor']}  {a['action']}  {a['from_state'] or '-'} -> "
             f"{a['to_state'] or '-'}"
             for a in detail["audit"]
         ),

@@ -90,29 +90,37 @@ class OutboxRunner:
         if order is None:
             return
         self._fault("after_marker")
-        result: dict[str, Any] | None = None
-        error: SendError | None = None
-        try:
-            result = await self.sender.send(order)
-        except SendError as exc:
-            error = exc
-        except Exception as exc:
-            log.exception("sender crashed on %s", effect.key)
-            error = AmbiguousSendError(f"unexpected {type(exc).__name__} while sending")
+        result, error = await self._send(order)
         if error is None:
             self._fault("after_accept")
-        state = await dispatch.finish_attempt(
-            self.store,
-            order,
-            self.owner,
-            self.clock(),
-            self.rules,
-            self.rand(),
-            result=result,
-            error=error,
-        )
+        try:
+            state = await dispatch.finish_attempt(
+                self.store,
+                order,
+                self.owner,
+                self.clock(),
+                self.rules,
+                self.rand(),
+                result=result,
+                error=error,
+            )
+        except LeaseLost:
+            # Recovery or a person moved the row on while this attempt ran: say loudly what
+            # this attempt saw, so the reconciliation can be checked against it.
+            log.error("late result for %s dropped: %s", effect.key, result or error)
+            return
         log.info("%s -> %s", effect.key, state.value)
         self._fault("after_record")
+
+    async def _send(self, order: SendOrder) -> tuple[dict[str, Any] | None, SendError | None]:
+        """Call the sender; every failure comes back classified, never raised."""
+        try:
+            return await self.sender.send(order), None
+        except SendError as exc:
+            return None, exc
+        except Exception as exc:  # after the marker, an unforeseen failure may have sent
+            log.exception("sender crashed on %s", order.effect.key)
+            return None, AmbiguousSendError(f"unexpected {type(exc).__name__} while sending")
 
     async def open_work(self) -> int:
         """Rows that are due, leased or mid-attempt: what `run_until_idle` waits for."""

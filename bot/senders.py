@@ -16,6 +16,7 @@ and maps what went wrong into core.errors:
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
 import logging
 import re
@@ -174,13 +175,18 @@ class SmtpSender:
         client = self._client()
         phase = Phase.SESSION
         try:
-            await self._open(client)
-            phase = Phase.ENVELOPE
-            await client.mail(self._envelope_from)
-            await client.rcpt(recipient)
-            phase = Phase.DATA
-            reply = await client.data(payload)
+            # `timeout` bounds the whole conversation, not only each command, so one send
+            # always ends well inside the runner's lease (config enforces lease > timeout).
+            async with asyncio.timeout(self.timeout):
+                await self._open(client)
+                phase = Phase.ENVELOPE
+                await client.mail(self._envelope_from)
+                await client.rcpt(recipient)
+                phase = Phase.DATA
+                reply = await client.data(payload)
         except (smtp_errors.SMTPException, OSError) as exc:
+            if not isinstance(exc, smtp_errors.SMTPResponseException):
+                client.close()  # a dead or slow link: QUIT could wait another full timeout
             error = classify_smtp_error(exc, phase)
             log.warning("send %s failed (%s): %s", key, type(error).__name__, error)
             raise error from exc

@@ -8,8 +8,8 @@ from typing import Any
 
 from core.effects import EffectStatus
 from core.errors import LeaseLost, SendError
-from core.jobs import Effect, SendOrder
-from core.policies import Outcome, evaluate
+from core.jobs import Effect, Job, SendOrder
+from core.policies import Outcome, Role, evaluate
 from core.ports import Store, Tx
 from core.retries import ErrorClass, classify, decide
 from core.service import Rules, cancel_open_effects, expire_job, move
@@ -38,19 +38,17 @@ async def start_attempt(
             raise LeaseLost(f"{key} is no longer leased to {owner}")
         job = await tx.job(effect.job_id)
         actor = f"runner:{owner}"
-        if job.state not in _SENDABLE or job.draft_hash != effect.draft_hash:
+        if job.state not in _SENDABLE or (job.draft_version, job.draft_hash) != (
+            effect.draft_version,
+            effect.draft_hash,
+        ):
             await cancel_open_effects(
                 tx, job, now, f"job is {job.state.value}, draft v{job.draft_version}"
             )
             log.warning("cancelled %s: job %s is %s", key, job.po_number, job.state.value)
             return None
-        assert job.total_paisa is not None
-        decisions = await tx.decisions(job.id)
-        if (
-            evaluate(rules.approval, job.total_paisa, decisions, effect.draft_hash, now)
-            is not Outcome.APPROVED
-        ):
-            await expire_job(tx, job, now, actor, "approval expired before sending")
+        if not await _still_approved(tx, job, effect, now, rules):
+            await expire_job(tx, job, now, actor, "approval expired or approver revoked")
             return None
         job = await move(
             tx, job, Action.START_SEND, now, actor, {"key": key, "attempt": effect.attempts + 1}
@@ -65,6 +63,18 @@ async def start_attempt(
             updated_at=now,
         )
         return SendOrder(effect, job, await tx.draft(job.id, effect.draft_version))
+
+
+async def _still_approved(tx: Tx, job: Job, effect: Effect, now: datetime, rules: Rules) -> bool:
+    """The policy, evaluated again at send time: live approvals by people still approvers."""
+    assert job.total_paisa is not None
+    decisions = [
+        d for d in await tx.decisions(job.id) if Role.APPROVER in await tx.roles(d.reviewer_id)
+    ]
+    outcome = evaluate(
+        rules.approval, job.total_paisa, decisions, effect.draft_version, effect.draft_hash, now
+    )
+    return outcome is Outcome.APPROVED
 
 
 async def finish_attempt(

@@ -76,12 +76,16 @@ def check_reviewer(roles: Iterable[Role], reviewer_id: int, requester_id: int) -
         raise SelfApproval("nobody approves their own request")
 
 
-def counting(decisions: Iterable[Decision], draft_hash: str, now: datetime) -> list[Decision]:
-    """Decisions that count now: on this hash, by an approver, and not expired."""
+def counting(
+    decisions: Iterable[Decision], draft_version: int, draft_hash: str, now: datetime
+) -> list[Decision]:
+    """Decisions that count now: on this exact version and hash, by an approver, not expired."""
     return [
         d
         for d in decisions
-        if d.draft_hash == draft_hash and d.reviewer_role is Role.APPROVER and now < d.expires_at
+        if (d.draft_version, d.draft_hash) == (draft_version, draft_hash)
+        and d.reviewer_role is Role.APPROVER
+        and now < d.expires_at
     ]
 
 
@@ -89,11 +93,12 @@ def evaluate(
     policy: ApprovalPolicy,
     total_paisa: int,
     decisions: Iterable[Decision],
+    draft_version: int,
     draft_hash: str,
     now: datetime,
 ) -> Outcome:
     """One rejection ends it; otherwise enough distinct live approvals approve it."""
-    live = counting(decisions, draft_hash, now)
+    live = counting(decisions, draft_version, draft_hash, now)
     if any(d.verdict is Verdict.REJECT for d in live):
         return Outcome.REJECTED
     approvers = {d.reviewer_id for d in live if d.verdict is Verdict.APPROVE}

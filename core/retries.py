@@ -31,11 +31,12 @@ class RetryPolicy:
     """Capped exponential backoff with jitter, with caps on attempts and elapsed time."""
 
     base_delay: timedelta = timedelta(seconds=5)
-    # Five minutes between tries keeps a supplier's mail server from seeing a storm.
-    max_delay: timedelta = timedelta(minutes=5)
+    # At most fifteen minutes between tries: a greylisting or briefly down supplier server is
+    # retried for about an hour (12 attempts) without ever seeing a storm.
+    max_delay: timedelta = timedelta(minutes=15)
     # Jitter spreads many runners' retries so they do not return in lock-step.
     max_jitter: timedelta = timedelta(seconds=5)
-    max_attempts: int = 8
+    max_attempts: int = 12
     # After two hours a purchasing manager should hear about it, not wait longer.
     max_elapsed: timedelta = timedelta(hours=2)
 

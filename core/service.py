@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 from core import effects
 from core.drafts import Draft, draft_hash
@@ -32,6 +33,7 @@ from core.ports import Store, Tx
 from core.retries import RetryPolicy
 from core.states import Action, State, next_state
 
+T = TypeVar("T")
 # Concurrent decisions on one job race on its version; a handful of re-reads settles them.
 CAS_ATTEMPTS = 5
 _DECIDED = frozenset(
@@ -101,6 +103,10 @@ def _draft_fields(version: int, draft: Draft) -> dict[str, Any]:
 
 async def open_job(store: Store, new: NewJob, draft: Draft, now: datetime, rules: Rules) -> Job:
     """Record a request and its first draft, and ask for approval; repeats are harmless."""
+    return await retry_stale(partial(_open_once, store, new, draft, now, rules))
+
+
+async def _open_once(store: Store, new: NewJob, draft: Draft, now: datetime, rules: Rules) -> Job:
     async with store.begin() as tx:
         existing = await tx.job_by_po(draft.po_number)
         if existing is not None:
@@ -108,46 +114,30 @@ async def open_job(store: Store, new: NewJob, draft: Draft, now: datetime, rules
                 return existing
             raise DuplicatePurchaseOrder(f"{draft.po_number} belongs to another request")
         job = Job(
-            new.id,
-            draft.po_number,
-            State.RECEIVED,
-            0,
-            new.requester_id,
-            new.input_ref,
-            WORKFLOW_VERSION,
-            new.source_versions,
-            new.tool_results,
-            None,
-            None,
-            None,
-            None,
-            0,
-            None,
-            now,
-            now,
-        )
-        await tx.insert_job(job)
+            id=new.id, po_number=draft.po_number, state=State.RECEIVED, version=0,
+            requester_id=new.requester_id, input_ref=new.input_ref,
+            workflow_version=WORKFLOW_VERSION, source_versions=new.source_versions,
+            tool_results=new.tool_results, draft_version=None, draft_hash=None,
+            supplier_id=None, total_paisa=None, retry_count=0, decision_deadline=None,
+            created_at=now, updated_at=now,
+        )  # fmt: skip
+        await tx.insert_job(job)  # a PO number taken meanwhile raises StaleJob: re-read
         actor = f"user:{new.requester_id}"
-        await tx.append_audit(
-            AuditEvent(
-                job.id, now, actor, "receive", None, State.RECEIVED, {"input_ref": new.input_ref}
-            )
-        )
+        receive = {"input_ref": new.input_ref}
+        await tx.append_audit(AuditEvent(job.id, now, actor, "receive", None, job.state, receive))
         job = await move(tx, job, Action.VALIDATE, now, actor)
         job = await move(tx, job, Action.RESEARCH, now, actor, new.source_versions)
         await tx.insert_draft(job.id, 1, draft, now)
-        job = await move(
-            tx, job, Action.DRAFT, now, actor, {"draft_version": 1}, **_draft_fields(1, draft)
-        )
-        return await move(
-            tx,
-            job,
-            Action.REQUEST_APPROVAL,
-            now,
-            actor,
-            {"basis": rules.approval.basis(draft.total_paisa)},
-            decision_deadline=now + rules.approval.ttl,
-        )
+        job = await move(tx, job, Action.DRAFT, now, actor, {"draft_version": 1},
+                         **_draft_fields(1, draft))  # fmt: skip
+        basis = {"basis": rules.approval.basis(draft.total_paisa)}
+        return await move(tx, job, Action.REQUEST_APPROVAL, now, actor, basis,
+                          decision_deadline=now + rules.approval.ttl)  # fmt: skip
+
+
+# A revision with an unchanged draft keeps the version in these states; elsewhere (EXPIRED,
+# FAILED_*) the same content is issued as a new version so that it can be approved afresh.
+_UNCHANGED_KEEPS_VERSION = frozenset({State.DRAFTED, State.AWAITING_APPROVAL, State.APPROVED})
 
 
 async def revise(
@@ -158,8 +148,9 @@ async def revise(
         job = await load(tx, po_number)
         if draft.po_number != po_number:
             raise DraftChanged("a revision cannot change the PO number")
-        if job.draft_hash == draft_hash(draft):
+        if job.draft_hash == draft_hash(draft) and job.state in _UNCHANGED_KEEPS_VERSION:
             return job
+        next_state(job.state, Action.REVISE)  # nothing is written for a job that cannot revise
         version = (job.draft_version or 0) + 1
         await tx.insert_draft(job.id, version, draft, now)
         await cancel_open_effects(tx, job, now, "superseded by a new draft version")
@@ -196,18 +187,13 @@ async def decide(
     reason: str | None = None,
 ) -> DecisionResult:
     """Record an authenticated reviewer's decision on one exact draft version and hash."""
-    once = partial(
-        _decide_once,
-        store,
-        po_number,
-        reviewer_id,
-        verdict,
-        draft_version,
-        reviewed_hash,
-        now,
-        rules,
-        reason,
-    )
+    once = partial(_decide_once, store, po_number, reviewer_id, verdict, draft_version,
+                   reviewed_hash, now, rules, reason)  # fmt: skip
+    return await retry_stale(once)
+
+
+async def retry_stale(once: Callable[[], Awaitable[T]]) -> T:
+    """Run a one-transaction use case again when a concurrent writer won the compare-and-set."""
     for attempt in range(1, CAS_ATTEMPTS + 1):
         try:
             return await once()
@@ -241,7 +227,11 @@ async def _decide_once(
             raise DraftChanged(
                 f"{po_number} changed to version {job.draft_version}; review the new draft"
             )
-        if any(d.reviewer_id == reviewer_id and d.draft_hash == reviewed_hash for d in decisions):
+        if any(
+            (d.reviewer_id, d.draft_version, d.draft_hash)
+            == (reviewer_id, draft_version, reviewed_hash)
+            for d in decisions
+        ):
             raise AlreadyDecided("you already decided this draft")
         if job.decision_deadline is None or now < job.decision_deadline:
             return await _record(tx, job, decisions, reviewer_id, verdict, now, rules, reason)
@@ -275,7 +265,14 @@ async def _record(
         reason,
     )
     await tx.insert_decision(decision)
-    outcome = evaluate(rules.approval, job.total_paisa, [*decisions, decision], job.draft_hash, now)
+    outcome = evaluate(
+        rules.approval,
+        job.total_paisa,
+        [*decisions, decision],
+        job.draft_version,
+        job.draft_hash,
+        now,
+    )
     actor = f"user:{reviewer_id}"
     detail = {
         "verdict": verdict.value,
@@ -380,9 +377,12 @@ async def reconcile(
                 "status": effects.EffectStatus.SUCCEEDED,
                 "result": {"reconciled_by": actor, "note": note},
             },
+            # A person's decision to send again starts a fresh retry budget.
             Action.RECONCILE_NOT_SENT: {
                 "status": effects.EffectStatus.PENDING,
                 "next_attempt_at": now,
+                "attempts": 0,
+                "first_attempt_at": None,
             },
             Action.RECONCILE_FAILED: {"status": effects.EffectStatus.FAILED, "last_error": note},
         }

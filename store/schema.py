@@ -94,7 +94,7 @@ drafts = Table(
     Column("created_at", UtcDateTime, nullable=False),
 )
 
-# Append-only; one decision per reviewer per draft hash, enforced here, not by hope.
+# Append-only; one decision per reviewer per draft version, enforced here, not by hope.
 decisions = Table(
     "decisions",
     metadata,
@@ -109,7 +109,7 @@ decisions = Table(
     Column("expires_at", UtcDateTime, nullable=False),
     Column("policy_basis", String(200), nullable=False),
     Column("reason", String(500)),
-    UniqueConstraint("job_id", "draft_hash", "reviewer_id"),
+    UniqueConstraint("job_id", "draft_version", "reviewer_id"),
 )
 
 # The outbox and the idempotency record in one: the key is the primary key, so a second

@@ -85,10 +85,13 @@ class SqlTx:
         return [_job(row) for row in await self.conn.execute(query)]
 
     async def insert_job(self, job: Job) -> None:
-        """Add a new job row."""
-        await self.conn.execute(
-            insert(schema.jobs).values(**{**asdict(job), "state": job.state.value})
-        )
+        """Add a new job row; a PO number taken by a concurrent request raises StaleJob."""
+        try:
+            await self.conn.execute(
+                insert(schema.jobs).values(**{**asdict(job), "state": job.state.value})
+            )
+        except IntegrityError as error:
+            raise StaleJob(f"{job.po_number} was taken meanwhile") from error
 
     async def update_job(self, job: Job, **changes: Any) -> Job:
         """Compare-and-set on (id, state, version); bump version; raise StaleJob on a miss."""

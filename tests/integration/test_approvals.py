@@ -255,3 +255,31 @@ async def test_cancelled_job_cannot_be_approved_or_reconciled(store):
         await service.reconcile(store, job.po_number, Action.RECONCILE_SENT, "cli", "x", T0)
     with pytest.raises(IllegalTransition):
         await service.cancel(store, job.po_number, "cli", "again", T0)
+
+
+async def test_expired_request_reissued_unchanged_needs_and_gets_a_new_approval(store):
+    job, draft = await opened(store)
+    await service.expire_due(store, T0 + timedelta(hours=25))
+    later = T0 + timedelta(hours=26)
+    again = await service.revise(store, job.po_number, draft, "user:1001", later, RULES)
+    assert (again.state, again.draft_version, again.draft_hash) == (
+        State.AWAITING_APPROVAL,
+        2,
+        job.draft_hash,
+    )
+    result = await service.decide(
+        store, job.po_number, APPROVER_A, Verdict.APPROVE, 2, again.draft_hash, later, RULES
+    )
+    assert result.job.state is State.APPROVED
+    [effect] = await effects_of(store, job)
+    assert effect.key.endswith(f":v2:{job.draft_hash[:12]}")
+
+
+async def test_the_same_request_delivered_twice_at_once_makes_one_job(store):
+    request = new_job()
+    jobs = await asyncio.gather(
+        *(service.open_job(store, request, make_draft(), T0, RULES) for _ in range(3))
+    )
+    assert len({j.id for j in jobs}) == 1
+    async with store.begin() as tx:
+        assert len(await tx.list_jobs(None, 10)) == 1

@@ -170,7 +170,7 @@ async def test_reconcile_not_sent_sends_once_with_the_same_message_id(store, sin
     assert await runner.run_once() == 1
     assert await runner.run_once() == 0
     job, [effect] = await current(store, job)
-    assert job.state is State.SENT and effect.attempts == 2
+    assert job.state is State.SENT and effect.attempts == 1  # a fresh budget after reconcile
     assert ids(sink) == [message_id(effect.key, DOMAIN)]
     assert sink.messages[0]["Idempotency-Key"] == effect.key
 
@@ -206,6 +206,16 @@ async def test_expired_approval_cannot_send(store, sink):
     job, [effect] = await current(store, job)
     assert job.state is State.EXPIRED
     assert effect.status is EffectStatus.CANCELLED
+    assert sink.messages == []
+
+
+async def test_approval_by_an_approver_revoked_since_cannot_send(store, sink):
+    job = await approved_job(store)
+    async with store.begin() as tx:
+        await tx.revoke(APPROVER_A, "cli:admin", T0)
+    await runner_for(store, sink, Clock()).run_once()
+    job, [effect] = await current(store, job)
+    assert job.state is State.EXPIRED and effect.status is EffectStatus.CANCELLED
     assert sink.messages == []
 
 

@@ -9,6 +9,7 @@ import io
 import json
 import logging
 import socket
+import time
 from datetime import UTC, datetime, timedelta
 
 import aiosmtplib
@@ -226,6 +227,18 @@ async def test_silence_after_data_is_ambiguous(smtp_sink: SmtpSink) -> None:
 
     # This is why it must not be retried blindly: the server did take the message.
     assert len(smtp_sink.messages) == 1
+
+
+async def test_timeout_bounds_the_whole_send_not_each_command(smtp_sink: SmtpSink) -> None:
+    # Each answer comes within the timeout, together they do not: the send must stop in time,
+    # before DATA, so nothing was delivered and a retry is safe.
+    smtp_sink.script("MAIL", "250 2.1.0 Ok", delay=FAST * 0.7)
+    smtp_sink.script("RCPT", "250 2.1.5 Ok", delay=FAST * 0.7)
+    started = time.monotonic()
+    with pytest.raises(TransientSendError):
+        await make_sender(smtp_sink, timeout=FAST).send(make_order())
+    assert time.monotonic() - started < FAST * 1.3
+    assert smtp_sink.messages == []
 
 
 async def test_a_slow_quit_after_250_is_still_a_success(smtp_sink: SmtpSink) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -118,24 +119,24 @@ def test_approver_other_than_requester_passes(roles: object) -> None:
 
 def test_one_current_approval_approves_small_total() -> None:
     """A single live approval on the current hash is enough at or below the threshold."""
-    assert evaluate(POLICY, SMALL, [_decision(7)], CURRENT, NOW) is Outcome.APPROVED
-    assert evaluate(POLICY, THRESHOLD, [_decision(7)], CURRENT, NOW) is Outcome.APPROVED
+    assert evaluate(POLICY, SMALL, [_decision(7)], 2, CURRENT, NOW) is Outcome.APPROVED
+    assert evaluate(POLICY, THRESHOLD, [_decision(7)], 2, CURRENT, NOW) is Outcome.APPROVED
 
 
 def test_no_decisions_is_pending() -> None:
     """Nothing decided yet leaves the job pending."""
-    assert evaluate(POLICY, SMALL, [], CURRENT, NOW) is Outcome.PENDING
+    assert evaluate(POLICY, SMALL, [], 2, CURRENT, NOW) is Outcome.PENDING
 
 
 def test_approval_of_older_hash_counts_for_nothing() -> None:
     """An approval of a superseded draft does not approve the current one."""
-    assert evaluate(POLICY, SMALL, [_decision(7, on=OLDER)], CURRENT, NOW) is Outcome.PENDING
+    assert evaluate(POLICY, SMALL, [_decision(7, on=OLDER)], 2, CURRENT, NOW) is Outcome.PENDING
 
 
 def test_rejection_of_older_hash_counts_for_nothing() -> None:
     """A rejection of a superseded draft does not reject the revised one."""
     decisions = [_decision(8, Verdict.REJECT, on=OLDER), _decision(7)]
-    assert evaluate(POLICY, SMALL, decisions, CURRENT, NOW) is Outcome.APPROVED
+    assert evaluate(POLICY, SMALL, decisions, 2, CURRENT, NOW) is Outcome.APPROVED
 
 
 @pytest.mark.parametrize(
@@ -149,40 +150,46 @@ def test_rejection_of_older_hash_counts_for_nothing() -> None:
 def test_expired_approval_does_not_count(expires_at: datetime, outcome: Outcome) -> None:
     """An approval counts strictly before its expiry, not at it."""
     decisions = [_decision(7, expires_at=expires_at)]
-    assert evaluate(POLICY, SMALL, decisions, CURRENT, NOW) is outcome
+    assert evaluate(POLICY, SMALL, decisions, 2, CURRENT, NOW) is outcome
 
 
 def test_same_reviewer_twice_counts_once_for_dual() -> None:
     """Dual approval needs two people, not two clicks."""
     decisions = [_decision(7), _decision(7)]
-    assert evaluate(POLICY, BIG, decisions, CURRENT, NOW) is Outcome.PENDING
+    assert evaluate(POLICY, BIG, decisions, 2, CURRENT, NOW) is Outcome.PENDING
 
 
 def test_one_approver_is_not_enough_above_threshold() -> None:
     """One paisa over the threshold, one approval leaves the job pending."""
-    assert evaluate(POLICY, THRESHOLD + 1, [_decision(7)], CURRENT, NOW) is Outcome.PENDING
+    assert evaluate(POLICY, THRESHOLD + 1, [_decision(7)], 2, CURRENT, NOW) is Outcome.PENDING
 
 
 def test_two_distinct_approvers_approve_big_total() -> None:
     """Two different live approvers on the current hash approve a big order."""
     decisions = [_decision(7), _decision(8)]
-    assert evaluate(POLICY, BIG, decisions, CURRENT, NOW) is Outcome.APPROVED
+    assert evaluate(POLICY, BIG, decisions, 2, CURRENT, NOW) is Outcome.APPROVED
 
 
 def test_second_approval_on_older_hash_does_not_complete_dual() -> None:
     """Dual approval needs both approvals on the same, current draft."""
     decisions = [_decision(7), _decision(8, on=OLDER)]
-    assert evaluate(POLICY, BIG, decisions, CURRENT, NOW) is Outcome.PENDING
+    assert evaluate(POLICY, BIG, decisions, 2, CURRENT, NOW) is Outcome.PENDING
 
 
 def test_one_rejection_rejects_even_with_approvals() -> None:
     """One live rejection ends it, whatever approvals exist."""
     decisions = [_decision(7), _decision(8), _decision(9, Verdict.REJECT)]
-    assert evaluate(POLICY, BIG, decisions, CURRENT, NOW) is Outcome.REJECTED
-    assert evaluate(POLICY, SMALL, decisions, CURRENT, NOW) is Outcome.REJECTED
+    assert evaluate(POLICY, BIG, decisions, 2, CURRENT, NOW) is Outcome.REJECTED
+    assert evaluate(POLICY, SMALL, decisions, 2, CURRENT, NOW) is Outcome.REJECTED
 
 
 def test_decision_recorded_under_another_role_does_not_count() -> None:
     """Only decisions recorded with the approver role count."""
     decisions = [_decision(7, role=Role.ADMIN)]
-    assert evaluate(POLICY, SMALL, decisions, CURRENT, NOW) is Outcome.PENDING
+    assert evaluate(POLICY, SMALL, decisions, 2, CURRENT, NOW) is Outcome.PENDING
+
+
+def test_same_hash_under_another_version_does_not_count() -> None:
+    """An approval binds the version too: a re-issued identical draft needs a new approval."""
+    old = replace(_decision(7), draft_version=1)
+    assert evaluate(POLICY, SMALL, [old], 2, CURRENT, NOW) is Outcome.PENDING

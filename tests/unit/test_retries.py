@@ -14,7 +14,14 @@ from core.errors import (
 )
 from core.retries import ErrorClass, RetryDecision, RetryPolicy, classify, decide
 
-POLICY = RetryPolicy()  # defaults: base 5 s, cap 5 min, jitter ≤ 5 s, 8 attempts, 2 h
+# Explicit, so the cases below do not move when the defaults are tuned.
+POLICY = RetryPolicy(
+    base_delay=timedelta(seconds=5),
+    max_delay=timedelta(minutes=5),
+    max_jitter=timedelta(seconds=5),
+    max_attempts=8,
+    max_elapsed=timedelta(hours=2),
+)
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 T, P, AMB = ErrorClass.TRANSIENT, ErrorClass.PERMANENT, ErrorClass.AMBIGUOUS
 
@@ -143,3 +150,10 @@ def test_jitter_counts_toward_the_elapsed_cap() -> None:
     first = NOW - timedelta(hours=2) + timedelta(seconds=6)
     assert decide(POLICY, T, 1, first, NOW, 0.0).retry_at is not None
     assert decide(POLICY, T, 1, first, NOW, 0.999).retry_at is None
+
+
+def test_default_policy_retries_for_about_an_hour_within_the_elapsed_cap() -> None:
+    """With the defaults, the attempt cap ends retrying before the two-hour cap would."""
+    policy = RetryPolicy()
+    waited = sum((policy.delay(n, 0.0) for n in range(policy.max_attempts - 1)), timedelta())
+    assert timedelta(minutes=45) < waited < policy.max_elapsed

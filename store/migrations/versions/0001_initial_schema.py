@@ -92,9 +92,9 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name=op.f("pk_decisions")),
         sa.UniqueConstraint(
             "job_id",
-            "draft_hash",
+            "draft_version",
             "reviewer_id",
-            name=op.f("uq_decisions_job_id_draft_hash_reviewer_id"),
+            name=op.f("uq_decisions_job_id_draft_version_reviewer_id"),
         ),
     )
     op.create_table(
