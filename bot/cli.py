@@ -19,6 +19,7 @@ from bot.config import ConfigError, Settings, load_settings, write_env_file
 from bot.runner import utcnow
 from core import service
 from core.errors import ManzooriError
+from core.jobs import Job
 from core.policies import Role
 from core.states import NEEDS_REVIEW, Action, State
 from store.migrate import upgrade
@@ -200,6 +201,20 @@ def jobs_reconcile(
         lambda _s, store: service.reconcile(store, po_number, chosen[0], _actor(), note, utcnow())
     )
     typer.echo(f"{job.po_number} is now {job.state.value}")
+
+
+@jobs_app.command("reissue")
+def jobs_reissue(
+    po_number: str,
+    note: Annotated[str, typer.Option(help="Why it is sent for approval again.")],
+) -> None:
+    """Put an EXPIRED or FAILED job's draft up for approval again, as a new version."""
+
+    async def work(settings: Settings, store: SqlStore) -> Job:
+        return await service.reissue(store, po_number, _actor(), note, utcnow(), settings.rules())
+
+    job = _with_store(work)
+    typer.echo(f"{job.po_number} v{job.draft_version} is now {job.state.value}")
 
 
 @jobs_app.command("cancel")

@@ -15,6 +15,7 @@ from core.errors import (
     ApprovalExpired,
     DraftChanged,
     DuplicatePurchaseOrder,
+    IllegalTransition,
     ReconcileRefused,
     StaleJob,
     UnknownJob,
@@ -141,29 +142,41 @@ _UNCHANGED_KEEPS_VERSION = frozenset({State.DRAFTED, State.AWAITING_APPROVAL, St
 
 
 async def revise(
-    store: Store, po_number: str, draft: Draft, actor: str, now: datetime, rules: Rules
-) -> Job:
+    store: Store, po_number: str, draft: Draft, actor: str, now: datetime, rules: Rules,
+    note: str | None = None,
+) -> Job:  # fmt: skip
     """Store a new draft version; earlier approvals stop counting and open sends are cancelled."""
     async with store.begin() as tx:
+        return await _revise(tx, await load(tx, po_number), draft, actor, now, rules, note)
+
+
+async def reissue(
+    store: Store, po_number: str, actor: str, note: str, now: datetime, rules: Rules
+) -> Job:
+    """Issue an EXPIRED or FAILED job's draft again as a new version, to be approved afresh."""
+    async with store.begin() as tx:
         job = await load(tx, po_number)
-        if draft.po_number != po_number:
-            raise DraftChanged("a revision cannot change the PO number")
-        if job.draft_hash == draft_hash(draft) and job.state in _UNCHANGED_KEEPS_VERSION:
-            return job
-        next_state(job.state, Action.REVISE)  # nothing is written for a job that cannot revise
-        version = (job.draft_version or 0) + 1
-        await tx.insert_draft(job.id, version, draft, now)
-        await cancel_open_effects(tx, job, now, "superseded by a new draft version")
-        return await move(
-            tx,
-            job,
-            Action.REVISE,
-            now,
-            actor,
-            {"draft_version": version},
-            decision_deadline=now + rules.approval.ttl,
-            **_draft_fields(version, draft),
-        )
+        if job.state in _UNCHANGED_KEEPS_VERSION or job.draft_version is None:
+            raise IllegalTransition(job.state, "reissue")
+        draft = await tx.draft(job.id, job.draft_version)
+        return await _revise(tx, job, draft, actor, now, rules, note)
+
+
+async def _revise(
+    tx: Tx, job: Job, draft: Draft, actor: str, now: datetime, rules: Rules, note: str | None
+) -> Job:
+    if draft.po_number != job.po_number:
+        raise DraftChanged("a revision cannot change the PO number")
+    if job.draft_hash == draft_hash(draft) and job.state in _UNCHANGED_KEEPS_VERSION:
+        return job
+    next_state(job.state, Action.REVISE)  # nothing is written for a job that cannot revise
+    version = (job.draft_version or 0) + 1
+    await tx.insert_draft(job.id, version, draft, now)
+    await cancel_open_effects(tx, job, now, "superseded by a new draft version")
+    detail = {"draft_version": version, **({"note": note} if note else {})}
+    return await move(tx, job, Action.REVISE, now, actor, detail,
+                      decision_deadline=now + rules.approval.ttl,
+                      **_draft_fields(version, draft))  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -280,3 +280,24 @@ async def test_attempt_whose_runner_vanished_goes_to_unknown_outcome(store, sink
         store, order, "ghost", clock(), RULES, 0.5, result={"smtp_code": 250}
     )
     assert state is State.SENT
+
+
+async def test_dead_lettered_send_reissued_needs_a_new_approval_then_sends_once(store, sink):
+    clock = Clock()
+    job = await approved_job(store)
+    for _ in range(3):
+        sink.script("RCPT", "421 4.7.0 Too busy")
+    runner = runner_for(store, sink, clock)
+    for _ in range(3):
+        await runner.run_once()
+        clock.advance(minutes=5)
+    job = await service.reissue(store, job.po_number, "cli:ops", "relay is back", clock(), RULES)
+    assert (job.state, job.draft_version) == (State.AWAITING_APPROVAL, 2)
+    assert await runner.run_once() == 0  # the new version is not approved yet
+    await service.decide(store, job.po_number, APPROVER_B, Verdict.APPROVE, 2, job.draft_hash,
+                         clock(), RULES)
+    assert await runner.run_once() == 1
+    job, effects = await current(store, job)
+    assert job.state is State.SENT
+    assert [e.status for e in effects] == [EffectStatus.FAILED, EffectStatus.SUCCEEDED]
+    assert [m["Idempotency-Key"] for m in sink.messages] == [effects[1].key]
