@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
+from sqlalchemy.exc import DBAPIError
 
 from bot import bootstrap, reports
 from bot.config import ConfigError, Settings, load_settings, write_env_file
@@ -35,6 +36,7 @@ app.add_typer(users_app, name="users")
 
 T = TypeVar("T")
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+TelegramId = Annotated[int, typer.Argument(min=1, help="A Telegram user id.")]
 
 
 def _actor() -> str:
@@ -44,6 +46,12 @@ def _actor() -> str:
 def _fail(message: str) -> typer.Exit:
     typer.echo(f"error: {message}", err=True)
     return typer.Exit(1)
+
+
+def _need_note(note: str) -> None:
+    """The audit trail needs a reason a person can read later."""
+    if not note.strip():
+        raise _fail("--note must say what was checked or why")
 
 
 def _with_store(work: Callable[[Settings, SqlStore], Awaitable[T]]) -> T:
@@ -64,6 +72,11 @@ def _with_store(work: Callable[[Settings, SqlStore], Awaitable[T]]) -> T:
         return asyncio.run(main())
     except ManzooriError as error:
         raise _fail(str(error)) from None
+    except DBAPIError as error:
+        first = str(error.orig).strip().splitlines()[0] if error.orig else type(error).__name__
+        raise _fail(
+            f"database: {first}\n(has `manzoori db upgrade` been run on DATABASE_URL?)"
+        ) from None
 
 
 @app.command()
@@ -137,20 +150,23 @@ def _stop_on_signals() -> asyncio.Event:
 def jobs_list(
     state: Annotated[str | None, typer.Option(help="Only jobs in this state.")] = None,
     review: Annotated[bool, typer.Option(help="Only the manual-review queue.")] = False,
+    limit: Annotated[int, typer.Option(min=1, help="At most this many jobs.")] = 1000,
     as_json: JsonFlag = False,
 ) -> None:
     """List jobs, newest first."""
-    wanted = _parse_state(state) if state else None
+    wanted: set[State] | None = {_parse_state(state)} if state else None
+    if review:
+        wanted = set(NEEDS_REVIEW) if wanted is None else wanted & NEEDS_REVIEW
 
     async def work(settings: Settings, store: SqlStore) -> list[dict[str, Any]]:
         async with store.begin() as tx:
-            found = await tx.list_jobs(wanted, 1000)
-        if review:
-            found = [job for job in found if job.state in NEEDS_REVIEW]
+            found = await tx.list_jobs(wanted, limit)
         return [reports.job_summary(job) for job in found]
 
     rows = _with_store(work)
     typer.echo(json.dumps(rows, indent=2) if as_json else reports.table(rows))
+    if len(rows) == limit:
+        typer.echo(f"note: only the newest {limit} shown; use --limit", err=True)
 
 
 def _parse_state(name: str) -> State:
@@ -195,8 +211,7 @@ def jobs_reconcile(
     ]
     if len(chosen) != 1:
         raise _fail("give exactly one of --sent, --not-sent, --failed")
-    if not note.strip():
-        raise _fail("--note must say what was checked")
+    _need_note(note)
     job = _with_store(
         lambda _s, store: service.reconcile(store, po_number, chosen[0], _actor(), note, utcnow())
     )
@@ -209,6 +224,8 @@ def jobs_reissue(
     note: Annotated[str, typer.Option(help="Why it is sent for approval again.")],
 ) -> None:
     """Put an EXPIRED or FAILED job's draft up for approval again, as a new version."""
+
+    _need_note(note)
 
     async def work(settings: Settings, store: SqlStore) -> Job:
         return await service.reissue(store, po_number, _actor(), note, utcnow(), settings.rules())
@@ -223,12 +240,13 @@ def jobs_cancel(
     note: Annotated[str, typer.Option(help="Why it is withdrawn.")],
 ) -> None:
     """Withdraw a job that has not been sent."""
+    _need_note(note)
     job = _with_store(lambda _s, store: service.cancel(store, po_number, _actor(), note, utcnow()))
     typer.echo(f"{job.po_number} is now {job.state.value}")
 
 
 @users_app.command("grant")
-def users_grant(user_id: int, role: Role) -> None:
+def users_grant(user_id: TelegramId, role: Role) -> None:
     """Give a Telegram user a role (admin, approver or requester)."""
 
     async def work(settings: Settings, store: SqlStore) -> bool:
@@ -240,7 +258,7 @@ def users_grant(user_id: int, role: Role) -> None:
 
 
 @users_app.command("revoke")
-def users_revoke(user_id: int) -> None:
+def users_revoke(user_id: TelegramId) -> None:
     """Take every role from a Telegram user."""
 
     async def work(settings: Settings, store: SqlStore) -> frozenset[Role]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Collection
 from contextlib import asynccontextmanager
 from dataclasses import asdict, fields
 from datetime import datetime
@@ -276,8 +276,10 @@ class SqlTx:
         return True
 
     async def revoke(self, user_id: int, by: str, now: datetime) -> frozenset[Role]:
-        """Take every role from a user; returns what they had."""
+        """Take every role from a user; returns what they had (nothing: nothing written)."""
         held = await self.roles(user_id)
+        if not held:
+            return held
         t = schema.user_roles
         await self.conn.execute(delete(t).where(t.c.user_id == user_id))
         await self.append_audit(
@@ -293,11 +295,11 @@ class SqlTx:
         )
         return held
 
-    async def list_jobs(self, state: State | None, limit: int) -> list[Job]:
-        """Jobs, newest first, optionally in one state."""
+    async def list_jobs(self, states: Collection[State] | None, limit: int) -> list[Job]:
+        """Jobs, newest first, optionally only those in `states`."""
         query = select(schema.jobs).order_by(schema.jobs.c.created_at.desc()).limit(limit)
-        if state is not None:
-            query = query.where(schema.jobs.c.state == state.value)
+        if states is not None:
+            query = query.where(schema.jobs.c.state.in_([s.value for s in states]))
         return [_job(row) for row in await self.conn.execute(query)]
 
     async def audit(self, job_id: str) -> list[AuditEvent]:
