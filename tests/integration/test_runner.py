@@ -99,15 +99,21 @@ async def test_451_is_retried_with_backoff_and_sent_once(store, sink):
     assert ids(sink) == [message_id(effect.key, DOMAIN)]
 
 
-async def test_retries_stop_at_the_cap_and_dead_letter(store, sink):
-    clock = Clock()
-    job = await approved_job(store)
+async def dead_letter(store, sink, clock):
+    """Three busy answers in a row: RULES allow three attempts, so the send is dead-lettered."""
     for _ in range(3):
         sink.script("RCPT", "421 4.7.0 Too busy")
     runner = runner_for(store, sink, clock)
     for _ in range(3):
         await runner.run_once()
         clock.advance(minutes=5)
+    return runner
+
+
+async def test_retries_stop_at_the_cap_and_dead_letter(store, sink):
+    clock = Clock()
+    job = await approved_job(store)
+    runner = await dead_letter(store, sink, clock)
     job, [effect] = await current(store, job)
     assert job.state is State.FAILED_FINAL
     assert effect.status is EffectStatus.FAILED and effect.attempts == 3
@@ -285,19 +291,49 @@ async def test_attempt_whose_runner_vanished_goes_to_unknown_outcome(store, sink
 async def test_dead_lettered_send_reissued_needs_a_new_approval_then_sends_once(store, sink):
     clock = Clock()
     job = await approved_job(store)
-    for _ in range(3):
-        sink.script("RCPT", "421 4.7.0 Too busy")
-    runner = runner_for(store, sink, clock)
-    for _ in range(3):
-        await runner.run_once()
-        clock.advance(minutes=5)
+    runner = await dead_letter(store, sink, clock)
     job = await service.reissue(store, job.po_number, "cli:ops", "relay is back", clock(), RULES)
     assert (job.state, job.draft_version) == (State.AWAITING_APPROVAL, 2)
     assert await runner.run_once() == 0  # the new version is not approved yet
-    await service.decide(store, job.po_number, APPROVER_B, Verdict.APPROVE, 2, job.draft_hash,
-                         clock(), RULES)
+    await service.decide(
+        store, job.po_number, APPROVER_B, Verdict.APPROVE, 2, job.draft_hash, clock(), RULES
+    )
     assert await runner.run_once() == 1
     job, effects = await current(store, job)
     assert job.state is State.SENT
     assert [e.status for e in effects] == [EffectStatus.FAILED, EffectStatus.SUCCEEDED]
     assert [m["Idempotency-Key"] for m in sink.messages] == [effects[1].key]
+
+
+class KeyDedupingSmtp(SmtpSender):
+    """An SMTP relay that, like some providers' APIs, de-duplicates by Idempotency-Key."""
+
+    provider_idempotent = True
+
+
+async def test_lost_attempt_is_retried_when_the_provider_dedupes_the_key(store, sink):
+    clock = Clock()
+    job = await approved_job(store)
+    from core import dispatch
+
+    [claimed] = await dispatch.claim(store, clock(), "ghost", LEASE, 10)
+    assert await dispatch.start_attempt(store, claimed.key, "ghost", clock(), LEASE, RULES)
+    sender = KeyDedupingSmtp(
+        host=sink.host, port=sink.port, tls="none", timeout=2.0, mail_from=f"orders@{DOMAIN}"
+    )
+    runner = OutboxRunner(
+        store, sender, RULES, lease=LEASE, owner="runner-a", clock=clock, rand=lambda: 0.5
+    )
+    clock.advance(seconds=61)
+    await runner.run_once()  # recovery: FAILED_RETRYABLE, due now; then sent in the same pass
+    job, [effect] = await current(store, job)
+    assert job.state is State.SENT and effect.attempts == 2
+    async with store.begin() as tx:
+        actions = [(e.action, e.to_state) for e in await tx.audit(job.id)][-4:]
+    assert actions == [
+        ("start_send", State.SENDING),
+        ("fail_retryable", State.FAILED_RETRYABLE),
+        ("start_send", State.SENDING),
+        ("mark_sent", State.SENT),
+    ]
+    assert ids(sink) == [message_id(effect.key, DOMAIN)]
