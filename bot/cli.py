@@ -18,7 +18,7 @@ from sqlalchemy.exc import DBAPIError
 from bot import bootstrap, reports
 from bot.config import ConfigError, Settings, load_settings, write_env_file
 from bot.runner import utcnow
-from core import service
+from core import service, workflow
 from core.errors import ManzooriError
 from core.jobs import Job
 from core.policies import Role
@@ -182,7 +182,7 @@ def jobs_show(po_number: str, as_json: JsonFlag = False) -> None:
 
     async def work(settings: Settings, store: SqlStore) -> str:
         async with store.begin() as tx:
-            job = await service.load(tx, po_number)
+            job = await workflow.load(tx, po_number)
             detail = await reports.job_detail(tx, job, settings.mail_domain)
         return json.dumps(detail, indent=2) if as_json else reports.text(detail, settings.tz)
 

@@ -17,7 +17,7 @@ from bot import bootstrap, reports
 from bot.config import Settings
 from bot.devsmtp import smtp_sink
 from bot.runner import utcnow
-from core import service
+from core import service, workflow
 from core.drafts import Draft, DraftLine
 from core.errors import ApprovalError
 from core.jobs import NewJob
@@ -149,7 +149,7 @@ async def story(settings: Settings, store: SqlStore, inbox: list) -> None:
     print("\n".join("   | " + line for line in body.get_content().splitlines()))
     async with store.begin() as tx:
         detail = await reports.job_detail(
-            tx, await service.load(tx, job.po_number), settings.mail_domain
+            tx, await workflow.load(tx, job.po_number), settings.mail_domain
         )
     say("What `manzoori jobs show` prints")
     print("\n".join("   " + line for line in reports.text(detail, settings.tz).splitlines()))

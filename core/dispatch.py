@@ -12,8 +12,9 @@ from core.jobs import Effect, Job, SendOrder
 from core.policies import Outcome, Role, evaluate
 from core.ports import Store, Tx
 from core.retries import ErrorClass, classify, decide
-from core.service import Rules, cancel_open_effects, expire_job, move
+from core.service import Rules
 from core.states import Action, State
+from core.workflow import cancel_open_effects, expire_job, move
 
 log = logging.getLogger(__name__)
 

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any
 
 from core import effects
 from core.drafts import Draft, draft_hash
@@ -17,8 +16,6 @@ from core.errors import (
     DuplicatePurchaseOrder,
     IllegalTransition,
     ReconcileRefused,
-    StaleJob,
-    UnknownJob,
 )
 from core.jobs import WORKFLOW_VERSION, AuditEvent, Effect, Job, NewJob
 from core.policies import (
@@ -33,10 +30,8 @@ from core.policies import (
 from core.ports import Store, Tx
 from core.retries import RetryPolicy
 from core.states import Action, State, next_state
+from core.workflow import cancel_open_effects, expire_job, load, move, retry_stale
 
-T = TypeVar("T")
-# Concurrent decisions on one job race on its version; a handful of re-reads settles them.
-CAS_ATTEMPTS = 5
 _DECIDED = frozenset(
     {
         State.APPROVED,
@@ -57,40 +52,6 @@ class Rules:
 
     approval: ApprovalPolicy = field(default_factory=ApprovalPolicy)
     retry: RetryPolicy = field(default_factory=RetryPolicy)
-
-
-async def move(
-    tx: Tx,
-    job: Job,
-    action: Action,
-    now: datetime,
-    actor: str,
-    detail: dict[str, Any] | None = None,
-    **changes: Any,
-) -> Job:
-    """Apply one transition with compare-and-set and its audit event, in `tx`."""
-    target = next_state(job.state, action)
-    moved = await tx.update_job(job, state=target, updated_at=now, **changes)
-    await tx.append_audit(
-        AuditEvent(
-            job.id,
-            now,
-            actor,
-            action.value,
-            job.state,
-            target,
-            {"job_version": moved.version, **(detail or {})},
-        )
-    )
-    return moved
-
-
-async def load(tx: Tx, po_number: str) -> Job:
-    """The job with that PO number, or raise UnknownJob."""
-    job = await tx.job_by_po(po_number)
-    if job is None:
-        raise UnknownJob(f"no purchase order {po_number}")
-    return job
 
 
 def _draft_fields(version: int, draft: Draft) -> dict[str, Any]:
@@ -203,17 +164,6 @@ async def decide(
     once = partial(_decide_once, store, po_number, reviewer_id, verdict, draft_version,
                    reviewed_hash, now, rules, reason)  # fmt: skip
     return await retry_stale(once)
-
-
-async def retry_stale(once: Callable[[], Awaitable[T]]) -> T:
-    """Run a one-transaction use case again when a concurrent writer won the compare-and-set."""
-    for attempt in range(1, CAS_ATTEMPTS + 1):
-        try:
-            return await once()
-        except StaleJob:
-            if attempt == CAS_ATTEMPTS:
-                raise
-    raise AssertionError("unreachable")
 
 
 async def _decide_once(
@@ -336,26 +286,6 @@ def _send_effect(job: Job, now: datetime) -> Effect:
         now,
         now,
     )
-
-
-async def cancel_open_effects(tx: Tx, job: Job, now: datetime, why: str) -> None:
-    """Cancel every outbox row of the job that has not started sending."""
-    for effect in await tx.effects_for(job.id):
-        if effect.status in effects.OPEN_STATUSES:
-            await tx.update_effect(
-                effect,
-                status=effects.EffectStatus.CANCELLED,
-                lease_owner=None,
-                lease_until=None,
-                last_error=why,
-                updated_at=now,
-            )
-
-
-async def expire_job(tx: Tx, job: Job, now: datetime, actor: str, why: str) -> Job:
-    """Move a job to EXPIRED and cancel its open sends."""
-    await cancel_open_effects(tx, job, now, why)
-    return await move(tx, job, Action.EXPIRE, now, actor, {"reason": why})
 
 
 async def expire_due(store: Store, now: datetime, limit: int = 100) -> list[Job]:

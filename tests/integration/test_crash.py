@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 import pytest
 from cryptography.fernet import Fernet
 
-from core import service
+from core import service, workflow
 from core.effects import EffectStatus, message_id
 from core.policies import Verdict
 from core.service import Rules
@@ -95,7 +95,7 @@ async def _snapshot(db_url: str, po: str):
     store = SqlStore(make_engine(db_url), DATA_KEY)
     try:
         async with store.begin() as tx:
-            job = await service.load(tx, po)
+            job = await workflow.load(tx, po)
             return job, await tx.effects_for(job.id)
     finally:
         await store.close()
