@@ -9,12 +9,12 @@ from typing import Any
 from core.effects import EffectStatus
 from core.errors import LeaseLost, SendError
 from core.jobs import Effect, Job, SendOrder
-from core.policies import Outcome, Role, evaluate
+from core.policies import Outcome, evaluate
 from core.ports import Store, Tx
 from core.retries import ErrorClass, classify, decide
 from core.service import Rules
 from core.states import Action, State
-from core.workflow import cancel_open_effects, expire_job, move
+from core.workflow import cancel_open_effects, expire_job, move, standing_decisions
 
 log = logging.getLogger(__name__)
 
@@ -69,9 +69,7 @@ async def start_attempt(
 async def _still_approved(tx: Tx, job: Job, effect: Effect, now: datetime, rules: Rules) -> bool:
     """The policy, evaluated again at send time: live approvals by people still approvers."""
     assert job.total_paisa is not None
-    decisions = [
-        d for d in await tx.decisions(job.id) if Role.APPROVER in await tx.roles(d.reviewer_id)
-    ]
+    decisions = await standing_decisions(tx, job.id)
     outcome = evaluate(
         rules.approval, job.total_paisa, decisions, effect.draft_version, effect.draft_hash, now
     )

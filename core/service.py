@@ -30,7 +30,14 @@ from core.policies import (
 from core.ports import Store, Tx
 from core.retries import RetryPolicy
 from core.states import Action, State, next_state
-from core.workflow import cancel_open_effects, expire_job, load, move, retry_stale
+from core.workflow import (
+    cancel_open_effects,
+    expire_job,
+    load,
+    move,
+    retry_stale,
+    standing_decisions,
+)
 
 _DECIDED = frozenset(
     {
@@ -180,7 +187,7 @@ async def _decide_once(
     async with store.begin() as tx:
         job = await load(tx, po_number)
         check_reviewer(await tx.roles(reviewer_id), reviewer_id, job.requester_id)
-        decisions = await tx.decisions(job.id)
+        decisions = await standing_decisions(tx, job.id)  # the revoked count no more
         if job.state in _DECIDED:
             raise AlreadyDecided(f"{po_number} is already {job.state.value}")
         if job.state is State.EXPIRED:

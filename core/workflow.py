@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 from core import effects
 from core.errors import StaleJob, UnknownJob
 from core.jobs import AuditEvent, Job
+from core.policies import Decision, Role
 from core.ports import Tx
 from core.states import Action, next_state
 
@@ -80,3 +81,8 @@ async def expire_job(tx: Tx, job: Job, now: datetime, actor: str, why: str) -> J
     """Move a job to EXPIRED and cancel its open sends."""
     await cancel_open_effects(tx, job, now, why)
     return await move(tx, job, Action.EXPIRE, now, actor, {"reason": why})
+
+
+async def standing_decisions(tx: Tx, job_id: str) -> list[Decision]:
+    """A job's decisions by people who still hold the approver role: the ones that count."""
+    return [d for d in await tx.decisions(job_id) if Role.APPROVER in await tx.roles(d.reviewer_id)]

@@ -283,3 +283,13 @@ async def test_the_same_request_delivered_twice_at_once_makes_one_job(store):
     assert len({j.id for j in jobs}) == 1
     async with store.begin() as tx:
         assert len(await tx.list_jobs(None, 10)) == 1
+
+
+async def test_an_approval_by_an_approver_revoked_since_does_not_count(store):
+    job, _ = await opened(store, make_draft(unit_price_paisa=BIG))
+    await approve(store, job, APPROVER_A)
+    async with store.begin() as tx:
+        await tx.revoke(APPROVER_A, "cli:admin", T0)
+    result = await approve(store, job, APPROVER_B)
+    assert (result.outcome, result.job.state) == (Outcome.PENDING, State.AWAITING_APPROVAL)
+    assert await effects_of(store, job) == []
