@@ -65,6 +65,11 @@ class SmtpSink:
         with self._lock:
             self._queues.setdefault(command, deque()).append(Reply(status, delay))
 
+    def unscript(self) -> None:
+        """Forget every queued answer: the server answers normally again."""
+        with self._lock:
+            self._queues.clear()
+
     def next_reply(self, command: str) -> Reply:
         """The queued answer to `command`, or the normal one; records that it was asked."""
         with self._lock:

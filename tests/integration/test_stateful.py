@@ -428,9 +428,7 @@ class Workflow(RuleBasedStateMachine):
 
     def unscript(self) -> None:
         """Forget a scripted answer the pass never used (no attempt reached that command)."""
-        sink = self.world.sink
-        with sink._lock:  # the sink offers no public way to drop its script
-            sink._queues.clear()
+        self.world.sink.unscript()
 
     # -- requests --------------------------------------------------------------------------
 
