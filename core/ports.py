@@ -21,13 +21,11 @@ class Tx(Protocol):
     async def job_by_po(self, po_number: str) -> Job | None:
         """The job with that PO number, if any."""
 
-    async def jobs_in(
-        self, state: State, deadline_before: datetime | None, limit: int
-    ) -> list[Job]:
-        """Jobs in a state, optionally only those whose decision deadline has passed."""
+    async def jobs_past_deadline(self, state: State, now: datetime, limit: int) -> list[Job]:
+        """Jobs in a state whose decision deadline has passed, oldest first."""
 
     async def insert_job(self, job: Job) -> None:
-        """Add a new job row."""
+        """Add a new job row; raise StaleJob if a concurrent request took the PO number."""
 
     async def update_job(self, job: Job, **changes: Any) -> Job:
         """Compare-and-set on (id, state, version); bump version; raise StaleJob on a miss."""

@@ -298,7 +298,7 @@ def _send_effect(job: Job, now: datetime) -> Effect:
 async def expire_due(store: Store, now: datetime, limit: int = 100) -> list[Job]:
     """Expire requests whose approval window closed without a decision."""
     async with store.begin() as tx:
-        due = await tx.jobs_in(State.AWAITING_APPROVAL, now, limit)
+        due = await tx.jobs_past_deadline(State.AWAITING_APPROVAL, now, limit)
         return [await expire_job(tx, job, now, "runner", "approval window closed") for job in due]
 
 

@@ -74,14 +74,15 @@ class SqlTx:
         row = (await self.conn.execute(query)).first()
         return None if row is None else _job(row)
 
-    async def jobs_in(
-        self, state: State, deadline_before: datetime | None, limit: int
-    ) -> list[Job]:
-        """Jobs in a state, optionally only those whose decision deadline has passed."""
-        query = select(schema.jobs).where(schema.jobs.c.state == state.value)
-        if deadline_before is not None:
-            query = query.where(schema.jobs.c.decision_deadline <= deadline_before)
-        query = query.order_by(schema.jobs.c.created_at).limit(limit)
+    async def jobs_past_deadline(self, state: State, now: datetime, limit: int) -> list[Job]:
+        """Jobs in a state whose decision deadline has passed, oldest first."""
+        t = schema.jobs
+        query = (
+            select(t)
+            .where(t.c.state == state.value, t.c.decision_deadline <= now)
+            .order_by(t.c.created_at)
+            .limit(limit)
+        )
         return [_job(row) for row in await self.conn.execute(query)]
 
     async def insert_job(self, job: Job) -> None:

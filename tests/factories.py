@@ -8,7 +8,16 @@ from datetime import UTC, datetime, timedelta
 
 from core.drafts import Draft, DraftLine
 from core.jobs import NewJob
+from core.retries import RetryPolicy
 
+# Retries fast and few, so tests reach the dead letter in three attempts.
+FAST_RETRY = RetryPolicy(
+    base_delay=timedelta(seconds=10),
+    max_delay=timedelta(minutes=5),
+    max_jitter=timedelta(seconds=4),
+    max_attempts=3,
+    max_elapsed=timedelta(hours=1),
+)
 T0 = datetime(2026, 11, 29, 9, 0, tzinfo=UTC)
 REQUESTER = 1001
 APPROVER_A = 2001

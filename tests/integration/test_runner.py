@@ -12,21 +12,14 @@ from bot.senders import SmtpSender
 from core import service
 from core.effects import EffectStatus, message_id
 from core.policies import ApprovalPolicy, Verdict
-from core.retries import RetryPolicy
 from core.service import Rules
 from core.states import Action, State
-from tests.factories import APPROVER_A, APPROVER_B, T0, Clock, make_draft, new_job
+from tests.factories import APPROVER_A, APPROVER_B, FAST_RETRY, T0, Clock, make_draft, new_job
 from tests.smtp_sink import running_sink
 
 RULES = Rules(
     approval=ApprovalPolicy(ttl=timedelta(hours=24)),
-    retry=RetryPolicy(
-        base_delay=timedelta(seconds=10),
-        max_delay=timedelta(minutes=5),
-        max_jitter=timedelta(seconds=4),
-        max_attempts=3,
-        max_elapsed=timedelta(hours=1),
-    ),
+    retry=FAST_RETRY,
 )
 LEASE = timedelta(seconds=60)
 DOMAIN = "shop.example"

@@ -60,26 +60,27 @@ from core.errors import (
 )
 from core.jobs import Effect, Job, NewJob, SendOrder
 from core.policies import ApprovalPolicy, Decision, Outcome, Role, Verdict, evaluate
-from core.retries import RetryPolicy
 from core.service import Rules
 from core.states import TRANSITIONS, Action, State
 from store import schema
 from store.engine import make_engine
 from store.migrate import upgrade
 from store.sql import SqlStore
-from tests.factories import APPROVER_A, APPROVER_B, OUTSIDER, REQUESTER, Clock, make_draft
+from tests.factories import (
+    APPROVER_A,
+    APPROVER_B,
+    FAST_RETRY,
+    OUTSIDER,
+    REQUESTER,
+    Clock,
+    make_draft,
+)
 from tests.smtp_sink import SmtpSink, running_sink
 
 TTL = timedelta(hours=24)
 RULES = Rules(
     approval=ApprovalPolicy(ttl=TTL, dual_above_paisa=500_000 * 100),
-    retry=RetryPolicy(
-        base_delay=timedelta(seconds=10),
-        max_delay=timedelta(minutes=5),
-        max_jitter=timedelta(seconds=4),
-        max_attempts=3,
-        max_elapsed=timedelta(hours=1),
-    ),
+    retry=FAST_RETRY,
 )
 LEASE = timedelta(seconds=60)
 DOMAIN = "shop.example"
