@@ -3,23 +3,21 @@
 from __future__ import annotations
 
 import asyncio
-import getpass
 import json
 import logging
 import signal
 import sys
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 import typer
-from sqlalchemy.exc import DBAPIError
 
 from bot import bootstrap, reports
-from bot.config import ConfigError, Settings, load_settings, write_env_file
+from bot.cli_common import JsonFlag, TelegramId, actor, fail, need_note, with_store
+from bot.cli_purchasing import sheets_app, suppliers_app
+from bot.config import ConfigError, Settings, write_env_file
 from bot.runner import utcnow
 from core import service, workflow
-from core.errors import ManzooriError
 from core.jobs import Job
 from core.policies import Role
 from core.states import NEEDS_REVIEW, Action, State
@@ -33,50 +31,8 @@ users_app = typer.Typer(no_args_is_help=True, help="Registered users and their r
 app.add_typer(db_app, name="db")
 app.add_typer(jobs_app, name="jobs")
 app.add_typer(users_app, name="users")
-
-T = TypeVar("T")
-JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
-TelegramId = Annotated[int, typer.Argument(min=1, help="A Telegram user id.")]
-
-
-def _actor() -> str:
-    return f"cli:{getpass.getuser()}"
-
-
-def _fail(message: str) -> typer.Exit:
-    typer.echo(f"error: {message}", err=True)
-    return typer.Exit(1)
-
-
-def _need_note(note: str) -> None:
-    """The audit trail needs a reason a person can read later."""
-    if not note.strip():
-        raise _fail("--note must say what was checked or why")
-
-
-def _with_store(work: Callable[[Settings, SqlStore], Awaitable[T]]) -> T:
-    """Load settings, open the store, run `work`, and turn known errors into messages."""
-    try:
-        settings = load_settings()
-    except ConfigError as error:
-        raise _fail(f"configuration:\n{error}") from None
-
-    async def main() -> T:
-        store = bootstrap.build_store(settings)
-        try:
-            return await work(settings, store)
-        finally:
-            await store.close()
-
-    try:
-        return asyncio.run(main())
-    except ManzooriError as error:
-        raise _fail(str(error)) from None
-    except DBAPIError as error:
-        first = str(error.orig).strip().splitlines()[0] if error.orig else type(error).__name__
-        raise _fail(
-            f"database: {first}\n(has `manzoori db upgrade` been run on DATABASE_URL?)"
-        ) from None
+app.add_typer(suppliers_app, name="suppliers")
+app.add_typer(sheets_app, name="sheets")
 
 
 @app.command()
@@ -88,14 +44,14 @@ def init(
     try:
         written = write_env_file(path, force=force)
     except ConfigError as error:
-        raise _fail(str(error)) from None
+        raise fail(str(error)) from None
     typer.echo(f"wrote {written} with new MANZOORI_SECRET_KEY and MANZOORI_DATA_KEY")
 
 
 @db_app.command("upgrade")
 def db_upgrade() -> None:
     """Apply every pending migration."""
-    _with_store(lambda _s, store: upgrade(store.engine))
+    with_store(lambda _s, store: upgrade(store.engine))
     typer.echo("database is at the latest schema")
 
 
@@ -114,7 +70,7 @@ def runner(
         else:
             await outbox.run_forever(settings.manzoori_poll_seconds, _stop_on_signals())
 
-    _with_store(work)
+    with_store(work)
 
 
 @app.command()
@@ -127,7 +83,7 @@ def run() -> None:
         outbox = bootstrap.build_runner(settings, store)
         await outbox.run_forever(settings.manzoori_poll_seconds, _stop_on_signals())
 
-    _with_store(work)
+    with_store(work)
 
 
 def _setup_logging() -> None:
@@ -163,7 +119,7 @@ def jobs_list(
             found = await tx.list_jobs(wanted, limit)
         return [reports.job_summary(job) for job in found]
 
-    rows = _with_store(work)
+    rows = with_store(work)
     typer.echo(json.dumps(rows, indent=2) if as_json else reports.table(rows))
     if len(rows) == limit:
         typer.echo(f"note: only the newest {limit} shown; use --limit", err=True)
@@ -173,7 +129,7 @@ def _parse_state(name: str) -> State:
     try:
         return State(name.upper())
     except ValueError:
-        raise _fail(f"unknown state {name!r}; one of {', '.join(State)}") from None
+        raise fail(f"unknown state {name!r}; one of {', '.join(State)}") from None
 
 
 @jobs_app.command("show")
@@ -186,7 +142,7 @@ def jobs_show(po_number: str, as_json: JsonFlag = False) -> None:
             detail = await reports.job_detail(tx, job, settings.mail_domain)
         return json.dumps(detail, indent=2) if as_json else reports.text(detail, settings.tz)
 
-    typer.echo(_with_store(work))
+    typer.echo(with_store(work))
 
 
 @jobs_app.command("reconcile")
@@ -210,10 +166,10 @@ def jobs_reconcile(
         if flag
     ]
     if len(chosen) != 1:
-        raise _fail("give exactly one of --sent, --not-sent, --failed")
-    _need_note(note)
-    job = _with_store(
-        lambda _s, store: service.reconcile(store, po_number, chosen[0], _actor(), note, utcnow())
+        raise fail("give exactly one of --sent, --not-sent, --failed")
+    need_note(note)
+    job = with_store(
+        lambda _s, store: service.reconcile(store, po_number, chosen[0], actor(), note, utcnow())
     )
     typer.echo(f"{job.po_number} is now {job.state.value}")
 
@@ -225,12 +181,12 @@ def jobs_reissue(
 ) -> None:
     """Put an EXPIRED or FAILED job's draft up for approval again, as a new version."""
 
-    _need_note(note)
+    need_note(note)
 
     async def work(settings: Settings, store: SqlStore) -> Job:
-        return await service.reissue(store, po_number, _actor(), note, utcnow(), settings.rules())
+        return await service.reissue(store, po_number, actor(), note, utcnow(), settings.rules())
 
-    job = _with_store(work)
+    job = with_store(work)
     typer.echo(f"{job.po_number} v{job.draft_version} is now {job.state.value}")
 
 
@@ -240,8 +196,8 @@ def jobs_cancel(
     note: Annotated[str, typer.Option(help="Why it is withdrawn.")],
 ) -> None:
     """Withdraw a job that has not been sent."""
-    _need_note(note)
-    job = _with_store(lambda _s, store: service.cancel(store, po_number, _actor(), note, utcnow()))
+    need_note(note)
+    job = with_store(lambda _s, store: service.cancel(store, po_number, actor(), note, utcnow()))
     typer.echo(f"{job.po_number} is now {job.state.value}")
 
 
@@ -251,9 +207,9 @@ def users_grant(user_id: TelegramId, role: Role) -> None:
 
     async def work(settings: Settings, store: SqlStore) -> bool:
         async with store.begin() as tx:
-            return await tx.grant(user_id, role, _actor(), utcnow())
+            return await tx.grant(user_id, role, actor(), utcnow())
 
-    added = _with_store(work)
+    added = with_store(work)
     typer.echo(f"user {user_id} {'now has' if added else 'already had'} role {role.value}")
 
 
@@ -263,11 +219,11 @@ def users_revoke(user_id: TelegramId) -> None:
 
     async def work(settings: Settings, store: SqlStore) -> frozenset[Role]:
         async with store.begin() as tx:
-            return await tx.revoke(user_id, _actor(), utcnow())
+            return await tx.revoke(user_id, actor(), utcnow())
 
-    held = _with_store(work)
+    held = with_store(work)
     if not held:
-        raise _fail(f"user {user_id} holds no role")
+        raise fail(f"user {user_id} holds no role")
     typer.echo(f"user {user_id} lost roles: {', '.join(sorted(r.value for r in held))}")
 
 

@@ -19,13 +19,12 @@ from core.drafts import Draft, DraftLine
 from core.effects import message_id
 from core.jobs import SendOrder
 from core.money import format_pkr, to_rupees
+from core.tables import neutralise
 
 # 7-bit parts (quoted-printable or base64 when the text is not ASCII) pass every relay, whether
 # or not it offers 8BITMIME, so the sender never has to negotiate it.
 POLICY = email.policy.SMTP.clone(cte_type="7bit")
-CSV_COLUMNS = ("sku", "description", "quantity", "unit_price_pkr", "line_total_pkr")
-# A spreadsheet program runs a cell that starts with one of these as a formula (CSV injection).
-_FORMULA_STARTS = ("=", "+", "-", "@")
+CSV_COLUMNS = ("sku", "description", "quantity", "unit_price_pkr", "line_total_pkr", "note")
 
 
 def sender_domain(mail_from: str) -> str:
@@ -38,9 +37,10 @@ def sender_domain(mail_from: str) -> str:
 
 
 def one_line(text: str) -> str:
-    """Untrusted text on one line: whitespace runs become one space, control characters go."""
+    """Untrusted text on one line: whitespace runs become one space, control characters go,
+    and a formula-like start is defused (the supplier may paste it into a spreadsheet)."""
     visible = "".join(c for c in text if unicodedata.category(c) != "Cc" or c.isspace())
-    return " ".join(visible.split())
+    return neutralise(" ".join(visible.split()))
 
 
 def render_po_email(
@@ -97,6 +97,7 @@ def _body_line(number: int, line: DraftLine) -> list[str]:
         f"{number}. SKU {line.sku}: {one_line(line.description)}",
         f"   Quantity {line.quantity} at {format_pkr(line.unit_price_paisa)} each"
         f" = {format_pkr(line.total_paisa)}",
+        *([f"   Note: {one_line(line.note)}"] if line.note else []),
         "",
     ]
 
@@ -110,15 +111,11 @@ def render_csv(draft: Draft) -> str:
         writer.writerow(
             (
                 line.sku,
-                _csv_safe(one_line(line.description)),
+                one_line(line.description),
                 line.quantity,
                 f"{to_rupees(line.unit_price_paisa):.2f}",
                 f"{to_rupees(line.total_paisa):.2f}",
+                one_line(line.note),
             )
         )
     return out.getvalue()
-
-
-def _csv_safe(text: str) -> str:
-    # A leading apostrophe makes spreadsheets show the text instead of evaluating it.
-    return f"'{text}" if text.startswith(_FORMULA_STARTS) else text

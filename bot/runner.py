@@ -13,7 +13,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
-from core import dispatch, service
+from core import dispatch, purchasing, service
 from core.errors import AmbiguousSendError, LeaseLost, SendError
 from core.jobs import Effect, SendOrder
 from core.service import Rules
@@ -67,9 +67,11 @@ class OutboxRunner:
             os.kill(os.getpid(), signal.SIGKILL)
 
     async def run_once(self) -> int:
-        """One pass: expire, recover lost attempts, claim and perform due sends."""
+        """One pass: expire, re-draft on new terms, recover lost attempts, claim and send."""
         now = self.clock()
         await service.expire_due(self.store, now)
+        for item in await purchasing.apply_terms(self.store, now, self.rules):
+            log.info("%s re-drafted on new terms: now %s", item.po_number, item.job.state.value)
         await dispatch.recover_stalled(self.store, now, self.sender.provider_idempotent)
         claimed = await dispatch.claim(self.store, now, self.owner, self.lease, BATCH)
         if claimed:

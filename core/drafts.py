@@ -18,6 +18,22 @@ _EMAIL = re.compile(r"^[^@\s<>,;\"]+@(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,}$")
 _MAX_IDENT = 64
 
 
+def is_identifier(text: str) -> bool:
+    """A SKU or supplier id: letters and digits joined by single . _ / - characters."""
+    return len(text) <= _MAX_IDENT and _IDENT.match(text) is not None
+
+
+def is_email(text: str) -> bool:
+    """A plain address a supplier can be mailed at; no display names, no lists."""
+    return len(text) <= 254 and _EMAIL.match(text) is not None
+
+
+def mask_email(address: str) -> str:
+    """ "orders@supplier.pk" -> "or***@supplier.pk": enough to recognise, too little to use."""
+    local, _, domain = address.rpartition("@")
+    return f"{local[:2] if len(local) > 2 else local[:1]}***@{domain}"
+
+
 @dataclass(frozen=True)
 class DraftLine:
     """One ordered item; money in integer paisa so the hash never sees a float."""
@@ -26,11 +42,26 @@ class DraftLine:
     description: str
     quantity: int
     unit_price_paisa: int
+    note: str = ""  # the requester's note for this line, as typed; never an instruction
 
     @property
     def total_paisa(self) -> int:
         """Quantity times unit price, in paisa."""
         return self.quantity * self.unit_price_paisa
+
+
+@dataclass(frozen=True)
+class Flag:
+    """Something an approver must see before approving; part of what the hash covers.
+
+    `amounts` are paisa or units as the code says (see core.flags); `ref` names another
+    supplier, PO or terms version the flag compares with.
+    """
+
+    code: str
+    sku: str = ""
+    amounts: tuple[int, ...] = ()
+    ref: str = ""
 
 
 @dataclass(frozen=True)
@@ -43,9 +74,11 @@ class Draft:
     recipient_email: str
     terms_version: str
     lines: tuple[DraftLine, ...] = field(default_factory=tuple)
+    flags: tuple[Flag, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "lines", tuple(self.lines))  # hashable, whatever was passed
+        object.__setattr__(self, "flags", tuple(self.flags))
         validate(self)
 
     @property
@@ -58,16 +91,16 @@ def validate(draft: Draft) -> None:
     """Raise InvalidDraft naming the first field that cannot be sent to a supplier."""
     if len(draft.po_number) > _MAX_IDENT or not _PO_NUMBER.match(draft.po_number):
         raise InvalidDraft(f"PO number {draft.po_number!r} is not a plain identifier")
-    if len(draft.supplier_id) > _MAX_IDENT or not _IDENT.match(draft.supplier_id):
+    if not is_identifier(draft.supplier_id):
         raise InvalidDraft(f"supplier id {draft.supplier_id!r} is not a plain identifier")
-    if not _EMAIL.match(draft.recipient_email):
+    if not is_email(draft.recipient_email):
         raise InvalidDraft("recipient e-mail address is malformed")
     if not draft.terms_version:
         raise InvalidDraft("terms version is empty")
     if not draft.lines:
         raise InvalidDraft("a purchase order needs at least one line")
     for number, line in enumerate(draft.lines, start=1):
-        if len(line.sku) > _MAX_IDENT or not _IDENT.match(line.sku):
+        if not is_identifier(line.sku):
             raise InvalidDraft(f"line {number}: SKU {line.sku!r} is not a plain identifier")
         # exactly int (not bool, not float): equal drafts must have equal canonical bytes
         if type(line.quantity) is not int or type(line.unit_price_paisa) is not int:
@@ -79,16 +112,24 @@ def validate(draft: Draft) -> None:
 
 
 def to_dict(draft: Draft) -> dict[str, Any]:
-    """The draft as plain JSON-ready data."""
+    """The draft as plain JSON-ready data; empty notes and flags are left out, so drafts
+    made before those fields existed keep their bytes and hash."""
     data = asdict(draft)
-    data["lines"] = [asdict(line) for line in draft.lines]
+    for line in data["lines"]:
+        if not line["note"]:
+            del line["note"]
+    if not data["flags"]:
+        del data["flags"]
     return data
 
 
 def from_dict(data: dict[str, Any]) -> Draft:
-    """Rebuild a draft from `to_dict` output."""
+    """Rebuild a draft from `to_dict` output (drafts stored before flags existed have none)."""
     lines = tuple(DraftLine(**line) for line in data["lines"])
-    return Draft(**{**data, "lines": lines})
+    flags = tuple(
+        Flag(f["code"], f["sku"], tuple(f["amounts"]), f["ref"]) for f in data.get("flags", ())
+    )
+    return Draft(**{**data, "lines": lines, "flags": flags})
 
 
 def canonical_bytes(draft: Draft) -> bytes:

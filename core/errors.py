@@ -6,6 +6,7 @@ ManzooriError
 │   ├── UnknownJob             no job with that id or PO number
 │   ├── DuplicatePurchaseOrder the PO number is taken by another input
 │   ├── InvalidDraft           a draft that cannot be priced or sent
+│   ├── NotARequester          the sender lacks the requester role
 │   └── ReconcileRefused       nothing to reconcile for that job
 ├── ApprovalError              a decision that does not count
 │   ├── NotAnApprover          the reviewer lacks the approver role
@@ -13,6 +14,8 @@ ManzooriError
 │   ├── DraftChanged           the decision names an older draft version or hash
 │   ├── AlreadyDecided         this reviewer already decided this draft, or the job is decided
 │   └── ApprovalExpired        the approval's time is up
+├── StoredDataError            stored data cannot be read back as written
+│   └── SealedDataUnreadable   MANZOORI_DATA_KEY cannot open a sealed field (or it was altered)
 ├── ConcurrencyError
 │   ├── StaleJob               compare-and-set lost: the job moved on since it was read
 │   └── LeaseLost              another runner owns the outbox row now
@@ -54,6 +57,10 @@ class InvalidDraft(WorkflowError):
     """A draft that cannot be priced or sent."""
 
 
+class NotARequester(WorkflowError):
+    """The sender of a sheet does not hold the requester role."""
+
+
 class ReconcileRefused(WorkflowError):
     """The job is not waiting for reconciliation."""
 
@@ -80,6 +87,14 @@ class AlreadyDecided(ApprovalError):
 
 class ApprovalExpired(ApprovalError):
     """The approval's expiry has passed."""
+
+
+class StoredDataError(ManzooriError):
+    """Stored data cannot be read back as it was written."""
+
+
+class SealedDataUnreadable(StoredDataError):
+    """The data key cannot open a sealed field: a different key, or the data was altered."""
 
 
 class ConcurrencyError(ManzooriError):

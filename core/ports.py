@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import Any, Protocol
 
 from core.drafts import Draft
+from core.intake import History
 from core.jobs import AuditEvent, Effect, Job
 from core.policies import Decision, Role
 from core.states import State
+from core.terms import Terms
 
 
 class Tx(Protocol):
@@ -67,6 +70,38 @@ class Tx(Protocol):
 
     async def roles(self, user_id: int) -> frozenset[Role]:
         """The roles a user holds now."""
+
+    async def jobs_in_states(self, states: Collection[State]) -> list[Job]:
+        """Every job in one of `states`, oldest first."""
+
+    async def terms_version(self, *, for_update: bool = False) -> str | None:
+        """The terms version in force, or None before any import."""
+
+    async def current_terms(self) -> Terms | None:
+        """The terms in force, or None if none were ever imported."""
+
+    async def terms(self, version: str) -> Terms | None:
+        """One stored terms version, or None."""
+
+    async def terms_sha256(self, version: str) -> str:
+        """The content hash of a stored terms version."""
+
+    async def insert_terms(self, terms: Terms, sha256: str, at: datetime, by: str) -> None:
+        """Store a new terms version and make it the current one."""
+
+    async def submission(self, requester_id: int, sha256: str) -> list[str] | None:
+        """The PO numbers made from this requester's sheet with these bytes, if any."""
+
+    async def insert_submission(
+        self, requester_id: int, sha256: str, name: str, po_numbers: list[str], at: datetime
+    ) -> None:
+        """Remember a sheet's POs; raise StaleJob if the same sheet was recorded meanwhile."""
+
+    async def next_po_serial(self, year: int) -> int:
+        """The next PO serial of `year`, unique across processes."""
+
+    async def history(self, pairs: Iterable[tuple[str, str]]) -> History:
+        """For each (supplier id, SKU), the line of the last PO that was sent with it."""
 
 
 class Store(Protocol):

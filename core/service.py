@@ -82,26 +82,31 @@ async def _open_once(store: Store, new: NewJob, draft: Draft, now: datetime, rul
             if existing.input_ref == new.input_ref:
                 return existing
             raise DuplicatePurchaseOrder(f"{draft.po_number} belongs to another request")
-        job = Job(
-            id=new.id, po_number=draft.po_number, state=State.RECEIVED, version=0,
-            requester_id=new.requester_id, input_ref=new.input_ref,
-            workflow_version=WORKFLOW_VERSION, source_versions=new.source_versions,
-            tool_results=new.tool_results, draft_version=None, draft_hash=None,
-            supplier_id=None, total_paisa=None, retry_count=0, decision_deadline=None,
-            created_at=now, updated_at=now,
-        )  # fmt: skip
-        await tx.insert_job(job)  # a PO number taken meanwhile raises StaleJob: re-read
-        actor = f"user:{new.requester_id}"
-        receive = {"input_ref": new.input_ref}
-        await tx.append_audit(AuditEvent(job.id, now, actor, "receive", None, job.state, receive))
-        job = await move(tx, job, Action.VALIDATE, now, actor)
-        job = await move(tx, job, Action.RESEARCH, now, actor, new.source_versions)
-        await tx.insert_draft(job.id, 1, draft, now)
-        job = await move(tx, job, Action.DRAFT, now, actor, {"draft_version": 1},
-                         **_draft_fields(1, draft))  # fmt: skip
-        basis = {"basis": rules.approval.basis(draft.total_paisa)}
-        return await move(tx, job, Action.REQUEST_APPROVAL, now, actor, basis,
-                          decision_deadline=now + rules.approval.ttl)  # fmt: skip
+        return await open_in(tx, new, draft, now, rules)
+
+
+async def open_in(tx: Tx, new: NewJob, draft: Draft, now: datetime, rules: Rules) -> Job:
+    """Insert a job with its first draft and ask for approval, inside `tx`."""
+    job = Job(
+        id=new.id, po_number=draft.po_number, state=State.RECEIVED, version=0,
+        requester_id=new.requester_id, input_ref=new.input_ref,
+        workflow_version=WORKFLOW_VERSION, source_versions=new.source_versions,
+        tool_results=new.tool_results, draft_version=None, draft_hash=None,
+        supplier_id=None, total_paisa=None, retry_count=0, decision_deadline=None,
+        created_at=now, updated_at=now,
+    )  # fmt: skip
+    await tx.insert_job(job)  # a PO number taken meanwhile raises StaleJob: re-read
+    actor = f"user:{new.requester_id}"
+    receive = {"input_ref": new.input_ref}
+    await tx.append_audit(AuditEvent(job.id, now, actor, "receive", None, job.state, receive))
+    job = await move(tx, job, Action.VALIDATE, now, actor)
+    job = await move(tx, job, Action.RESEARCH, now, actor, new.source_versions)
+    await tx.insert_draft(job.id, 1, draft, now)
+    job = await move(tx, job, Action.DRAFT, now, actor, {"draft_version": 1},
+                     **_draft_fields(1, draft))  # fmt: skip
+    basis = {"basis": rules.approval.basis(draft.total_paisa)}
+    return await move(tx, job, Action.REQUEST_APPROVAL, now, actor, basis,
+                      decision_deadline=now + rules.approval.ttl)  # fmt: skip
 
 
 # A revision with an unchanged draft keeps the version in these states; elsewhere (EXPIRED,
@@ -115,7 +120,7 @@ async def revise(
 ) -> Job:  # fmt: skip
     """Store a new draft version; earlier approvals stop counting and open sends are cancelled."""
     async with store.begin() as tx:
-        return await _revise(tx, await load(tx, po_number), draft, actor, now, rules, note)
+        return await revise_in(tx, await load(tx, po_number), draft, actor, now, rules, note)
 
 
 async def reissue(
@@ -127,12 +132,20 @@ async def reissue(
         if job.state in _UNCHANGED_KEEPS_VERSION or job.draft_version is None:
             raise IllegalTransition(job.state, "reissue")
         draft = await tx.draft(job.id, job.draft_version)
-        return await _revise(tx, job, draft, actor, now, rules, note)
+        return await revise_in(tx, job, draft, actor, now, rules, note)
 
 
-async def _revise(
-    tx: Tx, job: Job, draft: Draft, actor: str, now: datetime, rules: Rules, note: str | None
+async def revise_in(
+    tx: Tx,
+    job: Job,
+    draft: Draft,
+    actor: str,
+    now: datetime,
+    rules: Rules,
+    note: str | None,
+    **changes: Any,
 ) -> Job:
+    """Store a new draft version of `job` inside `tx` (unchanged drafts are a no-op)."""
     if draft.po_number != job.po_number:
         raise DraftChanged("a revision cannot change the PO number")
     if job.draft_hash == draft_hash(draft) and job.state in _UNCHANGED_KEEPS_VERSION:
@@ -144,7 +157,7 @@ async def _revise(
     detail = {"draft_version": version, **({"note": note} if note else {})}
     return await move(tx, job, Action.REVISE, now, actor, detail,
                       decision_deadline=now + rules.approval.ttl,
-                      **_draft_fields(version, draft))  # fmt: skip
+                      **_draft_fields(version, draft), **changes)  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -162,4 +162,88 @@ user_roles = Table(
     Column("granted_at", UtcDateTime, nullable=False),
 )
 
-APPEND_ONLY = ("drafts", "decisions", "audit_events")
+# Supplier terms, version by version. A version is never changed once imported: drafts cite it.
+terms_versions = Table(
+    "terms_versions",
+    metadata,
+    Column("id", String(40), primary_key=True),
+    Column("sha256", String(64), nullable=False),
+    Column("imported_at", UtcDateTime, nullable=False),
+    Column("imported_by", String(100), nullable=False),
+    Column("supplier_count", Integer, nullable=False),
+    Column("offer_count", Integer, nullable=False),
+)
+
+terms_suppliers = Table(
+    "terms_suppliers",
+    metadata,
+    Column("terms_version", String(40), ForeignKey("terms_versions.id"), primary_key=True),
+    Column("supplier_id", String(64), primary_key=True),
+    Column("name", String(200), nullable=False),
+    Column("email_encrypted", LargeBinary, nullable=False),  # personal data: sealed
+)
+
+terms_offers = Table(
+    "terms_offers",
+    metadata,
+    Column("terms_version", String(40), ForeignKey("terms_versions.id"), primary_key=True),
+    Column("supplier_id", String(64), primary_key=True),
+    Column("sku", String(64), primary_key=True),
+    Column("description", String(400), nullable=False),
+    Column("unit_price_paisa", BigInteger, nullable=False),
+    Column("min_qty", BigInteger, nullable=False),
+    Column("max_qty", BigInteger),
+)
+
+# One row: the version in force. Intake reads it FOR SHARE and an import updates it, so no
+# sheet is priced on terms that are being replaced.
+terms_head = Table(
+    "terms_head",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=False),
+    Column("current_version", String(40), ForeignKey("terms_versions.id"), nullable=False),
+    Column("updated_at", UtcDateTime, nullable=False),
+)
+
+# A sheet sent twice by the same requester gets the same POs back: the bytes' sha256 is the key.
+submissions = Table(
+    "submissions",
+    metadata,
+    Column("requester_id", BigInteger, primary_key=True),
+    Column("sheet_sha256", String(64), primary_key=True),
+    Column("sheet_name", String(255), nullable=False),
+    Column("po_numbers", JSON, nullable=False),
+    Column("created_at", UtcDateTime, nullable=False),
+)
+
+# PO serials per year; UPDATE ... RETURNING on this row hands out each number once.
+po_serials = Table(
+    "po_serials",
+    metadata,
+    Column("year", Integer, primary_key=True, autoincrement=False),
+    Column("last_serial", Integer, nullable=False),
+)
+
+# Every draft version's lines, in the clear: no personal data, and the price history
+# ("unit price differs from the last PO") needs them without opening sealed bodies.
+order_lines = Table(
+    "order_lines",
+    metadata,
+    Column("job_id", String(36), ForeignKey("jobs.id"), primary_key=True),
+    Column("draft_version", Integer, primary_key=True),
+    Column("sku", String(64), primary_key=True),
+    Column("supplier_id", String(64), nullable=False),
+    Column("quantity", BigInteger, nullable=False),
+    Column("unit_price_paisa", BigInteger, nullable=False),
+    Index(None, "supplier_id", "sku"),
+)
+
+APPEND_ONLY = (
+    "drafts",
+    "decisions",
+    "audit_events",
+    "terms_versions",
+    "terms_suppliers",
+    "terms_offers",
+    "order_lines",
+)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from cryptography.fernet import Fernet, InvalidToken
 
+from core.errors import SealedDataUnreadable
+
 
 class Sealer:
     """Fernet (AES-128-CBC + HMAC-SHA256) with MANZOORI_DATA_KEY."""
@@ -16,8 +18,11 @@ class Sealer:
         return self._fernet.encrypt(plain)
 
     def open(self, token: bytes) -> bytes:
-        """Decrypt, or raise ValueError if the key is wrong or the data was altered."""
+        """Decrypt, or raise SealedDataUnreadable if the key is wrong or the data was altered."""
         try:
             return self._fernet.decrypt(token)
         except InvalidToken as error:
-            raise ValueError("sealed field cannot be opened with MANZOORI_DATA_KEY") from error
+            raise SealedDataUnreadable(
+                "stored data cannot be opened with this MANZOORI_DATA_KEY: is it the key "
+                "the database was written with?"
+            ) from error

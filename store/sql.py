@@ -14,11 +14,13 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from core.drafts import Draft, canonical_bytes, draft_hash, from_canonical
 from core.effects import EffectStatus
-from core.errors import AlreadyDecided, LeaseLost, StaleJob, UnknownJob
+from core.errors import AlreadyDecided, LeaseLost, StaleJob, StoredDataError, UnknownJob
 from core.jobs import AuditEvent, Effect, Job
 from core.policies import Decision, Role, Verdict
 from core.states import State
+from core.terms import Terms
 from store import schema
+from store.purchasing import PurchasingQueries
 from store.sealing import Sealer
 
 _JOB_FIELDS = [f.name for f in fields(Job)]
@@ -51,13 +53,16 @@ def _decision(row: Any) -> Decision:
     )
 
 
-class SqlTx:
+class SqlTx(PurchasingQueries):
     """One transaction on one connection; implements core.ports.Tx."""
 
-    def __init__(self, conn: AsyncConnection, sealer: Sealer) -> None:
+    def __init__(
+        self, conn: AsyncConnection, sealer: Sealer, terms_cache: dict[str, Terms]
+    ) -> None:
         self.conn = conn
         self._sealer = sealer
         self._postgres = conn.dialect.name == "postgresql"
+        self._terms_cache = terms_cache
 
     async def job(self, job_id: str) -> Job:
         """The job with that id, or raise UnknownJob."""
@@ -124,6 +129,7 @@ class SqlTx:
                 created_at=at,
             )
         )
+        await self.insert_order_lines(job_id, version, draft)
 
     async def draft(self, job_id: str, version: int) -> Draft:
         """One stored draft version, opened and checked against its hash."""
@@ -133,7 +139,7 @@ class SqlTx:
         ).one()
         draft = from_canonical(self._sealer.open(row.body_encrypted))
         if draft_hash(draft) != row.hash:
-            raise ValueError(f"stored draft {job_id} v{version} does not match its hash")
+            raise StoredDataError(f"stored draft {job_id} v{version} does not match its hash")
         return draft
 
     async def decisions(self, job_id: str) -> list[Decision]:
@@ -296,6 +302,12 @@ class SqlTx:
         )
         return held
 
+    async def jobs_in_states(self, states: Collection[State]) -> list[Job]:
+        """Every job in one of `states`, oldest first."""
+        t = schema.jobs
+        query = select(t).where(t.c.state.in_([s.value for s in states])).order_by(t.c.created_at)
+        return [_job(row) for row in await self.conn.execute(query)]
+
     async def list_jobs(self, states: Collection[State] | None, limit: int) -> list[Job]:
         """Jobs, newest first, optionally only those in `states`."""
         query = select(schema.jobs).order_by(schema.jobs.c.created_at.desc()).limit(limit)
@@ -327,12 +339,13 @@ class SqlStore:
     def __init__(self, engine: AsyncEngine, data_key: bytes | str) -> None:
         self.engine = engine
         self._sealer = Sealer(data_key)
+        self._terms_cache: dict[str, Terms] = {}  # versions are immutable: safe to keep
 
     @asynccontextmanager
     async def begin(self) -> AsyncIterator[SqlTx]:
         """A transaction that commits on success and rolls back on error."""
         async with self.engine.begin() as conn:
-            yield SqlTx(conn, self._sealer)
+            yield SqlTx(conn, self._sealer, self._terms_cache)
 
     async def close(self) -> None:
         """Release the engine's connections."""

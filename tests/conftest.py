@@ -13,12 +13,13 @@ from sqlalchemy import text
 from core.policies import Role
 from store.engine import make_engine
 from store.migrate import upgrade
+from store.schema import metadata
 from store.sql import SqlStore
 from tests.factories import APPROVER_A, APPROVER_B, REQUESTER, T0
 
 DATA_KEY = Fernet.generate_key()
 POSTGRES_URL = os.environ.get("TEST_POSTGRES_URL")
-_TABLES = "audit_events, decisions, effects, drafts, user_roles, jobs"
+_TABLES = ", ".join(metadata.tables)  # every table, so no test sees another's rows
 _pg_ready = False
 
 

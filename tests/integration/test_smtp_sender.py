@@ -45,7 +45,7 @@ T0 = datetime(2026, 1, 5, 9, 30, tzinfo=UTC)
 LINES = (
     DraftLine("CBL-USB-C-1M", 'USB-C cable, 1 m "braided"', 4, 125_050),
     DraftLine("TEA-500G", "چائے کی پتی، 500 گرام", 12, 89_900),
-    DraftLine("SVC/INSTALL", "Installation on site", 1, 1_500_000),
+    DraftLine("SVC/INSTALL", "Installation on site", 1, 1_500_000, "Saddar branch, before Friday"),
 )
 # A short timeout keeps the slow-server cases well under a second each.
 FAST = 0.5
@@ -142,18 +142,22 @@ async def test_csv_attachment_parses_back_to_the_lines(smtp_sink: SmtpSink) -> N
     assert filename == f"{PO}.csv"
     assert rows == [
         {"sku": "CBL-USB-C-1M", "description": 'USB-C cable, 1 m "braided"', "quantity": "4",
-         "unit_price_pkr": "1250.50", "line_total_pkr": "5002.00"},
+         "unit_price_pkr": "1250.50", "line_total_pkr": "5002.00", "note": ""},
         {"sku": "TEA-500G", "description": "چائے کی پتی، 500 گرام", "quantity": "12",
-         "unit_price_pkr": "899.00", "line_total_pkr": "10788.00"},
+         "unit_price_pkr": "899.00", "line_total_pkr": "10788.00", "note": ""},
         {"sku": "SVC/INSTALL", "description": "Installation on site", "quantity": "1",
-         "unit_price_pkr": "15000.00", "line_total_pkr": "15000.00"},
+         "unit_price_pkr": "15000.00", "line_total_pkr": "15000.00",
+         "note": "Saddar branch, before Friday"},
     ]  # fmt: skip
 
 
 async def test_spreadsheet_text_cannot_add_headers_or_formulas(smtp_sink: SmtpSink) -> None:
     hostile = "Cable\r\nBcc: thief@evil.example\r\n\r\nfake body"
     formula = '=HYPERLINK("http://evil.example","click")'
-    lines = (DraftLine("CBL-1", hostile, 1, 100), DraftLine("CBL-2", formula, 1, 100))
+    lines = (
+        DraftLine("CBL-1", hostile, 1, 100, note="@SUM(1+1)*cmd|' /C calc'!A0"),
+        DraftLine("CBL-2", formula, 1, 100, note="-2+3"),
+    )
     await make_sender(smtp_sink).send(make_order(lines))
 
     (message,) = smtp_sink.messages
@@ -165,6 +169,9 @@ async def test_spreadsheet_text_cannot_add_headers_or_formulas(smtp_sink: SmtpSi
         "Cable Bcc: thief@evil.example fake body",
         "'" + formula,  # shown as text by spreadsheets, not run
     ]
+    assert [row["note"] for row in rows] == ["'@SUM(1+1)*cmd|' /C calc'!A0", "'-2+3"]
+    body = body_of(message)
+    assert "SKU CBL-2: '" + formula in body and "   Note: '-2+3" in body
 
 
 async def test_a_retry_after_451_delivers_the_same_message_id(smtp_sink: SmtpSink) -> None:

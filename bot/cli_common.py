@@ -1,0 +1,62 @@
+"""What every `manzoori` command shares: settings, the store, error messages, the actor."""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+from collections.abc import Awaitable, Callable
+from typing import Annotated, TypeVar
+
+import typer
+from sqlalchemy.exc import DBAPIError
+
+from bot import bootstrap
+from bot.config import ConfigError, Settings, load_settings
+from core.errors import ManzooriError
+from store.sql import SqlStore
+
+T = TypeVar("T")
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+TelegramId = Annotated[int, typer.Argument(min=1, help="A Telegram user id.")]
+
+
+def actor() -> str:
+    """Who runs this command, for the audit trail."""
+    return f"cli:{getpass.getuser()}"
+
+
+def fail(message: str) -> typer.Exit:
+    """Print an error and return the exit to raise."""
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(1)
+
+
+def need_note(note: str) -> None:
+    """The audit trail needs a reason a person can read later."""
+    if not note.strip():
+        raise fail("--note must say what was checked or why")
+
+
+def with_store(work: Callable[[Settings, SqlStore], Awaitable[T]]) -> T:
+    """Load settings, open the store, run `work`, and turn known errors into messages."""
+    try:
+        settings = load_settings()
+    except ConfigError as error:
+        raise fail(f"configuration:\n{error}") from None
+
+    async def main() -> T:
+        store = bootstrap.build_store(settings)
+        try:
+            return await work(settings, store)
+        finally:
+            await store.close()
+
+    try:
+        return asyncio.run(main())
+    except ManzooriError as error:
+        raise fail(str(error)) from None
+    except DBAPIError as error:
+        first = str(error.orig).strip().splitlines()[0] if error.orig else type(error).__name__
+        raise fail(
+            f"database: {first}\n(has `manzoori db upgrade` been run on DATABASE_URL?)"
+        ) from None

@@ -1,0 +1,120 @@
+"""`manzoori suppliers …` and `manzoori sheets …`: terms in, sheets checked or submitted."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from bot import messages
+from bot.cli_common import actor, fail, with_store
+from bot.config import Settings
+from bot.runner import utcnow
+from bot.spreadsheets import read_csv_text, read_sheet
+from core import purchasing
+from core.sheets import too_big
+from core.tables import Table, UnreadableSheet
+from store.sql import SqlStore
+
+suppliers_app = typer.Typer(no_args_is_help=True, help="Approved supplier terms.")
+sheets_app = typer.Typer(no_args_is_help=True, help="Restock sheets.")
+
+ExistingFile = Annotated[
+    Path, typer.Argument(exists=True, dir_okay=False, readable=True, help="The file to read.")
+]
+
+
+def _load(path: Path, *, terms: bool = False) -> tuple[bytes, Table]:
+    """The file's bytes and rows, or exit with the one sentence saying what is accepted."""
+    data = path.read_bytes()
+    refusal = too_big(len(data))
+    if refusal:
+        raise fail(refusal)
+    try:
+        return data, (read_csv_text(data) if terms else read_sheet(data, path.name))
+    except UnreadableSheet as error:
+        raise fail(str(error)) from None
+
+
+@suppliers_app.command("import")
+def suppliers_import(path: ExistingFile) -> None:
+    """Load a terms CSV as the new version; waiting POs it changes are re-drafted."""
+    _, table = _load(path, terms=True)
+
+    async def work(settings: Settings, store: SqlStore) -> tuple[str, bool]:
+        now = utcnow()
+        result = await purchasing.import_terms(store, table, now, actor())
+        text = messages.terms_import(result, path.name)
+        if result.problems:
+            return text, False
+        changed = await purchasing.apply_terms(store, now, settings.rules())
+        return f"{text}\n{messages.superseded(changed)}", True
+
+    text, ok = with_store(work)
+    typer.echo(text, err=not ok)
+    if not ok:
+        raise typer.Exit(1)
+
+
+@suppliers_app.command("list")
+def suppliers_list() -> None:
+    """Show the terms in force and their suppliers (addresses masked)."""
+
+    async def work(settings: Settings, store: SqlStore) -> str | None:
+        async with store.begin() as tx:
+            terms = await tx.current_terms()
+            if terms is None:
+                return None
+            (row,) = [r for r in await tx.terms_versions(50) if r["id"] == terms.version]
+        at, by = row["imported_at"], row["imported_by"]
+        assert isinstance(at, datetime)
+        return messages.terms_listing(terms, at, str(by), settings.tz)
+
+    text = with_store(work)
+    if text is None:
+        raise fail(purchasing.NO_TERMS)
+    typer.echo(text)
+
+
+def _sheet(path: Path) -> purchasing.Sheet:
+    data, table = _load(path)
+    return purchasing.Sheet(path.name, hashlib.sha256(data).hexdigest(), table)
+
+
+@sheets_app.command("check")
+def sheets_check(path: ExistingFile) -> None:
+    """Validate and price a sheet against the terms in force; store nothing (exit 1 if invalid)."""
+    sheet = _sheet(path)
+
+    async def work(settings: Settings, store: SqlStore) -> purchasing.Submission:
+        return await purchasing.preview_sheet(store, sheet, settings.rules())
+
+    result = with_store(work)
+    typer.echo(messages.submission(result, sheet.name, preview=True))
+    if result.problems:
+        raise typer.Exit(1)
+
+
+@sheets_app.command("submit")
+def sheets_submit(
+    path: ExistingFile,
+    requester: Annotated[int, typer.Option(min=1, help="The requester's Telegram user id.")],
+) -> None:
+    """Submit a sheet for a registered requester: one PO per supplier, sent for approval."""
+    sheet = _sheet(path)
+
+    async def work(settings: Settings, store: SqlStore) -> purchasing.Submission:
+        now = utcnow()
+        year = now.astimezone(settings.tz).year
+        return await purchasing.submit_sheet(
+            store, requester, sheet, now, year, settings.rules(), lambda: str(uuid.uuid4())
+        )
+
+    result = with_store(work)
+    typer.echo(messages.submission(result, sheet.name))
+    if result.problems:
+        raise typer.Exit(1)

@@ -1,0 +1,264 @@
+"""Use cases from spreadsheet to waiting PO: import terms, check and submit sheets, re-draft.
+
+Each sheet submission is one transaction: either every PO of the sheet exists afterwards,
+with its draft, audit trail and approval request, or none does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import datetime
+from functools import partial
+
+from core.drafts import Draft, Flag
+from core.errors import NotARequester
+from core.intake import Order, build_draft, plan, po_number, redraft
+from core.jobs import WORKFLOW_VERSION, AuditEvent, Job, NewJob
+from core.policies import Role
+from core.ports import Store, Tx
+from core.service import Rules, open_in, revise_in
+from core.sheets import Item, read_items
+from core.states import Action, State
+from core.tables import Problem, Table, summarise
+from core.terms import Terms, content_hash, parse_terms, version_id
+from core.workflow import cancel_open_effects, move, retry_stale
+
+NO_TERMS = (
+    "No supplier terms have been imported yet, so nothing can be priced: an admin must run "
+    "`manzoori suppliers import FILE.csv` first."
+)
+# Approved but not yet (possibly) sent: a new price must be approved before it is mailed.
+REDRAFTABLE = frozenset({State.AWAITING_APPROVAL, State.APPROVED, State.FAILED_RETRYABLE})
+
+
+@dataclass(frozen=True)
+class Sheet:
+    """A file as received: its name, the sha256 of its bytes, and its rows."""
+
+    name: str
+    sha256: str
+    table: Table
+
+
+@dataclass(frozen=True)
+class Submission:
+    """What a sheet became: problems (nothing made), or POs with their drafts."""
+
+    problems: tuple[str, ...] = ()
+    orders: tuple[tuple[Job, Draft], ...] = ()
+    repeated: bool = False  # the same requester sent the same bytes before: these are its POs
+
+
+@dataclass(frozen=True)
+class TermsImport:
+    """What an import did: the version in force, whether it is new, or the problems."""
+
+    problems: tuple[str, ...] = ()
+    version: str = ""
+    created: bool = False
+
+
+@dataclass(frozen=True)
+class Superseded:
+    """A waiting PO that new terms changed: earlier approvals of it no longer count."""
+
+    po_number: str
+    previous_version: int
+    job: Job  # AWAITING_APPROVAL with a new draft, or CANCELLED if nothing is left to order
+    changes: tuple[Flag, ...]
+
+
+async def import_terms(store: Store, table: Table, now: datetime, actor: str) -> TermsImport:
+    """Check a terms file and store it as the new version, unless it equals the current one."""
+    terms, problems = parse_terms(table)
+    if terms is None:
+        return TermsImport(problems=tuple(summarise(problems)))
+    sha = content_hash(terms)
+    return await retry_stale(partial(_import_once, store, terms, sha, now, actor))
+
+
+async def _import_once(
+    store: Store, terms: Terms, sha: str, now: datetime, actor: str
+) -> TermsImport:
+    async with store.begin() as tx:
+        current = await tx.terms_version(for_update=True)
+        if current is not None and await tx.terms_sha256(current) == sha:
+            return TermsImport(version=current, created=False)
+        version = version_id(sha, now)
+        await tx.insert_terms(replace(terms, version=version), sha, now, actor)
+        return TermsImport(version=version, created=True)
+
+
+async def preview_sheet(store: Store, sheet: Sheet, rules: Rules) -> Submission:
+    """Validate and price a sheet exactly as a submission would, and store nothing."""
+    items, problems = read_items(sheet.table)
+    if problems and not items:  # nothing to price: no header, too many rows, no SKUs
+        return Submission(problems=tuple(summarise(problems)))
+    async with store.begin() as tx:
+        terms = await tx.current_terms()
+        if terms is None:
+            return Submission(problems=(NO_TERMS,))
+        orders, more = plan(items, terms)
+        if problems or more:
+            return Submission(problems=tuple(summarise(problems + more)))
+        drafts = await _drafts(
+            tx, orders, terms, rules, [f"NEW-{n}" for n in range(1, len(orders) + 1)]
+        )
+    return Submission(orders=tuple((_unsaved(d), d) for d in drafts))
+
+
+def _unsaved(draft: Draft) -> Job:
+    """A stand-in job for a preview: nothing of it is stored."""
+    return Job(
+        id="", po_number=draft.po_number, state=State.DRAFTED, version=0, requester_id=0,
+        input_ref="", workflow_version=WORKFLOW_VERSION, source_versions={}, tool_results={},
+        draft_version=None, draft_hash=None, supplier_id=draft.supplier_id,
+        total_paisa=draft.total_paisa, retry_count=0, decision_deadline=None,
+        created_at=datetime.min, updated_at=datetime.min,
+    )  # fmt: skip
+
+
+async def submit_sheet(
+    store: Store,
+    requester_id: int,
+    sheet: Sheet,
+    now: datetime,
+    year: int,
+    rules: Rules,
+    new_id: Callable[[], str],
+) -> Submission:
+    """Turn a requester's sheet into one waiting PO per supplier, or report every problem."""
+    items, problems = read_items(sheet.table)
+    once = partial(
+        _submit_once, store, requester_id, sheet, items, problems, now, year, rules, new_id
+    )
+    return await retry_stale(once)
+
+
+async def _submit_once(
+    store: Store,
+    requester_id: int,
+    sheet: Sheet,
+    items: list[Item],
+    problems: list[Problem],
+    now: datetime,
+    year: int,
+    rules: Rules,
+    new_id: Callable[[], str],
+) -> Submission:
+    async with store.begin() as tx:
+        if Role.REQUESTER not in await tx.roles(requester_id):
+            raise NotARequester(f"user {requester_id} is not a registered requester")
+        earlier = await tx.submission(requester_id, sheet.sha256)
+        if earlier is not None:
+            return Submission(orders=tuple(await _orders(tx, earlier)), repeated=True)
+        if problems and not items:  # nothing to price: no header, too many rows, no SKUs
+            return Submission(problems=tuple(summarise(problems)))
+        terms = await tx.current_terms()
+        if terms is None:
+            return Submission(problems=(NO_TERMS,))
+        orders, more = plan(items, terms)
+        if problems or more:
+            return Submission(problems=tuple(summarise(problems + more)))
+        numbers = [po_number(year, await tx.next_po_serial(year)) for _ in orders]
+        drafts = await _drafts(tx, orders, terms, rules, numbers)
+        made = []
+        for draft in drafts:
+            new = NewJob(
+                id=new_id(),
+                requester_id=requester_id,
+                input_ref=f"sheet:{sheet.sha256}:{draft.supplier_id}",
+                source_versions={
+                    "sheet_sha256": sheet.sha256,
+                    "sheet_name": sheet.name,
+                    "terms_version": terms.version,
+                    "workflow_version": WORKFLOW_VERSION,
+                },
+                tool_results={"lines": len(draft.lines), "flags": len(draft.flags)},
+            )
+            made.append((await open_in(tx, new, draft, now, rules), draft))
+        await tx.insert_submission(requester_id, sheet.sha256, sheet.name, numbers, now)
+        return Submission(orders=tuple(made))
+
+
+async def _drafts(
+    tx: Tx, orders: list[Order], terms: Terms, rules: Rules, numbers: list[str]
+) -> list[Draft]:
+    pairs = [(o.supplier.supplier_id, line.offer.sku) for o in orders for line in o.lines]
+    history = await tx.history(pairs)
+    threshold = rules.approval.dual_above_paisa
+    return [
+        build_draft(o, n, terms, history, threshold) for o, n in zip(orders, numbers, strict=True)
+    ]
+
+
+async def _orders(tx: Tx, po_numbers: list[str]) -> list[tuple[Job, Draft]]:
+    found = []
+    for number in po_numbers:
+        job = await tx.job_by_po(number)
+        if job is not None and job.draft_version is not None:
+            found.append((job, await tx.draft(job.id, job.draft_version)))
+    return found
+
+
+async def apply_terms(store: Store, now: datetime, rules: Rules) -> list[Superseded]:
+    """Re-check every waiting PO not yet checked against the terms in force; re-draft the
+    ones they change. Runs on every runner pass, so a PO that comes back to waiting later
+    (a retry, a reconciliation, a reissue) is caught too."""
+    async with store.begin() as tx:
+        version = await tx.terms_version()
+        if version is None:
+            return []
+        stale = [
+            job.po_number
+            for job in await tx.jobs_in_states(REDRAFTABLE)
+            # jobs not made from a sheet have no terms to compare with
+            if job.source_versions.get("terms_version") not in (None, version)
+        ]
+    superseded = []
+    for number in stale:
+        result = await retry_stale(partial(_redraft_once, store, number, version, now, rules))
+        if result is not None:
+            superseded.append(result)
+    return superseded
+
+
+async def _redraft_once(
+    store: Store, number: str, version: str, now: datetime, rules: Rules
+) -> Superseded | None:
+    async with store.begin() as tx:
+        job = await tx.job_by_po(number)
+        if job is None or job.state not in REDRAFTABLE or job.draft_version is None:
+            return None
+        checked = job.source_versions.get("terms_version")
+        new, old = await tx.terms(version), await tx.terms(str(checked))
+        if checked == version or new is None or old is None:
+            return None
+        draft = await tx.draft(job.id, job.draft_version)
+        pairs = [(draft.supplier_id, line.sku) for line in draft.lines]
+        outcome = redraft(draft, old, new, await tx.history(pairs), rules.approval.dual_above_paisa)
+        actor = f"terms:{version}"
+        sources = {**job.source_versions, "terms_version": version}
+        if not outcome.changes:
+            await _checked(tx, job, now, actor, sources)
+            return None
+        note = f"supplier terms {version} changed this PO"
+        if outcome.draft is None:
+            await cancel_open_effects(tx, job, now, "the supplier no longer offers its lines")
+            after = await move(tx, job, Action.CANCEL, now, actor, {"note": note},
+                               source_versions=sources)  # fmt: skip
+        else:
+            after = await revise_in(
+                tx, job, outcome.draft, actor, now, rules, note, source_versions=sources
+            )
+        return Superseded(job.po_number, job.draft_version, after, outcome.changes)
+
+
+async def _checked(tx: Tx, job: Job, now: datetime, actor: str, sources: dict[str, str]) -> None:
+    """Record that new terms leave this PO as it is."""
+    moved = await tx.update_job(job, source_versions=sources, updated_at=now)
+    detail = {"job_version": moved.version, "terms_version": sources["terms_version"]}
+    await tx.append_audit(
+        AuditEvent(job.id, now, actor, "terms_checked", job.state, job.state, detail)
+    )

@@ -1,0 +1,137 @@
+"""Restock sheets: the rows a requester sends, checked on their own before any pricing.
+
+Every problem is reported with the row number a spreadsheet shows; a sheet with any problem
+makes no purchase order. Cells are data: a formula is never evaluated, and no text in a sheet
+is ever read as an instruction or an approval.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from core.tables import (
+    Cell,
+    Problem,
+    Row,
+    Table,
+    cell,
+    quote,
+    read_header,
+    stray_cells,
+    text_of,
+    whole_number,
+)
+
+REQUIRED = ("sku", "quantity")
+OPTIONAL = ("supplier_id", "notes")
+# What one Telegram upload or one approval card can reasonably carry.
+MAX_SHEET_BYTES = 5 * 1024 * 1024
+MAX_DATA_ROWS = 10_000
+# Long enough for "deliver to the Saddar branch before Friday", short enough for a card.
+MAX_NOTE = 300
+
+
+@dataclass(frozen=True)
+class Item:
+    """A sheet row that names a SKU: what the requester asks for, not yet priced.
+
+    `quantity` is 0 when the row's quantity was unusable; that problem is already reported.
+    """
+
+    row: int
+    sku: str
+    quantity: int
+    supplier_id: str | None = None
+    note: str = ""
+
+
+def too_big(size: int) -> str | None:
+    """The sentence refusing a file of `size` bytes, or None if the size is fine."""
+    if size <= MAX_SHEET_BYTES:
+        return None
+    return (
+        f"The file is {size / 1024 / 1024:.1f} MB; the limit is "
+        f"{MAX_SHEET_BYTES // 1024 // 1024} MB."
+    )
+
+
+def read_items(table: Table) -> tuple[list[Item], list[Problem]]:
+    """Check the header and every row; return the items and every problem found."""
+    if not table.rows:
+        return [], [
+            Problem(
+                0,
+                None,
+                "The sheet is empty: the first row must be the header "
+                "sku, quantity (optional: supplier_id, notes).",
+            )
+        ]
+    header, *rows = table.rows
+    columns, problems = read_header(header, REQUIRED, OPTIONAL)
+    if problems:
+        return [], problems
+    if not rows:
+        return [], [Problem(0, None, "The sheet has a header but no rows to order.")]
+    if len(rows) > MAX_DATA_ROWS:
+        return [], [
+            Problem(
+                0,
+                None,
+                f"The sheet has {len(rows):,} rows to order; the limit is "
+                f"{MAX_DATA_ROWS:,}. Split it into smaller sheets.",
+            )
+        ]
+    items = []
+    for row in rows:
+        row_problems = stray_cells(row, columns) + _formulas(row, columns)
+        item = _read_row(row, columns, row_problems)
+        if item is not None:
+            items.append(item)
+        problems.extend(row_problems)
+    return items, problems
+
+
+def _formulas(row: Row, columns: dict[str, int]) -> list[Problem]:
+    return [
+        Problem(row.number, name, "holds a formula; type the value itself instead")
+        for name, index in columns.items()
+        if index in row.formulas
+    ]
+
+
+def _read_row(row: Row, columns: dict[str, int], problems: list[Problem]) -> Item | None:
+    """The row as an item if it names a SKU, even with other problems, so that the SKU is
+    checked against the terms too and the requester sees everything wrong at once."""
+
+    def value(name: str) -> Cell:
+        index = columns.get(name)
+        return None if index in row.formulas else cell(row, index)  # a formula is no value
+
+    sku, supplier, note = _plain(value("sku")), _plain(value("supplier_id")), _plain(value("notes"))
+    raw_quantity = value("quantity")
+    quantity = whole_number(raw_quantity)
+    if not sku and columns["sku"] not in row.formulas:
+        problems.append(Problem(row.number, "sku", "is empty"))
+    if columns["quantity"] in row.formulas:
+        pass  # reported as a formula already
+    elif not text_of(raw_quantity).strip():
+        problems.append(Problem(row.number, "quantity", "is empty"))
+    elif quantity is None:
+        message = f"{quote(raw_quantity)} is not a whole number"
+        problems.append(Problem(row.number, "quantity", message))
+    elif quantity < 1:
+        problems.append(Problem(row.number, "quantity", f"{quantity} must be at least 1"))
+    if len(note) > MAX_NOTE:
+        message = f"is {len(note)} characters long; the limit is {MAX_NOTE}"
+        problems.append(Problem(row.number, "notes", message))
+    if not sku:
+        return None
+    valid = quantity if quantity is not None and quantity >= 1 else 0  # 0: already reported
+    return Item(row.number, sku, valid, supplier or None, note)
+
+
+def _plain(value: Cell) -> str:
+    """Cell text with runs of whitespace and control characters made one space."""
+    return re.sub(r"[\s\x00-\x1f\x7f]+", " ", text_of(value)).strip()
+

@@ -1,0 +1,194 @@
+"""Spreadsheet rows as plain values, and the rules for reading their cells.
+
+The shell turns a CSV or XLSX file into a `Table`; the intake and terms rules read it here, so
+CSV and XLSX get exactly the same checks and messages.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import date, time, timedelta
+from decimal import Decimal, InvalidOperation
+
+# What a cell can hold once read: CSV gives text only; XLSX also numbers, booleans and dates.
+Cell = str | int | float | bool | date | time | timedelta | None
+
+# Characters that make a spreadsheet treat a cell as a formula (OWASP "CSV injection"):
+# a leading =, +, -, @, or a tab / carriage return that some programs strip before them.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+# Error messages quote at most this much of a cell, so one bad cell cannot flood a reply.
+_QUOTE_LIMIT = 40
+
+
+@dataclass(frozen=True)
+class Row:
+    """One non-empty row; `number` is the row number a spreadsheet shows (header = 1)."""
+
+    number: int
+    cells: tuple[Cell, ...]
+    # Column indexes (0-based) of cells that hold an XLSX formula: their values are never used.
+    formulas: frozenset[int] = field(default_factory=frozenset)
+
+
+@dataclass(frozen=True)
+class Table:
+    """The first worksheet (or the CSV file), with wholly empty rows left out."""
+
+    rows: tuple[Row, ...]
+
+
+class UnreadableSheet(ValueError):
+    """The file is not a spreadsheet this product reads; the message is one plain sentence."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a file, placed where a spreadsheet shows it (the header is 1)."""
+
+    row: int
+    column: str | None
+    message: str
+    noun: str = "Row"  # "Line" for the supplier terms file, which people open in an editor
+
+    def __str__(self) -> str:
+        if self.row == 0:  # about the whole file, not one place in it
+            return self.message
+        place = f"{self.noun} {self.row}" + (f", {self.column}" if self.column else "")
+        return f"{place}: {self.message}"
+
+
+# A reply lists this many problems, then says how many more there are.
+PROBLEMS_LISTED = 50
+
+
+def summarise(problems: list[Problem], limit: int = PROBLEMS_LISTED) -> list[str]:
+    """The problems as lines of text, in file order, capped with "… and N more problems"."""
+    ordered = sorted(problems, key=lambda p: p.row)  # stable: one row's problems keep order
+    lines = [str(p) for p in ordered[:limit]]
+    if len(ordered) > limit:
+        more = len(ordered) - limit
+        lines.append(f"… and {more} more problem{'s' if more != 1 else ''}")
+    return lines
+
+
+def read_header(
+    row: Row, required: tuple[str, ...], optional: tuple[str, ...], noun: str = "Row"
+) -> tuple[dict[str, int], list[Problem]]:
+    """Map column names to indexes; name every missing, unknown or repeated column."""
+    columns: dict[str, int] = {}
+    problems: list[Problem] = []
+    known = (*required, *optional)
+    for index, cell in enumerate(row.cells):
+        name = normalise_header(cell)
+        if not name:
+            continue  # an empty header cell; data under it is reported by the caller
+        if name not in known:
+            expected = ", ".join(required) + (" (optional: " + ", ".join(optional) + ")")
+            message = f"unknown column {quote(cell)}; the columns are {expected}"
+            problems.append(Problem(row.number, None, message, noun))
+        elif name in columns:
+            problems.append(Problem(row.number, name, "this column appears twice", noun))
+        else:
+            columns[name] = index
+    missing = [name for name in required if name not in columns]
+    if missing:
+        names = ", ".join(missing)
+        problems.append(
+            Problem(row.number, None, f"missing column{'s' * (len(missing) > 1)} {names}", noun)
+        )
+    return columns, problems
+
+
+def cell(row: Row, index: int | None) -> Cell:
+    """The cell at `index`, or None past the end of a short row or for an absent column."""
+    if index is None or index >= len(row.cells):
+        return None
+    return row.cells[index]
+
+
+def stray_cells(row: Row, columns: dict[str, int], noun: str = "Row") -> list[Problem]:
+    """Values in columns that have no header: the user probably shifted a cell."""
+    used = set(columns.values())
+    return [
+        Problem(
+            row.number,
+            None,
+            f"value {quote(value)} in column {column_letter(i)}, which has no header",
+            noun,
+        )
+        for i, value in enumerate(row.cells)
+        if i not in used and text_of(value).strip()
+    ]
+
+
+def column_letter(index: int) -> str:
+    """0 -> "A", 25 -> "Z", 26 -> "AA": how a spreadsheet names a column."""
+    letters = ""
+    index += 1
+    while index:
+        index, rest = divmod(index - 1, 26)
+        letters = chr(ord("A") + rest) + letters
+    return letters
+
+
+def normalise_header(cell: Cell) -> str:
+    """`" Supplier ID "` -> `"supplier_id"`: case-insensitive, spaces and hyphens ignored."""
+    text = text_of(cell).strip().lower()
+    return re.sub(r"[\s\-]+", "_", text)
+
+
+def text_of(cell: Cell) -> str:
+    """A cell as the text a spreadsheet shows: integral numbers without ".0"."""
+    if cell is None:
+        return ""
+    if isinstance(cell, bool):
+        return "TRUE" if cell else "FALSE"
+    if isinstance(cell, float) and cell.is_integer():
+        return str(int(cell))
+    return str(cell)
+
+
+def quote(cell: Cell) -> str:
+    """A cell for an error message: quoted, shortened, control characters shown as spaces."""
+    text = re.sub(r"[\x00-\x1f\x7f]", " ", text_of(cell))
+    if len(text) > _QUOTE_LIMIT:
+        text = text[: _QUOTE_LIMIT - 1] + "…"
+    return f'"{text}"'
+
+
+def neutralise(text: str) -> str:
+    """Text safe to put in a CSV export or an e-mail: a formula-like start gets a leading '."""
+    return "'" + text if text.startswith(_FORMULA_START) else text
+
+
+def whole_number(cell: Cell) -> int | None:
+    """The cell as a whole number, or None: "12", " 12 ", 12, 12.0 and "1,200" are whole."""
+    if isinstance(cell, bool) or cell is None:
+        return None
+    if isinstance(cell, int):
+        return cell
+    if isinstance(cell, float):
+        return int(cell) if cell.is_integer() else None
+    if not isinstance(cell, str):
+        return None  # a date or a time is never a quantity
+    text = cell.strip()
+    if not re.fullmatch(r"[+-]?(\d{1,3}(,\d{3})+|\d+)(\.0*)?", text):
+        return None
+    return int(Decimal(text.replace(",", "")))
+
+
+def rupees_to_paisa(cell: Cell) -> int | None:
+    """A rupee amount with at most two decimals as integer paisa, or None if it is not one."""
+    if isinstance(cell, bool) or cell is None or not isinstance(cell, str | int | float):
+        return None
+    text = repr(cell) if isinstance(cell, float) else str(cell)
+    text = text.strip()
+    if not re.fullmatch(r"[+-]?(\d{1,3}(,\d{3})+|\d+)(\.\d+)?", text):
+        return None
+    try:
+        amount = Decimal(text.replace(",", ""))
+    except InvalidOperation:  # pragma: no cover - the pattern above admits only decimals
+        return None
+    paisa = amount * 100
+    return int(paisa) if paisa == paisa.to_integral_value() else None

@@ -1,0 +1,264 @@
+"""Supplier terms: who sells which SKU at what price and in what quantities.
+
+A terms file is checked whole: every problem is named by line and column, and a file with any
+problem is not used at all. A valid file becomes `Terms`, whose sha256 is taken over a canonical
+form, so the same offers in another row or column order are the same terms.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+
+from core.drafts import is_email, is_identifier, mask_email
+from core.tables import (
+    Problem,
+    Row,
+    Table,
+    cell,
+    read_header,
+    rupees_to_paisa,
+    stray_cells,
+    text_of,
+    whole_number,
+)
+
+REQUIRED = (
+    "supplier_id",
+    "supplier_name",
+    "supplier_email",
+    "sku",
+    "description",
+    "unit_price_pkr",
+    "min_qty",
+    "max_qty",
+)
+# Long enough for real names, short enough for a phone screen and a mail subject.
+_MAX_NAME = 100
+_MAX_DESCRIPTION = 200
+_LINE = "Line"  # the terms file is CSV: people open it in an editor, which counts lines
+_Bad = Callable[[str, str], None]  # records a problem in one column of the current line
+
+
+@dataclass(frozen=True)
+class Supplier:
+    """A supplier as the terms name it; the address is personal data, shown masked."""
+
+    supplier_id: str
+    name: str
+    email: str
+
+    @property
+    def masked_email(self) -> str:
+        """The address as people may see it: "or***@supplier.pk"."""
+        return mask_email(self.email)
+
+
+@dataclass(frozen=True)
+class Offer:
+    """One SKU from one supplier: price in paisa, order limits in units (no max: None)."""
+
+    supplier_id: str
+    sku: str
+    description: str
+    unit_price_paisa: int
+    min_qty: int = 1
+    max_qty: int | None = None
+
+
+@dataclass(frozen=True)
+class Terms:
+    """One version of the approved supplier terms."""
+
+    suppliers: Mapping[str, Supplier]
+    offers: tuple[Offer, ...]
+    version: str = ""  # set once stored: see `version_id`
+    by_sku: dict[str, tuple[Offer, ...]] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        index: dict[str, list[Offer]] = {}
+        for offer in self.offers:
+            index.setdefault(sku_key(offer.sku), []).append(offer)
+        # cheapest first; the supplier id breaks ties so the choice never depends on file order
+        ordered = {
+            key: tuple(sorted(group, key=lambda o: (o.unit_price_paisa, o.supplier_id)))
+            for key, group in index.items()
+        }
+        object.__setattr__(self, "by_sku", ordered)
+
+    def offers_of(self, sku: str) -> tuple[Offer, ...]:
+        """Every supplier's offer for a SKU, cheapest first."""
+        return self.by_sku.get(sku_key(sku), ())
+
+    def offer(self, supplier_id: str, sku: str) -> Offer | None:
+        """That supplier's offer for that SKU, if any."""
+        wanted = sku_key(supplier_id)
+        return next((o for o in self.offers_of(sku) if sku_key(o.supplier_id) == wanted), None)
+
+    def supplier(self, supplier_id: str) -> Supplier | None:
+        """The supplier with that id (case-insensitive), if the terms name it."""
+        wanted = sku_key(supplier_id)
+        return next((s for k, s in self.suppliers.items() if sku_key(k) == wanted), None)
+
+
+def sku_key(code: str) -> str:
+    """SKUs and supplier ids match without regard to case or surrounding spaces."""
+    return code.strip().casefold()
+
+
+def content_hash(terms: Terms) -> str:
+    """sha256 of the offers and suppliers in canonical order: the identity of the content."""
+    body = {
+        "suppliers": sorted([s.supplier_id, s.name, s.email] for s in terms.suppliers.values()),
+        "offers": sorted(
+            [o.supplier_id, o.sku, o.description, o.unit_price_paisa, o.min_qty, o.max_qty]
+            for o in terms.offers
+        ),
+    }
+    data = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(data.encode("utf-8")).hexdigest()
+
+
+def version_id(sha256: str, imported_at: datetime) -> str:
+    """A version's name: import time (UTC) and content hash, e.g. "20261129T161812Z-1a2b3c4d"."""
+    return f"{imported_at:%Y%m%dT%H%M%SZ}-{sha256[:8]}"
+
+
+def parse_terms(table: Table) -> tuple[Terms | None, list[Problem]]:
+    """Check a whole terms file; return the terms only if there is no problem at all."""
+    if not table.rows:
+        return None, [
+            Problem(1, None, "the file is empty; the first line must be the header", _LINE)
+        ]
+    header, *rows = table.rows
+    columns, problems = read_header(header, REQUIRED, (), _LINE)
+    if problems:
+        return None, problems
+    if not rows:
+        return None, [
+            Problem(header.number, None, "the file has a header but no supplier lines", _LINE)
+        ]
+    offers: list[Offer] = []
+    suppliers: dict[str, tuple[Supplier, int]] = {}
+    seen: dict[tuple[str, str], int] = {}
+    for row in rows:
+        row_problems = stray_cells(row, columns, _LINE)
+        offer, supplier = _read_line(row, columns, row_problems)
+        if offer is not None and supplier is not None:
+            first = _check_consistent(row, supplier, offer, suppliers, seen, row_problems)
+            offers.append(replace(offer, supplier_id=first.supplier_id))  # one spelling
+        problems.extend(row_problems)
+    if problems:
+        return None, problems
+    return Terms({k: s for k, (s, _) in suppliers.items()}, tuple(offers)), []
+
+
+def _text(row: Row, columns: dict[str, int], name: str) -> str:
+    return text_of(cell(row, columns[name])).strip()
+
+
+def _read_line(
+    row: Row, columns: dict[str, int], problems: list[Problem]
+) -> tuple[Offer | None, Supplier | None]:
+    def bad(column: str, message: str) -> None:
+        problems.append(Problem(row.number, column, message, _LINE))
+
+    before = len(problems)
+    supplier_id, sku = _text(row, columns, "supplier_id"), _text(row, columns, "sku")
+    for column, value in (("supplier_id", supplier_id), ("sku", sku)):
+        if not value:
+            bad(column, "is empty")
+        elif not is_identifier(value):
+            bad(
+                column,
+                f'"{value[:40]}" is not a plain code (letters and digits, joined by . _ / -)',
+            )
+    name, email = _text(row, columns, "supplier_name"), _text(row, columns, "supplier_email")
+    description = _text(row, columns, "description")
+    for column, value, limit in (
+        ("supplier_name", name, _MAX_NAME),
+        ("description", description, _MAX_DESCRIPTION),
+    ):
+        if not value:
+            bad(column, "is empty")
+        elif len(value) > limit:
+            bad(column, f"is {len(value)} characters long; the limit is {limit}")
+    if not is_email(email):
+        bad("supplier_email", "is empty" if not email else "is not an e-mail address")
+    price = _price(row, columns, bad)
+    min_qty, max_qty = _limits(row, columns, bad)
+    if len(problems) > before or price is None:
+        return None, None
+    offer = Offer(supplier_id, sku, description, price, min_qty, max_qty)
+    return offer, Supplier(supplier_id, name, email)
+
+
+def _price(row: Row, columns: dict[str, int], bad: _Bad) -> int | None:
+    raw = cell(row, columns["unit_price_pkr"])
+    if not text_of(raw).strip():
+        bad("unit_price_pkr", "is empty")
+        return None
+    paisa = rupees_to_paisa(raw)
+    if paisa is None:
+        bad(
+            "unit_price_pkr",
+            f'"{text_of(raw).strip()[:40]}" is not an amount in rupees with at '
+            "most two decimals, like 1250.50",
+        )
+    elif paisa < 0:
+        bad("unit_price_pkr", "must not be negative")
+        return None
+    return paisa
+
+
+def _limits(row: Row, columns: dict[str, int], bad: _Bad) -> tuple[int, int | None]:
+    limits: dict[str, int | None] = {}
+    for column in ("min_qty", "max_qty"):
+        raw = text_of(cell(row, columns[column])).strip()
+        number = whole_number(raw) if raw else None
+        if raw and (number is None or number < 1):
+            bad(
+                column,
+                f'"{raw[:40]}" is not a whole number of at least 1 (leave it empty for no limit)',
+            )
+        limits[column] = number
+    low, high = limits["min_qty"] or 1, limits["max_qty"]
+    if high is not None and low > high:
+        bad("max_qty", f"{high} is below min_qty {low}")
+    return low, high
+
+
+def _check_consistent(
+    row: Row,
+    supplier: Supplier,
+    offer: Offer,
+    suppliers: dict[str, tuple[Supplier, int]],
+    seen: dict[tuple[str, str], int],
+    problems: list[Problem],
+) -> Supplier:
+    key = sku_key(supplier.supplier_id)
+    first = suppliers.setdefault(key, (supplier, row.number))
+    if first[0].name != supplier.name:
+        message = f"differs from line {first[1]} for supplier {first[0].supplier_id}"
+        problems.append(Problem(row.number, "supplier_name", message, _LINE))
+    if sku_key(first[0].email) != sku_key(supplier.email):
+        message = f"differs from line {first[1]} for supplier {first[0].supplier_id}"
+        problems.append(Problem(row.number, "supplier_email", message, _LINE))
+    pair = (key, sku_key(offer.sku))
+    if pair in seen:
+        message = f"supplier {offer.supplier_id} already offers {offer.sku} on line {seen[pair]}"
+        problems.append(Problem(row.number, "sku", message, _LINE))
+    else:
+        seen[pair] = row.number
+    return first[0]
+
+
+def offers_by_supplier(terms: Terms) -> Mapping[str, list[Offer]]:
+    """Each supplier's offers, by SKU."""
+    grouped: dict[str, list[Offer]] = {s: [] for s in terms.suppliers}
+    for offer in sorted(terms.offers, key=lambda o: sku_key(o.sku)):
+        grouped[offer.supplier_id].append(offer)
+    return grouped

@@ -1,0 +1,231 @@
+"""SqlTx's queries for supplier terms, submitted sheets, PO serials and price history."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+
+from sqlalchemy import insert, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from core.drafts import Draft
+from core.errors import StaleJob
+from core.intake import History, PastLine
+from core.states import State
+from core.terms import Offer, Supplier, Terms, sku_key
+from store import schema
+from store.sealing import Sealer
+
+_HEAD = 1  # terms_head has exactly one row, with this id
+# Terms versions never change once stored, so a process may keep the last few in memory.
+TERMS_CACHE_SIZE = 4
+
+
+class PurchasingQueries:
+    """Mixed into SqlTx: everything here runs inside its transaction."""
+
+    conn: AsyncConnection
+    _sealer: Sealer
+    _postgres: bool
+    _terms_cache: dict[str, Terms]
+
+    async def terms_version(self, *, for_update: bool = False) -> str | None:
+        """The terms version in force, or None before any import.
+
+        Intake reads it FOR SHARE and an import FOR UPDATE (PostgreSQL), so a sheet is never
+        priced on a version that is being replaced; SQLite's BEGIN IMMEDIATE already serialises.
+        """
+        t = schema.terms_head
+        query = select(t.c.current_version).where(t.c.id == _HEAD)
+        if self._postgres:
+            query = query.with_for_update(read=not for_update)
+        found = (await self.conn.execute(query)).scalar_one_or_none()
+        return None if found is None else str(found)
+
+    async def current_terms(self) -> Terms | None:
+        """The terms in force, or None if none were ever imported."""
+        version = await self.terms_version()
+        return None if version is None else await self.terms(version)
+
+    async def terms(self, version: str) -> Terms | None:
+        """One stored terms version, or None if there is no such version."""
+        if version in self._terms_cache:
+            return self._terms_cache[version]
+        s, o = schema.terms_suppliers, schema.terms_offers
+        suppliers = {
+            row.supplier_id: Supplier(
+                row.supplier_id, row.name, self._sealer.open(row.email_encrypted).decode()
+            )
+            for row in await self.conn.execute(select(s).where(s.c.terms_version == version))
+        }
+        if not suppliers:
+            return None
+        offers = tuple(
+            Offer(r.supplier_id, r.sku, r.description, r.unit_price_paisa, r.min_qty, r.max_qty)
+            for r in await self.conn.execute(select(o).where(o.c.terms_version == version))
+        )
+        terms = Terms(suppliers, offers, version)
+        while len(self._terms_cache) >= TERMS_CACHE_SIZE:
+            self._terms_cache.pop(next(iter(self._terms_cache)))
+        self._terms_cache[version] = terms
+        return terms
+
+    async def terms_sha256(self, version: str) -> str:
+        """The content hash of a stored version."""
+        t = schema.terms_versions
+        return str(
+            (await self.conn.execute(select(t.c.sha256).where(t.c.id == version))).scalar_one()
+        )
+
+    async def insert_terms(self, terms: Terms, sha256: str, at: datetime, by: str) -> None:
+        """Store a new version (suppliers' addresses sealed) and make it the current one."""
+        await self.conn.execute(
+            insert(schema.terms_versions).values(
+                id=terms.version,
+                sha256=sha256,
+                imported_at=at,
+                imported_by=by,
+                supplier_count=len(terms.suppliers),
+                offer_count=len(terms.offers),
+            )
+        )
+        await self.conn.execute(
+            insert(schema.terms_suppliers),
+            [
+                {
+                    "terms_version": terms.version,
+                    "supplier_id": s.supplier_id,
+                    "name": s.name,
+                    "email_encrypted": self._sealer.seal(s.email.encode()),
+                }
+                for s in terms.suppliers.values()
+            ],
+        )
+        await self.conn.execute(
+            insert(schema.terms_offers),
+            [
+                {
+                    "terms_version": terms.version,
+                    "supplier_id": o.supplier_id,
+                    "sku": o.sku,
+                    "description": o.description,
+                    "unit_price_paisa": o.unit_price_paisa,
+                    "min_qty": o.min_qty,
+                    "max_qty": o.max_qty,
+                }
+                for o in terms.offers
+            ],
+        )
+        await self._set_head(terms.version, at)
+
+    async def _set_head(self, version: str, at: datetime) -> None:
+        t = schema.terms_head
+        moved = await self.conn.execute(
+            update(t).where(t.c.id == _HEAD).values(current_version=version, updated_at=at)
+        )
+        if moved.rowcount:
+            return
+        try:  # the very first import
+            await self.conn.execute(
+                insert(t).values(id=_HEAD, current_version=version, updated_at=at)
+            )
+        except IntegrityError as error:  # a concurrent first import: retry on its result
+            raise StaleJob("another import created the terms head meanwhile") from error
+
+    async def terms_versions(self, limit: int) -> list[dict[str, object]]:
+        """Stored versions, newest first, with their counts and import times."""
+        t = schema.terms_versions
+        query = select(t).order_by(t.c.imported_at.desc(), t.c.id.desc()).limit(limit)
+        return [dict(row._mapping) for row in await self.conn.execute(query)]
+
+    async def submission(self, requester_id: int, sha256: str) -> list[str] | None:
+        """The PO numbers made from this requester's sheet with these bytes, if any."""
+        t = schema.submissions
+        query = select(t.c.po_numbers).where(
+            t.c.requester_id == requester_id, t.c.sheet_sha256 == sha256
+        )
+        found = (await self.conn.execute(query)).scalar_one_or_none()
+        return None if found is None else list(found)
+
+    async def insert_submission(
+        self, requester_id: int, sha256: str, name: str, po_numbers: list[str], at: datetime
+    ) -> None:
+        """Remember a sheet's POs; the same sheet submitted concurrently raises StaleJob."""
+        try:
+            await self.conn.execute(
+                insert(schema.submissions).values(
+                    requester_id=requester_id,
+                    sheet_sha256=sha256,
+                    sheet_name=name[:255],
+                    po_numbers=po_numbers,
+                    created_at=at,
+                )
+            )
+        except IntegrityError as error:
+            raise StaleJob("the same sheet was submitted meanwhile") from error
+
+    async def next_po_serial(self, year: int) -> int:
+        """The next PO serial of `year`; the row lock makes it unique across processes."""
+        t = schema.po_serials
+        bump = (
+            update(t)
+            .where(t.c.year == year)
+            .values(last_serial=t.c.last_serial + 1)
+            .returning(t.c.last_serial)
+        )
+        serial = (await self.conn.execute(bump)).scalar_one_or_none()
+        if serial is not None:
+            return int(serial)
+        try:
+            await self.conn.execute(insert(t).values(year=year, last_serial=1))
+        except IntegrityError as error:  # another process opened the year first
+            raise StaleJob(f"PO serials for {year} were started meanwhile") from error
+        return 1
+
+    async def insert_order_lines(self, job_id: str, version: int, draft: Draft) -> None:
+        """The draft's lines in the clear, for the price history."""
+        await self.conn.execute(
+            insert(schema.order_lines),
+            [
+                {
+                    "job_id": job_id,
+                    "draft_version": version,
+                    "sku": line.sku,
+                    "supplier_id": draft.supplier_id,
+                    "quantity": line.quantity,
+                    "unit_price_paisa": line.unit_price_paisa,
+                }
+                for line in draft.lines
+            ],
+        )
+
+    async def history(self, pairs: Iterable[tuple[str, str]]) -> History:
+        """For each (supplier, SKU) pair, the line of the last PO that was sent with it."""
+        pairs = list(pairs)
+        wanted = {(sku_key(s), sku_key(k)) for s, k in pairs}
+        if not wanted:
+            return {}
+        lines, jobs = schema.order_lines, schema.jobs
+        query = (
+            select(
+                lines.c.supplier_id,
+                lines.c.sku,
+                lines.c.quantity,
+                lines.c.unit_price_paisa,
+                jobs.c.po_number,
+            )
+            .join(jobs, jobs.c.id == lines.c.job_id)
+            .where(
+                jobs.c.state == State.SENT.value,
+                lines.c.draft_version == jobs.c.draft_version,
+                lines.c.supplier_id.in_(sorted({s for s, _ in pairs})),
+            )
+            .order_by(jobs.c.updated_at, jobs.c.id)
+        )
+        found: dict[tuple[str, str], PastLine] = {}
+        for row in await self.conn.execute(query):
+            pair = (sku_key(row.supplier_id), sku_key(row.sku))
+            if pair in wanted:  # later rows overwrite: the last sent PO wins
+                found[pair] = PastLine(row.po_number, row.unit_price_paisa, row.quantity)
+        return found
