@@ -35,7 +35,7 @@ def _load(path: Path, *, terms: bool = False) -> tuple[bytes, Table]:
     if refusal:
         raise fail(refusal)
     try:
-        return data, (read_csv_text(data) if terms else read_sheet(data, path.name))
+        return data, (read_csv_text(data) if terms else read_sheet(data))
     except UnreadableSheet as error:
         raise fail(str(error)) from None
 

@@ -1,0 +1,125 @@
+"""Reading cells: numbers, rupees, headers, quoting, formula neutralising, problem lists."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+
+from core.tables import (
+    Problem,
+    Row,
+    column_letter,
+    neutralise,
+    normalise_header,
+    quote,
+    read_header,
+    rupees_to_paisa,
+    summarise,
+    whole_number,
+)
+
+
+@pytest.mark.parametrize(
+    ("cell", "expected"),
+    [
+        ("12", 12),
+        (" 12 ", 12),  # spaces around a number are not a problem
+        ("1,200", 1200),  # Excel's thousands separator
+        ("12.0", 12),  # what some programs save for a whole number
+        (12, 12),
+        (12.0, 12),  # XLSX numbers arrive as floats
+        ("-3", -3),  # negative: parsed, so the message can say "must be at least 1"
+        ("12.5", None),
+        (12.5, None),
+        ("1,20", None),  # not a thousands grouping
+        ("twelve", None),
+        ("", None),
+        (None, None),
+        (True, None),  # a TRUE cell is not a quantity
+        (date(2026, 1, 5), None),  # a date typed in the quantity column
+        ("=1+1", None),  # a formula is text, never evaluated
+    ],
+)
+def test_whole_number(cell, expected):
+    assert whole_number(cell) == expected
+
+
+@pytest.mark.parametrize(
+    ("cell", "expected"),
+    [
+        ("1250.50", 125_050),
+        ("1250.5", 125_050),
+        ("1,250.50", 125_050),
+        ("1250", 125_000),
+        (1250.5, 125_050),
+        (0.1, 10),  # repr(0.1) is "0.1": no binary-float drift
+        ("0", 0),
+        ("-5", -500),  # negative: parsed, so the message can say "must not be negative"
+        ("1250.505", None),  # fractions of a paisa
+        ("Rs 1250", None),
+        ("1.2.3", None),
+        ("", None),
+        (None, None),
+        (True, None),
+    ],
+)
+def test_rupees_to_paisa(cell, expected):
+    assert rupees_to_paisa(cell) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("=SUM(A1:A2)", "'=SUM(A1:A2)"),
+        ("+92 300 1234567", "'+92 300 1234567"),
+        ("-5", "'-5"),
+        ("@cmd", "'@cmd"),
+        ("\t=1", "'\t=1"),
+        ("Cable, 1 m", "Cable, 1 m"),
+        ("", ""),
+    ],
+)
+def test_neutralise_defuses_formula_starts_only(text, expected):
+    assert neutralise(text) == expected
+
+
+def test_headers_ignore_case_and_spaces():
+    assert normalise_header(" Supplier ID ") == "supplier_id"
+    assert normalise_header("QUANTITY") == "quantity"
+    assert normalise_header("unit-price pkr") == "unit_price_pkr"
+
+
+def test_read_header_names_unknown_repeated_and_missing_columns():
+    row = Row(1, ("SKU", "Qty", "sku", "", "Notes"))
+    columns, problems = read_header(row, ("sku", "quantity"), ("notes",))
+    assert columns == {"sku": 0, "notes": 4}
+    assert [str(p) for p in problems] == [
+        'Row 1: unknown column "Qty"; the columns are sku, quantity (optional: notes)',
+        "Row 1, sku: this column appears twice",
+        "Row 1: missing column quantity",
+    ]
+
+
+def test_quote_shortens_and_flattens():
+    assert quote("a\nb") == '"a b"'
+    assert quote("x" * 100) == '"' + "x" * 39 + '…"'
+    assert quote(5.0) == '"5"'
+    assert quote(None) == '""'
+
+
+def test_column_letters():
+    assert [column_letter(i) for i in (0, 25, 26, 27, 701, 702)] == [
+        "A", "Z", "AA", "AB", "ZZ", "AAA",
+    ]  # fmt: skip
+
+
+def test_summarise_orders_by_row_and_caps_the_list():
+    problems = [Problem(n, "quantity", "is empty") for n in range(60, 1, -1)]
+    lines = summarise(problems, limit=50)
+    assert lines[0] == "Row 2, quantity: is empty"
+    assert lines[49] == "Row 51, quantity: is empty"
+    assert lines[50] == "… and 9 more problems"
+    assert len(lines) == 51
+    assert summarise([Problem(0, None, "The file is empty.")]) == ["The file is empty."]
+    assert summarise(problems[:2], limit=1)[-1] == "… and 1 more problem"
