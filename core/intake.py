@@ -11,10 +11,14 @@ from dataclasses import dataclass
 
 from core.drafts import Draft, DraftLine, Flag
 from core.flags import FlagCode, ordered
-from core.sheets import Item
-from core.tables import Problem, quote
+from core.sheets import Item, read_items
+from core.tables import Problem, Table, quote, summarise
 from core.terms import Offer, Supplier, Terms, sku_key
 
+NO_TERMS = (
+    "No supplier terms have been imported yet, so nothing can be priced: an admin must run "
+    "`manzoori suppliers import FILE.csv` first."
+)
 # Five times the last order is beyond a seasonal peak: more likely 500 typed for 50.
 QUANTITY_JUMP_FACTOR = 5
 
@@ -52,6 +56,19 @@ class Order:
 def po_number(year: int, serial: int) -> str:
     """ "PO-2026-0042": the year and a serial unique across processes (the store allocates it)."""
     return f"PO-{year}-{serial:04d}"
+
+
+def check_sheet(table: Table, terms: Terms | None) -> tuple[list[Order], list[str]]:
+    """Every problem with a sheet, as lines to show; none means the orders can be drafted."""
+    items, problems = read_items(table)
+    if problems and not items:  # nothing to price: no header, too many rows, no SKU at all
+        return [], summarise(problems)
+    if terms is None:
+        return [], [NO_TERMS]
+    orders, more = plan(items, terms)
+    if problems or more:
+        return [], summarise(problems + more)
+    return orders, []
 
 
 def plan(items: Sequence[Item], terms: Terms) -> tuple[list[Order], list[Problem]]:
@@ -148,7 +165,7 @@ def _line_flags(line: OrderLine, terms: Terms, history: History) -> list[Flag]:
     amounts: tuple[int, ...]
     offers = terms.offers_of(sku)
     cheapest = offers[0]
-    if line.chosen_by_price and len(offers) > 1:
+    if line.chosen_by_price and len(offers) > 1 and cheapest == offer:
         amounts = (offer.unit_price_paisa, offers[1].unit_price_paisa, len(offers))
         flags.append(Flag(FlagCode.LOWEST_PRICE_CHOSEN, sku, amounts, offers[1].supplier_id))
     elif cheapest.unit_price_paisa < offer.unit_price_paisa:

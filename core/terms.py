@@ -153,7 +153,7 @@ def parse_terms(table: Table) -> tuple[Terms | None, list[Problem]]:
         problems.extend(row_problems)
     if problems:
         return None, problems
-    return Terms({k: s for k, (s, _) in suppliers.items()}, tuple(offers)), []
+    return Terms({s.supplier_id: s for s, _ in suppliers.values()}, tuple(offers)), []
 
 
 def _text(row: Row, columns: dict[str, int], name: str) -> str:

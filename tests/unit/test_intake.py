@@ -1,0 +1,281 @@
+"""From sheet rows to drafts: matching, flags, hashes and re-drafting, all pure."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bot.spreadsheets import read_csv_text
+from core.drafts import Draft, Flag, draft_hash
+from core.flags import FlagCode, describe
+from core.intake import PastLine, build_draft, check_sheet, redraft
+from core.tables import Row, Table
+from core.terms import Offer, Supplier, Terms, parse_terms
+
+TERMS_FILE = Path(__file__).parent.parent / "data" / "terms" / "good.csv"
+DUAL_ABOVE = 500_000 * 100  # the default threshold, in paisa
+HALL, SADDAR = "SUP-LHR-01", "SUP-KHI-02"
+
+
+def good_terms(version: str = "T1") -> Terms:
+    terms, problems = parse_terms(read_csv_text(TERMS_FILE.read_bytes()))
+    assert terms is not None and not problems
+    return replace(terms, version=version)
+
+
+def sheet(*rows: tuple[object, ...], header=("sku", "quantity", "supplier_id", "notes")) -> Table:
+    cells = [header, *rows]
+    return Table(tuple(Row(n, tuple(c)) for n, c in enumerate(cells, start=1)))
+
+
+def drafts_of(table: Table, terms: Terms, history=None, dual=DUAL_ABOVE) -> list[Draft]:
+    orders, problems = check_sheet(table, terms)
+    assert problems == []
+    return [
+        build_draft(order, f"PO-2026-{n:04d}", terms, history or {}, dual)
+        for n, order in enumerate(orders, start=1)
+    ]
+
+
+def codes(draft: Draft) -> list[tuple[str, str]]:
+    return [(flag.code, flag.sku) for flag in draft.flags]
+
+
+def test_one_draft_per_supplier_lines_sorted_and_totals_in_paisa():
+    rows = (
+        ("TEA-500G", "2", "", ""),
+        ("chg-65w", "3", "", "for Eid"),
+        ("cbl-usbc-1m", "20", "", ""),
+    )
+    saddar, hall = drafts_of(sheet(*rows), good_terms())  # one per supplier, by supplier id
+    assert (hall.supplier_id, hall.supplier_name, hall.recipient_email) == (
+        HALL, "Hall Road Traders", "orders@hallroad.pk",
+    )  # fmt: skip
+    assert [(line.sku, line.quantity, line.unit_price_paisa) for line in hall.lines] == [
+        ("CBL-USBC-1M", 20, 45_000),  # the terms' spelling, whatever the sheet typed
+        ("CHG-65W", 3, 650_050),
+    ]
+    assert hall.lines[1].note == "for Eid"
+    assert hall.total_paisa == 20 * 45_000 + 3 * 650_050
+    assert [line.sku for line in saddar.lines] == ["TEA-500G"]
+    assert hall.terms_version == saddar.terms_version == "T1"
+
+
+def test_cheapest_supplier_is_chosen_and_flagged_with_the_runner_up():
+    (draft,) = drafts_of(sheet(("CBL-USBC-1M", "20", "", "")), good_terms())
+    assert draft.supplier_id == HALL
+    (flag,) = draft.flags
+    assert flag == Flag(FlagCode.LOWEST_PRICE_CHOSEN, "CBL-USBC-1M", (45_000, 47_000, 2), SADDAR)
+    assert describe(flag) == (
+        "CBL-USBC-1M: offered by 2 suppliers; this one is the cheapest at Rs 450.00 "
+        "(next: SUP-KHI-02 at Rs 470.00)"
+    )
+
+
+def test_a_named_dearer_supplier_is_honoured_and_the_cheaper_one_shown():
+    (draft,) = drafts_of(sheet(("CBL-USBC-1M", "20", "sup-khi-02", "")), good_terms())
+    assert draft.supplier_id == SADDAR
+    assert draft.flags == (Flag(FlagCode.CHEAPER_ELSEWHERE, "CBL-USBC-1M", (47_000, 45_000), HALL),)
+    assert (
+        describe(draft.flags[0])
+        == "CBL-USBC-1M: SUP-LHR-01 offers it for Rs 450.00, here Rs 470.00"
+    )
+
+
+def test_quantities_outside_the_limits_are_flags_not_errors():
+    (draft,) = drafts_of(
+        sheet(("CHG-65W", "60", "", ""), ("CBL-USBC-1M", "5", HALL, "")), good_terms()
+    )
+    assert codes(draft) == [
+        (FlagCode.QUANTITY_BELOW_MIN, "CBL-USBC-1M"),
+        (FlagCode.QUANTITY_ABOVE_MAX, "CHG-65W"),
+    ]
+    texts = [describe(f) for f in draft.flags]
+    assert texts == [
+        "CBL-USBC-1M: 5 ordered, below the supplier's minimum of 10",
+        "CHG-65W: 60 ordered, above the supplier's maximum of 50",
+    ]
+
+
+def test_price_and_quantity_compared_with_the_last_sent_po():
+    history = {(HALL.casefold(), "chg-65w"): PastLine("PO-2026-0007", 600_000, 2)}
+    (draft,) = drafts_of(sheet(("CHG-65W", "10", "", "")), good_terms(), history)
+    assert codes(draft) == [
+        (FlagCode.PRICE_CHANGED, "CHG-65W"),
+        (FlagCode.QUANTITY_JUMP, "CHG-65W"),
+    ]
+    price, jump = draft.flags
+    assert price.amounts == (600_000, 650_050) and price.ref == "PO-2026-0007"
+    assert (
+        describe(price)
+        == "CHG-65W: unit price Rs 6,500.50, was Rs 6,000.00 on PO-2026-0007 (+8.3%)"
+    )
+    assert describe(jump) == "CHG-65W: 10 ordered, 5× the 2 on PO-2026-0007"
+
+
+def test_same_price_and_usual_quantity_raise_no_history_flag():
+    history = {(HALL.casefold(), "chg-65w"): PastLine("PO-2026-0007", 650_050, 3)}
+    (draft,) = drafts_of(sheet(("CHG-65W", "14", "", "")), good_terms(), history)
+    assert draft.flags == ()  # 14 < 5 x 3
+
+
+def test_total_above_the_threshold_needs_two_approvers():
+    (draft,) = drafts_of(sheet(("CHG-65W", "40", "", "")), good_terms(), dual=100_000)
+    assert draft.flags == (Flag(FlagCode.DUAL_APPROVAL, "", (40 * 650_050, 100_000)),)
+    assert (
+        describe(draft.flags[0]) == "Total Rs 260,020.00 is above Rs 1,000.00: two approvers needed"
+    )
+    (same,) = drafts_of(sheet(("CHG-65W", "40", "", "")), good_terms(), dual=40 * 650_050)
+    assert same.flags == ()  # at the threshold: one approver is enough
+
+
+def test_a_free_item_is_flagged():
+    terms = good_terms()
+    free = replace(terms, offers=(*terms.offers, Offer(HALL, "BAG-1", "Carry bag", 0)))
+    (draft,) = drafts_of(sheet(("BAG-1", "100", "", "")), free)
+    assert codes(draft) == [(FlagCode.ZERO_PRICE, "BAG-1")]
+
+
+def test_every_flag_code_has_a_sentence():
+    whole_po = {FlagCode.DUAL_APPROVAL, FlagCode.SUPPLIER_DETAILS_CHANGED}
+    for code in FlagCode:
+        sentence = describe(
+            Flag(code, "" if code in whole_po else "SKU-1", (100, 200, 3, 4), "REF")
+        )
+        assert isinstance(sentence, str) and "None" not in sentence, code
+        assert sentence.startswith("SKU-1: ") != (code in whole_po), code
+
+
+# --- property tests ------------------------------------------------------------------------
+
+SKUS = ["CBL-USBC-1M", "CHG-65W", "PB-20K", "TEA-500G"]
+rows_strategy = st.lists(
+    st.tuples(
+        st.sampled_from(SKUS), st.integers(min_value=1, max_value=10**6), st.text(max_size=20)
+    ),
+    min_size=1,
+    max_size=4,
+    unique_by=lambda row: row[0],
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows_strategy)
+def test_totals_are_the_sum_of_their_lines(rows):
+    drafts = drafts_of(sheet(*[(sku, str(q), "", note) for sku, q, note in rows]), good_terms())
+    for draft in drafts:
+        assert draft.total_paisa == sum(
+            line.quantity * line.unit_price_paisa for line in draft.lines
+        )
+    wanted = {sku: q for sku, q, _ in rows}
+    assert {line.sku: line.quantity for d in drafts for line in d.lines} == wanted
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows_strategy, st.randoms(use_true_random=False))
+def test_draft_hash_ignores_row_order_and_column_order(rows, rng: random.Random):
+    header = ["sku", "quantity", "supplier_id", "notes"]
+    cells = [[sku, str(q), "", note] for sku, q, note in rows]
+    reference = [draft_hash(d) for d in drafts_of(sheet(*cells), good_terms())]
+    order = list(range(4))
+    rng.shuffle(order)
+    rng.shuffle(cells)
+    shuffled = sheet(
+        *[tuple(c[i] for i in order) for c in cells],
+        header=tuple(header[i].upper() for i in order),
+    )
+    assert [draft_hash(d) for d in drafts_of(shuffled, good_terms())] == reference
+
+
+# --- re-drafting on new terms ---------------------------------------------------------------
+
+
+def new_terms(*changes: tuple[str, str, dict[str, object]], suppliers=None) -> Terms:
+    """good.csv's terms as version T2, with offers changed as (supplier, sku, fields)."""
+    terms = good_terms("T2")
+    offers = []
+    for offer in terms.offers:
+        fields = next((f for s, k, f in changes if (s, k) == (offer.supplier_id, offer.sku)), {})
+        if fields.get("drop"):
+            continue
+        offers.append(replace(offer, **fields))
+    return replace(terms, offers=tuple(offers), suppliers=suppliers or terms.suppliers)
+
+
+def waiting() -> Draft:
+    (draft,) = drafts_of(
+        sheet(("CBL-USBC-1M", "20", "", ""), ("CHG-65W", "3", "", "x")), good_terms()
+    )
+    return draft
+
+
+def test_terms_that_leave_the_po_alone_change_nothing():
+    draft = waiting()
+    unrelated = new_terms((SADDAR, "TEA-500G", {"unit_price_paisa": 1}))
+    result = redraft(draft, good_terms(), unrelated, {}, DUAL_ABOVE)
+    assert result.changes == () and result.draft is draft
+
+
+def test_a_new_price_makes_a_new_draft_that_says_what_changed():
+    draft = waiting()
+    result = redraft(
+        draft,
+        good_terms(),
+        new_terms((HALL, "CHG-65W", {"unit_price_paisa": 660_000})),
+        {},
+        DUAL_ABOVE,
+    )
+    assert result.changes == (
+        Flag(FlagCode.TERMS_PRICE_CHANGED, "CHG-65W", (650_050, 660_000), "T1"),
+    )
+    assert result.draft is not None and result.draft.terms_version == "T2"
+    assert [line.unit_price_paisa for line in result.draft.lines] == [45_000, 660_000]
+    assert result.draft.lines[1].note == "x"  # the requester's note survives
+    assert draft_hash(result.draft) != draft_hash(draft)
+    assert (
+        describe(result.changes[0])
+        == "CHG-65W: new terms price Rs 6,600.00, was Rs 6,500.50 (+1.5%)"
+    )
+    assert result.changes[0] in result.draft.flags  # the approver sees why
+
+
+def test_limits_description_and_supplier_details_count_as_changes():
+    draft = waiting()
+    limits = new_terms((HALL, "CHG-65W", {"max_qty": 2}))
+    result = redraft(draft, good_terms(), limits, {}, DUAL_ABOVE)
+    assert result.changes == (Flag(FlagCode.TERMS_LIMITS_CHANGED, "CHG-65W", (1, 50, 1, 2), "T1"),)
+    assert (FlagCode.QUANTITY_ABOVE_MAX, "CHG-65W") in codes(result.draft)
+    assert describe(result.changes[0]) == "CHG-65W: order limits now 1 to 2, were 1 to 50"
+    wording = new_terms((HALL, "CHG-65W", {"description": "65 W charger"}))
+    assert redraft(draft, good_terms(), wording, {}, DUAL_ABOVE).changes == (
+        Flag(FlagCode.TERMS_DESCRIPTION_CHANGED, "CHG-65W", (), "T1"),
+    )
+    moved = dict(good_terms().suppliers)
+    moved[HALL] = Supplier(HALL, "Hall Road Traders", "new-orders@hallroad.pk")
+    result = redraft(draft, good_terms(), new_terms(suppliers=moved), {}, DUAL_ABOVE)
+    assert result.changes == (Flag(FlagCode.SUPPLIER_DETAILS_CHANGED, "", (), "T1"),)
+    assert result.draft is not None and result.draft.recipient_email == "new-orders@hallroad.pk"
+
+
+def test_a_withdrawn_sku_leaves_the_po_and_no_sku_left_ends_it():
+    draft = waiting()
+    result = redraft(
+        draft, good_terms(), new_terms((HALL, "CHG-65W", {"drop": True})), {}, DUAL_ABOVE
+    )
+    assert result.changes == (Flag(FlagCode.SKU_WITHDRAWN, "CHG-65W", (3,), "T1"),)
+    assert result.draft is not None and [line.sku for line in result.draft.lines] == ["CBL-USBC-1M"]
+    gone = new_terms((HALL, "CHG-65W", {"drop": True}), (HALL, "CBL-USBC-1M", {"drop": True}))
+    assert redraft(draft, good_terms(), gone, {}, DUAL_ABOVE).draft is None
+
+
+def test_a_line_chosen_by_price_shows_when_another_supplier_becomes_cheaper():
+    draft = waiting()
+    cheaper = new_terms((SADDAR, "CBL-USBC-1M", {"unit_price_paisa": 40_000}),
+                        (HALL, "CBL-USBC-1M", {"unit_price_paisa": 46_000}))  # fmt: skip
+    result = redraft(draft, good_terms(), cheaper, {}, DUAL_ABOVE)
+    assert result.draft is not None and result.draft.supplier_id == HALL  # same PO, same supplier
+    assert (FlagCode.CHEAPER_ELSEWHERE, "CBL-USBC-1M") in codes(result.draft)

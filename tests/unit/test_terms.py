@@ -1,0 +1,90 @@
+"""Supplier terms files: every problem named by line and column, and a content identity."""
+
+from __future__ import annotations
+
+import random
+import tomllib
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from bot.spreadsheets import EMPTY_FILE, read_csv_text
+from core.tables import Row, Table, UnreadableSheet, summarise
+from core.terms import Offer, content_hash, parse_terms, sku_key, version_id
+
+DATA = Path(__file__).parent.parent / "data" / "terms"
+CASES = tomllib.loads((DATA / "cases.toml").read_text())["case"]
+
+
+def terms_of(name: str):
+    terms, problems = parse_terms(read_csv_text((DATA / name).read_bytes()))
+    return terms, summarise(problems)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["file"] for c in CASES])
+def test_bad_terms_file_is_refused_with_every_problem_named(case):
+    terms, lines = terms_of(case["file"])
+    assert terms is None  # an invalid file is not used at all
+    assert lines == case["expected"]
+
+
+def test_empty_terms_file():
+    with pytest.raises(UnreadableSheet, match=EMPTY_FILE):
+        read_csv_text((DATA / "empty.csv").read_bytes())
+
+
+def test_good_terms_are_read_into_suppliers_and_offers():
+    terms, lines = terms_of("good.csv")
+    assert lines == [] and terms is not None
+    assert sorted(terms.suppliers) == ["SUP-KHI-02", "SUP-LHR-01"]
+    assert terms.suppliers["SUP-KHI-02"].masked_email == "sa***@saddar.com.pk"
+    assert terms.offer("sup-khi-02", "pb-20k") == Offer(
+        "SUP-KHI-02", "PB-20K", "20,000 mAh power bank", 899_900, 5, None
+    )
+    assert terms.offer("SUP-KHI-02", "TEA-500G").description == "چائے کی پتی، 500 گرام"
+    # cheapest first, whatever the order in the file
+    assert [o.supplier_id for o in terms.offers_of("CBL-USBC-1M")] == ["SUP-LHR-01", "SUP-KHI-02"]
+    assert terms.offer("SUP-LHR-01", "CHG-65W").unit_price_paisa == 650_050
+
+
+def _shuffled_csv(seed: int) -> bytes:
+    """good.csv with its lines shuffled, its columns reordered and its header re-cased."""
+    table = read_csv_text((DATA / "good.csv").read_bytes())
+    header, *rows = (list(r.cells) for r in table.rows)
+    rng = random.Random(seed)
+    order = list(range(len(header)))
+    rng.shuffle(order)
+    rng.shuffle(rows)
+    lines = [[header[i].upper() if rng.random() < 0.5 else f" {header[i]} " for i in order]]
+    lines += [[row[i] for i in order] for row in rows]
+    return "\n".join(",".join(f'"{cell}"' for cell in line) for line in lines).encode()
+
+
+@given(st.integers(min_value=0, max_value=10_000))
+def test_content_hash_ignores_line_order_column_order_and_header_case(seed):
+    reference, _ = terms_of("good.csv")
+    shuffled, problems = parse_terms(read_csv_text(_shuffled_csv(seed)))
+    assert problems == [] and reference is not None and shuffled is not None
+    assert content_hash(shuffled) == content_hash(reference)
+
+
+def test_content_hash_changes_with_any_price():
+    reference, _ = terms_of("good.csv")
+    table = read_csv_text((DATA / "good.csv").read_bytes())
+    rows = [list(r.cells) for r in table.rows]
+    rows[1][5] = "450.01"  # one paisa more
+    changed, _ = parse_terms(Table(tuple(Row(i + 1, tuple(r)) for i, r in enumerate(rows))))
+    assert reference is not None and changed is not None
+    assert content_hash(changed) != content_hash(reference)
+
+
+def test_version_id_names_the_import_time_and_the_content():
+    at = datetime(2026, 11, 29, 16, 18, 12, tzinfo=UTC)
+    assert version_id("1a2b3c4d5e6f" + "0" * 52, at) == "20261129T161812Z-1a2b3c4d"
+
+
+def test_codes_match_without_case_or_spaces():
+    assert sku_key(" Cbl-USBC-1m ") == sku_key("CBL-USBC-1M")
