@@ -89,6 +89,9 @@ class Tx(Protocol):
     async def insert_terms(self, terms: Terms, sha256: str, at: datetime, by: str) -> None:
         """Store a new terms version and make it the current one."""
 
+    async def set_current_terms(self, version: str, at: datetime) -> None:
+        """Put a stored terms version in force."""
+
     async def submission(self, requester_id: int, sha256: str) -> list[str] | None:
         """The PO numbers made from this requester's sheet with these bytes, if any."""
 

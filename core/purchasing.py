@@ -13,21 +13,16 @@ from functools import partial
 
 from core.drafts import Draft, Flag
 from core.errors import NotARequester
-from core.intake import Order, build_draft, plan, po_number, redraft
+from core.intake import Order, build_draft, check_sheet, po_number, redraft
 from core.jobs import WORKFLOW_VERSION, AuditEvent, Job, NewJob
 from core.policies import Role
 from core.ports import Store, Tx
 from core.service import Rules, open_in, revise_in
-from core.sheets import Item, read_items
 from core.states import Action, State
-from core.tables import Problem, Table, summarise
+from core.tables import Table, summarise
 from core.terms import Terms, content_hash, parse_terms, version_id
 from core.workflow import cancel_open_effects, move, retry_stale
 
-NO_TERMS = (
-    "No supplier terms have been imported yet, so nothing can be priced: an admin must run "
-    "`manzoori suppliers import FILE.csv` first."
-)
 # Approved but not yet (possibly) sent: a new price must be approved before it is mailed.
 REDRAFTABLE = frozenset({State.AWAITING_APPROVAL, State.APPROVED, State.FAILED_RETRYABLE})
 
@@ -86,22 +81,20 @@ async def _import_once(
         if current is not None and await tx.terms_sha256(current) == sha:
             return TermsImport(version=current, created=False)
         version = version_id(sha, now)
-        await tx.insert_terms(replace(terms, version=version), sha, now, actor)
+        if await tx.terms(version) is None:
+            await tx.insert_terms(replace(terms, version=version), sha, now, actor)
+        else:  # the same content was in force earlier within this very second
+            await tx.set_current_terms(version, now)
         return TermsImport(version=version, created=True)
 
 
 async def preview_sheet(store: Store, sheet: Sheet, rules: Rules) -> Submission:
     """Validate and price a sheet exactly as a submission would, and store nothing."""
-    items, problems = read_items(sheet.table)
-    if problems and not items:  # nothing to price: no header, too many rows, no SKUs
-        return Submission(problems=tuple(summarise(problems)))
     async with store.begin() as tx:
         terms = await tx.current_terms()
-        if terms is None:
-            return Submission(problems=(NO_TERMS,))
-        orders, more = plan(items, terms)
-        if problems or more:
-            return Submission(problems=tuple(summarise(problems + more)))
+        orders, problems = check_sheet(sheet.table, terms)
+        if problems or terms is None:
+            return Submission(problems=tuple(problems))
         drafts = await _drafts(
             tx, orders, terms, rules, [f"NEW-{n}" for n in range(1, len(orders) + 1)]
         )
@@ -129,10 +122,7 @@ async def submit_sheet(
     new_id: Callable[[], str],
 ) -> Submission:
     """Turn a requester's sheet into one waiting PO per supplier, or report every problem."""
-    items, problems = read_items(sheet.table)
-    once = partial(
-        _submit_once, store, requester_id, sheet, items, problems, now, year, rules, new_id
-    )
+    once = partial(_submit_once, store, requester_id, sheet, now, year, rules, new_id)
     return await retry_stale(once)
 
 
@@ -140,8 +130,6 @@ async def _submit_once(
     store: Store,
     requester_id: int,
     sheet: Sheet,
-    items: list[Item],
-    problems: list[Problem],
     now: datetime,
     year: int,
     rules: Rules,
@@ -153,14 +141,10 @@ async def _submit_once(
         earlier = await tx.submission(requester_id, sheet.sha256)
         if earlier is not None:
             return Submission(orders=tuple(await _orders(tx, earlier)), repeated=True)
-        if problems and not items:  # nothing to price: no header, too many rows, no SKUs
-            return Submission(problems=tuple(summarise(problems)))
         terms = await tx.current_terms()
-        if terms is None:
-            return Submission(problems=(NO_TERMS,))
-        orders, more = plan(items, terms)
-        if problems or more:
-            return Submission(problems=tuple(summarise(problems + more)))
+        orders, problems = check_sheet(sheet.table, terms)
+        if problems or terms is None:
+            return Submission(problems=tuple(problems))
         numbers = [po_number(year, await tx.next_po_serial(year)) for _ in orders]
         drafts = await _drafts(tx, orders, terms, rules, numbers)
         made = []

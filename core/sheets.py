@@ -134,4 +134,3 @@ def _read_row(row: Row, columns: dict[str, int], problems: list[Problem]) -> Ite
 def _plain(value: Cell) -> str:
     """Cell text with runs of whitespace and control characters made one space."""
     return re.sub(r"[\s\x00-\x1f\x7f]+", " ", text_of(value)).strip()
-

@@ -79,7 +79,7 @@ class PurchasingQueries:
         )
 
     async def insert_terms(self, terms: Terms, sha256: str, at: datetime, by: str) -> None:
-        """Store a new version (suppliers' addresses sealed) and make it the current one."""
+        """Store a new version (suppliers' addresses sealed) and put it in force."""
         await self.conn.execute(
             insert(schema.terms_versions).values(
                 id=terms.version,
@@ -117,9 +117,10 @@ class PurchasingQueries:
                 for o in terms.offers
             ],
         )
-        await self._set_head(terms.version, at)
+        await self.set_current_terms(terms.version, at)
 
-    async def _set_head(self, version: str, at: datetime) -> None:
+    async def set_current_terms(self, version: str, at: datetime) -> None:
+        """Put a stored version in force."""
         t = schema.terms_head
         moved = await self.conn.execute(
             update(t).where(t.c.id == _HEAD).values(current_version=version, updated_at=at)
