@@ -7,47 +7,45 @@ Every step goes through the same service, store and runner code as production.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import tempfile
 import uuid
 from pathlib import Path
 
 from cryptography.fernet import Fernet
 
-from bot import bootstrap, reports
+from bot import bootstrap, messages, reports
 from bot.config import Settings
 from bot.devsmtp import smtp_sink
 from bot.runner import utcnow
-from core import service, workflow
-from core.drafts import Draft, DraftLine
+from bot.spreadsheets import read_csv_text, read_sheet
+from core import purchasing, service, workflow
 from core.errors import ApprovalError
-from core.jobs import NewJob
-from core.money import format_pkr
 from core.policies import Role, Verdict
+from core.tables import Table
 from store.migrate import upgrade
 from store.sql import SqlStore
 
 REQUESTER, MANAGER, DEPUTY = 7_100_001, 7_200_001, 7_200_002
+SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+
+
+def _csv(path: Path) -> Table:
+    return read_csv_text(path.read_bytes())
+
+
+def _sheet(path: Path) -> purchasing.Sheet:
+    data = path.read_bytes()
+    return purchasing.Sheet(path.name, hashlib.sha256(data).hexdigest(), read_sheet(data))
+
+
+def _indent(text: str) -> str:
+    return text.replace("\n", "\n   ")
 
 
 def say(step: str, detail: str = "") -> None:
     """Print one step of the story."""
     print(f"\n== {step}" + (f"\n   {detail}" if detail else ""), flush=True)
-
-
-def demo_draft(quantity: int) -> Draft:
-    """A Hall Road restock order."""
-    return Draft(
-        po_number="PO-2026-0042",
-        supplier_id="SUP-LHR-07",
-        supplier_name="Hall Road Traders",
-        recipient_email="orders@hallroad.example",
-        terms_version="terms-2026-11",
-        lines=(
-            DraftLine("CBL-USBC-1M", "USB-C cable, 1 m", quantity, 45_000),
-            DraftLine("CHG-65W-GAN", "65 W GaN charger", 10, 650_000),
-            DraftLine("PB-20K", "20,000 mAh power bank", 6, 899_900),
-        ),
-    )
 
 
 async def attempt(label: str, decision: asyncio.Future[object] | object) -> None:
@@ -75,58 +73,66 @@ async def story(settings: Settings, store: SqlStore, inbox: list) -> None:
         f"requester {REQUESTER} (also an approver); approvers {MANAGER}, {DEPUTY}",
     )
 
-    request = NewJob(
-        str(uuid.uuid4()), REQUESTER, "demo:restock-sheet.csv", {"supplier_terms": "terms-2026-11"}
+    now = utcnow()
+    imported = await purchasing.import_terms(
+        store, _csv(SAMPLES / "supplier-terms.csv"), now, "demo"
     )
-    job = await service.open_job(store, request, demo_draft(20), utcnow(), rules)
-    say(
-        "Requester's sheet drafted as a purchase order",
-        f"{job.po_number} v{job.draft_version} {format_pkr(job.total_paisa or 0)} "
-        f"hash {job.draft_hash[:12]}… -> {job.state.value}",
-    )
+    say("Admin imports the supplier terms", messages.terms_import(imported, "supplier-terms.csv"))
 
-    job = await service.revise(
-        store, job.po_number, demo_draft(25), f"user:{REQUESTER}", utcnow(), rules
-    )
+    for name in ("restock-with-errors.csv", "restock.csv", "restock.csv"):
+        sheet = _sheet(SAMPLES / name)
+        result = await purchasing.submit_sheet(
+            store, REQUESTER, sheet, utcnow(), utcnow().astimezone(settings.tz).year, rules,
+            lambda: str(uuid.uuid4()),
+        )  # fmt: skip
+        say(f"Requester sends {name}", _indent(messages.submission(result, name)))
+    (hall, _), (saddar, _) = sorted(result.orders, key=lambda o: o[1].supplier_name)
+
+    await service.decide(store, hall.po_number, MANAGER, Verdict.APPROVE, 1, hall.draft_hash or "",
+                         utcnow(), rules)  # fmt: skip
+    say("Manager approves " + hall.po_number + " v1", "its e-mail waits for the outbox runner")
+    december = _csv(SAMPLES / "supplier-terms-december.csv")
+    imported = await purchasing.import_terms(store, december, utcnow(), "demo")
+    changed = await purchasing.apply_terms(store, utcnow(), rules)
     say(
-        "Requester changes a quantity",
-        f"new version v{job.draft_version}, hash "
-        f"{(job.draft_hash or '')[:12]}…: any approval of v1 would no longer count",
-    )
+        "Hall Road raises the charger price before the e-mail goes out",
+        _indent(messages.terms_import(imported, "supplier-terms-december.csv") + "\n"
+                + messages.superseded(changed)),
+    )  # fmt: skip
+    async with store.begin() as tx:
+        job = await workflow.load(tx, hall.po_number)
 
     await attempt(
-        "Requester tries to approve their own request",
-        service.decide(
-            store,
-            job.po_number,
-            REQUESTER,
-            Verdict.APPROVE,
-            2,
-            job.draft_hash or "",
-            utcnow(),
-            rules,
-        ),
-    )
+        "Manager's phone replays the tap on the v1 card",
+        service.decide(store, job.po_number, MANAGER, Verdict.APPROVE, 1,
+                       hall.draft_hash or "", utcnow(), rules),
+    )  # fmt: skip
     await attempt(
-        "Manager taps Approve on the stale v1 card",
-        service.decide(
-            store, job.po_number, MANAGER, Verdict.APPROVE, 1, "0" * 64, utcnow(), rules
-        ),
-    )
+        "Requester (also an approver) tries to approve their own request",
+        service.decide(store, job.po_number, REQUESTER, Verdict.APPROVE, 2,
+                       job.draft_hash or "", utcnow(), rules),
+    )  # fmt: skip
     result = await service.decide(
         store, job.po_number, MANAGER, Verdict.APPROVE, 2, job.draft_hash or "", utcnow(), rules
     )
     say(
-        "Manager approves v2",
+        f"Manager approves {job.po_number} v2",
         f"{result.decision.policy_basis}; expires "
-        f"{result.decision.expires_at.astimezone(settings.tz):%Y-%m-%d %H:%M %Z} -> "
+        f"{messages.local_time(result.decision.expires_at, settings.tz)} -> "
         f"{result.job.state.value}",
     )
     await attempt(
         "Manager's phone sends the tap again",
-        service.decide(
-            store, job.po_number, MANAGER, Verdict.APPROVE, 2, job.draft_hash or "", utcnow(), rules
-        ),
+        service.decide(store, job.po_number, MANAGER, Verdict.APPROVE, 2,
+                       job.draft_hash or "", utcnow(), rules),
+    )  # fmt: skip
+    rejected = await service.decide(
+        store, saddar.po_number, DEPUTY, Verdict.REJECT, 1, saddar.draft_hash or "", utcnow(),
+        rules, reason="earbuds are cheaper in Hafeez Centre this week",
+    )  # fmt: skip
+    say(
+        f"Deputy rejects {saddar.po_number}",
+        f"reason kept for the requester -> {rejected.job.state.value}",
     )
 
     first, second = (bootstrap.build_runner(settings, store) for _ in range(2))

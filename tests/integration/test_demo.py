@@ -26,6 +26,10 @@ def test_demo_runs_end_to_end(tmp_path):
     assert "refused: AlreadyDecided" in out
     assert "rows each performed: [1, 0]" in out or "rows each performed: [0, 1]" in out
     assert "performed 0; e-mails: 1" in out
-    assert "Idempotency-Key: send-po:PO-2026-0042:v2:" in out
+    assert 'Row 3, quantity: "twelve" is not a whole number' in out  # the bad sheet, row by row
+    assert "restock.csv was already submitted; it made 2 purchase orders:" in out
+    assert "PO-2026-0002 re-drafted as v2 (was v1)" in out  # new terms before the send
+    assert "Quantity 12 at Rs 6,750.00 each" in out  # the e-mail carries the new price
+    assert "Idempotency-Key: send-po:PO-2026-0002:v2:" in out
     assert "mark_sent  SENDING -> SENT" in out
     assert "orders@hallroad.example" not in out  # the audit trail carries no addresses
