@@ -28,6 +28,9 @@ OPTIONAL = ("supplier_id", "notes")
 # What one Telegram upload or one approval card can reasonably carry.
 MAX_SHEET_BYTES = 5 * 1024 * 1024
 MAX_DATA_ROWS = 10_000
+# No restock line is this large; the cap keeps every total inside a 64-bit integer of paisa
+# (1,000,000 units x Rs 1,000,000 x 10,000 lines < 2**63).
+MAX_QUANTITY = 1_000_000
 # Long enough for "deliver to the Saddar branch before Friday", short enough for a card.
 MAX_NOTE = 300
 
@@ -122,12 +125,16 @@ def _read_row(row: Row, columns: dict[str, int], problems: list[Problem]) -> Ite
         problems.append(Problem(row.number, "quantity", message))
     elif quantity < 1:
         problems.append(Problem(row.number, "quantity", f"{quantity} must be at least 1"))
+    elif quantity > MAX_QUANTITY:
+        message = f"{quantity:,} is more than the {MAX_QUANTITY:,} one row can order"
+        problems.append(Problem(row.number, "quantity", message))
     if len(note) > MAX_NOTE:
         message = f"is {len(note)} characters long; the limit is {MAX_NOTE}"
         problems.append(Problem(row.number, "notes", message))
     if not sku:
         return None
-    valid = quantity if quantity is not None and quantity >= 1 else 0  # 0: already reported
+    usable = quantity is not None and 1 <= quantity <= MAX_QUANTITY
+    valid = quantity if usable and quantity is not None else 0  # 0: already reported
     return Item(row.number, sku, valid, supplier or None, note)
 
 

@@ -39,6 +39,9 @@ REQUIRED = (
 # Long enough for real names, short enough for a phone screen and a mail subject.
 _MAX_NAME = 100
 _MAX_DESCRIPTION = 200
+# Rs 1,000,000 a unit: far above any retail item, and it keeps totals inside 64-bit paisa.
+MAX_UNIT_PRICE_PAISA = 100_000_000
+MAX_LIMIT = 1_000_000_000  # min_qty and max_qty: far beyond any order, well inside 64 bits
 _LINE = "Line"  # the terms file is CSV: people open it in an editor, which counts lines
 _Bad = Callable[[str, str], None]  # records a problem in one column of the current line
 
@@ -211,6 +214,9 @@ def _price(row: Row, columns: dict[str, int], bad: _Bad) -> int | None:
     elif paisa < 0:
         bad("unit_price_pkr", "must not be negative")
         return None
+    elif paisa > MAX_UNIT_PRICE_PAISA:
+        bad("unit_price_pkr", f"is more than the limit of Rs {MAX_UNIT_PRICE_PAISA // 100:,}")
+        return None
     return paisa
 
 
@@ -224,6 +230,10 @@ def _limits(row: Row, columns: dict[str, int], bad: _Bad) -> tuple[int, int | No
                 column,
                 f'"{raw[:40]}" is not a whole number of at least 1 (leave it empty for no limit)',
             )
+            number = None
+        elif number is not None and number > MAX_LIMIT:
+            bad(column, f"{number:,} is more than the limit of {MAX_LIMIT:,}")
+            number = None
         limits[column] = number
     low, high = limits["min_qty"] or 1, limits["max_qty"]
     if high is not None and low > high:

@@ -279,3 +279,9 @@ def test_a_line_chosen_by_price_shows_when_another_supplier_becomes_cheaper():
     result = redraft(draft, good_terms(), cheaper, {}, DUAL_ABOVE)
     assert result.draft is not None and result.draft.supplier_id == HALL  # same PO, same supplier
     assert (FlagCode.CHEAPER_ELSEWHERE, "CBL-USBC-1M") in codes(result.draft)
+
+
+def test_a_quantity_beyond_any_order_is_a_row_problem():
+    orders, problems = check_sheet(sheet(("CHG-65W", "1000001", "", "")), good_terms())
+    assert orders == []
+    assert problems == ["Row 2, quantity: 1,000,001 is more than the 1,000,000 one row can order"]

@@ -88,3 +88,14 @@ def test_version_id_names_the_import_time_and_the_content():
 
 def test_codes_match_without_case_or_spaces():
     assert sku_key(" Cbl-USBC-1m ") == sku_key("CBL-USBC-1M")
+
+
+def test_amounts_beyond_any_order_are_refused_before_they_reach_the_database():
+    header = (DATA / "good.csv").read_text().splitlines()[0]
+    line = "SUP1,Hall Road,orders@hallroad.pk,CBL-1,Cable,1000000.01,1,99999999999999999999"
+    terms, problems = parse_terms(read_csv_text(f"{header}\n{line}\n".encode()))
+    assert terms is None
+    assert summarise(problems) == [
+        "Line 2, unit_price_pkr: is more than the limit of Rs 1,000,000",
+        "Line 2, max_qty: 99,999,999,999,999,999,999 is more than the limit of 1,000,000,000",
+    ]
