@@ -54,7 +54,7 @@ class Order:
 
 
 def po_number(year: int, serial: int) -> str:
-    """ "PO-2026-0042": the year and a serial unique across processes (the store allocates it)."""
+    """A PO number such as PO-2026-0042: the year, and a serial the store makes unique."""
     return f"PO-{year}-{serial:04d}"
 
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 from sqlalchemy import func, select
@@ -28,6 +30,8 @@ from tests.factories import APPROVER_A, REQUESTER
 from tests.integration.test_cli import RULES, Cli, base_env, ok, with_store
 
 pytestmark = pytest.mark.slow  # every test spawns `manzoori` subprocesses
+# PO numbers carry the year in Pakistan, as the CLI computes it.
+YEAR = datetime.now(ZoneInfo("Asia/Karachi")).year
 
 DATA = Path(__file__).parent.parent / "data"
 TERMS = DATA / "terms" / "good.csv"
@@ -121,8 +125,8 @@ def test_sheets_check_and_submit(cli, db_url, tmp_path):
 
     made = ok(cli("sheets", "submit", str(good), "--requester", str(REQUESTER))).splitlines()
     assert made[0] == "restock.csv accepted; 2 purchase orders drafted and sent for approval:"
-    assert made[1].startswith("PO-2026-0001  Saddar Wholesale")
-    assert made[2].startswith("PO-2026-0002  Hall Road Traders")
+    assert made[1].startswith(f"PO-{YEAR}-0001  Saddar Wholesale")
+    assert made[2].startswith(f"PO-{YEAR}-0002  Hall Road Traders")
     repeat = ok(cli("sheets", "submit", str(good), "--requester", str(REQUESTER))).splitlines()
     assert repeat[0] == "restock.csv was already submitted; it made 2 purchase orders:"
     assert repeat[1:] == made[1:]
@@ -166,23 +170,23 @@ def test_new_terms_while_manzoori_run_holds_the_database(cli, db_url, tmp_path, 
             return await purchasing.import_terms(store, table, utcnow(), "test")
 
         assert with_store(db_url, import_only).created
-        _wait_for(lambda: _job(db_url, "PO-2026-0001").draft_version == 2, "the re-draft")
-        job = _job(db_url, "PO-2026-0001")
+        _wait_for(lambda: _job(db_url, f"PO-{YEAR}-0001").draft_version == 2, "the re-draft")
+        job = _job(db_url, f"PO-{YEAR}-0001")
         assert job.state is State.AWAITING_APPROVAL and job.total_paisa == 3 * 660_000
 
         # A CLI import while it runs: works, and re-drafts again (the price goes back).
         said = ok(cli("suppliers", "import", str(TERMS)))
-        assert "PO-2026-0001 re-drafted as v3 (was v2)" in said
+        assert f"PO-{YEAR}-0001 re-drafted as v3 (was v2)" in said
 
         async def approve(store: SqlStore, version: int, hash_: str):
-            return await service.decide(store, "PO-2026-0001", APPROVER_A, Verdict.APPROVE,
+            return await service.decide(store, f"PO-{YEAR}-0001", APPROVER_A, Verdict.APPROVE,
                                         version, hash_, utcnow(), RULES)  # fmt: skip
 
         with pytest.raises(DraftChanged):  # the card for v2 no longer counts
             with_store(db_url, lambda store: approve(store, 2, job.draft_hash))
-        current = _job(db_url, "PO-2026-0001")
+        current = _job(db_url, f"PO-{YEAR}-0001")
         with_store(db_url, lambda store: approve(store, 3, current.draft_hash))
-        _wait_for(lambda: _job(db_url, "PO-2026-0001").state is State.SENT, "the e-mail")
+        _wait_for(lambda: _job(db_url, f"PO-{YEAR}-0001").state is State.SENT, "the e-mail")
         (mail,) = smtp_sink.messages
         body = mail.get_body(("plain",)).get_content()
         assert "Quantity 3 at Rs 6,500.50 each" in body and "Draft version: 3" in body
@@ -190,3 +194,19 @@ def test_new_terms_while_manzoori_run_holds_the_database(cli, db_url, tmp_path, 
         running.terminate()
         _out, err = running.communicate(timeout=30)
     assert running.returncode == 0, err
+
+
+def test_po_numbers_are_unique_across_processes(cli, db_url, tmp_path):
+    """Four `manzoori sheets submit` processes at once: every PO gets its own number."""
+    ok(cli("suppliers", "import", str(TERMS)))
+    skus = ["CBL-USBC-1M", "CHG-65W", "PB-20K", "TEA-500G"]
+    sheets = [
+        write(tmp_path / f"s{n}.csv", f"sku,quantity\n{sku},{n + 5}\n")
+        for n, sku in enumerate(skus)
+    ]
+    results = cli.all(
+        *[("sheets", "submit", str(s), "--requester", str(REQUESTER)) for s in sheets]
+    )
+    numbers = sorted(ok(r).splitlines()[1].split()[0] for r in results)
+    assert numbers == [f"PO-{YEAR}-0001", f"PO-{YEAR}-0002", f"PO-{YEAR}-0003", f"PO-{YEAR}-0004"]
+    assert count(db_url, schema.jobs) == 4
