@@ -16,6 +16,7 @@ from bot.config import Settings
 from bot.runner import utcnow
 from bot.spreadsheets import read_csv_text, read_sheet
 from core import purchasing
+from core.intake import NO_TERMS
 from core.sheets import too_big
 from core.tables import Table, UnreadableSheet
 from store.sql import SqlStore
@@ -76,7 +77,7 @@ def suppliers_list() -> None:
 
     text = with_store(work)
     if text is None:
-        raise fail(purchasing.NO_TERMS)
+        raise fail(NO_TERMS)
     typer.echo(text)
 
 

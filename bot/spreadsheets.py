@@ -112,7 +112,8 @@ def _read_csv(data: bytes, not_text: str) -> Table:
     if _CONTROL_BYTES.search(data):
         raise UnreadableSheet(not_text)
     text = _decode(data.removeprefix(_UTF8_BOM))
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=_delimiter(text))
+    delimiter = _delimiter(text)
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
     rows: list[Row] = []
     try:
         # A record is a row as a spreadsheet shows it, even when a quoted cell spans lines.
@@ -121,7 +122,8 @@ def _read_csv(data: bytes, not_text: str) -> Table:
                 rows.append(Row(number, tuple(record)))
     except csv.Error as error:
         raise UnreadableSheet(MALFORMED_CSV) from error
-    return Table(tuple(rows))
+    # Excel writes semicolons where the decimal mark is a comma (1.000,50).
+    return Table(tuple(rows), decimal_comma=delimiter == ";")
 
 
 def _decode(data: bytes) -> str:

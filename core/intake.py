@@ -103,25 +103,24 @@ def plan(items: Sequence[Item], terms: Terms) -> tuple[list[Order], list[Problem
 
 def _match(item: Item, terms: Terms, problems: list[Problem]) -> OrderLine | None:
     offers = terms.offers_of(item.sku)
-    if item.supplier_id is not None:
-        supplier = terms.supplier(item.supplier_id)
-        if supplier is None:
-            message = f"{quote(item.supplier_id)} is not a supplier in the current terms"
-            problems.append(Problem(item.row, "supplier_id", message))
-            return None
-        offer = terms.offer(supplier.supplier_id, item.sku)
-        if offer is None:
-            others = ", ".join(o.supplier_id for o in offers)
-            where = f" (offered by {others})" if others else ""
-            message = f"{supplier.supplier_id} does not offer {quote(item.sku)}{where}"
-            problems.append(Problem(item.row, "sku", message))
-            return None
-        return OrderLine(item, offer, chosen_by_price=False)
+    supplier = terms.supplier(item.supplier_id) if item.supplier_id is not None else None
     if not offers:
         message = f"{quote(item.sku)} is not in the current supplier terms"
         problems.append(Problem(item.row, "sku", message))
+    if item.supplier_id is not None and supplier is None:
+        message = f"{quote(item.supplier_id)} is not a supplier in the current terms"
+        problems.append(Problem(item.row, "supplier_id", message))
+    if not offers or (item.supplier_id is not None and supplier is None):
         return None
-    return OrderLine(item, offers[0], chosen_by_price=True)
+    if supplier is None:
+        return OrderLine(item, offers[0], chosen_by_price=True)
+    offer = terms.offer(supplier.supplier_id, item.sku)
+    if offer is None:
+        others = ", ".join(o.supplier_id for o in offers)
+        message = f"{supplier.supplier_id} does not offer {quote(item.sku)} (offered by {others})"
+        problems.append(Problem(item.row, "sku", message))
+        return None
+    return OrderLine(item, offer, chosen_by_price=False)
 
 
 def build_draft(

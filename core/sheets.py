@@ -7,8 +7,10 @@ is ever read as an instruction or an approval.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
+from datetime import date, time, timedelta
 
 from core.tables import (
     Cell,
@@ -53,10 +55,8 @@ def too_big(size: int) -> str | None:
     """The sentence refusing a file of `size` bytes, or None if the size is fine."""
     if size <= MAX_SHEET_BYTES:
         return None
-    return (
-        f"The file is {size / 1024 / 1024:.1f} MB; the limit is "
-        f"{MAX_SHEET_BYTES // 1024 // 1024} MB."
-    )
+    shown = math.ceil(size * 10 / 1024 / 1024) / 10  # rounded up: 5 MB + 1 byte is "5.1 MB"
+    return f"The file is {shown:.1f} MB; the limit is {MAX_SHEET_BYTES // 1024 // 1024} MB."
 
 
 def read_items(table: Table) -> tuple[list[Item], list[Problem]]:
@@ -87,8 +87,9 @@ def read_items(table: Table) -> tuple[list[Item], list[Problem]]:
         ]
     items = []
     for row in rows:
-        row_problems = stray_cells(row, columns) + _formulas(row, columns)
-        item = _read_row(row, columns, row_problems)
+        row_problems = _formulas(row, columns)
+        item = _read_row(row, columns, row_problems, table.decimal_comma)
+        row_problems += stray_cells(row, columns)
         if item is not None:
             items.append(item)
         problems.extend(row_problems)
@@ -103,7 +104,9 @@ def _formulas(row: Row, columns: dict[str, int]) -> list[Problem]:
     ]
 
 
-def _read_row(row: Row, columns: dict[str, int], problems: list[Problem]) -> Item | None:
+def _read_row(
+    row: Row, columns: dict[str, int], problems: list[Problem], decimal_comma: bool
+) -> Item | None:
     """The row as an item if it names a SKU, even with other problems, so that the SKU is
     checked against the terms too and the requester sees everything wrong at once."""
 
@@ -113,13 +116,17 @@ def _read_row(row: Row, columns: dict[str, int], problems: list[Problem]) -> Ite
 
     sku, supplier, note = _plain(value("sku")), _plain(value("supplier_id")), _plain(value("notes"))
     raw_quantity = value("quantity")
-    quantity = whole_number(raw_quantity)
+    quantity = whole_number(raw_quantity, decimal_comma)
     if not sku and columns["sku"] not in row.formulas:
         problems.append(Problem(row.number, "sku", "is empty"))
     if columns["quantity"] in row.formulas:
         pass  # reported as a formula already
     elif not text_of(raw_quantity).strip():
         problems.append(Problem(row.number, "quantity", "is empty"))
+    elif isinstance(raw_quantity, date | time | timedelta):  # Excel turned "10/3" into a date
+        message = (f"{quote(raw_quantity)} is a date, not a whole number; format the column "
+                   "as Number and type the quantity again")  # fmt: skip
+        problems.append(Problem(row.number, "quantity", message))
     elif quantity is None:
         message = f"{quote(raw_quantity)} is not a whole number"
         problems.append(Problem(row.number, "quantity", message))

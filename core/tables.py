@@ -36,6 +36,8 @@ class Table:
     """The first worksheet (or the CSV file), with wholly empty rows left out."""
 
     rows: tuple[Row, ...]
+    # A semicolon CSV comes from a locale that writes 1.000,50: "," is the decimal mark there.
+    decimal_comma: bool = False
 
 
 class UnreadableSheet(ValueError):
@@ -79,12 +81,15 @@ def read_header(
     columns: dict[str, int] = {}
     problems: list[Problem] = []
     known = (*required, *optional)
+    expected = ", ".join(required) + (f" (optional: {', '.join(optional)})" if optional else "")
+    if not any(normalise_header(value) in known for value in row.cells):
+        message = f"this is not a header; the first row must name the columns {expected}"
+        return {}, [Problem(row.number, None, message, noun)]
     for index, cell in enumerate(row.cells):
         name = normalise_header(cell)
         if not name:
             continue  # an empty header cell; data under it is reported by the caller
         if name not in known:
-            expected = ", ".join(required) + (" (optional: " + ", ".join(optional) + ")")
             message = f"unknown column {quote(cell)}; the columns are {expected}"
             problems.append(Problem(row.number, None, message, noun))
         elif name in columns:
@@ -162,8 +167,14 @@ def neutralise(text: str) -> str:
     return "'" + text if text.startswith(_FORMULA_START) else text
 
 
-def whole_number(cell: Cell) -> int | None:
-    """The cell as a whole number, or None: "12", " 12 ", 12, 12.0 and "1,200" are whole."""
+def _point_decimal(text: str, decimal_comma: bool) -> str:
+    """Number text with "," for thousands and "." for decimals, whatever the file's locale."""
+    return text.translate(str.maketrans(",.", ".,")) if decimal_comma else text
+
+
+def whole_number(cell: Cell, decimal_comma: bool = False) -> int | None:
+    """The cell as a whole number, or None: "12", " 12 ", 12, 12.0 and "1,200" are whole
+    ("1.200" where the decimal mark is a comma)."""
     if isinstance(cell, bool) or cell is None:
         return None
     if isinstance(cell, int):
@@ -172,18 +183,20 @@ def whole_number(cell: Cell) -> int | None:
         return int(cell) if cell.is_integer() else None
     if not isinstance(cell, str):
         return None  # a date or a time is never a quantity
-    text = cell.strip()
+    text = _point_decimal(cell.strip(), decimal_comma)
     if not re.fullmatch(r"[+-]?(\d{1,3}(,\d{3})+|\d+)(\.0*)?", text):
         return None
     return int(Decimal(text.replace(",", "")))
 
 
-def rupees_to_paisa(cell: Cell) -> int | None:
+def rupees_to_paisa(cell: Cell, decimal_comma: bool = False) -> int | None:
     """A rupee amount with at most two decimals as integer paisa, or None if it is not one."""
     if isinstance(cell, bool) or cell is None or not isinstance(cell, str | int | float):
         return None
-    text = repr(cell) if isinstance(cell, float) else str(cell)
-    text = text.strip()
+    if isinstance(cell, str):
+        text = _point_decimal(cell.strip(), decimal_comma)
+    else:
+        text = repr(cell) if isinstance(cell, float) else str(cell)
     if not re.fullmatch(r"[+-]?(\d{1,3}(,\d{3})+|\d+)(\.\d+)?", text):
         return None
     try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -108,8 +109,10 @@ class Terms:
 
 
 def sku_key(code: str) -> str:
-    """SKUs and supplier ids match without regard to case or surrounding spaces."""
-    return code.strip().casefold()
+    """SKUs and supplier ids match without regard to case, surrounding spaces, or invisible
+    format characters (a zero-width space pasted from a web page, a right-to-left mark)."""
+    visible = "".join(c for c in code if unicodedata.category(c) != "Cf")
+    return visible.strip().casefold()
 
 
 def content_hash(terms: Terms) -> str:
@@ -149,7 +152,7 @@ def parse_terms(table: Table) -> tuple[Terms | None, list[Problem]]:
     seen: dict[tuple[str, str], int] = {}
     for row in rows:
         row_problems = stray_cells(row, columns, _LINE)
-        offer, supplier = _read_line(row, columns, row_problems)
+        offer, supplier = _read_line(row, columns, row_problems, table.decimal_comma)
         if offer is not None and supplier is not None:
             first = _check_consistent(row, supplier, offer, suppliers, seen, row_problems)
             offers.append(replace(offer, supplier_id=first.supplier_id))  # one spelling
@@ -164,7 +167,7 @@ def _text(row: Row, columns: dict[str, int], name: str) -> str:
 
 
 def _read_line(
-    row: Row, columns: dict[str, int], problems: list[Problem]
+    row: Row, columns: dict[str, int], problems: list[Problem], decimal_comma: bool
 ) -> tuple[Offer | None, Supplier | None]:
     def bad(column: str, message: str) -> None:
         problems.append(Problem(row.number, column, message, _LINE))
@@ -191,20 +194,20 @@ def _read_line(
             bad(column, f"is {len(value)} characters long; the limit is {limit}")
     if not is_email(email):
         bad("supplier_email", "is empty" if not email else "is not an e-mail address")
-    price = _price(row, columns, bad)
-    min_qty, max_qty = _limits(row, columns, bad)
+    price = _price(row, columns, bad, decimal_comma)
+    min_qty, max_qty = _limits(row, columns, bad, decimal_comma)
     if len(problems) > before or price is None:
         return None, None
     offer = Offer(supplier_id, sku, description, price, min_qty, max_qty)
     return offer, Supplier(supplier_id, name, email)
 
 
-def _price(row: Row, columns: dict[str, int], bad: _Bad) -> int | None:
+def _price(row: Row, columns: dict[str, int], bad: _Bad, decimal_comma: bool) -> int | None:
     raw = cell(row, columns["unit_price_pkr"])
     if not text_of(raw).strip():
         bad("unit_price_pkr", "is empty")
         return None
-    paisa = rupees_to_paisa(raw)
+    paisa = rupees_to_paisa(raw, decimal_comma)
     if paisa is None:
         bad(
             "unit_price_pkr",
@@ -220,11 +223,13 @@ def _price(row: Row, columns: dict[str, int], bad: _Bad) -> int | None:
     return paisa
 
 
-def _limits(row: Row, columns: dict[str, int], bad: _Bad) -> tuple[int, int | None]:
+def _limits(
+    row: Row, columns: dict[str, int], bad: _Bad, decimal_comma: bool
+) -> tuple[int, int | None]:
     limits: dict[str, int | None] = {}
     for column in ("min_qty", "max_qty"):
         raw = text_of(cell(row, columns[column])).strip()
-        number = whole_number(raw) if raw else None
+        number = whole_number(raw, decimal_comma) if raw else None
         if raw and (number is None or number < 1):
             bad(
                 column,

@@ -99,3 +99,28 @@ def test_amounts_beyond_any_order_are_refused_before_they_reach_the_database():
         "Line 2, unit_price_pkr: is more than the limit of Rs 1,000,000",
         "Line 2, max_qty: 99,999,999,999,999,999,999 is more than the limit of 1,000,000,000",
     ]
+
+
+def test_a_semicolon_file_reads_the_comma_as_the_decimal_mark():
+    """European Excel saves "1.250,50" with semicolons; it must not become Rs 125,050."""
+    header = (DATA / "good.csv").read_text().splitlines()[0].replace(",", ";")
+    line = "SUP1;Hall Road;orders@hallroad.pk;CBL-1;Cable, 1 m;1.250,50;1.000;"
+    terms, problems = parse_terms(read_csv_text(f"{header}\n{line}\n".encode()))
+    assert problems == [] and terms is not None
+    (offer,) = terms.offers
+    assert (offer.description, offer.unit_price_paisa, offer.min_qty) == (
+        "Cable, 1 m",
+        125_050,
+        1000,
+    )
+
+
+def test_a_file_without_a_header_is_told_so_once():
+    terms, problems = parse_terms(
+        read_csv_text(b"SUP1,Hall Road,orders@hallroad.pk,CBL-1,C,4,1,\n")
+    )
+    assert terms is None
+    assert summarise(problems) == [
+        "Line 1: this is not a header; the first row must name the columns supplier_id, "
+        "supplier_name, supplier_email, sku, description, unit_price_pkr, min_qty, max_qty"
+    ]
