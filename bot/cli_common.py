@@ -57,6 +57,6 @@ def with_store(work: Callable[[Settings, SqlStore], Awaitable[T]]) -> T:
         raise fail(str(error)) from None
     except DBAPIError as error:
         first = str(error.orig).strip().splitlines()[0] if error.orig else type(error).__name__
-        raise fail(
-            f"database: {first}\n(has `manzoori db upgrade` been run on DATABASE_URL?)"
-        ) from None
+        missing = "no such table" in first or "does not exist" in first
+        hint = "\n(has `manzoori db upgrade` been run on DATABASE_URL?)" if missing else ""
+        raise fail(f"database: {first}{hint}") from None

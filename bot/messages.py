@@ -17,6 +17,9 @@ from core.purchasing import Submission, Superseded, TermsImport
 from core.states import State
 from core.terms import Terms, offers_by_supplier
 
+# POs that ended without an e-mail: resending the same file does not reopen them.
+CLOSED_UNSENT = frozenset({State.REJECTED, State.CANCELLED, State.EXPIRED, State.FAILED_FINAL})
+
 
 def local_time(moment: datetime, tz: tzinfo) -> str:
     """ "29 Nov 2026 21:27 PKT": a UTC moment as a person in `tz` reads it."""
@@ -44,6 +47,17 @@ def submission(result: Submission, sheet_name: str, *, preview: bool = False) ->
     count = _plural(len(result.orders), "purchase order")
     if result.repeated:
         lead = f"{sheet_name} was already submitted; it made {count}:"
+        body = [
+            f"{job.po_number}  {draft.supplier_name}  {format_pkr(draft.total_paisa)}  "
+            f"{job.state.value}"
+            for job, draft in result.orders
+        ]
+        if all(job.state in CLOSED_UNSENT for job, _ in result.orders):
+            body.append(
+                "None of them was sent. To order the same again, change the file "
+                "(for example, add a note) and send it again."
+            )
+        return "\n".join([lead, *body])
     elif preview:
         lead = f"{sheet_name} is valid; it would make {count}:"
     else:

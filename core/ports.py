@@ -83,8 +83,8 @@ class Tx(Protocol):
     async def terms(self, version: str) -> Terms | None:
         """One stored terms version, or None."""
 
-    async def terms_sha256(self, version: str) -> str:
-        """The content hash of a stored terms version."""
+    async def terms_sha256(self, version: str) -> str | None:
+        """The content hash of a stored terms version, or None if there is none."""
 
     async def insert_terms(self, terms: Terms, sha256: str, at: datetime, by: str) -> None:
         """Store a new terms version and make it the current one."""

@@ -81,10 +81,10 @@ async def _import_once(
         if current is not None and await tx.terms_sha256(current) == sha:
             return TermsImport(version=current, created=False)
         version = version_id(sha, now)
-        if await tx.terms(version) is None:
-            await tx.insert_terms(replace(terms, version=version), sha, now, actor)
-        else:  # the same content was in force earlier within this very second
+        if await tx.terms_sha256(version) == sha:  # in force earlier within this very second
             await tx.set_current_terms(version, now)
+        else:
+            await tx.insert_terms(replace(terms, version=version), sha, now, actor)
         return TermsImport(version=version, created=True)
 
 

@@ -12,7 +12,7 @@ import json
 import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import UTC, datetime
 
 from core.drafts import is_email, is_identifier, mask_email
 from core.tables import (
@@ -130,7 +130,7 @@ def content_hash(terms: Terms) -> str:
 
 def version_id(sha256: str, imported_at: datetime) -> str:
     """A version's name: import time (UTC) and content hash, e.g. "20261129T161812Z-1a2b3c4d"."""
-    return f"{imported_at:%Y%m%dT%H%M%SZ}-{sha256[:8]}"
+    return f"{imported_at.astimezone(UTC):%Y%m%dT%H%M%SZ}-{sha256[:8]}"
 
 
 def parse_terms(table: Table) -> tuple[Terms | None, list[Problem]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -71,25 +71,28 @@ class PurchasingQueries:
         self._terms_cache[version] = terms
         return terms
 
-    async def terms_sha256(self, version: str) -> str:
-        """The content hash of a stored version."""
+    async def terms_sha256(self, version: str) -> str | None:
+        """The content hash of a stored version, or None if there is no such version."""
         t = schema.terms_versions
-        return str(
-            (await self.conn.execute(select(t.c.sha256).where(t.c.id == version))).scalar_one()
-        )
+        query = select(t.c.sha256).where(t.c.id == version)
+        found = (await self.conn.execute(query)).scalar_one_or_none()
+        return None if found is None else str(found)
 
     async def insert_terms(self, terms: Terms, sha256: str, at: datetime, by: str) -> None:
         """Store a new version (suppliers' addresses sealed) and put it in force."""
-        await self.conn.execute(
-            insert(schema.terms_versions).values(
-                id=terms.version,
-                sha256=sha256,
-                imported_at=at,
-                imported_by=by,
-                supplier_count=len(terms.suppliers),
-                offer_count=len(terms.offers),
+        try:
+            await self.conn.execute(
+                insert(schema.terms_versions).values(
+                    id=terms.version,
+                    sha256=sha256,
+                    imported_at=at,
+                    imported_by=by,
+                    supplier_count=len(terms.suppliers),
+                    offer_count=len(terms.offers),
+                )
             )
-        )
+        except IntegrityError as error:  # a concurrent import stored this version first
+            raise StaleJob("another import stored this terms version meanwhile") from error
         await self.conn.execute(
             insert(schema.terms_suppliers),
             [
@@ -220,7 +223,8 @@ class PurchasingQueries:
             .where(
                 jobs.c.state == State.SENT.value,
                 lines.c.draft_version == jobs.c.draft_version,
-                lines.c.supplier_id.in_(sorted({s for s, _ in pairs})),
+                # supplier ids match without regard to case, as everywhere else
+                func.lower(lines.c.supplier_id).in_(sorted({s.lower() for s, _ in pairs})),
             )
             .order_by(jobs.c.updated_at, jobs.c.id)
         )

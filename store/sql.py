@@ -116,19 +116,23 @@ class SqlTx(PurchasingQueries):
         return _job(row)
 
     async def insert_draft(self, job_id: str, version: int, draft: Draft, at: datetime) -> None:
-        """Append one immutable draft version, its body sealed."""
-        await self.conn.execute(
-            insert(schema.drafts).values(
-                job_id=job_id,
-                version=version,
-                hash=draft_hash(draft),
-                supplier_id=draft.supplier_id,
-                total_paisa=draft.total_paisa,
-                line_count=len(draft.lines),
-                body_encrypted=self._sealer.seal(canonical_bytes(draft)),
-                created_at=at,
+        """Append one immutable draft version, its body sealed; StaleJob if a concurrent
+        writer stored that version first (PostgreSQL makes the loser wait, then refuses it)."""
+        try:
+            await self.conn.execute(
+                insert(schema.drafts).values(
+                    job_id=job_id,
+                    version=version,
+                    hash=draft_hash(draft),
+                    supplier_id=draft.supplier_id,
+                    total_paisa=draft.total_paisa,
+                    line_count=len(draft.lines),
+                    body_encrypted=self._sealer.seal(canonical_bytes(draft)),
+                    created_at=at,
+                )
             )
-        )
+        except IntegrityError as error:
+            raise StaleJob(f"draft v{version} of job {job_id} was stored meanwhile") from error
         await self.insert_order_lines(job_id, version, draft)
 
     async def draft(self, job_id: str, version: int) -> Draft:
@@ -305,7 +309,11 @@ class SqlTx(PurchasingQueries):
     async def jobs_in_states(self, states: Collection[State]) -> list[Job]:
         """Every job in one of `states`, oldest first."""
         t = schema.jobs
-        query = select(t).where(t.c.state.in_([s.value for s in states])).order_by(t.c.created_at)
+        query = (
+            select(t)
+            .where(t.c.state.in_([s.value for s in states]))
+            .order_by(t.c.created_at, t.c.po_number)  # one sheet's POs share a timestamp
+        )
         return [_job(row) for row in await self.conn.execute(query)]
 
     async def list_jobs(self, states: Collection[State] | None, limit: int) -> list[Job]:
