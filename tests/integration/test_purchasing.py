@@ -31,6 +31,7 @@ from core.purchasing import Sheet
 from core.service import Rules
 from core.states import State
 from core.tables import Row, Table
+from core.terms import REQUIRED
 from store import schema
 from store.engine import make_engine
 from store.sql import SqlStore
@@ -43,16 +44,7 @@ T2 = T0 + timedelta(hours=2)
 OTHER_REQUESTER = 1002
 VERSION_ID = re.compile(r"^\d{8}T\d{6}Z-[0-9a-f]{8}$")
 
-HEADER = (
-    "supplier_id",
-    "supplier_name",
-    "supplier_email",
-    "sku",
-    "description",
-    "unit_price_pkr",
-    "min_qty",
-    "max_qty",
-)
+HEADER = REQUIRED  # the terms file's columns, in the documented order
 A_NAME, A_EMAIL = "Hall Road Electronics", "orders@hallroad.example"
 B_NAME, B_EMAIL = "Saddar Wholesale", "sales@saddar.example"
 SUPPLIERS = {"SUP-A": (A_NAME, A_EMAIL), "SUP-B": (B_NAME, B_EMAIL)}

@@ -27,7 +27,7 @@ from core.flags import FlagCode, describe
 from core.intake import Order, build_draft, check_sheet
 from core.sheets import MAX_DATA_ROWS, MAX_SHEET_BYTES, too_big
 from core.tables import Row, Table, UnreadableSheet, summarise
-from core.terms import Terms, parse_terms
+from core.terms import REQUIRED, Terms, parse_terms
 from tests.xlsx import xlsx_bytes
 
 DATA = Path(__file__).parent.parent / "data"
@@ -236,17 +236,7 @@ def quantity(n: int) -> int:
 @functools.cache
 def many_terms() -> Terms:
     """10,000 offers, one SKU each, spread over three suppliers."""
-    header = (
-        "supplier_id",
-        "supplier_name",
-        "supplier_email",
-        "sku",
-        "description",
-        "unit_price_pkr",
-        "min_qty",
-        "max_qty",
-    )
-    rows = [Row(1, header)]
+    rows = [Row(1, REQUIRED)]  # the terms file's columns, in the documented order
     for n in range(MAX_DATA_ROWS):
         supplier = SUPPLIERS[n % 3]
         price = f"{price_paisa(n) // 100}.{price_paisa(n) % 100:02d}"
