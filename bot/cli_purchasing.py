@@ -52,7 +52,11 @@ def suppliers_import(path: ExistingFile) -> None:
         text = messages.terms_import(result, path.name)
         if result.problems:
             return text, False
-        changed = await purchasing.apply_terms(store, now, settings.rules())
+        if not result.created:
+            return text, True
+        await purchasing.apply_terms(store, now, settings.rules())
+        # A running `manzoori run` may re-draft some of them first: report them all.
+        changed = await purchasing.superseded_by(store, result.version)
         return f"{text}\n{messages.superseded(changed)}", True
 
     text, ok = with_store(work)

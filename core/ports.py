@@ -92,6 +92,9 @@ class Tx(Protocol):
     async def set_current_terms(self, version: str, at: datetime) -> None:
         """Put a stored terms version in force."""
 
+    async def terms_redrafts(self, actor: str) -> list[tuple[Job, dict[str, Any]]]:
+        """Jobs re-drafted or cancelled by `actor` (a terms version), with the event's detail."""
+
     async def submission(self, requester_id: int, sha256: str) -> list[str] | None:
         """The PO numbers made from this requester's sheet with these bytes, if any."""
 

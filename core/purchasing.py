@@ -7,9 +7,10 @@ with its draft, audit trail and approval request, or none does.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from functools import partial
+from typing import Any
 
 from core.drafts import Draft, Flag
 from core.errors import NotARequester
@@ -228,15 +229,34 @@ async def _redraft_once(
             await _checked(tx, job, now, actor, sources)
             return None
         note = f"supplier terms {version} changed this PO"
+        # The changes go into the audit trail, so any process can report them (see superseded_by).
+        evidence = {"previous_version": job.draft_version,
+                    "changes": [asdict(flag) for flag in outcome.changes]}  # fmt: skip
         if outcome.draft is None:
             await cancel_open_effects(tx, job, now, "the supplier no longer offers its lines")
-            after = await move(tx, job, Action.CANCEL, now, actor, {"note": note},
+            after = await move(tx, job, Action.CANCEL, now, actor, {"note": note, **evidence},
                                source_versions=sources)  # fmt: skip
         else:
-            after = await revise_in(
-                tx, job, outcome.draft, actor, now, rules, note, source_versions=sources
-            )
+            after = await revise_in(tx, job, outcome.draft, actor, now, rules, note, evidence,
+                                    source_versions=sources)  # fmt: skip
         return Superseded(job.po_number, job.draft_version, after, outcome.changes)
+
+
+def superseded_from_audit(job: Job, detail: dict[str, Any]) -> Superseded:
+    """A Superseded rebuilt from the audit event a re-draft wrote, by whichever process."""
+    changes = tuple(
+        Flag(c["code"], c["sku"], tuple(c["amounts"]), c["ref"]) for c in detail["changes"]
+    )
+    return Superseded(job.po_number, detail["previous_version"], job, changes)
+
+
+async def superseded_by(store: Store, version: str) -> list[Superseded]:
+    """Every PO that terms `version` re-drafted or cancelled, whoever applied them."""
+    async with store.begin() as tx:
+        return [
+            superseded_from_audit(job, detail)
+            for job, detail in await tx.terms_redrafts(f"terms:{version}")
+        ]
 
 
 async def _checked(tx: Tx, job: Job, now: datetime, actor: str, sources: dict[str, str]) -> None:

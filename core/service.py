@@ -143,9 +143,11 @@ async def revise_in(
     now: datetime,
     rules: Rules,
     note: str | None,
+    evidence: dict[str, Any] | None = None,
     **changes: Any,
 ) -> Job:
-    """Store a new draft version of `job` inside `tx` (unchanged drafts are a no-op)."""
+    """Store a new draft version of `job` inside `tx` (unchanged drafts are a no-op);
+    `evidence` joins the audit event, `changes` the job row."""
     if draft.po_number != job.po_number:
         raise DraftChanged("a revision cannot change the PO number")
     if job.draft_hash == draft_hash(draft) and job.state in _UNCHANGED_KEEPS_VERSION:
@@ -154,7 +156,7 @@ async def revise_in(
     version = (job.draft_version or 0) + 1
     await tx.insert_draft(job.id, version, draft, now)
     await cancel_open_effects(tx, job, now, "superseded by a new draft version")
-    detail = {"draft_version": version, **({"note": note} if note else {})}
+    detail = {"draft_version": version, **({"note": note} if note else {}), **(evidence or {})}
     return await move(tx, job, Action.REVISE, now, actor, detail,
                       decision_deadline=now + rules.approval.ttl,
                       **_draft_fields(version, draft), **changes)  # fmt: skip

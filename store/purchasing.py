@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import func, insert, select, update
 from sqlalchemy.exc import IntegrityError
@@ -12,9 +13,11 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from core.drafts import Draft
 from core.errors import StaleJob
 from core.intake import History, PastLine
+from core.jobs import Job
 from core.states import State
 from core.terms import Offer, Supplier, Terms, sku_key
 from store import schema
+from store.rows import job_from_row
 from store.sealing import Sealer
 
 _HEAD = 1  # terms_head has exactly one row, with this id
@@ -142,6 +145,18 @@ class PurchasingQueries:
         t = schema.terms_versions
         query = select(t).order_by(t.c.imported_at.desc(), t.c.id.desc()).limit(limit)
         return [dict(row._mapping) for row in await self.conn.execute(query)]
+
+    async def terms_redrafts(self, actor: str) -> list[tuple[Job, dict[str, Any]]]:
+        """Jobs re-drafted or cancelled by `actor` (a terms version), with the event's detail."""
+        events, jobs = schema.audit_events, schema.jobs
+        query = (
+            select(jobs, events.c.detail.label("event_detail"))
+            .join(events, events.c.job_id == jobs.c.id)
+            .where(events.c.actor == actor, events.c.action.in_(["revise", "cancel"]))
+            .order_by(events.c.id)
+        )
+        rows = await self.conn.execute(query)
+        return [(job_from_row(row), dict(row.event_detail)) for row in rows]
 
     async def submission(self, requester_id: int, sha256: str) -> list[str] | None:
         """The PO numbers made from this requester's sheet with these bytes, if any."""

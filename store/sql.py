@@ -21,15 +21,10 @@ from core.states import State
 from core.terms import Terms
 from store import schema
 from store.purchasing import PurchasingQueries
+from store.rows import job_from_row
 from store.sealing import Sealer
 
-_JOB_FIELDS = [f.name for f in fields(Job)]
 _EFFECT_FIELDS = [f.name for f in fields(Effect)]
-
-
-def _job(row: Any) -> Job:
-    data = {name: row._mapping[name] for name in _JOB_FIELDS}
-    return Job(**{**data, "state": State(data["state"])})
 
 
 def _effect(row: Any) -> Effect:
@@ -71,13 +66,13 @@ class SqlTx(PurchasingQueries):
         ).first()
         if row is None:
             raise UnknownJob(f"no job {job_id}")
-        return _job(row)
+        return job_from_row(row)
 
     async def job_by_po(self, po_number: str) -> Job | None:
         """The job with that PO number, if any."""
         query = select(schema.jobs).where(schema.jobs.c.po_number == po_number)
         row = (await self.conn.execute(query)).first()
-        return None if row is None else _job(row)
+        return None if row is None else job_from_row(row)
 
     async def jobs_past_deadline(self, state: State, now: datetime, limit: int) -> list[Job]:
         """Jobs in a state whose decision deadline has passed, oldest first."""
@@ -88,7 +83,7 @@ class SqlTx(PurchasingQueries):
             .order_by(t.c.created_at)
             .limit(limit)
         )
-        return [_job(row) for row in await self.conn.execute(query)]
+        return [job_from_row(row) for row in await self.conn.execute(query)]
 
     async def insert_job(self, job: Job) -> None:
         """Add a new job row; a PO number taken by a concurrent request raises StaleJob."""
@@ -113,7 +108,7 @@ class SqlTx(PurchasingQueries):
         row = (await self.conn.execute(query)).first()
         if row is None:
             raise StaleJob(f"job {job.po_number} moved on from {job.state.value} v{job.version}")
-        return _job(row)
+        return job_from_row(row)
 
     async def insert_draft(self, job_id: str, version: int, draft: Draft, at: datetime) -> None:
         """Append one immutable draft version, its body sealed; StaleJob if a concurrent
@@ -314,14 +309,14 @@ class SqlTx(PurchasingQueries):
             .where(t.c.state.in_([s.value for s in states]))
             .order_by(t.c.created_at, t.c.po_number)  # one sheet's POs share a timestamp
         )
-        return [_job(row) for row in await self.conn.execute(query)]
+        return [job_from_row(row) for row in await self.conn.execute(query)]
 
     async def list_jobs(self, states: Collection[State] | None, limit: int) -> list[Job]:
         """Jobs, newest first, optionally only those in `states`."""
         query = select(schema.jobs).order_by(schema.jobs.c.created_at.desc()).limit(limit)
         if states is not None:
             query = query.where(schema.jobs.c.state.in_([s.value for s in states]))
-        return [_job(row) for row in await self.conn.execute(query)]
+        return [job_from_row(row) for row in await self.conn.execute(query)]
 
     async def audit(self, job_id: str) -> list[AuditEvent]:
         """A job's audit trail, oldest first."""

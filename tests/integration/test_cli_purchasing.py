@@ -177,9 +177,11 @@ def test_new_terms_while_manzoori_run_holds_the_database(cli, db_url, tmp_path, 
         job = _job(db_url, f"PO-{YEAR}-0001")
         assert job.state is State.AWAITING_APPROVAL and job.total_paisa == 3 * 660_000
 
-        # A CLI import while it runs: works, and re-drafts again (the price goes back).
+        # A CLI import while it runs: works, and re-drafts again (the price goes back). The
+        # CLI reports it whether the CLI or the running process got to it first.
         said = ok(cli("suppliers", "import", str(TERMS)))
         assert f"PO-{YEAR}-0001 re-drafted as v3 (was v2)" in said
+        assert "CHG-65W: new terms price Rs 6,500.50, was Rs 6,600.00 (-1.5%)" in said
 
         async def approve(store: SqlStore, version: int, hash_: str):
             return await service.decide(store, f"PO-{YEAR}-0001", APPROVER_A, Verdict.APPROVE,

@@ -667,7 +667,7 @@ async def test_two_processes_applying_the_same_terms_redraft_once(store, db_url)
     """The CLI's import and a running runner both re-draft: one new version, no error."""
     await imported(store)
     [job] = await submitted(store, sheet((CBL, "10", "SUP-A", "")))
-    await imported(store, changed(OFFERS, "SUP-A", CBL, price="260"), at=T1)
+    v2 = await imported(store, changed(OFFERS, "SUP-A", CBL, price="260"), at=T1)
     stores = [SqlStore(make_engine(db_url), DATA_KEY) for _ in range(3)]
     try:
         results = await asyncio.gather(*(purchasing.apply_terms(s, T1, RULES) for s in stores))
@@ -675,6 +675,8 @@ async def test_two_processes_applying_the_same_terms_redraft_once(store, db_url)
         for s in stores:
             await s.close()
     assert sorted(len(r) for r in results) == [0, 0, 1]  # one process re-drafted it
+    # any process can tell what the version did, from the audit trail
+    assert await purchasing.superseded_by(store, v2) == [r for rs in results for r in rs]
     job, draft, _, trail = await reload(store, job)
     assert (job.draft_version, draft.lines[0].unit_price_paisa) == (2, 26_000)
     assert [e.action for e in trail].count("revise") == 1
