@@ -1,0 +1,135 @@
+"""The approval card an approver reads on a phone: Telegram HTML, every value escaped.
+
+A card must fit one Telegram message (4,096 characters after entities), so long texts are cut
+and only the first lines are listed; "Details" sends the whole PO as a CSV document.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+from datetime import datetime, tzinfo
+
+from core.drafts import Draft, mask_email
+from core.flags import describe
+from core.jobs import Job
+from core.money import format_pkr
+from core.signing import HASH_PREFIX, Button, ButtonAction, sign_button
+
+# A phone screen shows about this many lines before the buttons scroll away.
+LINES_SHOWN = 15
+# Cut points that keep 15 lines, the flags and the evidence well inside 4,096 characters.
+_DESCRIPTION_CUT = 60
+_NOTE_CUT = 80
+_FLAGS_SHOWN = 12
+MESSAGE_LIMIT = 4096
+
+APPROVE_TEXT, REJECT_TEXT, DETAILS_TEXT = "✅ Approve", "❌ Reject", "📄 Details"
+
+
+@dataclass(frozen=True)
+class CardFacts:
+    """Everything a card shows, gathered by the caller from the store."""
+
+    job: Job
+    draft: Draft
+    requester: str  # the requester's name as Telegram gave it, or their id
+    sheet_name: str
+    terms_imported_at: datetime | None
+    approvals: int  # standing approvals of this draft version so far
+    required: int  # approvals the policy needs for this total
+
+
+def _e(text: object) -> str:
+    return html.escape(str(text), quote=False)
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def local(moment: datetime, tz: tzinfo) -> str:
+    """ "30 Nov 2026, 10:42 PKT"."""
+    return f"{moment.astimezone(tz):%d %b %Y, %H:%M %Z}"
+
+
+def card_html(facts: CardFacts, tz: tzinfo) -> str:
+    """The full card for a waiting PO."""
+    job, draft = facts.job, facts.draft
+    parts = [
+        f"🧾 <b>{_e(job.po_number)}</b> — approval needed",
+        f"<b>{_e(draft.supplier_name)}</b> ({_e(mask_email(draft.recipient_email))})",
+        "",
+        *_lines(draft),
+        "",
+        f"<b>Total: {_e(format_pkr(draft.total_paisa))}</b>",
+    ]
+    if draft.flags:
+        shown = [f"⚠️ {_e(describe(flag))}" for flag in draft.flags[:_FLAGS_SHOWN]]
+        hidden = len(draft.flags) - len(shown)
+        parts += ["", *shown, *([f"… and {hidden} more flags (see Details)"] if hidden else [])]
+    parts += ["", *_evidence(facts, tz)]
+    if facts.required > 1:
+        parts.append(f"👥 {facts.approvals} of {facts.required} approvals")
+    parts.append(f"On approval: e-mails this PO to {_e(mask_email(draft.recipient_email))}")
+    text = "\n".join(parts)
+    assert len(text) < MESSAGE_LIMIT  # the cuts above are sized for this
+    return text
+
+
+def _lines(draft: Draft) -> list[str]:
+    shown = []
+    for line in draft.lines[:LINES_SHOWN]:
+        row = (
+            f"• <code>{_e(line.sku)}</code> {_e(_cut(line.description, _DESCRIPTION_CUT))} — "
+            f"{line.quantity:,} × {_e(format_pkr(line.unit_price_paisa))} = "
+            f"{_e(format_pkr(line.total_paisa))}"
+        )
+        if line.note:
+            row += f"\n  <i>{_e(_cut(line.note, _NOTE_CUT))}</i>"
+        shown.append(row)
+    hidden = len(draft.lines) - len(shown)
+    if hidden:
+        shown.append(f"… and {hidden:,} more lines (📄 Details has them all)")
+    return shown
+
+
+def _evidence(facts: CardFacts, tz: tzinfo) -> list[str]:
+    job, draft = facts.job, facts.draft
+    terms = f"Terms {_e(draft.terms_version)}"
+    if facts.terms_imported_at is not None:
+        terms += f" (imported {_e(local(facts.terms_imported_at, tz))})"
+    deadline = job.decision_deadline
+    return [
+        f"📎 {terms}; sheet {_e(_cut(facts.sheet_name, 60))}",
+        f"Requested by {_e(facts.requester)}",
+        f"Draft v{job.draft_version} · {_e((job.draft_hash or '')[:HASH_PREFIX])}"
+        + (f" · expires {_e(local(deadline, tz))}" if deadline else ""),
+    ]
+
+
+def outcome_html(facts: CardFacts, headline_html: str) -> str:
+    """A decided, expired or superseded card: what happened on top (HTML the caller escaped),
+    the PO summary below."""
+    draft = facts.draft
+    return "\n".join(
+        [
+            headline_html,
+            f"🧾 <b>{_e(facts.job.po_number)}</b> v{facts.job.draft_version} · "
+            f"{_e(draft.supplier_name)} · {_e(format_pkr(draft.total_paisa))}",
+        ]
+    )
+
+
+def card_buttons(secret: bytes, job: Job) -> list[list[tuple[str, str]]]:
+    """Approve and Reject on one row, Details below; each carries signed callback data."""
+    assert job.draft_version is not None and job.draft_hash is not None
+    prefix = job.draft_hash[:HASH_PREFIX]
+
+    def data(action: ButtonAction) -> str:
+        return sign_button(secret, Button(action, job.id, job.draft_version or 0, prefix))
+
+    return [
+        [(APPROVE_TEXT, data(ButtonAction.APPROVE)), (REJECT_TEXT, data(ButtonAction.REJECT))],
+        [(DETAILS_TEXT, data(ButtonAction.DETAILS))],
+    ]

@@ -1,0 +1,160 @@
+"""Approval cards: what the approver sees, escaped, inside Telegram's limits."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import timedelta
+from html.parser import HTMLParser
+from zoneinfo import ZoneInfo
+
+from bot.cards import (
+    APPROVE_TEXT,
+    DETAILS_TEXT,
+    MESSAGE_LIMIT,
+    REJECT_TEXT,
+    CardFacts,
+    card_buttons,
+    card_html,
+    outcome_html,
+)
+from core.drafts import Draft, DraftLine, Flag
+from core.flags import FlagCode
+from core.jobs import WORKFLOW_VERSION, Job
+from core.signing import ButtonAction, verify_button
+from core.states import State
+from tests.factories import T0
+
+PKT = ZoneInfo("Asia/Karachi")
+SECRET = b"s" * 32
+JOB_ID = "0b6f4c1e-9d1c-4a57-9a8e-2f1d3c4b5a69"
+
+
+def draft(lines: int = 2, **changes) -> Draft:
+    base = Draft(
+        po_number="PO-2026-0042",
+        supplier_id="SUP-LHR-07",
+        supplier_name='Hall Road <Traders> & "Sons"',
+        recipient_email="orders@hallroad.example",
+        terms_version="20261129T161812Z-1a2b3c4d",
+        lines=tuple(
+            DraftLine(
+                f"SKU-{n:03d}",
+                f"Item <{n}> & co",
+                n + 1,
+                45_050,
+                "for <b>Eid</b>" if n == 0 else "",
+            )
+            for n in range(lines)
+        ),
+    )
+    return replace(base, **changes)
+
+
+def job(d: Draft) -> Job:
+    return Job(
+        id=JOB_ID, po_number=d.po_number, state=State.AWAITING_APPROVAL, version=4,
+        requester_id=7100001, input_ref="sheet:x", workflow_version=WORKFLOW_VERSION,
+        source_versions={}, tool_results={}, draft_version=2, draft_hash="cc905f2486c4" + "0" * 52,
+        supplier_id=d.supplier_id, total_paisa=d.total_paisa, retry_count=0,
+        decision_deadline=T0 + timedelta(days=1), created_at=T0, updated_at=T0,
+    )  # fmt: skip
+
+
+def facts(d: Draft, approvals: int = 0, required: int = 1) -> CardFacts:
+    return CardFacts(job(d), d, "Bilal <the buyer>", "restock <nov>.xlsx", T0, approvals, required)
+
+
+class _Tags(HTMLParser):
+    """Collects tags, so tests can check that only Telegram's tags appear, balanced."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.stack: list[str] = []
+        self.seen: set[str] = set()
+        self.text = ""
+
+    def handle_starttag(self, tag, attrs):
+        self.stack.append(tag)
+        self.seen.add(tag)
+
+    def handle_endtag(self, tag):
+        assert self.stack.pop() == tag
+
+    def handle_data(self, data):
+        self.text += data
+
+
+def parsed(html_text: str) -> _Tags:
+    tags = _Tags()
+    tags.feed(html_text)
+    tags.close()
+    assert tags.stack == [] and tags.seen <= {"b", "i", "code"}
+    return tags
+
+
+def test_the_card_shows_what_an_approver_needs_all_escaped():
+    text = card_html(facts(draft()), PKT)
+    shown = parsed(text).text
+    assert "PO-2026-0042" in shown
+    assert 'Hall Road <Traders> & "Sons" (or***@hallroad.example)' in shown
+    assert "SKU-000 Item <0> & co — 1 × Rs 450.50 = Rs 450.50" in shown
+    assert "for <b>Eid</b>" in shown  # the note as typed, never markup
+    assert "Total: Rs 1,351.50" in shown
+    assert "Terms 20261129T161812Z-1a2b3c4d (imported 29 Nov 2026, 14:00 PKT)" in shown
+    assert "sheet restock <nov>.xlsx" in shown and "Requested by Bilal <the buyer>" in shown
+    assert "Draft v2 · cc905f2486c4 · expires 30 Nov 2026, 14:00 PKT" in shown
+    assert "On approval: e-mails this PO to or***@hallroad.example" in shown
+    assert "orders@hallroad.example" not in shown
+    assert "approvals" not in shown  # one approval is enough: no counter
+
+
+def test_dual_approval_shows_the_count_and_the_flag():
+    d = draft(flags=(Flag(FlagCode.DUAL_APPROVAL, "", (60_000_000, 50_000_000)),))
+    shown = parsed(card_html(facts(d, approvals=1, required=2), PKT)).text
+    assert "👥 1 of 2 approvals" in shown
+    assert "⚠️ Total Rs 600,000.00 is above Rs 500,000.00: two approvers needed" in shown
+
+
+def test_long_pos_list_fifteen_lines_and_stay_inside_one_message():
+    notes = "n" * 300
+    d = draft(
+        lines=400,
+        flags=tuple(Flag(FlagCode.ZERO_PRICE, f"SKU-{n:03d}") for n in range(40)),
+    )
+    d = replace(
+        d, lines=tuple(replace(line, description="d" * 200, note=notes) for line in d.lines)
+    )
+    text = card_html(facts(d, approvals=1, required=2), PKT)
+    shown = parsed(text).text
+    assert shown.count("• SKU-") == 15
+    assert "… and 385 more lines (📄 Details has them all)" in shown
+    assert "… and 28 more flags (see Details)" in shown
+    assert len(shown) < MESSAGE_LIMIT and len(text) < MESSAGE_LIMIT
+
+
+def test_buttons_carry_verifiable_data_for_this_job_and_version():
+    rows = card_buttons(SECRET, job(draft()))
+    assert [[text for text, _ in row] for row in rows] == [
+        [APPROVE_TEXT, REJECT_TEXT],
+        [DETAILS_TEXT],
+    ]
+    actions = []
+    for row in rows:
+        for _, data in row:
+            assert len(data.encode()) <= 64
+            button = verify_button(SECRET, data)
+            assert (button.job_id, button.draft_version, button.hash_prefix) == (
+                JOB_ID,
+                2,
+                "cc905f2486c4",
+            )
+            actions.append(button.action)
+    assert actions == [ButtonAction.APPROVE, ButtonAction.REJECT, ButtonAction.DETAILS]
+
+
+def test_an_outcome_keeps_the_summary_under_the_headline():
+    text = outcome_html(facts(draft()), "✅ <b>Approved</b> by Ali at 10:42 PKT")
+    assert parsed(text).text.splitlines() == [
+        "✅ Approved by Ali at 10:42 PKT",
+        '🧾 PO-2026-0042 v2 · Hall Road <Traders> & "Sons" · Rs 1,351.50',
+    ]
