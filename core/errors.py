@@ -7,6 +7,8 @@ ManzooriError
 │   ├── DuplicatePurchaseOrder the PO number is taken by another input
 │   ├── InvalidDraft           a draft that cannot be priced or sent
 │   ├── NotARequester          the sender lacks the requester role
+│   ├── NotAnAdmin             the sender may not manage people
+│   ├── InviteRefused          an invitation code that is forged, expired or used
 │   └── ReconcileRefused       nothing to reconcile for that job
 ├── ApprovalError              a decision that does not count
 │   ├── NotAnApprover          the reviewer lacks the approver role
@@ -59,6 +61,14 @@ class InvalidDraft(WorkflowError):
 
 class NotARequester(WorkflowError):
     """The sender of a sheet does not hold the requester role."""
+
+
+class NotAnAdmin(WorkflowError):
+    """The sender is neither a configured admin nor holds the admin role."""
+
+
+class InviteRefused(WorkflowError):
+    """The invitation is forged, altered, expired or already used; the message says which."""
 
 
 class ReconcileRefused(WorkflowError):

@@ -71,6 +71,17 @@ class Tx(Protocol):
     async def roles(self, user_id: int) -> frozenset[Role]:
         """The roles a user holds now."""
 
+    async def grant(self, user_id: int, role: Role, by: str, now: datetime) -> bool:
+        """Give a user a role and audit it; False if they held it already."""
+
+    async def insert_invite(
+        self, invite_id: str, role: Role, created_by: int, at: datetime, expires_at: datetime
+    ) -> None:
+        """Record an invitation that has been handed out."""
+
+    async def use_invite(self, invite_id: str, user_id: int, at: datetime) -> Role | None:
+        """Mark an unused, unexpired invitation used by `user_id`; its role, or None."""
+
     async def jobs_in_states(self, states: Collection[State]) -> list[Job]:
         """Every job in one of `states`, oldest first."""
 

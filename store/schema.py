@@ -238,6 +238,20 @@ order_lines = Table(
     Index(None, "supplier_id", "sku"),
 )
 
+# Single-use invitations to a role: the signed code names the row; redeeming it sets used_by
+# with a compare-and-set, so a code forwarded to two people registers only the first.
+invites = Table(
+    "invites",
+    metadata,
+    Column("id", String(16), primary_key=True),
+    Column("role", String(16), nullable=False),
+    Column("created_by", BigInteger, nullable=False),
+    Column("created_at", UtcDateTime, nullable=False),
+    Column("expires_at", UtcDateTime, nullable=False),
+    Column("used_by", BigInteger),
+    Column("used_at", UtcDateTime),
+)
+
 APPEND_ONLY = (
     "drafts",
     "decisions",

@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError, IntegrityError, StatementError
 
@@ -19,7 +20,7 @@ from core.errors import LeaseLost, StaleJob, StoredDataError
 from core.policies import Verdict
 from core.service import Rules
 from core.states import State
-from store.migrate import current
+from store.migrate import alembic_config, current
 from store.schema import metadata
 from tests.factories import APPROVER_A, T0, make_draft, new_job
 
@@ -32,7 +33,8 @@ async def approved(store, po="PO-2026-001"):
 
 
 async def test_migrations_build_exactly_the_declared_schema(store):
-    assert await current(store.engine) == "0002"  # the newest revision
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    assert await current(store.engine) == head == "0003"  # the newest revision
     async with store.engine.connect() as conn:
         diff = await conn.run_sync(
             lambda sync: compare_metadata(MigrationContext.configure(sync), metadata)

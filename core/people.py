@@ -1,0 +1,66 @@
+"""Who may do what: admins invite approvers and requesters with single-use signed links."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+
+from core.errors import InviteRefused, NotAnAdmin
+from core.jobs import AuditEvent
+from core.policies import Role
+from core.ports import Store
+from core.signing import InvalidToken, sign_invite, verify_invite
+
+# Long enough to reach someone over a weekend, short enough that a leaked link goes stale.
+INVITE_TTL = timedelta(hours=72)
+# People an admin may invite; admins are made with `manzoori users grant` or the configuration.
+INVITABLE = frozenset({Role.APPROVER, Role.REQUESTER})
+
+
+def is_admin(user_id: int, roles: Iterable[Role], configured: frozenset[int]) -> bool:
+    """MANZOORI_ADMIN_IDS, plus anyone who holds the admin role."""
+    return user_id in configured or Role.ADMIN in set(roles)
+
+
+async def create_invite(
+    store: Store,
+    admin_id: int,
+    role: Role,
+    now: datetime,
+    nonce: bytes,
+    secret: bytes,
+    configured_admins: frozenset[int],
+) -> str:
+    """A single-use /start code for `role`, valid for INVITE_TTL; only admins may make one."""
+    if role not in INVITABLE:
+        raise InviteRefused(f"invitations are for approvers and requesters, not {role.value}s")
+    async with store.begin() as tx:
+        if not is_admin(admin_id, await tx.roles(admin_id), configured_admins):
+            raise NotAnAdmin(f"user {admin_id} is not an admin")
+        code = sign_invite(secret, role, now + INVITE_TTL, nonce)
+        invite = verify_invite(secret, code, now)  # the id and the expiry as the code says
+        await tx.insert_invite(invite.invite_id, role, admin_id, now, invite.expires_at)
+        detail = {"invite_id": invite.invite_id, "role": role.value}
+        await tx.append_audit(
+            AuditEvent(None, now, f"user:{admin_id}", "invite", None, None, detail)
+        )
+        return code
+
+
+async def redeem_invite(
+    store: Store, secret: bytes, code: str, user_id: int, now: datetime
+) -> Role:
+    """Register `user_id` with the invitation's role; refuse forged, expired or used codes."""
+    try:
+        invite = verify_invite(secret, code, now)
+    except InvalidToken as error:
+        why = "has expired" if "expired" in str(error) else "is not valid"
+        raise InviteRefused(f"This invitation link {why}; ask an admin for a new one.") from error
+    async with store.begin() as tx:
+        role = await tx.use_invite(invite.invite_id, user_id, now)
+        if role is None:
+            raise InviteRefused(
+                "This invitation link was already used; ask an admin for a new one."
+            )
+        await tx.grant(user_id, role, f"invite:{invite.invite_id}", now)
+        return role

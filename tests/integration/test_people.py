@@ -1,0 +1,107 @@
+"""Invitations on SQLite and PostgreSQL: only admins make them; each registers one person."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import text
+
+from core import people
+from core.errors import InviteRefused, NotAnAdmin
+from core.policies import Role
+from store.engine import make_engine
+from store.sql import SqlStore
+from tests.conftest import DATA_KEY
+from tests.factories import APPROVER_A, T0
+
+SECRET = b"s" * 32
+ADMIN = 9001  # configured in MANZOORI_ADMIN_IDS
+PROMOTED = 9002  # holds the admin role in the database
+NEWCOMER, SECOND = 5001, 5002
+
+
+async def invite(store, role=Role.APPROVER, by=ADMIN, at=T0):
+    return await people.create_invite(
+        store, by, role, at, os.urandom(9), SECRET, frozenset({ADMIN})
+    )
+
+
+async def roles(store, user_id):
+    async with store.begin() as tx:
+        return await tx.roles(user_id)
+
+
+async def trail(store):
+    async with store.begin() as tx:
+        rows = await tx.conn.execute(
+            text("SELECT actor, action, detail FROM audit_events ORDER BY id")
+        )
+        # raw SQL: SQLite hands JSON back as text, PostgreSQL as data
+        return [(a, b, json.loads(c) if isinstance(c, str) else c) for a, b, c in rows]
+
+
+async def test_an_admin_invites_and_the_invitee_gets_the_role(store):
+    code = await invite(store, Role.REQUESTER)
+    assert len(code) <= 64
+    assert await people.redeem_invite(store, SECRET, code, NEWCOMER, T0 + timedelta(hours=1)) is (
+        Role.REQUESTER
+    )
+    assert await roles(store, NEWCOMER) == {Role.REQUESTER}
+    events = await trail(store)
+    assert events[-2][:2] == (f"user:{ADMIN}", "invite")
+    assert events[-1][1] == "grant_role" and events[-1][0].startswith("invite:")
+    assert events[-1][2] == {"user_id": NEWCOMER, "role": "requester"}
+
+
+async def test_a_promoted_admin_may_invite_and_nobody_else(store):
+    async with store.begin() as tx:
+        await tx.grant(PROMOTED, Role.ADMIN, "test", T0)
+    assert await invite(store, by=PROMOTED)
+    for outsider in (APPROVER_A, NEWCOMER):
+        with pytest.raises(NotAnAdmin):
+            await invite(store, by=outsider)
+    with pytest.raises(InviteRefused, match="not admins"):
+        await invite(store, Role.ADMIN)
+
+
+async def test_a_code_registers_one_person_once(store):
+    code = await invite(store)
+    await people.redeem_invite(store, SECRET, code, NEWCOMER, T0)
+    with pytest.raises(InviteRefused, match="already used"):
+        await people.redeem_invite(store, SECRET, code, SECOND, T0)
+    assert await roles(store, SECOND) == frozenset()
+
+
+async def test_expired_forged_and_foreign_codes_are_refused(store):
+    code = await invite(store)
+    with pytest.raises(InviteRefused, match="has expired"):
+        await people.redeem_invite(store, SECRET, code, NEWCOMER, T0 + people.INVITE_TTL)
+    for bad in (code[:-1], code[::-1], "hello", await people.create_invite(
+        store, ADMIN, Role.APPROVER, T0, os.urandom(9), b"other" * 8, frozenset({ADMIN})
+    )):  # fmt: skip
+        with pytest.raises(InviteRefused, match="is not valid"):
+            await people.redeem_invite(store, SECRET, bad, NEWCOMER, T0)
+    assert await roles(store, NEWCOMER) == frozenset()
+
+
+async def test_two_people_racing_for_one_code_register_one(store, db_url):
+    code = await invite(store)
+    stores = [SqlStore(make_engine(db_url), DATA_KEY) for _ in range(2)]
+    try:
+        results = await asyncio.gather(
+            *(
+                people.redeem_invite(s, SECRET, code, who, T0)
+                for s, who in zip(stores, (NEWCOMER, SECOND), strict=True)
+            ),
+            return_exceptions=True,
+        )
+    finally:
+        for s in stores:
+            await s.close()
+    assert sorted(type(r).__name__ for r in results) == ["InviteRefused", "Role"]
+    registered = [who for who in (NEWCOMER, SECOND) if await roles(store, who)]
+    assert len(registered) == 1
