@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from core.errors import InviteRefused, NotAnAdmin
@@ -10,6 +11,16 @@ from core.jobs import AuditEvent
 from core.policies import Role
 from core.ports import Store
 from core.signing import InvalidToken, sign_invite, verify_invite
+
+
+@dataclass(frozen=True)
+class TelegramUser:
+    """Someone the bot has met; `reachable`: started the bot and has not blocked it."""
+
+    user_id: int
+    first_name: str
+    reachable: bool
+
 
 # Long enough to reach someone over a weekend, short enough that a leaked link goes stale.
 INVITE_TTL = timedelta(hours=72)

@@ -252,6 +252,26 @@ invites = Table(
     Column("used_at", UtcDateTime),
 )
 
+# The people the bot has met: a private chat's id is the user's id, and Telegram lets a bot
+# write only to users who started it. The first name is kept to say "Approved by Ali".
+telegram_users = Table(
+    "telegram_users",
+    metadata,
+    Column("user_id", BigInteger, primary_key=True),
+    Column("first_name", String(64), nullable=False),
+    Column("started_at", UtcDateTime),
+    Column("blocked_at", UtcDateTime),
+    Column("updated_at", UtcDateTime, nullable=False),
+)
+
+# Telegram may deliver an update more than once; the first delivery claims its id.
+processed_updates = Table(
+    "processed_updates",
+    metadata,
+    Column("update_id", BigInteger, primary_key=True, autoincrement=False),
+    Column("processed_at", UtcDateTime, nullable=False),
+)
+
 APPEND_ONLY = (
     "drafts",
     "decisions",

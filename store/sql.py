@@ -20,6 +20,7 @@ from core.policies import Decision, Role, Verdict
 from core.states import State
 from core.terms import Terms
 from store import schema
+from store.people import PeopleQueries
 from store.purchasing import PurchasingQueries
 from store.rows import job_from_row
 from store.sealing import Sealer
@@ -48,7 +49,7 @@ def _decision(row: Any) -> Decision:
     )
 
 
-class SqlTx(PurchasingQueries):
+class SqlTx(PurchasingQueries, PeopleQueries):
     """One transaction on one connection; implements core.ports.Tx."""
 
     def __init__(
@@ -280,30 +281,6 @@ class SqlTx(PurchasingQueries):
             )
         )
         return True
-
-    async def insert_invite(
-        self, invite_id: str, role: Role, created_by: int, at: datetime, expires_at: datetime
-    ) -> None:
-        """Record an invitation that has been handed out."""
-        await self.conn.execute(
-            insert(schema.invites).values(
-                id=invite_id, role=role.value, created_by=created_by, created_at=at,
-                expires_at=expires_at,
-            )
-        )  # fmt: skip
-
-    async def use_invite(self, invite_id: str, user_id: int, at: datetime) -> Role | None:
-        """Mark an unused, unexpired invitation used by `user_id` (compare-and-set on used_by);
-        its role, or None if it is unknown, used or expired."""
-        t = schema.invites
-        query = (
-            update(t)
-            .where(t.c.id == invite_id, t.c.used_by.is_(None), t.c.expires_at > at)
-            .values(used_by=user_id, used_at=at)
-            .returning(t.c.role)
-        )
-        role = (await self.conn.execute(query)).scalar_one_or_none()
-        return None if role is None else Role(role)
 
     async def revoke(self, user_id: int, by: str, now: datetime) -> frozenset[Role]:
         """Take every role from a user; returns what they had (nothing: nothing written)."""

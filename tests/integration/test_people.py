@@ -105,3 +105,45 @@ async def test_two_people_racing_for_one_code_register_one(store, db_url):
     assert sorted(type(r).__name__ for r in results) == ["InviteRefused", "Role"]
     registered = [who for who in (NEWCOMER, SECOND) if await roles(store, who)]
     assert len(registered) == 1
+
+
+async def test_the_bot_may_write_only_to_people_who_started_it(store):
+    async with store.begin() as tx:
+        await tx.met(NEWCOMER, "Ali", T0, started=False)  # wrote in a group, say
+        assert (await tx.telegram_user(NEWCOMER)).reachable is False
+        await tx.met(NEWCOMER, "Ali Raza", T0, started=True)
+        assert await tx.telegram_user(NEWCOMER) == people.TelegramUser(NEWCOMER, "Ali Raza", True)
+        await tx.met(NEWCOMER, "Ali R.", T0, started=False)  # a later message keeps "started"
+        assert (await tx.telegram_user(NEWCOMER)).reachable is True
+        await tx.mark_blocked(NEWCOMER, T0)
+        assert (await tx.telegram_user(NEWCOMER)).reachable is False
+        await tx.met(NEWCOMER, "Ali", T0, started=True)  # back with /start
+        assert (await tx.telegram_user(NEWCOMER)).reachable is True
+        assert await tx.telegram_user(SECOND) is None
+
+
+async def test_people_lists_every_role_holder_with_what_the_bot_knows(store):
+    async with store.begin() as tx:
+        await tx.grant(NEWCOMER, Role.APPROVER, "test", T0)
+        await tx.grant(NEWCOMER, Role.REQUESTER, "test", T0)
+        await tx.met(NEWCOMER, "Ali", T0, started=True)
+        listing = {uid: (known, held) for known, uid, held in await tx.people()}
+    assert listing[NEWCOMER] == (people.TelegramUser(NEWCOMER, "Ali", True),
+                                 frozenset({Role.APPROVER, Role.REQUESTER}))  # fmt: skip
+    assert listing[APPROVER_A] == (None, frozenset({Role.APPROVER}))  # granted, never met
+
+
+async def test_an_update_delivered_twice_is_claimed_once(store, db_url):
+    stores = [SqlStore(make_engine(db_url), DATA_KEY) for _ in range(3)]
+
+    async def claim(s):
+        async with s.begin() as tx:
+            return await tx.claim_update(424242, T0)
+
+    try:
+        claims = await asyncio.gather(*(claim(s) for s in stores))
+    finally:
+        for s in stores:
+            await s.close()
+    assert sorted(claims) == [False, False, True]
+    assert await claim(store) is False

@@ -1,0 +1,102 @@
+"""SqlTx's queries about people: invitations, the Telegram users met, processed updates."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import insert, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from core.people import TelegramUser
+from core.policies import Role
+from store import schema
+
+
+class PeopleQueries:
+    """Mixed into SqlTx: everything here runs inside its transaction."""
+
+    conn: AsyncConnection
+    _postgres: bool
+
+    def _insert(self, table: Any) -> Any:
+        """INSERT with the dialect's ON CONFLICT clauses (both databases have them)."""
+        return (postgresql if self._postgres else sqlite).insert(table)
+
+    async def insert_invite(
+        self, invite_id: str, role: Role, created_by: int, at: datetime, expires_at: datetime
+    ) -> None:
+        """Record an invitation that has been handed out."""
+        await self.conn.execute(
+            insert(schema.invites).values(
+                id=invite_id, role=role.value, created_by=created_by, created_at=at,
+                expires_at=expires_at,
+            )
+        )  # fmt: skip
+
+    async def use_invite(self, invite_id: str, user_id: int, at: datetime) -> Role | None:
+        """Mark an unused, unexpired invitation used by `user_id` (compare-and-set on used_by);
+        its role, or None if it is unknown, used or expired."""
+        t = schema.invites
+        query = (
+            update(t)
+            .where(t.c.id == invite_id, t.c.used_by.is_(None), t.c.expires_at > at)
+            .values(used_by=user_id, used_at=at)
+            .returning(t.c.role)
+        )
+        role = (await self.conn.execute(query)).scalar_one_or_none()
+        return None if role is None else Role(role)
+
+    async def met(self, user_id: int, first_name: str, at: datetime, *, started: bool) -> None:
+        """Remember a user's name; `started`: they sent /start, so the bot may write to them."""
+        t = schema.telegram_users
+        values: dict[str, Any] = {"first_name": first_name[:64], "updated_at": at}
+        if started:
+            values |= {"started_at": at, "blocked_at": None}
+        query = self._insert(t).values(user_id=user_id, **values)
+        await self.conn.execute(
+            query.on_conflict_do_update(index_elements=[t.c.user_id], set_=values)
+        )
+
+    async def mark_blocked(self, user_id: int, at: datetime) -> None:
+        """Telegram said the user blocked the bot: write to them no more until they return."""
+        t = schema.telegram_users
+        await self.conn.execute(
+            update(t).where(t.c.user_id == user_id).values(blocked_at=at, updated_at=at)
+        )
+
+    async def telegram_user(self, user_id: int) -> TelegramUser | None:
+        """What the bot knows of a user, if it met them."""
+        t = schema.telegram_users
+        row = (await self.conn.execute(select(t).where(t.c.user_id == user_id))).first()
+        if row is None:
+            return None
+        reachable = row.started_at is not None and row.blocked_at is None
+        return TelegramUser(row.user_id, row.first_name, reachable)
+
+    async def people(self) -> list[tuple[TelegramUser | None, int, frozenset[Role]]]:
+        """Everyone holding a role, with what the bot knows of them, by user id."""
+        roles, users = schema.user_roles, schema.telegram_users
+        rows = await self.conn.execute(
+            select(roles.c.user_id, roles.c.role, users.c.first_name, users.c.started_at,
+                   users.c.blocked_at)
+            .outerjoin(users, users.c.user_id == roles.c.user_id)
+            .order_by(roles.c.user_id, roles.c.role)
+        )  # fmt: skip
+        found: dict[int, tuple[TelegramUser | None, set[Role]]] = {}
+        for row in rows:
+            known = None if row.first_name is None else TelegramUser(
+                row.user_id, row.first_name, row.started_at is not None and row.blocked_at is None
+            )  # fmt: skip
+            found.setdefault(row.user_id, (known, set()))[1].add(Role(row.role))
+        return [(known, uid, frozenset(held)) for uid, (known, held) in found.items()]
+
+    async def claim_update(self, update_id: int, at: datetime) -> bool:
+        """True the first time an update id is seen; a redelivery gets False."""
+        t = schema.processed_updates
+        query = self._insert(t).values(update_id=update_id, processed_at=at)
+        result = await self.conn.execute(
+            query.on_conflict_do_nothing(index_elements=[t.c.update_id])
+        )
+        return bool(result.rowcount)
