@@ -74,14 +74,39 @@ def runner(
 
 
 @app.command()
-def run() -> None:
-    """Apply migrations, then run the outbox runner until SIGINT or SIGTERM."""
+def run(
+    worker: Annotated[
+        bool, typer.Option("--worker", help="The outbox runner only, without the Telegram bot.")
+    ] = False,
+) -> None:
+    """Apply migrations, then run the Telegram bot and the outbox runner until SIGINT/SIGTERM."""
     _setup_logging()
 
     async def work(settings: Settings, store: SqlStore) -> None:
+        if not worker and settings.telegram_bot_token is None:
+            raise fail(
+                "TELEGRAM_BOT_TOKEN is required to run the bot (from @BotFather); "
+                "`manzoori run --worker` runs the outbox runner alone"
+            )
         await upgrade(store.engine)
         outbox = bootstrap.build_runner(settings, store)
-        await outbox.run_forever(settings.manzoori_poll_seconds, _stop_on_signals())
+        stop = _stop_on_signals()
+        if worker:
+            await outbox.run_forever(settings.manzoori_poll_seconds, stop)
+            return
+        from bot.telegram_app import build_application  # here: PTB slows every other command
+
+        app = build_application(settings, store)
+        async with app:
+            await app.start()
+            assert app.updater is not None
+            # Retry start-up calls (deleteWebhook) through a flaky link instead of giving up.
+            await app.updater.start_polling(bootstrap_retries=-1)
+            try:
+                await outbox.run_forever(settings.manzoori_poll_seconds, stop)
+            finally:
+                await app.updater.stop()
+                await app.stop()
 
     with_store(work)
 

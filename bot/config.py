@@ -68,6 +68,16 @@ class Settings(BaseSettings):
         frozenset(),
         description="Telegram user ids of admins; comma-separated positive integers, e.g. 11,22",
     )
+    telegram_bot_token: SecretStr | None = Field(
+        None,
+        description="The bot's token from @BotFather; required by `manzoori run` (the CLI "
+        "works without it)",
+    )
+    telegram_api_url: str = Field(
+        "https://api.telegram.org",
+        description="Bot API server; requests go to {url}/bot{token}/{method}, files to "
+        "{url}/file/bot{token}/{path} (a self-hosted Bot API server works too)",
+    )
     smtp_host: str = Field("localhost", description="SMTP server host name")
     smtp_port: int = Field(25, ge=1, le=65535, description="SMTP server port, 1..65535")
     smtp_username: str | None = Field(None, description="SMTP login name; empty: no login")
@@ -228,6 +238,11 @@ class Settings(BaseSettings):
     def tz(self) -> ZoneInfo:
         """The time zone users see dates in."""
         return ZoneInfo(self.manzoori_timezone)
+
+    @property
+    def secret(self) -> bytes:
+        """The 32 bytes of MANZOORI_SECRET_KEY, the HMAC key of buttons and invitations."""
+        return base64.urlsafe_b64decode(self.manzoori_secret_key.get_secret_value())
 
     @property
     def mail_domain(self) -> str:

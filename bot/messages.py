@@ -13,6 +13,8 @@ from core.drafts import Draft, mask_email
 from core.flags import describe
 from core.jobs import Job
 from core.money import format_pkr
+from core.people import TelegramUser
+from core.policies import Role
 from core.purchasing import Submission, Superseded, TermsImport
 from core.states import State
 from core.terms import Terms, offers_by_supplier
@@ -109,3 +111,76 @@ def terms_listing(terms: Terms, imported_at: datetime, imported_by: str, tz: tzi
         skus = _plural(len(offers), "SKU")
         lines.append(f"{supplier_id}  {supplier.name}  {supplier.masked_email}  {skus}")
     return "\n".join(lines)
+
+
+# --- people, in Telegram ----------------------------------------------------------------------
+
+_ROLE_HELP = {
+    Role.REQUESTER: [
+        "Send a restock sheet (CSV or Excel .xlsx, columns sku, quantity and optionally "
+        "supplier_id, notes) and I draft one purchase order per supplier.",
+        "/status: your recent purchase orders.",
+    ],
+    Role.APPROVER: [
+        "Approval cards come to this chat: tap Approve or Reject; 📄 Details sends the whole PO.",
+    ],
+    Role.ADMIN: [
+        "/invite approver or /invite requester: a single-use link (72 hours).",
+        "/users: everyone and their roles.  /revoke ID: take someone's roles away at once.",
+        "/queue: purchase orders that need a person.  /history PO-…: a PO's audit trail.",
+    ],
+}
+
+
+def roles_text(roles: Iterable[Role]) -> str:
+    """ "approver and requester"."""
+    names = sorted(role.value for role in roles)
+    return " and ".join(names) if names else "no role"
+
+
+def stranger(first_name: str, user_id: int) -> str:
+    """The polite refusal for someone without a role: their id, so an admin can act."""
+    return (
+        f"Hello {first_name}. This bot is for registered staff only, and you are not registered. "
+        f"Your Telegram id is {user_id}: send it to your admin, who can invite you."
+    )
+
+
+def greeting(first_name: str, roles: frozenset[Role]) -> str:
+    """/start without a code, for someone registered."""
+    return (
+        f"Hello {first_name}. You are registered as {roles_text(roles)}. "
+        "/help shows what you can do."
+    )
+
+
+def help_text(roles: frozenset[Role]) -> str:
+    """What each of the sender's roles lets them do."""
+    lines = [f"You are registered as {roles_text(roles)}."]
+    for role in (Role.REQUESTER, Role.APPROVER, Role.ADMIN):
+        if role in roles:
+            lines += _ROLE_HELP[role]
+    return "\n".join(lines)
+
+
+def registered(role: Role) -> str:
+    """After an invitation was redeemed."""
+    return f"Welcome! You are now registered as {role.value}. /help shows what you can do."
+
+
+def invite_link(bot_username: str, code: str, role: Role, expires_at: datetime, tz: tzinfo) -> str:
+    """The reply to /invite: the link to forward, and when it stops working."""
+    return (
+        f"Forward this link to the new {role.value}. It works once, until "
+        f"{local_time(expires_at, tz)}:\nhttps://t.me/{bot_username}?start={code}"
+    )
+
+
+def people_list(rows: Iterable[tuple[TelegramUser | None, int, frozenset[Role]]]) -> str:
+    """/users: one line per person: id, name, roles, and whether the bot can reach them."""
+    lines = []
+    for known, user_id, roles in rows:
+        name = known.first_name if known else "(never wrote to the bot)"
+        reach = "" if known and known.reachable else "  ⚠️ cannot receive messages yet"
+        lines.append(f"{user_id}  {name}  {roles_text(roles)}{reach}")
+    return "\n".join(lines) if lines else "Nobody holds a role yet."

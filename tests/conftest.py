@@ -15,6 +15,7 @@ from store.engine import make_engine
 from store.migrate import upgrade
 from store.schema import metadata
 from store.sql import SqlStore
+from tests.botapi_fixture import botapi_fixture  # noqa: F401 - provides the `botapi` fixture
 from tests.factories import APPROVER_A, APPROVER_B, REQUESTER, T0
 
 DATA_KEY = Fernet.generate_key()

@@ -160,7 +160,7 @@ def test_new_terms_while_manzoori_run_holds_the_database(cli, db_url, tmp_path, 
     env = dict(cli.env, SMTP_HOST=smtp_sink.host, SMTP_PORT=str(smtp_sink.port),
                MANZOORI_POLL_SECONDS="0.1")  # fmt: skip
     running = subprocess.Popen(
-        [sys.executable, "-m", "bot.cli", "run"], cwd=cli.cwd, env=env,
+        [sys.executable, "-m", "bot.cli", "run", "--worker"], cwd=cli.cwd, env=env,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:

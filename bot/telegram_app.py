@@ -1,0 +1,200 @@
+"""The Telegram front end: thin handlers that parse an update, call one use case, and reply.
+
+Every update first passes `claim`, which records its id: Telegram may deliver an update more
+than once, and a repeat is dropped before any handler sees it. Who the sender is comes only from
+the update Telegram signed for us (`effective_user`), never from text in a message.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+
+from telegram import Update
+from telegram.ext import (
+    AIORateLimiter,
+    Application,
+    ApplicationBuilder,
+    ApplicationHandlerStop,
+    CommandHandler,
+    ContextTypes,
+    MessageHandler,
+    TypeHandler,
+    filters,
+)
+
+from bot import messages
+from bot.config import Settings
+from bot.runner import utcnow
+from core import people
+from core.errors import InviteRefused, NotAnAdmin
+from core.policies import Role
+from store.sql import SqlStore
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Deps:
+    """What the handlers share: the settings and the store."""
+
+    settings: Settings
+    store: SqlStore
+
+
+def _deps(context: ContextTypes.DEFAULT_TYPE) -> Deps:
+    deps = context.application.bot_data["deps"]
+    assert isinstance(deps, Deps)
+    return deps
+
+
+async def _reply(update: Update, text: str) -> None:
+    if update.effective_message is not None:
+        await update.effective_message.reply_text(text)
+
+
+async def claim(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+    """Drop an update that was already handled (Telegram delivered it again)."""
+    deps, user = _deps(context), update.effective_user
+    async with deps.store.begin() as tx:
+        fresh = await tx.claim_update(update.update_id, utcnow())
+        if fresh and user is not None and not user.is_bot:
+            started = bool(update.message and (update.message.text or "").startswith("/start"))
+            await tx.met(user.id, user.first_name, utcnow(), started=started)
+    if not fresh:
+        log.info("update %s delivered again; ignored", update.update_id)
+        raise ApplicationHandlerStop
+
+
+async def _roles(deps: Deps, user_id: int) -> frozenset[Role]:
+    async with deps.store.begin() as tx:
+        held = await tx.roles(user_id)
+    if user_id in deps.settings.manzoori_admin_ids:
+        held |= {Role.ADMIN}
+    return held
+
+
+async def start(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+    """/start CODE registers with an invitation; a plain /start greets by role."""
+    deps, user = _deps(context), update.effective_user
+    assert user is not None
+    if context.args:
+        try:
+            role = await people.redeem_invite(
+                deps.store, deps.settings.secret, context.args[0], user.id, utcnow()
+            )
+        except InviteRefused as refused:
+            await _reply(update, str(refused))
+            return
+        await _reply(update, messages.registered(role))
+        return
+    roles = await _roles(deps, user.id)
+    text = messages.greeting(user.first_name, roles) if roles else None
+    await _reply(update, text or messages.stranger(user.first_name, user.id))
+
+
+async def help_command(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+    """/help: what each of the sender's roles lets them do."""
+    user = update.effective_user
+    assert user is not None
+    roles = await _roles(_deps(context), user.id)
+    await _reply(
+        update, messages.help_text(roles) if roles else messages.stranger(user.first_name, user.id)
+    )
+
+
+async def invite(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+    """/invite approver|requester: a single-use link, for admins only."""
+    deps, user = _deps(context), update.effective_user
+    assert user is not None
+    wanted = (context.args or [""])[0].lower()
+    if wanted not in (Role.APPROVER.value, Role.REQUESTER.value):
+        await _reply(update, "Usage: /invite approver  or  /invite requester")
+        return
+    now = utcnow()
+    try:
+        code = await people.create_invite(
+            deps.store, user.id, Role(wanted), now, os.urandom(9), deps.settings.secret,
+            deps.settings.manzoori_admin_ids,
+        )  # fmt: skip
+    except NotAnAdmin:
+        await _reply(update, "Only admins can invite people.")
+        return
+    link = messages.invite_link(
+        context.bot.username, code, Role(wanted), now + people.INVITE_TTL, deps.settings.tz
+    )
+    await _reply(update, link)
+
+
+async def users(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+    """/users: everyone with a role, for admins only."""
+    deps, user = _deps(context), update.effective_user
+    assert user is not None
+    if Role.ADMIN not in await _roles(deps, user.id):
+        await _reply(update, "Only admins can list users.")
+        return
+    async with deps.store.begin() as tx:
+        rows = await tx.people()
+    await _reply(update, messages.people_list(rows))
+
+
+async def revoke(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+    """/revoke ID: take every role from a user at once, for admins only."""
+    deps, user = _deps(context), update.effective_user
+    assert user is not None
+    if Role.ADMIN not in await _roles(deps, user.id):
+        await _reply(update, "Only admins can revoke roles.")
+        return
+    target = (context.args or [""])[0]
+    if not target.isdigit():
+        await _reply(update, "Usage: /revoke TELEGRAM_ID  (/users lists the ids)")
+        return
+    async with deps.store.begin() as tx:
+        held = await tx.revoke(int(target), f"user:{user.id}", utcnow())
+    text = (
+        f"User {target} lost: {messages.roles_text(held)}. Their pending taps no longer count."
+        if held
+        else f"User {target} holds no role."
+    )
+    await _reply(update, text)
+
+
+async def anything_else(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+    """A message from someone without a role gets the refusal with their id; others, help."""
+    user = update.effective_user
+    if user is None:
+        return
+    roles = await _roles(_deps(context), user.id)
+    await _reply(
+        update, messages.help_text(roles) if roles else messages.stranger(user.first_name, user.id)
+    )
+
+
+async def on_error(update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
+    """Log first; the user hears nothing they could act on."""
+    log.error("handling an update failed", exc_info=context.error)
+
+
+def build_application(settings: Settings, store: SqlStore) -> Application:  # type: ignore[type-arg]
+    """The PTB application, pointed at TELEGRAM_API_URL, with every handler registered."""
+    token = settings.telegram_bot_token
+    if token is None:
+        raise ValueError("TELEGRAM_BOT_TOKEN is required to run the bot")
+    url = settings.telegram_api_url.rstrip("/")
+    app = (
+        ApplicationBuilder()
+        .token(token.get_secret_value())
+        .base_url(f"{url}/bot")
+        .base_file_url(f"{url}/file/bot")
+        .rate_limiter(AIORateLimiter(max_retries=3))
+        .build()
+    )
+    app.bot_data["deps"] = Deps(settings, store)
+    app.add_handler(TypeHandler(Update, claim), group=-1)
+    for name, callback in (("start", start), ("help", help_command), ("invite", invite),
+                           ("users", users), ("revoke", revoke)):  # fmt: skip
+        app.add_handler(CommandHandler(name, callback))
+    app.add_handler(MessageHandler(filters.ALL, anything_else))
+    app.add_error_handler(on_error)
+    return app

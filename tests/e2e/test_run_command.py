@@ -1,0 +1,41 @@
+"""`manzoori run` as a real process: the bot answers over HTTP, and SIGTERM stops it cleanly."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import grant_cast  # noqa: F401 - the cast is registered via the store fixture
+from tests.factories import REQUESTER
+from tests.integration.test_cli import base_env
+
+pytestmark = pytest.mark.slow  # spawns `manzoori run`
+
+
+async def test_manzoori_run_answers_and_stops_on_sigterm(botapi, db_url, store, tmp_path):
+    env = dict(
+        base_env(db_url),
+        TELEGRAM_BOT_TOKEN=botapi.token,
+        TELEGRAM_API_URL=f"http://127.0.0.1:{botapi.port}",
+        MANZOORI_POLL_SECONDS="0.1",
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-m", "bot.cli", "run"], cwd=tmp_path, env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        requester = botapi.user(REQUESTER, "Bilal")
+        requester.send_text("/start")
+        reply = await requester.next_message(timeout=30)  # start-up: imports, migrations, getMe
+        assert reply.text == (
+            "Hello Bilal. You are registered as requester. /help shows what you can do."
+        )
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _out, err = await asyncio.to_thread(process.communicate, timeout=30)
+    assert process.returncode == 0, err
+    assert not botapi.unimplemented_calls
