@@ -7,8 +7,10 @@ the update Telegram signed for us (`effective_user`), never from text in a messa
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
+import uuid
 from dataclasses import dataclass
 
 from telegram import Update
@@ -27,9 +29,13 @@ from telegram.ext import (
 from bot import messages
 from bot.config import Settings
 from bot.runner import utcnow
-from core import people
+from bot.spreadsheets import read_sheet
+from core import people, purchasing
 from core.errors import InviteRefused, NotAnAdmin
 from core.policies import Role
+from core.purchasing import Sheet, Submission
+from core.sheets import too_big
+from core.tables import UnreadableSheet
 from store.sql import SqlStore
 
 log = logging.getLogger(__name__)
@@ -49,9 +55,29 @@ def _deps(context: ContextTypes.DEFAULT_TYPE) -> Deps:
     return deps
 
 
+# Telegram refuses longer texts ("message is too long").
+MESSAGE_LIMIT = 4096
+
+
+def chunks(text: str, limit: int = MESSAGE_LIMIT) -> list[str]:
+    """The text in pieces of at most `limit` characters, cut between lines where possible."""
+    pieces: list[str] = []
+    current = ""
+    for line in text.splitlines():
+        for start in range(0, max(len(line), 1), limit):  # a line longer than a message is cut
+            part = line[start : start + limit]
+            candidate = f"{current}\n{part}" if current else part
+            if current and len(candidate) > limit:
+                pieces.append(current)
+                candidate = part
+            current = candidate
+    return [*pieces, current] if current else pieces
+
+
 async def _reply(update: Update, text: str) -> None:
     if update.effective_message is not None:
-        await update.effective_message.reply_text(text)
+        for piece in chunks(text):
+            await update.effective_message.reply_text(piece)
 
 
 async def claim(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
@@ -160,6 +186,41 @@ async def revoke(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     await _reply(update, text)
 
 
+async def sheet(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+    """A requester's CSV or XLSX: one PO per supplier, or every row problem, or the earlier POs."""
+    deps, user, message = _deps(context), update.effective_user, update.effective_message
+    assert user is not None and message is not None and message.document is not None
+    roles = await _roles(deps, user.id)
+    if Role.REQUESTER not in roles:
+        refusal = "Only requesters can send restock sheets." if roles else None
+        await _reply(update, refusal or messages.stranger(user.first_name, user.id))
+        return
+    document = message.document
+    too_large = too_big(document.file_size or 0)  # before downloading anything
+    data = b"" if too_large else bytes(await (await document.get_file()).download_as_bytearray())
+    too_large = too_large or too_big(len(data))
+    if too_large:
+        await _reply(update, too_large)
+        return
+    try:
+        table = read_sheet(data)
+    except UnreadableSheet as refused:
+        await _reply(update, str(refused))
+        return
+    name = document.file_name or "sheet"
+    result = await _submit(deps, user.id, Sheet(name, hashlib.sha256(data).hexdigest(), table))
+    await _reply(update, messages.submission(result, name))
+
+
+async def _submit(deps: Deps, requester_id: int, upload: Sheet) -> Submission:
+    now = utcnow()
+    year = now.astimezone(deps.settings.tz).year
+    return await purchasing.submit_sheet(
+        deps.store, requester_id, upload, now, year, deps.settings.rules(),
+        lambda: str(uuid.uuid4()),
+    )  # fmt: skip
+
+
 async def anything_else(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     """A message from someone without a role gets the refusal with their id; others, help."""
     user = update.effective_user
@@ -195,6 +256,7 @@ def build_application(settings: Settings, store: SqlStore) -> Application:  # ty
     for name, callback in (("start", start), ("help", help_command), ("invite", invite),
                            ("users", users), ("revoke", revoke)):  # fmt: skip
         app.add_handler(CommandHandler(name, callback))
+    app.add_handler(MessageHandler(filters.Document.ALL, sheet))
     app.add_handler(MessageHandler(filters.ALL, anything_else))
     app.add_error_handler(on_error)
     return app

@@ -37,9 +37,11 @@ async def running_bot(botapi: Emulator, db_url: str) -> AsyncIterator[SqlStore]:
             await app.start()
             assert app.updater is not None
             await app.updater.start_polling(timeout=1, poll_interval=0)
-            yield store
-            await app.updater.stop()
-            await app.stop()
+            try:
+                yield store
+            finally:  # a failed assertion must still stop the bot, or the error hides it
+                await app.updater.stop()
+                await app.stop()
     finally:
         await store.close()
 

@@ -1,0 +1,82 @@
+"""Requesters send restock sheets to the bot, end to end over HTTP."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+from bot.spreadsheets import NOT_A_SHEET, read_csv_text
+from core import purchasing
+from core.states import State
+from tests.e2e.test_people_bot import running_bot, said
+from tests.factories import APPROVER_A, REQUESTER, T0
+from tests.xlsx import xlsx_bytes
+
+TERMS = Path(__file__).parent.parent / "data" / "terms" / "good.csv"
+YEAR = datetime.now(ZoneInfo("Asia/Karachi")).year
+
+
+async def with_terms(store) -> None:
+    result = await purchasing.import_terms(store, read_csv_text(TERMS.read_bytes()), T0, "test")
+    assert result.created
+
+
+async def test_a_requester_gets_one_po_per_supplier_and_the_same_file_back(botapi, db_url, store):
+    await with_terms(store)
+    async with running_bot(botapi, db_url):
+        requester = botapi.user(REQUESTER, "Bilal")
+        sheet = b"sku,quantity,notes\nCBL-USBC-1M,20,\nTEA-500G,3,for Eid\n"
+        requester.send_document(sheet, "restock.csv", "text/csv")
+        assert (await said(requester)).splitlines() == [
+            "restock.csv accepted; 2 purchase orders drafted and sent for approval:",
+            f"PO-{YEAR}-0001  Saddar Wholesale (sa***@saddar.com.pk)  1 line  Rs 2,697.00",
+            f"PO-{YEAR}-0002  Hall Road Traders (or***@hallroad.pk)  1 line  Rs 9,000.00",
+            "  ! CBL-USBC-1M: offered by 2 suppliers; this one is the cheapest at Rs 450.00 "
+            "(next: SUP-KHI-02 at Rs 470.00)",
+        ]
+        requester.send_document(sheet, "restock (1).csv", "text/csv")  # sent again
+        again = (await said(requester)).splitlines()
+        assert again[0] == "restock (1).csv was already submitted; it made 2 purchase orders:"
+        assert again[1] == f"PO-{YEAR}-0001  Saddar Wholesale  Rs 2,697.00  AWAITING_APPROVAL"
+    async with store.begin() as tx:
+        assert len(await tx.jobs_in_states({State.AWAITING_APPROVAL})) == 2
+
+
+async def test_an_xlsx_with_row_problems_creates_nothing(botapi, db_url, store):
+    await with_terms(store)
+    async with running_bot(botapi, db_url):
+        requester = botapi.user(REQUESTER, "Bilal")
+        workbook = xlsx_bytes([["sku", "quantity"], ["CBL-USBC-1M", "abc"], ["NOPE-1", 2]])
+        requester.send_document(workbook, "restock.xlsx", "application/vnd.ms-excel")
+        assert (await said(requester)).splitlines() == [
+            "restock.xlsx: not accepted; nothing was created. Please fix:",
+            'Row 2, quantity: "abc" is not a whole number',
+            'Row 3, sku: "NOPE-1" is not in the current supplier terms',
+        ]
+    async with store.begin() as tx:
+        assert await tx.list_jobs(None, 10) == []
+
+
+async def test_unreadable_and_oversized_files_get_one_sentence(botapi, db_url, store):
+    await with_terms(store)
+    async with running_bot(botapi, db_url):
+        requester = botapi.user(REQUESTER, "Bilal")
+        requester.send_document(b"\x89PNG\r\n\x1a\n\x00\x00" + bytes(200), "photo.csv", "text/csv")
+        assert await said(requester) == NOT_A_SHEET
+        downloads = len(botapi.calls_to("getFile"))
+        requester.send_document(b"sku,quantity\n" + b"A,1\n" * 1_600_000, "huge.csv", "text/csv")
+        assert await said(requester) == "The file is 6.2 MB; the limit is 5 MB."  # rounded up
+        assert len(botapi.calls_to("getFile")) == downloads  # refused before downloading
+
+
+async def test_only_requesters_send_sheets(botapi, db_url, store):
+    await with_terms(store)
+    async with running_bot(botapi, db_url):
+        approver, stranger = botapi.user(APPROVER_A, "Ali"), botapi.user(424242, "Zara")
+        approver.send_document(b"sku,quantity\nCBL-USBC-1M,20\n", "s.csv", "text/csv")
+        assert await said(approver) == "Only requesters can send restock sheets."
+        stranger.send_document(b"sku,quantity\nCBL-USBC-1M,20\n", "s.csv", "text/csv")
+        assert "Your Telegram id is 424242" in await said(stranger)
+    async with store.begin() as tx:
+        assert await tx.list_jobs(None, 10) == []
