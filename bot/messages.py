@@ -184,3 +184,32 @@ def people_list(rows: Iterable[tuple[TelegramUser | None, int, frozenset[Role]]]
         reach = "" if known and known.reachable else "  ⚠️ cannot receive messages yet"
         lines.append(f"{user_id}  {name}  {roles_text(roles)}{reach}")
     return "\n".join(lines) if lines else "Nobody holds a role yet."
+
+
+# What a requester reads for each state of their PO.
+_STATE_WORDS = {
+    State.AWAITING_APPROVAL: "waiting for approval",
+    State.APPROVED: "approved, e-mail going out",
+    State.SENDING: "e-mail going out",
+    State.SENT: "sent to the supplier",
+    State.REJECTED: "rejected",
+    State.EXPIRED: "expired without a decision",
+    State.CANCELLED: "cancelled",
+    State.FAILED_RETRYABLE: "e-mail delayed; retrying",
+    State.FAILED_FINAL: "needs manual review",
+    State.UNKNOWN_OUTCOME: "needs manual review",
+}
+
+
+def status_list(jobs: Iterable[Job], tz: tzinfo) -> str:
+    """/status: a requester's recent POs, newest first."""
+    lines = [
+        f"{job.po_number}  {format_pkr(job.total_paisa or 0)}  "
+        f"{_STATE_WORDS.get(job.state, job.state.value)}  ({local_time(job.updated_at, tz)})"
+        for job in jobs
+    ]
+    return (
+        "Your recent purchase orders:\n" + "\n".join(lines)
+        if lines
+        else ("You have no purchase orders yet. Send a restock sheet to start one.")
+    )

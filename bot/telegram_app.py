@@ -55,6 +55,8 @@ def _deps(context: ContextTypes.DEFAULT_TYPE) -> Deps:
     return deps
 
 
+# A phone screen's worth; older POs are in `manzoori jobs list`.
+STATUS_LIMIT = 10
 # Telegram refuses longer texts ("message is too long").
 MESSAGE_LIMIT = 4096
 
@@ -221,6 +223,18 @@ async def _submit(deps: Deps, requester_id: int, upload: Sheet) -> Submission:
     )  # fmt: skip
 
 
+async def status(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+    """/status: the requester's ten most recent POs and where each stands."""
+    deps, user = _deps(context), update.effective_user
+    assert user is not None
+    if Role.REQUESTER not in await _roles(deps, user.id):
+        await _reply(update, "/status lists a requester's purchase orders; you are not one.")
+        return
+    async with deps.store.begin() as tx:
+        jobs = await tx.jobs_of(user.id, STATUS_LIMIT)
+    await _reply(update, messages.status_list(jobs, deps.settings.tz))
+
+
 async def anything_else(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     """A message from someone without a role gets the refusal with their id; others, help."""
     user = update.effective_user
@@ -254,7 +268,7 @@ def build_application(settings: Settings, store: SqlStore) -> Application:  # ty
     app.bot_data["deps"] = Deps(settings, store)
     app.add_handler(TypeHandler(Update, claim), group=-1)
     for name, callback in (("start", start), ("help", help_command), ("invite", invite),
-                           ("users", users), ("revoke", revoke)):  # fmt: skip
+                           ("users", users), ("revoke", revoke), ("status", status)):  # fmt: skip
         app.add_handler(CommandHandler(name, callback))
     app.add_handler(MessageHandler(filters.Document.ALL, sheet))
     app.add_handler(MessageHandler(filters.ALL, anything_else))

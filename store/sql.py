@@ -312,6 +312,17 @@ class SqlTx(PurchasingQueries, PeopleQueries):
         )
         return [job_from_row(row) for row in await self.conn.execute(query)]
 
+    async def jobs_of(self, requester_id: int, limit: int) -> list[Job]:
+        """A requester's jobs, newest first."""
+        t = schema.jobs
+        query = (
+            select(t)
+            .where(t.c.requester_id == requester_id)
+            .order_by(t.c.created_at.desc(), t.c.po_number.desc())
+            .limit(limit)
+        )
+        return [job_from_row(row) for row in await self.conn.execute(query)]
+
     async def list_jobs(self, states: Collection[State] | None, limit: int) -> list[Job]:
         """Jobs, newest first, optionally only those in `states`."""
         query = select(schema.jobs).order_by(schema.jobs.c.created_at.desc()).limit(limit)

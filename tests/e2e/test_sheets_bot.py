@@ -80,3 +80,25 @@ async def test_only_requesters_send_sheets(botapi, db_url, store):
         assert "Your Telegram id is 424242" in await said(stranger)
     async with store.begin() as tx:
         assert await tx.list_jobs(None, 10) == []
+
+
+async def test_status_lists_the_requesters_recent_pos(botapi, db_url, store):
+    await with_terms(store)
+    async with running_bot(botapi, db_url):
+        requester = botapi.user(REQUESTER, "Bilal")
+        requester.send_text("/status")
+        assert await said(requester) == (
+            "You have no purchase orders yet. Send a restock sheet to start one."
+        )
+        requester.send_document(b"sku,quantity\nTEA-500G,3\n", "tea.csv", "text/csv")
+        await said(requester)
+        requester.send_text("/status")
+        lines = (await said(requester)).splitlines()
+        assert lines[0] == "Your recent purchase orders:"
+        assert lines[1].startswith(f"PO-{YEAR}-0001  Rs 2,697.00  waiting for approval  (")
+        assert lines[1].endswith(" PKT)")
+        approver = botapi.user(APPROVER_A, "Ali")
+        approver.send_text("/status")
+        assert await said(approver) == (
+            "/status lists a requester's purchase orders; you are not one."
+        )
