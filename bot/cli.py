@@ -94,7 +94,8 @@ def run(
         if worker:
             await outbox.run_forever(settings.manzoori_poll_seconds, stop)
             return
-        from bot.telegram_app import build_application  # here: PTB slows every other command
+        from bot.notifier import NoticeRunner  # here: PTB slows every other command
+        from bot.telegram_app import build_application
 
         app = build_application(settings, store)
         async with app:
@@ -102,8 +103,12 @@ def run(
             assert app.updater is not None
             # Retry start-up calls (deleteWebhook) through a flaky link instead of giving up.
             await app.updater.start_polling(bootstrap_retries=-1)
+            notices = NoticeRunner(store, app.bot, settings)
             try:
-                await outbox.run_forever(settings.manzoori_poll_seconds, stop)
+                await asyncio.gather(
+                    outbox.run_forever(settings.manzoori_poll_seconds, stop),
+                    notices.run_forever(settings.manzoori_poll_seconds, stop),
+                )
             finally:
                 await app.updater.stop()
                 await app.stop()

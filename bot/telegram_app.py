@@ -40,6 +40,10 @@ from store.sql import SqlStore
 
 log = logging.getLogger(__name__)
 
+# Opt in now to PTB 23's durations as timedelta (RetryAfter.retry_after and others): our code
+# reads both forms, and PTB 22 warns on every 429 otherwise. PTB reads it at each use.
+os.environ.setdefault("PTB_TIMEDELTA", "true")
+
 
 @dataclass(frozen=True)
 class Deps:

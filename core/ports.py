@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from core.drafts import Draft
 from core.intake import History
@@ -13,6 +13,9 @@ from core.jobs import AuditEvent, Effect, Job
 from core.policies import Decision, Role
 from core.states import State
 from core.terms import Terms
+
+if TYPE_CHECKING:  # core.notices uses these ports itself
+    from core.notices import Notice
 
 
 class Tx(Protocol):
@@ -81,6 +84,12 @@ class Tx(Protocol):
 
     async def use_invite(self, invite_id: str, user_id: int, at: datetime) -> Role | None:
         """Mark an unused, unexpired invitation used by `user_id`; its role, or None."""
+
+    async def holders(self, role: Role) -> list[int]:
+        """Every user holding `role` now, by id."""
+
+    async def insert_notice(self, notice: Notice) -> None:
+        """Owe a Telegram message; a notice with the same key already owed stays as it is."""
 
     async def jobs_in_states(self, states: Collection[State]) -> list[Job]:
         """Every job in one of `states`, oldest first."""

@@ -18,6 +18,7 @@ from core.errors import (
     ReconcileRefused,
 )
 from core.jobs import WORKFLOW_VERSION, AuditEvent, Effect, Job, NewJob
+from core.notices import queue_cards
 from core.policies import (
     ApprovalPolicy,
     Decision,
@@ -105,8 +106,10 @@ async def open_in(tx: Tx, new: NewJob, draft: Draft, now: datetime, rules: Rules
     job = await move(tx, job, Action.DRAFT, now, actor, {"draft_version": 1},
                      **_draft_fields(1, draft))  # fmt: skip
     basis = {"basis": rules.approval.basis(draft.total_paisa)}
-    return await move(tx, job, Action.REQUEST_APPROVAL, now, actor, basis,
-                      decision_deadline=now + rules.approval.ttl)  # fmt: skip
+    job = await move(tx, job, Action.REQUEST_APPROVAL, now, actor, basis,
+                     decision_deadline=now + rules.approval.ttl)  # fmt: skip
+    await queue_cards(tx, job, now)
+    return job
 
 
 # A revision with an unchanged draft keeps the version in these states; elsewhere (EXPIRED,
@@ -157,9 +160,11 @@ async def revise_in(
     await tx.insert_draft(job.id, version, draft, now)
     await cancel_open_effects(tx, job, now, "superseded by a new draft version")
     detail = {"draft_version": version, **({"note": note} if note else {}), **(evidence or {})}
-    return await move(tx, job, Action.REVISE, now, actor, detail,
-                      decision_deadline=now + rules.approval.ttl,
-                      **_draft_fields(version, draft), **changes)  # fmt: skip
+    job = await move(tx, job, Action.REVISE, now, actor, detail,
+                     decision_deadline=now + rules.approval.ttl,
+                     **_draft_fields(version, draft), **changes)  # fmt: skip
+    await queue_cards(tx, job, now)  # the new version needs new cards; the old ones go stale
+    return job
 
 
 @dataclass(frozen=True)

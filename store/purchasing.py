@@ -140,6 +140,12 @@ class PurchasingQueries:
         except IntegrityError as error:  # a concurrent first import: retry on its result
             raise StaleJob("another import created the terms head meanwhile") from error
 
+    async def terms_record(self, version: str) -> dict[str, Any] | None:
+        """A stored version's row (import time, who, counts), or None."""
+        t = schema.terms_versions
+        row = (await self.conn.execute(select(t).where(t.c.id == version))).first()
+        return None if row is None else dict(row._mapping)
+
     async def terms_versions(self, limit: int) -> list[dict[str, object]]:
         """Stored versions, newest first, with their counts and import times."""
         t = schema.terms_versions

@@ -272,6 +272,30 @@ processed_updates = Table(
     Column("processed_at", UtcDateTime, nullable=False),
 )
 
+# Telegram messages owed (core.notices): the key makes each one owed once; a lease lets
+# several processes deliver them without sending one twice at the same time.
+notices = Table(
+    "notices",
+    metadata,
+    Column("key", String(200), primary_key=True),
+    Column("kind", String(16), nullable=False),
+    Column("user_id", BigInteger, nullable=False),
+    Column("job_id", String(36), ForeignKey("jobs.id"), nullable=False),
+    Column("draft_version", Integer, nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("attempts", Integer, nullable=False),
+    Column("next_attempt_at", UtcDateTime, nullable=False),
+    Column("lease_owner", String(100)),
+    Column("lease_until", UtcDateTime),
+    Column("message_id", BigInteger),
+    Column("last_error", Text),
+    Column("created_at", UtcDateTime, nullable=False),
+    Column("updated_at", UtcDateTime, nullable=False),
+    Index(None, "status", "next_attempt_at"),
+    Index(None, "job_id"),
+)
+
 APPEND_ONLY = (
     "drafts",
     "decisions",

@@ -20,6 +20,7 @@ from core.policies import Decision, Role, Verdict
 from core.states import State
 from core.terms import Terms
 from store import schema
+from store.notices import NoticeQueries
 from store.people import PeopleQueries
 from store.purchasing import PurchasingQueries
 from store.rows import job_from_row
@@ -49,7 +50,7 @@ def _decision(row: Any) -> Decision:
     )
 
 
-class SqlTx(PurchasingQueries, PeopleQueries):
+class SqlTx(PurchasingQueries, PeopleQueries, NoticeQueries):
     """One transaction on one connection; implements core.ports.Tx."""
 
     def __init__(

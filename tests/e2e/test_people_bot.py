@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 
 from cryptography.fernet import Fernet
+from telegram.ext import Application
 
 from bot.config import Settings
 from bot.telegram_app import build_application
@@ -18,9 +20,18 @@ from tests.conftest import DATA_KEY
 ADMIN, NEWCOMER, SECOND, STRANGER = 9001, 5001, 5002, 6666
 
 
+@dataclass(frozen=True)
+class BotRun:
+    """A running bot: its store, its PTB application and its settings."""
+
+    store: SqlStore
+    app: Application  # type: ignore[type-arg]
+    settings: Settings
+
+
 @asynccontextmanager
-async def running_bot(botapi: Emulator, db_url: str) -> AsyncIterator[SqlStore]:
-    """The application polling the emulator, as `manzoori run` will run it."""
+async def running_bot(botapi: Emulator, db_url: str) -> AsyncIterator[BotRun]:
+    """The application polling the emulator, as `manzoori run` runs it."""
     settings = Settings(
         _env_file=None,  # type: ignore[call-arg]
         database_url=db_url,
@@ -38,7 +49,7 @@ async def running_bot(botapi: Emulator, db_url: str) -> AsyncIterator[SqlStore]:
             assert app.updater is not None
             await app.updater.start_polling(timeout=1, poll_interval=0)
             try:
-                yield store
+                yield BotRun(store, app, settings)
             finally:  # a failed assertion must still stop the bot, or the error hides it
                 await app.updater.stop()
                 await app.stop()
@@ -66,7 +77,8 @@ async def test_a_stranger_is_refused_politely_with_their_id(botapi, db_url):
 
 
 async def test_an_admin_invites_an_approver_who_registers_once(botapi, db_url):
-    async with running_bot(botapi, db_url) as store:
+    async with running_bot(botapi, db_url) as run:
+        store = run.store
         admin = botapi.user(ADMIN, "Ayesha")
         newcomer, second = botapi.user(NEWCOMER, "Bilal"), botapi.user(SECOND, "Sana")
         admin.send_text("/start")
@@ -110,7 +122,8 @@ async def test_only_admins_manage_people(botapi, db_url):
 
 
 async def test_a_forged_invitation_is_refused(botapi, db_url):
-    async with running_bot(botapi, db_url) as store:
+    async with running_bot(botapi, db_url) as run:
+        store = run.store
         newcomer = botapi.user(NEWCOMER, "Bilal")
         newcomer.send_text("/start AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA")
         assert (

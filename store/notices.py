@@ -1,0 +1,92 @@
+"""SqlTx's queries for the Telegram outbox (core.notices) and the role holders it serves."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, fields
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import and_, or_, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from core.errors import LeaseLost
+from core.notices import Notice, NoticeStatus
+from core.policies import Role
+from store import schema
+
+_FIELDS = [f.name for f in fields(Notice)]
+
+
+def _notice(row: Any) -> Notice:
+    data = {name: row._mapping[name] for name in _FIELDS}
+    return Notice(**{**data, "status": NoticeStatus(data["status"])})
+
+
+class NoticeQueries:
+    """Mixed into SqlTx: everything here runs inside its transaction."""
+
+    conn: AsyncConnection
+    _postgres: bool
+
+    async def holders(self, role: Role) -> list[int]:
+        """Every user holding `role` now, by id."""
+        t = schema.user_roles
+        rows = await self.conn.execute(
+            select(t.c.user_id).where(t.c.role == role.value).order_by(t.c.user_id)
+        )
+        return [int(user_id) for user_id in rows.scalars()]
+
+    async def insert_notice(self, notice: Notice) -> None:
+        """Owe a Telegram message; a notice with the same key already owed stays as it is."""
+        values = {**asdict(notice), "status": notice.status.value}
+        insert = (postgresql if self._postgres else sqlite).insert(schema.notices).values(values)
+        await self.conn.execute(insert.on_conflict_do_nothing(index_elements=["key"]))
+
+    async def claim_notices(
+        self, now: datetime, owner: str, lease_until: datetime, limit: int
+    ) -> list[Notice]:
+        """Lease due pending notices, and claimed ones whose lease ran out, to `owner`."""
+        t = schema.notices
+        due = or_(
+            and_(t.c.status == NoticeStatus.PENDING.value, t.c.next_attempt_at <= now),
+            and_(t.c.status == NoticeStatus.CLAIMED.value, t.c.lease_until < now),
+        )
+        query = select(t.c.key).where(due).order_by(t.c.next_attempt_at).limit(limit)
+        if self._postgres:
+            query = query.with_for_update(skip_locked=True)
+        keys = list((await self.conn.execute(query)).scalars())
+        if not keys:
+            return []
+        claim = (
+            update(t)
+            .where(t.c.key.in_(keys), due)
+            .values(status=NoticeStatus.CLAIMED.value, lease_owner=owner,
+                    lease_until=lease_until, version=t.c.version + 1, updated_at=now)
+            .returning(*t.c)
+        )  # fmt: skip
+        return [_notice(row) for row in await self.conn.execute(claim)]
+
+    async def update_notice(self, notice: Notice, **changes: Any) -> Notice:
+        """Compare-and-set on (key, version); bump version; raise LeaseLost on a miss."""
+        if "status" in changes:
+            changes["status"] = NoticeStatus(changes["status"]).value
+        t = schema.notices
+        query = (
+            update(t)
+            .where(t.c.key == notice.key, t.c.version == notice.version)
+            .values(version=t.c.version + 1, **changes)
+            .returning(*t.c)
+        )
+        row = (await self.conn.execute(query)).first()
+        if row is None:
+            raise LeaseLost(f"{notice.key} changed under this sender")
+        return _notice(row)
+
+    async def notices_for(self, job_id: str) -> list[Notice]:
+        """A job's notices, oldest first."""
+        t = schema.notices
+        rows = await self.conn.execute(
+            select(t).where(t.c.job_id == job_id).order_by(t.c.created_at, t.c.key)
+        )
+        return [_notice(row) for row in rows]

@@ -1,0 +1,110 @@
+"""Approval cards go out through the notice outbox, once each, over a flaky Bot API."""
+
+from __future__ import annotations
+
+from bot.cards import APPROVE_TEXT, DETAILS_TEXT, REJECT_TEXT
+from bot.notifier import NoticeRunner
+from bot.runner import utcnow
+from core.notices import NoticeStatus
+from core.policies import Role
+from core.signing import ButtonAction, verify_button
+from tests.e2e.test_people_bot import running_bot, said
+from tests.e2e.test_sheets_bot import YEAR, with_terms
+from tests.factories import APPROVER_A, APPROVER_B, REQUESTER, T0, Clock
+
+SHEET = b"sku,quantity,notes\nCHG-65W,3,for <b>Eid</b> & more\n"
+
+
+async def submitted(botapi, run) -> None:
+    """The requester sends a sheet through the bot; one PO waits for approval."""
+    await with_terms(run.store)
+    requester = botapi.user(REQUESTER, "Bilal")
+    requester.send_document(SHEET, "restock.csv", "text/csv")
+    assert (await said(requester)).startswith("restock.csv accepted; 1 purchase order")
+
+
+async def notices(run):
+    async with run.store.begin() as tx:
+        job = await tx.job_by_po(f"PO-{YEAR}-0001")
+        return {n.user_id: n for n in await tx.notices_for(job.id)}, job
+
+
+async def test_every_approver_but_the_requester_gets_one_card(
+    botapi, db_url, store
+):  # store: the usual cast registered
+    async with running_bot(botapi, db_url) as run:
+        async with run.store.begin() as tx:
+            await tx.grant(REQUESTER, Role.APPROVER, "test", T0)  # also an approver
+            await tx.met(APPROVER_A, "Ali", T0, started=True)
+            await tx.met(APPROVER_B, "Sana", T0, started=True)
+        ali, sana = (
+            botapi.user(APPROVER_A, "Ali", started=True),
+            botapi.user(APPROVER_B, "Sana", started=True),
+        )
+        await submitted(botapi, run)
+        runner = NoticeRunner(run.store, run.app.bot, run.settings)
+        assert await runner.run_once() == 2
+        assert await runner.run_once() == 0  # nothing owed twice
+
+        card = await ali.next_message()
+        assert card.parse_mode == "HTML"
+        assert card.text.startswith(f"🧾 PO-{YEAR}-0001 — approval needed")
+        assert "for <b>Eid</b> & more" in card.text  # escaped, shown as typed
+        assert "Requested by Bilal" in card.text and "sheet restock.csv" in card.text
+        assert card.button_texts == [APPROVE_TEXT, REJECT_TEXT, DETAILS_TEXT]
+        owed, _ = await notices(run)
+        actions = {
+            verify_button(run.settings.secret, b.callback_data).action
+            for row in card.buttons
+            for b in row
+        }
+        assert actions == set(ButtonAction) & {
+            ButtonAction.APPROVE,
+            ButtonAction.REJECT,
+            ButtonAction.DETAILS,
+        }
+        assert (await sana.next_message()).text == card.text
+        assert set(owed) == {APPROVER_A, APPROVER_B}  # not the requester
+        assert owed[APPROVER_A].status is NoticeStatus.SENT
+        assert owed[APPROVER_A].message_id == card.message_id
+        assert [m for m in botapi.messages(REQUESTER) if "approval needed" in (m.text or "")] == []
+
+
+async def test_an_approver_who_never_started_the_bot_is_not_retried_forever(
+    botapi, db_url, store
+):  # store: the usual cast registered
+    async with running_bot(botapi, db_url) as run:
+        botapi.user(APPROVER_A, "Ali")  # exists, never pressed Start
+        botapi.user(APPROVER_B, "Sana", started=True)
+        await submitted(botapi, run)
+        runner = NoticeRunner(run.store, run.app.bot, run.settings)
+        await runner.run_once()
+        owed, _ = await notices(run)
+        assert owed[APPROVER_A].status is NoticeStatus.FAILED
+        assert "initiate conversation" in owed[APPROVER_A].last_error
+        assert owed[APPROVER_B].status is NoticeStatus.SENT
+        assert await runner.run_once() == 0
+
+
+async def test_429_and_5xx_while_cards_go_out_deliver_each_card_once(
+    botapi, db_url, store
+):  # store: the usual cast registered
+    async with running_bot(botapi, db_url) as run:
+        ali = botapi.user(APPROVER_A, "Ali", started=True)
+        sana = botapi.user(APPROVER_B, "Sana", started=True)
+        await submitted(botapi, run)
+        botapi.fail_next("sendMessage", status=429, retry_after=1, chat_id=APPROVER_A)
+        botapi.fail_next("sendMessage", status=502, chat_id=APPROVER_B)
+        clock = Clock(utcnow())  # the notices were owed at the real time
+        runner = NoticeRunner(run.store, run.app.bot, run.settings, clock=clock, rand=lambda: 0.0)
+        await runner.run_once()  # the rate limiter waits out the 429; the 502 is retried later
+        owed, _ = await notices(run)
+        assert owed[APPROVER_A].status is NoticeStatus.SENT
+        assert owed[APPROVER_B].status is NoticeStatus.PENDING and owed[APPROVER_B].attempts == 1
+        clock.advance(minutes=1)
+        await runner.run_once()
+        owed, _ = await notices(run)
+        assert owed[APPROVER_B].status is NoticeStatus.SENT
+        for user in (ali, sana):
+            cards = [m for m in user.messages() if "approval needed" in (m.text or "")]
+            assert len(cards) == 1
