@@ -11,7 +11,6 @@ import hashlib
 import logging
 import os
 import uuid
-from dataclasses import dataclass
 
 from telegram import Update
 from telegram.ext import (
@@ -19,6 +18,7 @@ from telegram.ext import (
     Application,
     ApplicationBuilder,
     ApplicationHandlerStop,
+    CallbackQueryHandler,
     CommandHandler,
     ContextTypes,
     MessageHandler,
@@ -28,6 +28,8 @@ from telegram.ext import (
 
 from bot import messages
 from bot.config import Settings
+from bot.context import Deps, deps_of
+from bot.decisions import on_tap
 from bot.runner import utcnow
 from bot.spreadsheets import read_sheet
 from core import people, purchasing
@@ -43,20 +45,6 @@ log = logging.getLogger(__name__)
 # Opt in now to PTB 23's durations as timedelta (RetryAfter.retry_after and others): our code
 # reads both forms, and PTB 22 warns on every 429 otherwise. PTB reads it at each use.
 os.environ.setdefault("PTB_TIMEDELTA", "true")
-
-
-@dataclass(frozen=True)
-class Deps:
-    """What the handlers share: the settings and the store."""
-
-    settings: Settings
-    store: SqlStore
-
-
-def _deps(context: ContextTypes.DEFAULT_TYPE) -> Deps:
-    deps = context.application.bot_data["deps"]
-    assert isinstance(deps, Deps)
-    return deps
 
 
 # A phone screen's worth; older POs are in `manzoori jobs list`.
@@ -88,7 +76,7 @@ async def _reply(update: Update, text: str) -> None:
 
 async def claim(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     """Drop an update that was already handled (Telegram delivered it again)."""
-    deps, user = _deps(context), update.effective_user
+    deps, user = deps_of(context), update.effective_user
     async with deps.store.begin() as tx:
         fresh = await tx.claim_update(update.update_id, utcnow())
         if fresh and user is not None and not user.is_bot:
@@ -109,7 +97,7 @@ async def _roles(deps: Deps, user_id: int) -> frozenset[Role]:
 
 async def start(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     """/start CODE registers with an invitation; a plain /start greets by role."""
-    deps, user = _deps(context), update.effective_user
+    deps, user = deps_of(context), update.effective_user
     assert user is not None
     if context.args:
         try:
@@ -130,7 +118,7 @@ async def help_command(update: Update, context: ContextTypes.DEFAULT_TYPE) -> No
     """/help: what each of the sender's roles lets them do."""
     user = update.effective_user
     assert user is not None
-    roles = await _roles(_deps(context), user.id)
+    roles = await _roles(deps_of(context), user.id)
     await _reply(
         update, messages.help_text(roles) if roles else messages.stranger(user.first_name, user.id)
     )
@@ -138,7 +126,7 @@ async def help_command(update: Update, context: ContextTypes.DEFAULT_TYPE) -> No
 
 async def invite(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     """/invite approver|requester: a single-use link, for admins only."""
-    deps, user = _deps(context), update.effective_user
+    deps, user = deps_of(context), update.effective_user
     assert user is not None
     wanted = (context.args or [""])[0].lower()
     if wanted not in (Role.APPROVER.value, Role.REQUESTER.value):
@@ -161,7 +149,7 @@ async def invite(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
 
 async def users(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     """/users: everyone with a role, for admins only."""
-    deps, user = _deps(context), update.effective_user
+    deps, user = deps_of(context), update.effective_user
     assert user is not None
     if Role.ADMIN not in await _roles(deps, user.id):
         await _reply(update, "Only admins can list users.")
@@ -173,7 +161,7 @@ async def users(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
 
 async def revoke(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     """/revoke ID: take every role from a user at once, for admins only."""
-    deps, user = _deps(context), update.effective_user
+    deps, user = deps_of(context), update.effective_user
     assert user is not None
     if Role.ADMIN not in await _roles(deps, user.id):
         await _reply(update, "Only admins can revoke roles.")
@@ -194,7 +182,7 @@ async def revoke(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
 
 async def sheet(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     """A requester's CSV or XLSX: one PO per supplier, or every row problem, or the earlier POs."""
-    deps, user, message = _deps(context), update.effective_user, update.effective_message
+    deps, user, message = deps_of(context), update.effective_user, update.effective_message
     assert user is not None and message is not None and message.document is not None
     roles = await _roles(deps, user.id)
     if Role.REQUESTER not in roles:
@@ -229,7 +217,7 @@ async def _submit(deps: Deps, requester_id: int, upload: Sheet) -> Submission:
 
 async def status(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     """/status: the requester's ten most recent POs and where each stands."""
-    deps, user = _deps(context), update.effective_user
+    deps, user = deps_of(context), update.effective_user
     assert user is not None
     if Role.REQUESTER not in await _roles(deps, user.id):
         await _reply(update, "/status lists a requester's purchase orders; you are not one.")
@@ -244,7 +232,7 @@ async def anything_else(update: Update, context: ContextTypes.DEFAULT_TYPE) -> N
     user = update.effective_user
     if user is None:
         return
-    roles = await _roles(_deps(context), user.id)
+    roles = await _roles(deps_of(context), user.id)
     await _reply(
         update, messages.help_text(roles) if roles else messages.stranger(user.first_name, user.id)
     )
@@ -274,6 +262,7 @@ def build_application(settings: Settings, store: SqlStore) -> Application:  # ty
     for name, callback in (("start", start), ("help", help_command), ("invite", invite),
                            ("users", users), ("revoke", revoke), ("status", status)):  # fmt: skip
         app.add_handler(CommandHandler(name, callback))
+    app.add_handler(CallbackQueryHandler(on_tap))
     app.add_handler(MessageHandler(filters.Document.ALL, sheet))
     app.add_handler(MessageHandler(filters.ALL, anything_else))
     app.add_error_handler(on_error)

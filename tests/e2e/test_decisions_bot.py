@@ -1,0 +1,131 @@
+"""Approvers tap cards on their phones: one decision however many taps, forgeries refused."""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import io
+
+from bot.cards import APPROVE_TEXT, DETAILS_TEXT
+from bot.decisions import NOT_VALID
+from bot.notifier import NoticeRunner
+from core.policies import Role, Verdict
+from core.states import State
+from tests.e2e.test_cards_bot import submitted
+from tests.e2e.test_people_bot import running_bot
+from tests.e2e.test_sheets_bot import YEAR
+from tests.factories import APPROVER_A, APPROVER_B, REQUESTER, T0
+
+PO = f"PO-{YEAR}-0001"
+
+
+async def cards_out(botapi, run):
+    """The sheet is submitted and both approvers hold their card."""
+    ali = botapi.user(APPROVER_A, "Ali", started=True)
+    sana = botapi.user(APPROVER_B, "Sana", started=True)
+    async with run.store.begin() as tx:
+        await tx.met(APPROVER_A, "Ali", T0, started=True)
+        await tx.met(APPROVER_B, "Sana", T0, started=True)
+    await submitted(botapi, run)
+    assert await NoticeRunner(run.store, run.app.bot, run.settings).run_once() == 2
+    return ali, await ali.next_message(), sana, await sana.next_message()
+
+
+async def answer(botapi, query_id):
+    return (await botapi.wait_for(lambda: botapi.callback_answer(query_id))).text
+
+
+async def job_and_decisions(run):
+    async with run.store.begin() as tx:
+        job = await tx.job_by_po(PO)
+        return job, await tx.decisions(job.id), await tx.effects_for(job.id)
+
+
+async def test_approve_answers_at_once_and_edits_every_card(botapi, db_url, store):
+    async with running_bot(botapi, db_url) as run:
+        ali, ali_card, _sana, sana_card = await cards_out(botapi, run)
+        query = ali.tap(ali_card, APPROVE_TEXT)
+        assert await answer(botapi, query) == "Approved — e-mailing the supplier."
+        assert botapi.callback_answer(query).age < 1.0
+        await botapi.wait_for(lambda: botapi.message(APPROVER_B, sana_card.message_id).edited)
+        for chat, card in ((APPROVER_A, ali_card), (APPROVER_B, sana_card)):
+            now = botapi.message(chat, card.message_id)
+            assert now.text.startswith("✅ Approved by Ali at ") and now.buttons == []
+        job, decisions, effects = await job_and_decisions(run)
+        assert job.state is State.APPROVED and [d.reviewer_id for d in decisions] == [APPROVER_A]
+        assert len(effects) == 1  # one send-po for the supplier
+        again = ali.tap_data(ali_card, sana_card.button(APPROVE_TEXT).callback_data)
+        assert (await answer(botapi, again)).startswith("Already approved by you at ")
+
+
+async def test_five_and_three_simultaneous_taps_make_one_decision(botapi, db_url, store):
+    async with running_bot(botapi, db_url) as run:
+        ali, ali_card, sana, sana_card = await cards_out(botapi, run)
+        data_a = ali_card.button(APPROVE_TEXT).callback_data
+        data_b = sana_card.button(APPROVE_TEXT).callback_data
+        queries = [ali.tap_data(ali_card, data_a) for _ in range(5)]
+        queries += [sana.tap_data(sana_card, data_b) for _ in range(3)]
+        answers = [await answer(botapi, q) for q in queries]
+        assert answers.count("Approved — e-mailing the supplier.") == 1
+        job, decisions, effects = await job_and_decisions(run)
+        assert job.state is State.APPROVED
+        assert len(decisions) == 1 and decisions[0].verdict is Verdict.APPROVE
+        assert len(effects) == 1
+        assert all(a and a != NOT_VALID for a in answers)
+
+
+async def test_forged_altered_swapped_and_random_data_changes_nothing(botapi, db_url, store):
+    async with running_bot(botapi, db_url) as run:
+        ali, ali_card, _sana, _sana_card = await cards_out(botapi, run)
+        real = ali_card.button(APPROVE_TEXT).callback_data
+        details = ali_card.button(DETAILS_TEXT).callback_data
+        forged = [
+            real[:-1] + ("A" if real[-1] != "A" else "B"),  # altered tag
+            real[: len(real) // 2],  # truncated
+            "a." + real[2:].replace(".1.", ".2.", 1),  # another version, same tag
+            details.rsplit(".", 1)[0].replace("d.", "a.", 1) + "." + details.rsplit(".", 1)[1],
+            "x" * 40,  # random
+        ]
+        for data in forged:
+            assert await answer(botapi, ali.tap_data(ali_card, data)) == NOT_VALID
+        job, decisions, _ = await job_and_decisions(run)
+        assert job.state is State.AWAITING_APPROVAL and decisions == []
+
+
+async def test_a_stranger_the_requester_and_a_revoked_approver_press_a_real_button(
+    botapi, db_url, store
+):
+    async with running_bot(botapi, db_url) as run:
+        async with run.store.begin() as tx:
+            await tx.grant(REQUESTER, Role.APPROVER, "test", T0)
+        _ali, ali_card, sana, sana_card = await cards_out(botapi, run)
+        data = ali_card.button(APPROVE_TEXT).callback_data
+        stranger = botapi.user(424242, "Zara")
+        stranger.send_text("/start")
+        own = await stranger.next_message()
+        assert await answer(botapi, stranger.tap_data(own, data)) == "You are not an approver."
+        requester = botapi.user(REQUESTER, "Bilal")
+        mine = requester.last_message()
+        assert await answer(botapi, requester.tap_data(mine, data)) == (
+            "You cannot approve your own request."
+        )
+        async with run.store.begin() as tx:
+            await tx.revoke(APPROVER_B, "test", T0)
+        assert await answer(botapi, sana.tap(sana_card, APPROVE_TEXT)) == "You are not an approver."
+        job, decisions, _ = await job_and_decisions(run)
+        assert job.state is State.AWAITING_APPROVAL and decisions == []
+
+
+async def test_details_sends_the_whole_po_as_csv(botapi, db_url, store):
+    async with running_bot(botapi, db_url) as run:
+        ali, ali_card, _sana, _sana_card = await cards_out(botapi, run)
+        query = ali.tap(ali_card, DETAILS_TEXT)
+        assert await answer(botapi, query) == "Sending the whole PO as a CSV file…"
+        sent = await botapi.wait_for(lambda: botapi.documents(APPROVER_A) or None)
+        document = sent[-1].document
+        assert document.file_name == f"{PO}-v1.csv"
+        rows = list(csv.DictReader(io.StringIO(document.data.decode())))
+        assert [(r["sku"], r["quantity"], r["note"]) for r in rows] == [
+            ("CHG-65W", "3", "for <b>Eid</b> & more")
+        ]
+        await asyncio.sleep(0)
