@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import html
 import logging
+import re
 from datetime import datetime
 
-from telegram import InlineKeyboardButton, InlineKeyboardMarkup, Update
+from telegram import ForceReply, InlineKeyboardButton, InlineKeyboardMarkup, Update
 from telegram.constants import ParseMode
 from telegram.error import BadRequest, TelegramError
 from telegram.ext import ContextTypes
@@ -20,6 +21,7 @@ from bot.emails import render_csv
 from bot.notifier import card_facts
 from bot.runner import utcnow
 from core import service
+from core.drafts import draft_hash
 from core.errors import (
     AlreadyDecided,
     ApprovalExpired,
@@ -38,6 +40,69 @@ from core.states import State
 log = logging.getLogger(__name__)
 
 NOT_VALID = "This button is not valid."
+# The reason prompt names the PO and version; the reply to it is matched by this text, which
+# only the bot can have written (the reply quotes the bot's own message).
+REASON_PROMPT = "Reason for rejecting"
+_PROMPTED = re.compile(rf"^{REASON_PROMPT} (PO-[A-Za-z0-9-]+) v(\d+)\?$")
+_MAX_REASON = 500
+
+
+async def on_reason(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+    """A reply to the reason prompt: the rejection, with its reason, for the requester."""
+    message, user = update.effective_message, update.effective_user
+    assert message is not None and user is not None
+    prompt = message.reply_to_message
+    asked = _PROMPTED.match(prompt.text or "") if prompt is not None else None
+    if (
+        prompt is None
+        or prompt.from_user is None
+        or prompt.from_user.id != context.bot.id
+        or not asked
+    ):
+        return  # a reply to something else: nothing to decide
+    deps, po, version = deps_of(context), asked.group(1), int(asked.group(2))
+    reason = " ".join((message.text or "").split())[:_MAX_REASON] or "no reason given"
+    text, decided = await _reject(deps, user.id, po, version, reason)
+    await message.reply_text(text)
+    if decided:
+        async with deps.store.begin() as tx:
+            job = await tx.job_by_po(po)
+        assert job is not None
+        await refresh_cards(context, deps, job.id)
+        await _tell_requester(context, job.requester_id, f"{po} was rejected: {reason}")
+
+
+async def _reject(deps: Deps, user_id: int, po: str, version: int, reason: str) -> tuple[str, bool]:
+    async with deps.store.begin() as tx:
+        job = await tx.job_by_po(po)
+        if job is None:
+            return NOT_VALID, False
+        reviewed = (
+            draft_hash(await tx.draft(job.id, version))
+            if version <= (job.draft_version or 0)
+            else ""
+        )
+    try:
+        await service.decide(deps.store, po, user_id, Verdict.REJECT, version, reviewed,
+                             utcnow(), deps.settings.rules(), reason)  # fmt: skip
+    except NotAnApprover:
+        return "You are not an approver.", False
+    except SelfApproval:
+        return "You cannot decide your own request.", False
+    except DraftChanged:
+        return f"This card was superseded by v{job.draft_version}.", False
+    except ApprovalExpired:
+        return "This request expired.", True
+    except AlreadyDecided:
+        return await _already(deps, user_id, po, version), False
+    return f"Rejected {po}. The requester is told your reason.", True
+
+
+async def _tell_requester(context: ContextTypes.DEFAULT_TYPE, requester_id: int, text: str) -> None:
+    try:
+        await context.bot.send_message(requester_id, text)
+    except TelegramError as error:
+        log.warning("requester %s not told: %s", requester_id, error)
 
 
 async def on_tap(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
@@ -61,6 +126,13 @@ async def on_tap(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     if button.action is ButtonAction.DETAILS:
         await _answer(query, "Sending the whole PO as a CSV file…")
         await _details(context, deps, user.id, job.id, button.draft_version)
+        return
+    if button.action is ButtonAction.REJECT:
+        await _answer(query, "Why reject it? Reply to my next message with the reason.")
+        await context.bot.send_message(
+            user.id, f"{REASON_PROMPT} {job.po_number} v{button.draft_version}?",
+            reply_markup=ForceReply(input_field_placeholder="The reason, for the requester"),
+        )  # fmt: skip
         return
     if button.action is not ButtonAction.APPROVE:
         await _answer(query, NOT_VALID)
@@ -179,6 +251,10 @@ def _headline(
     if job.state in (State.APPROVED, State.SENDING, State.SENT) and approvals:
         by = ", ".join(_name(names, d.reviewer_id) for d in approvals[-2:])
         return f"✅ <b>Approved</b> by {html.escape(by)} at {local(approvals[-1].at, tz)}"
+    rejections = [d for d in decisions if d.verdict is Verdict.REJECT]
+    if job.state is State.REJECTED and rejections:
+        who = html.escape(_name(names, rejections[-1].reviewer_id))
+        return f"❌ <b>Rejected</b> by {who} at {local(rejections[-1].at, tz)}"
     if job.state is State.AWAITING_APPROVAL and mine:
         return f"🕓 You approved at {local(mine[-1].at, tz)}; waiting for a second approver"
     if job.state is State.AWAITING_APPROVAL:

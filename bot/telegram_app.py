@@ -29,7 +29,7 @@ from telegram.ext import (
 from bot import messages
 from bot.config import Settings
 from bot.context import Deps, deps_of
-from bot.decisions import on_tap
+from bot.decisions import on_reason, on_tap
 from bot.runner import utcnow
 from bot.spreadsheets import read_sheet
 from core import people, purchasing
@@ -263,6 +263,7 @@ def build_application(settings: Settings, store: SqlStore) -> Application:  # ty
                            ("users", users), ("revoke", revoke), ("status", status)):  # fmt: skip
         app.add_handler(CommandHandler(name, callback))
     app.add_handler(CallbackQueryHandler(on_tap))
+    app.add_handler(MessageHandler(filters.REPLY & filters.TEXT & ~filters.COMMAND, on_reason))
     app.add_handler(MessageHandler(filters.Document.ALL, sheet))
     app.add_handler(MessageHandler(filters.ALL, anything_else))
     app.add_error_handler(on_error)

@@ -6,7 +6,7 @@ import asyncio
 import csv
 import io
 
-from bot.cards import APPROVE_TEXT, DETAILS_TEXT
+from bot.cards import APPROVE_TEXT, DETAILS_TEXT, REJECT_TEXT
 from bot.decisions import NOT_VALID
 from bot.notifier import NoticeRunner
 from core.policies import Role, Verdict
@@ -129,3 +129,35 @@ async def test_details_sends_the_whole_po_as_csv(botapi, db_url, store):
             ("CHG-65W", "3", "for <b>Eid</b> & more")
         ]
         await asyncio.sleep(0)
+
+
+async def test_reject_asks_for_a_reason_and_tells_the_requester(botapi, db_url, store):
+    async with running_bot(botapi, db_url) as run:
+        ali, ali_card, _sana, sana_card = await cards_out(botapi, run)
+        requester = botapi.user(REQUESTER, "Bilal")
+        requester.skip_messages()
+        query = ali.tap(ali_card, REJECT_TEXT)
+        assert (
+            await answer(botapi, query)
+            == "Why reject it? Reply to my next message with the reason."
+        )
+        prompt = await ali.next_message()
+        assert prompt.text == f"Reason for rejecting {PO} v1?"
+        assert prompt.reply_markup["force_reply"] is True
+        job, decisions, _ = await job_and_decisions(run)
+        assert decisions == []  # nothing is decided until the reason arrives
+        ali.reply_to(prompt, "Too many chargers; we have stock in Saddar.")
+        assert (
+            await ali.next_message()
+        ).text == f"Rejected {PO}. The requester is told your reason."
+        assert (await requester.next_message()).text == (
+            f"{PO} was rejected: Too many chargers; we have stock in Saddar."
+        )
+        job, decisions, effects = await job_and_decisions(run)
+        assert job.state is State.REJECTED and effects == []
+        assert decisions[0].reason == "Too many chargers; we have stock in Saddar."
+        await botapi.wait_for(lambda: botapi.message(APPROVER_B, sana_card.message_id).edited)
+        edited = botapi.message(APPROVER_B, sana_card.message_id)
+        assert edited.text.startswith("❌ Rejected by Ali at ") and edited.buttons == []
+        ali.send_text("Reason for rejecting PO-9999-0001 v1?")  # typed, not a reply: no decision
+        assert "You are registered as approver" in (await ali.next_message()).text
