@@ -95,14 +95,13 @@ def run(
             await outbox.run_forever(settings.manzoori_poll_seconds, stop)
             return
         from bot.notifier import NoticeRunner  # here: PTB slows every other command
-        from bot.telegram_app import build_application
+        from bot.telegram_app import build_application, start_updates
 
         app = build_application(settings, store)
         async with app:
             await app.start()
             assert app.updater is not None
-            # Retry start-up calls (deleteWebhook) through a flaky link instead of giving up.
-            await app.updater.start_polling(bootstrap_retries=-1)
+            await start_updates(app, settings)
             notices = NoticeRunner(store, app.bot, settings)
             try:
                 await asyncio.gather(

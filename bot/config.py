@@ -78,6 +78,24 @@ class Settings(BaseSettings):
         description="Bot API server; requests go to {url}/bot{token}/{method}, files to "
         "{url}/file/bot{token}/{path} (a self-hosted Bot API server works too)",
     )
+    webhook_url: str | None = Field(
+        None,
+        description="Public https URL Telegram posts updates to; empty: long polling. Several "
+        "webhook processes can sit behind one load balancer on PostgreSQL",
+    )
+    webhook_secret: SecretStr | None = Field(
+        None,
+        description="Required with WEBHOOK_URL: 1-256 characters of A-Z a-z 0-9 _ -; Telegram "
+        "sends it in X-Telegram-Bot-Api-Secret-Token and other requests get 403",
+    )
+    webhook_listen: str = Field(
+        "127.0.0.1",
+        description="Address the webhook server listens on; behind a reverse proxy or load "
+        "balancer the default suits, 0.0.0.0 listens on every interface",
+    )
+    webhook_port: int = Field(
+        8443, ge=1, le=65535, description="Port the webhook server listens on, 1..65535"
+    )
     smtp_host: str = Field("localhost", description="SMTP server host name")
     smtp_port: int = Field(25, ge=1, le=65535, description="SMTP server port, 1..65535")
     smtp_username: str | None = Field(None, description="SMTP login name; empty: no login")
@@ -180,6 +198,24 @@ class Settings(BaseSettings):
         if not at or not local or not domain or "@" in domain:
             raise ValueError(f"expected an address like orders@example.com, got {value!r}")
         return value.strip()
+
+    @field_validator("webhook_secret")
+    @classmethod
+    def _telegram_secret(cls, value: SecretStr | None, info: ValidationInfo) -> SecretStr | None:
+        if value is None:
+            if info.data.get("webhook_url"):
+                raise ValueError("is required with WEBHOOK_URL, or anyone could post updates")
+            return value
+        if not re.fullmatch(r"[A-Za-z0-9_-]{1,256}", value.get_secret_value()):
+            raise ValueError("must be 1-256 characters of A-Z a-z 0-9 _ - (Telegram's rule)")
+        return value
+
+    @field_validator("webhook_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("https://", "http://")):
+            raise ValueError("must be an http(s) URL")
+        return value
 
     @field_validator("manzoori_timezone")
     @classmethod

@@ -11,6 +11,7 @@ import hashlib
 import logging
 import os
 import uuid
+from urllib.parse import urlsplit
 
 from telegram import Update
 from telegram.ext import (
@@ -241,6 +242,22 @@ async def anything_else(update: Update, context: ContextTypes.DEFAULT_TYPE) -> N
 async def on_error(update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
     """Log first; the user hears nothing they could act on."""
     log.error("handling an update failed", exc_info=context.error)
+
+
+async def start_updates(app: Application, settings: Settings) -> None:  # type: ignore[type-arg]
+    """Long polling, or the webhook server when WEBHOOK_URL is set; the app must be started."""
+    assert app.updater is not None
+    if settings.webhook_url is None:
+        # Retry start-up calls (deleteWebhook) through a flaky link instead of giving up.
+        await app.updater.start_polling(bootstrap_retries=-1)
+        return
+    assert settings.webhook_secret is not None  # the settings refuse a URL without it
+    await app.updater.start_webhook(
+        listen=settings.webhook_listen, port=settings.webhook_port,
+        url_path=urlsplit(settings.webhook_url).path.lstrip("/"),
+        webhook_url=settings.webhook_url, bootstrap_retries=-1,
+        secret_token=settings.webhook_secret.get_secret_value(),
+    )  # fmt: skip
 
 
 def build_application(settings: Settings, store: SqlStore) -> Application:  # type: ignore[type-arg]

@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from cryptography.fernet import Fernet
 from telegram.ext import Application
 
 from bot.config import Settings
-from bot.telegram_app import build_application
+from bot.telegram_app import build_application, start_updates
 from core.policies import Role
 from store.engine import make_engine
 from store.sql import SqlStore
@@ -30,8 +31,9 @@ class BotRun:
 
 
 @asynccontextmanager
-async def running_bot(botapi: Emulator, db_url: str) -> AsyncIterator[BotRun]:
-    """The application polling the emulator, as `manzoori run` runs it."""
+async def running_bot(botapi: Emulator, db_url: str, **webhook: Any) -> AsyncIterator[BotRun]:
+    """The application on the emulator, as `manzoori run` runs it: long polling, or a webhook
+    server when WEBHOOK_* settings are given."""
     settings = Settings(
         _env_file=None,  # type: ignore[call-arg]
         database_url=db_url,
@@ -40,6 +42,7 @@ async def running_bot(botapi: Emulator, db_url: str) -> AsyncIterator[BotRun]:
         manzoori_admin_ids=frozenset({ADMIN}),
         telegram_bot_token=botapi.token,
         telegram_api_url=f"http://127.0.0.1:{botapi.port}",
+        **webhook,
     )
     store = SqlStore(make_engine(db_url), DATA_KEY)
     app = build_application(settings, store)
@@ -47,7 +50,10 @@ async def running_bot(botapi: Emulator, db_url: str) -> AsyncIterator[BotRun]:
         async with app:
             await app.start()
             assert app.updater is not None
-            await app.updater.start_polling(timeout=1, poll_interval=0)
+            if webhook:
+                await start_updates(app, settings)  # exactly what `manzoori run` does
+            else:  # polling as `manzoori run` does, with a short long-poll for quick tests
+                await app.updater.start_polling(timeout=1, poll_interval=0)
             try:
                 yield BotRun(store, app, settings)
             finally:  # a failed assertion must still stop the bot, or the error hides it

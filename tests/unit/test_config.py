@@ -294,3 +294,36 @@ def read_keys(path: Path) -> dict[str, str]:
     """The two key lines of a written .env file."""
     pairs = (line.split("=", 1) for line in path.read_text().splitlines() if "_KEY=" in line)
     return {name: value for name, value in pairs if not name.startswith("#")}
+
+
+def test_telegram_and_webhook_settings(env: pytest.MonkeyPatch) -> None:
+    settings = load_settings()
+    assert settings.telegram_bot_token is None  # the CLI works without one
+    assert settings.telegram_api_url == "https://api.telegram.org"
+    assert settings.webhook_url is None and (settings.webhook_listen, settings.webhook_port) == (
+        "127.0.0.1",
+        8443,
+    )
+    assert len(settings.secret) == 32  # the HMAC key behind buttons and invitations
+
+
+@pytest.mark.parametrize(
+    ("values", "reason"),
+    [
+        (
+            {"WEBHOOK_URL": "https://bot.example/hook"},
+            "WEBHOOK_SECRET: is required with WEBHOOK_URL",
+        ),
+        (
+            {"WEBHOOK_URL": "https://bot.example/hook", "WEBHOOK_SECRET": "has space"},
+            "WEBHOOK_SECRET: must be 1-256 characters of A-Z a-z 0-9 _ -",
+        ),
+        (
+            {"WEBHOOK_URL": "ftp://bot.example/hook", "WEBHOOK_SECRET": "ok"},
+            "WEBHOOK_URL: must be an http(s) URL",
+        ),
+        ({"WEBHOOK_PORT": "0"}, "WEBHOOK_PORT"),
+    ],
+)
+def test_webhook_settings_are_checked(env: pytest.MonkeyPatch, values, reason) -> None:
+    assert reason in config_error(env, **values)
