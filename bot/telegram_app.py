@@ -27,7 +27,7 @@ from telegram.ext import (
     filters,
 )
 
-from bot import messages
+from bot import messages, reports
 from bot.config import Settings
 from bot.context import Deps, deps_of
 from bot.decisions import on_reason, on_tap
@@ -228,6 +228,23 @@ async def status(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     await _reply(update, messages.status_list(jobs, deps.settings.tz))
 
 
+async def history(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+    """/history PO-…: a PO's approvals, sends and audit trail, for admins only."""
+    deps, user = deps_of(context), update.effective_user
+    assert user is not None
+    if Role.ADMIN not in await _roles(deps, user.id):
+        await _reply(update, "Only admins can read the audit trail.")
+        return
+    po = (context.args or [""])[0].upper()
+    async with deps.store.begin() as tx:
+        job = await tx.job_by_po(po) if po else None
+        detail = await reports.job_detail(tx, job, deps.settings.mail_domain) if job else None
+    if detail is None:
+        await _reply(update, f"No purchase order {po}." if po else "Usage: /history PO-2026-0001")
+        return
+    await _reply(update, reports.text(detail, deps.settings.tz))
+
+
 async def anything_else(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     """A message from someone without a role gets the refusal with their id; others, help."""
     user = update.effective_user
@@ -277,7 +294,8 @@ def build_application(settings: Settings, store: SqlStore) -> Application:  # ty
     app.bot_data["deps"] = Deps(settings, store)
     app.add_handler(TypeHandler(Update, claim), group=-1)
     for name, callback in (("start", start), ("help", help_command), ("invite", invite),
-                           ("users", users), ("revoke", revoke), ("status", status)):  # fmt: skip
+                           ("users", users), ("revoke", revoke), ("status", status),
+                           ("history", history)):  # fmt: skip
         app.add_handler(CommandHandler(name, callback))
     app.add_handler(CallbackQueryHandler(on_tap))
     app.add_handler(MessageHandler(filters.REPLY & filters.TEXT & ~filters.COMMAND, on_reason))

@@ -12,7 +12,7 @@ from bot.notifier import NoticeRunner
 from core.policies import Role, Verdict
 from core.states import State
 from tests.e2e.test_cards_bot import submitted
-from tests.e2e.test_people_bot import running_bot
+from tests.e2e.test_people_bot import ADMIN, running_bot, said
 from tests.e2e.test_sheets_bot import YEAR
 from tests.factories import APPROVER_A, APPROVER_B, REQUESTER, T0
 
@@ -161,3 +161,21 @@ async def test_reject_asks_for_a_reason_and_tells_the_requester(botapi, db_url, 
         assert edited.text.startswith("❌ Rejected by Ali at ") and edited.buttons == []
         ali.send_text("Reason for rejecting PO-9999-0001 v1?")  # typed, not a reply: no decision
         assert "You are registered as approver" in (await ali.next_message()).text
+
+
+async def test_history_shows_an_admin_the_audit_trail_without_addresses(botapi, db_url, store):
+    async with running_bot(botapi, db_url) as run:
+        ali, ali_card, _sana, _sana_card = await cards_out(botapi, run)
+        await answer(botapi, ali.tap(ali_card, APPROVE_TEXT))
+        admin = botapi.user(ADMIN, "Ayesha")
+        admin.send_text(f"/history {PO.lower()}")
+        trail = await said(admin)
+        assert trail.startswith(f"{PO}  APPROVED")
+        assert f"{APPROVER_A}  approve  v1" in trail
+        assert "request_approval  DRAFTED -> AWAITING_APPROVAL" in trail
+        assert "AWAITING_APPROVAL -> APPROVED" in trail
+        assert "hallroad" not in trail  # no supplier address in the trail
+        admin.send_text("/history PO-1999-0001")
+        assert await said(admin) == "No purchase order PO-1999-0001."
+        ali.send_text(f"/history {PO}")
+        assert await said(ali) == "Only admins can read the audit trail."
