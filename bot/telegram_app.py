@@ -13,7 +13,7 @@ import os
 import uuid
 from urllib.parse import urlsplit
 
-from telegram import Update
+from telegram import Update, User
 from telegram.ext import (
     AIORateLimiter,
     Application,
@@ -96,6 +96,18 @@ async def _roles(deps: Deps, user_id: int) -> frozenset[Role]:
     return held
 
 
+async def _holding(
+    update: Update, context: ContextTypes.DEFAULT_TYPE, role: Role, refusal: str
+) -> tuple[Deps, User] | None:
+    """The deps and the sender if they hold `role`; otherwise the refusal is sent and None."""
+    deps, user = deps_of(context), update.effective_user
+    assert user is not None
+    if role in await _roles(deps, user.id):
+        return deps, user
+    await _reply(update, refusal)
+    return None
+
+
 async def start(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     """/start CODE registers with an invitation; a plain /start greets by role."""
     deps, user = deps_of(context), update.effective_user
@@ -150,11 +162,10 @@ async def invite(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
 
 async def users(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     """/users: everyone with a role, for admins only."""
-    deps, user = deps_of(context), update.effective_user
-    assert user is not None
-    if Role.ADMIN not in await _roles(deps, user.id):
-        await _reply(update, "Only admins can list users.")
+    allowed = await _holding(update, context, Role.ADMIN, "Only admins can list users.")
+    if allowed is None:
         return
+    deps, _user = allowed
     async with deps.store.begin() as tx:
         rows = await tx.people()
     await _reply(update, messages.people_list(rows))
@@ -162,11 +173,10 @@ async def users(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
 
 async def revoke(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     """/revoke ID: take every role from a user at once, for admins only."""
-    deps, user = deps_of(context), update.effective_user
-    assert user is not None
-    if Role.ADMIN not in await _roles(deps, user.id):
-        await _reply(update, "Only admins can revoke roles.")
+    allowed = await _holding(update, context, Role.ADMIN, "Only admins can revoke roles.")
+    if allowed is None:
         return
+    deps, user = allowed
     target = (context.args or [""])[0]
     if not target.isdigit():
         await _reply(update, "Usage: /revoke TELEGRAM_ID  (/users lists the ids)")
@@ -218,11 +228,15 @@ async def _submit(deps: Deps, requester_id: int, upload: Sheet) -> Submission:
 
 async def status(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     """/status: the requester's ten most recent POs and where each stands."""
-    deps, user = deps_of(context), update.effective_user
-    assert user is not None
-    if Role.REQUESTER not in await _roles(deps, user.id):
-        await _reply(update, "/status lists a requester's purchase orders; you are not one.")
+    allowed = await _holding(
+        update,
+        context,
+        Role.REQUESTER,
+        "/status lists a requester's purchase orders; you are not one.",
+    )
+    if allowed is None:
         return
+    deps, user = allowed
     async with deps.store.begin() as tx:
         jobs = await tx.jobs_of(user.id, STATUS_LIMIT)
     await _reply(update, messages.status_list(jobs, deps.settings.tz))
@@ -230,11 +244,10 @@ async def status(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
 
 async def history(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     """/history PO-…: a PO's approvals, sends and audit trail, for admins only."""
-    deps, user = deps_of(context), update.effective_user
-    assert user is not None
-    if Role.ADMIN not in await _roles(deps, user.id):
-        await _reply(update, "Only admins can read the audit trail.")
+    allowed = await _holding(update, context, Role.ADMIN, "Only admins can read the audit trail.")
+    if allowed is None:
         return
+    deps, _user = allowed
     po = (context.args or [""])[0].upper()
     async with deps.store.begin() as tx:
         job = await tx.job_by_po(po) if po else None

@@ -6,7 +6,7 @@ from dataclasses import asdict, fields
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, or_, select, update
+from sqlalchemy import select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -14,6 +14,7 @@ from core.errors import LeaseLost
 from core.notices import Notice, NoticeStatus
 from core.policies import Role
 from store import schema
+from store.leases import claim_rows
 
 _FIELDS = [f.name for f in fields(Notice)]
 
@@ -47,25 +48,8 @@ class NoticeQueries:
         self, now: datetime, owner: str, lease_until: datetime, limit: int
     ) -> list[Notice]:
         """Lease due pending notices, and claimed ones whose lease ran out, to `owner`."""
-        t = schema.notices
-        due = or_(
-            and_(t.c.status == NoticeStatus.PENDING.value, t.c.next_attempt_at <= now),
-            and_(t.c.status == NoticeStatus.CLAIMED.value, t.c.lease_until < now),
-        )
-        query = select(t.c.key).where(due).order_by(t.c.next_attempt_at).limit(limit)
-        if self._postgres:
-            query = query.with_for_update(skip_locked=True)
-        keys = list((await self.conn.execute(query)).scalars())
-        if not keys:
-            return []
-        claim = (
-            update(t)
-            .where(t.c.key.in_(keys), due)
-            .values(status=NoticeStatus.CLAIMED.value, lease_owner=owner,
-                    lease_until=lease_until, version=t.c.version + 1, updated_at=now)
-            .returning(*t.c)
-        )  # fmt: skip
-        return [_notice(row) for row in await self.conn.execute(claim)]
+        rows = await claim_rows(self.conn, schema.notices, now, owner, lease_until, limit)
+        return [_notice(row) for row in rows]
 
     async def update_notice(self, notice: Notice, **changes: Any) -> Notice:
         """Compare-and-set on (key, version); bump version; raise LeaseLost on a miss."""

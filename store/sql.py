@@ -20,6 +20,7 @@ from core.policies import Decision, Role, Verdict
 from core.states import State
 from core.terms import Terms
 from store import schema
+from store.leases import claim_rows
 from store.notices import NoticeQueries
 from store.people import PeopleQueries
 from store.purchasing import PurchasingQueries
@@ -214,31 +215,8 @@ class SqlTx(PurchasingQueries, PeopleQueries, NoticeQueries):
         self, now: datetime, owner: str, lease_until: datetime, limit: int
     ) -> list[Effect]:
         """Lease due pending rows, and claimed rows whose lease ran out, to `owner`."""
-        t = schema.effects
-        due = or_(
-            and_(t.c.status == EffectStatus.PENDING.value, t.c.next_attempt_at <= now),
-            and_(t.c.status == EffectStatus.CLAIMED.value, t.c.lease_until < now),
-        )
-        query = select(t.c.key).where(due).order_by(t.c.next_attempt_at).limit(limit)
-        if self._postgres:
-            # Several runners share the table: each takes rows nobody else has locked.
-            query = query.with_for_update(skip_locked=True)
-        keys = list((await self.conn.execute(query)).scalars())
-        if not keys:
-            return []
-        claim = (
-            update(t)
-            .where(t.c.key.in_(keys), due)
-            .values(
-                status=EffectStatus.CLAIMED.value,
-                lease_owner=owner,
-                lease_until=lease_until,
-                version=t.c.version + 1,
-                updated_at=now,
-            )
-            .returning(*t.c)
-        )
-        return [_effect(row) for row in await self.conn.execute(claim)]
+        rows = await claim_rows(self.conn, schema.effects, now, owner, lease_until, limit)
+        return [_effect(row) for row in rows]
 
     async def stalled(self, now: datetime, limit: int) -> list[Effect]:
         """Started rows whose lease ran out: their runner died mid-attempt."""

@@ -6,7 +6,8 @@ import hashlib
 
 import pytest
 
-from core.effects import message_id, send_po_key
+from core.effects import EffectStatus, message_id, send_po_key
+from core.notices import NoticeStatus
 
 HASH_V2 = hashlib.sha256(b"draft version 2").hexdigest()
 HASH_V3 = hashlib.sha256(b"draft version 3").hexdigest()
@@ -62,3 +63,9 @@ def test_message_id_is_stable_and_distinct_per_key() -> None:
     second = send_po_key("PO-2026-014", 3, HASH_V3)
     assert message_id(first, DOMAIN) == message_id(first, DOMAIN)
     assert message_id(first, DOMAIN) != message_id(second, DOMAIN)
+
+
+def test_both_outboxes_share_the_statuses_the_lease_claim_reads():
+    """store.leases.claim_rows serves effects and notices with the same two status names."""
+    assert (EffectStatus.PENDING, EffectStatus.CLAIMED) == ("pending", "claimed")
+    assert (NoticeStatus.PENDING, NoticeStatus.CLAIMED) == ("pending", "claimed")
