@@ -68,8 +68,7 @@ async def on_reason(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         async with deps.store.begin() as tx:
             job = await tx.job_by_po(po)
         assert job is not None
-        await refresh_cards(context, deps, job.id)
-        await _tell_requester(context, job.requester_id, f"{po} was rejected: {reason}")
+        await refresh_cards(context, deps, job.id)  # the requester's news is in the outbox
 
 
 async def _reject(deps: Deps, user_id: int, po: str, version: int, reason: str) -> tuple[str, bool]:
@@ -96,13 +95,6 @@ async def _reject(deps: Deps, user_id: int, po: str, version: int, reason: str) 
     except AlreadyDecided:
         return await _already(deps, user_id, po, version), False
     return f"Rejected {po}. The requester is told your reason.", True
-
-
-async def _tell_requester(context: ContextTypes.DEFAULT_TYPE, requester_id: int, text: str) -> None:
-    try:
-        await context.bot.send_message(requester_id, text)
-    except TelegramError as error:
-        log.warning("requester %s not told: %s", requester_id, error)
 
 
 async def on_tap(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:

@@ -213,3 +213,23 @@ def status_list(jobs: Iterable[Job], tz: tzinfo) -> str:
         if lines
         else ("You have no purchase orders yet. Send a restock sheet to start one.")
     )
+
+
+def requester_notice(po_number: str, state: State, reason: str | None) -> str:
+    """What a requester is told when their PO moves on."""
+    match state:
+        case State.APPROVED:
+            return f"{po_number} was approved; the e-mail to the supplier goes out now."
+        case State.SENT:
+            return f"{po_number} was e-mailed to the supplier."
+        case State.REJECTED:
+            return f"{po_number} was rejected: {reason or 'no reason given'}"
+        case State.EXPIRED:
+            return f"{po_number} expired without a decision. Send the sheet again to ask again."
+        case State.CANCELLED:
+            return f"{po_number} was cancelled{f': {reason}' if reason else '.'}"
+        case _:
+            return (
+                f"{po_number} needs a person to check it ({_STATE_WORDS.get(state, state.value)}); "
+                "an admin has it in the review queue."
+            )

@@ -21,6 +21,7 @@ from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup
 from telegram.constants import ParseMode
 from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, TelegramError
 
+from bot import messages
 from bot.cards import CardFacts, card_buttons, card_html
 from bot.config import Settings
 from bot.runner import utcnow
@@ -82,6 +83,9 @@ class NoticeRunner:
                     await asyncio.wait_for(stop.wait(), timeout=poll)
 
     async def _deliver(self, notice: Notice) -> None:
+        if notice.kind == "status":
+            await self._tell(notice)
+            return
         async with self.store.begin() as tx:
             facts = await card_facts(tx, notice, self.settings)
             if facts is None:  # decided, expired or re-drafted before the card went out
@@ -100,6 +104,25 @@ class NoticeRunner:
                 notice.user_id, card_html(facts, self.settings.tz),
                 parse_mode=ParseMode.HTML, reply_markup=markup,
             )  # fmt: skip
+        except TelegramError as error:
+            await self._failed(notice, error)
+            return
+        async with self.store.begin() as tx:
+            await tx.update_notice(notice, status=NoticeStatus.SENT, message_id=sent.message_id,
+                                   attempts=notice.attempts + 1, lease_owner=None,
+                                   lease_until=None, updated_at=self.clock())  # fmt: skip
+
+    async def _tell(self, notice: Notice) -> None:
+        """A requester's news: plain text, nothing to click."""
+        async with self.store.begin() as tx:
+            job = await tx.job(notice.job_id)
+            reason = None
+            if notice.event == State.REJECTED.value:
+                rejections = [d for d in await tx.decisions(job.id) if d.verdict is Verdict.REJECT]
+                reason = rejections[-1].reason if rejections else None
+        text = messages.requester_notice(job.po_number, State(notice.event), reason)
+        try:
+            sent = await self.bot.send_message(notice.user_id, text)
         except TelegramError as error:
             await self._failed(notice, error)
             return

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from core.jobs import Job
 from core.policies import Role
+from core.states import Action
 
 if TYPE_CHECKING:
     from core.ports import Tx
@@ -52,11 +53,39 @@ class Notice:
     last_error: str | None
     created_at: datetime
     updated_at: datetime
+    event: str = ""  # a requester's notice: the state their PO reached
 
 
 def card_key(po_number: str, draft_version: int, user_id: int) -> str:
     """One card per approver per draft version: the key makes a second one impossible."""
     return f"card:{po_number}:v{draft_version}:{user_id}"
+
+
+# The moves a requester hears about, in Telegram, and nothing else (a retry is not news).
+TOLD_TO_REQUESTER = frozenset(
+    {
+        Action.APPROVE,
+        Action.MARK_SENT,
+        Action.RECONCILE_SENT,
+        Action.REJECT,
+        Action.EXPIRE,
+        Action.CANCEL,
+        Action.MARK_UNKNOWN,
+        Action.FAIL_FINAL,
+        Action.RECONCILE_FAILED,
+    }
+)
+
+
+async def queue_status(tx: Tx, job: Job, now: datetime) -> Notice:
+    """Owe the requester a message that their PO reached `job.state`."""
+    notice = Notice(
+        f"status:{job.po_number}:{job.state.value}:{job.version}", "status", job.requester_id,
+        job.id, job.draft_version or 0, NoticeStatus.PENDING, 0, 0, now, None, None, None, None,
+        now, now, job.state.value,
+    )  # fmt: skip
+    await tx.insert_notice(notice)
+    return notice
 
 
 async def queue_cards(tx: Tx, job: Job, now: datetime) -> list[Notice]:

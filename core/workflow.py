@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 from core import effects
 from core.errors import StaleJob, UnknownJob
 from core.jobs import AuditEvent, Job
+from core.notices import TOLD_TO_REQUESTER, queue_status
 from core.policies import Decision, Role
 from core.ports import Tx
 from core.states import Action, next_state
@@ -41,6 +42,8 @@ async def move(
             {"job_version": moved.version, **(detail or {})},
         )
     )
+    if action in TOLD_TO_REQUESTER:  # in the same transaction: the news is owed if it happened
+        await queue_status(tx, moved, now)
     return moved
 
 

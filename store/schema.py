@@ -292,6 +292,7 @@ notices = Table(
     Column("last_error", Text),
     Column("created_at", UtcDateTime, nullable=False),
     Column("updated_at", UtcDateTime, nullable=False),
+    Column("event", String(32), nullable=False),  # for a requester's notice: the new state
     Index(None, "status", "next_attempt_at"),
     Index(None, "job_id"),
 )

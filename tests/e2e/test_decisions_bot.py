@@ -5,10 +5,13 @@ from __future__ import annotations
 import asyncio
 import csv
 import io
+from datetime import timedelta
 
 from bot.cards import APPROVE_TEXT, DETAILS_TEXT, REJECT_TEXT
 from bot.decisions import NOT_VALID
 from bot.notifier import NoticeRunner
+from bot.runner import OutboxRunner
+from bot.senders import SmtpSender
 from core.policies import Role, Verdict
 from core.states import State
 from tests.e2e.test_cards_bot import submitted
@@ -150,6 +153,7 @@ async def test_reject_asks_for_a_reason_and_tells_the_requester(botapi, db_url, 
         assert (
             await ali.next_message()
         ).text == f"Rejected {PO}. The requester is told your reason."
+        assert await NoticeRunner(run.store, run.app.bot, run.settings).run_once() == 1
         assert (await requester.next_message()).text == (
             f"{PO} was rejected: Too many chargers; we have stock in Saddar."
         )
@@ -179,3 +183,26 @@ async def test_history_shows_an_admin_the_audit_trail_without_addresses(botapi, 
         assert await said(admin) == "No purchase order PO-1999-0001."
         ali.send_text(f"/history {PO}")
         assert await said(ali) == "Only admins can read the audit trail."
+
+
+async def test_the_requester_hears_when_the_po_is_approved_and_sent(
+    botapi, db_url, store, smtp_sink
+):
+    async with running_bot(botapi, db_url) as run:
+        ali, ali_card, _sana, _sana_card = await cards_out(botapi, run)
+        requester = botapi.user(REQUESTER, "Bilal")
+        requester.skip_messages()
+        await answer(botapi, ali.tap(ali_card, APPROVE_TEXT))
+        sender = SmtpSender(host=smtp_sink.host, port=smtp_sink.port, tls="none", timeout=5.0,
+                            mail_from="orders@shop.example")  # fmt: skip
+        outbox = OutboxRunner(run.store, sender, run.settings.rules(), lease=timedelta(seconds=60))
+        assert await outbox.run_once() == 1
+        notices = NoticeRunner(run.store, run.app.bot, run.settings)
+        assert await notices.run_once() == 2  # approved, then sent: each said once
+        assert await notices.run_once() == 0
+        told = [(await requester.next_message()).text for _ in range(2)]
+        assert told == [
+            f"{PO} was approved; the e-mail to the supplier goes out now.",
+            f"{PO} was e-mailed to the supplier.",
+        ]
+        assert len(smtp_sink.messages) == 1

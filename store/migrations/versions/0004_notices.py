@@ -37,6 +37,7 @@ def upgrade() -> None:
         sa.Column("last_error", sa.Text(), nullable=True),
         sa.Column("created_at", store.schema.UtcDateTime(timezone=True), nullable=False),
         sa.Column("updated_at", store.schema.UtcDateTime(timezone=True), nullable=False),
+        sa.Column("event", sa.String(length=32), nullable=False),
         sa.ForeignKeyConstraint(["job_id"], ["jobs.id"], name=op.f("fk_notices_job_id_jobs")),
         sa.PrimaryKeyConstraint("key", name=op.f("pk_notices")),
     )
