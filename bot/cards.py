@@ -10,6 +10,7 @@ import html
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
 
+from bot.messages import local_time
 from core.drafts import Draft, mask_email
 from core.flags import describe
 from core.jobs import Job
@@ -46,11 +47,6 @@ def _e(text: object) -> str:
 
 def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def local(moment: datetime, tz: tzinfo) -> str:
-    """ "30 Nov 2026, 10:42 PKT"."""
-    return f"{moment.astimezone(tz):%d %b %Y, %H:%M %Z}"
 
 
 def card_html(facts: CardFacts, tz: tzinfo) -> str:
@@ -98,13 +94,13 @@ def _evidence(facts: CardFacts, tz: tzinfo) -> list[str]:
     job, draft = facts.job, facts.draft
     terms = f"Terms {_e(draft.terms_version)}"
     if facts.terms_imported_at is not None:
-        terms += f" (imported {_e(local(facts.terms_imported_at, tz))})"
+        terms += f" (imported {_e(local_time(facts.terms_imported_at, tz))})"
     deadline = job.decision_deadline
     return [
         f"📎 {terms}; sheet {_e(_cut(facts.sheet_name, 60))}",
         f"Requested by {_e(facts.requester)}",
         f"Draft v{job.draft_version} · {_e((job.draft_hash or '')[:HASH_PREFIX])}"
-        + (f" · expires {_e(local(deadline, tz))}" if deadline else ""),
+        + (f" · expires {_e(local_time(deadline, tz))}" if deadline else ""),
     ]
 
 

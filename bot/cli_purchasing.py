@@ -74,7 +74,8 @@ def suppliers_list() -> None:
             terms = await tx.current_terms()
             if terms is None:
                 return None
-            (row,) = [r for r in await tx.terms_versions(50) if r["id"] == terms.version]
+            row = await tx.terms_record(terms.version)
+            assert row is not None  # the version in force is stored
         at, by = row["imported_at"], row["imported_by"]
         assert isinstance(at, datetime)
         return messages.terms_listing(terms, at, str(by), settings.tz)

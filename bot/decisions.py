@@ -10,15 +10,16 @@ import logging
 import re
 from datetime import datetime
 
-from telegram import ForceReply, InlineKeyboardButton, InlineKeyboardMarkup, Update
+from telegram import ForceReply, InlineKeyboardMarkup, Update
 from telegram.constants import ParseMode
 from telegram.error import BadRequest, TelegramError
 from telegram.ext import ContextTypes
 
-from bot.cards import CardFacts, card_buttons, card_html, local, outcome_html
+from bot.cards import CardFacts, card_html, outcome_html
 from bot.context import Deps, deps_of
 from bot.emails import render_csv
-from bot.notifier import card_facts
+from bot.messages import local_time
+from bot.notifier import card_facts, card_markup
 from bot.runner import utcnow
 from core import service
 from core.drafts import draft_hash
@@ -129,22 +130,26 @@ async def on_tap(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     if button.action is not ButtonAction.APPROVE:
         await _answer(query, NOT_VALID)
         return
-    text, decided = await _approve(deps, user.id, job.po_number, button.draft_version)
+    text, decided = await _approve(deps, user.id, job, button.draft_version)
     await _answer(query, text)
     if decided:
         await refresh_cards(context, deps, job.id)
 
 
-async def _approve(deps: Deps, user_id: int, po: str, version: int) -> tuple[str, bool]:
+async def _approve(deps: Deps, user_id: int, job: Job, version: int) -> tuple[str, bool]:
     """The answer for the tapper, and whether a decision was recorded (cards to refresh)."""
-    async with deps.store.begin() as tx:
-        job = await tx.job_by_po(po)
-    assert job is not None and job.draft_hash is not None
-    now = utcnow()
-    try:
-        result = await service.decide(deps.store, po, user_id, Verdict.APPROVE, version,
-                                      job.draft_hash if version == job.draft_version else "",
-                                      now, deps.settings.rules())  # fmt: skip
+    po = job.po_number
+    try:  # a button naming another version than the job's current one gets DraftChanged
+        result = await service.decide(
+            deps.store,
+            po,
+            user_id,
+            Verdict.APPROVE,
+            version,
+            job.draft_hash or "",
+            utcnow(),
+            deps.settings.rules(),
+        )
     except NotAnApprover:
         return "You are not an approver.", False
     except SelfApproval:
@@ -206,28 +211,21 @@ async def refresh_cards(context: ContextTypes.DEFAULT_TYPE, deps: Deps, job_id: 
             if n.kind == "card" and n.status is NoticeStatus.SENT and n.message_id
         ]
         decisions = await tx.decisions(job_id)
-        facts = {n.key: await card_facts(tx, n, deps.settings) for n in cards}
+        one_per_version = {n.draft_version: n for n in cards}  # facts depend on the version only
+        facts = {v: await card_facts(tx, n, deps.settings) for v, n in one_per_version.items()}
         drafts = {n.draft_version: await tx.draft(job_id, n.draft_version) for n in cards}
         names = {d.reviewer_id: await tx.telegram_user(d.reviewer_id) for d in decisions}
     for notice in cards:
-        waiting = facts[notice.key]
+        waiting = facts[notice.draft_version]
         mine = [d for d in decisions if d.reviewer_id == notice.user_id
                 and d.draft_version == notice.draft_version]  # fmt: skip
         if waiting is not None and not mine:  # this approver may still tap: keep the buttons
-            await _edit(
-                context, notice, card_html(waiting, deps.settings.tz), _markup(deps, waiting)
-            )
+            markup = card_markup(deps.settings.secret, waiting)
+            await _edit(context, notice, card_html(waiting, deps.settings.tz), markup)
             continue
         summary = waiting or CardFacts(job, drafts[notice.draft_version], "", "", None, 0, 1)
         headline = _headline(deps, job, decisions, names, mine)
         await _edit(context, notice, outcome_html(summary, headline), None)
-
-
-def _markup(deps: Deps, facts: CardFacts) -> InlineKeyboardMarkup:
-    rows = card_buttons(deps.settings.secret, facts.job)
-    return InlineKeyboardMarkup(
-        [[InlineKeyboardButton(text, callback_data=data) for text, data in row] for row in rows]
-    )
 
 
 def _headline(
@@ -242,13 +240,13 @@ def _headline(
     approvals = [d for d in decisions if d.verdict is Verdict.APPROVE]
     if job.state in (State.APPROVED, State.SENDING, State.SENT) and approvals:
         by = ", ".join(_name(names, d.reviewer_id) for d in approvals[-2:])
-        return f"✅ <b>Approved</b> by {html.escape(by)} at {local(approvals[-1].at, tz)}"
+        return f"✅ <b>Approved</b> by {html.escape(by)} at {local_time(approvals[-1].at, tz)}"
     rejections = [d for d in decisions if d.verdict is Verdict.REJECT]
     if job.state is State.REJECTED and rejections:
         who = html.escape(_name(names, rejections[-1].reviewer_id))
-        return f"❌ <b>Rejected</b> by {who} at {local(rejections[-1].at, tz)}"
+        return f"❌ <b>Rejected</b> by {who} at {local_time(rejections[-1].at, tz)}"
     if job.state is State.AWAITING_APPROVAL and mine:
-        return f"🕓 You approved at {local(mine[-1].at, tz)}; waiting for a second approver"
+        return f"🕓 You approved at {local_time(mine[-1].at, tz)}; waiting for a second approver"
     if job.state is State.AWAITING_APPROVAL:
         return f"🔁 <b>Superseded</b> by v{job.draft_version}: a new card follows"
     return f"ℹ️ <b>{html.escape(job.state.value.replace('_', ' ').capitalize())}</b>"

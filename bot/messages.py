@@ -24,8 +24,8 @@ CLOSED_UNSENT = frozenset({State.REJECTED, State.CANCELLED, State.EXPIRED, State
 
 
 def local_time(moment: datetime, tz: tzinfo) -> str:
-    """ "29 Nov 2026 21:27 PKT": a UTC moment as a person in `tz` reads it."""
-    return f"{moment.astimezone(tz):%d %b %Y %H:%M %Z}"
+    """A UTC moment as a person in `tz` reads it: "29 Nov 2026, 21:27 PKT"."""
+    return f"{moment.astimezone(tz):%d %b %Y, %H:%M %Z}"
 
 
 def _plural(count: int, noun: str) -> str:

@@ -92,13 +92,7 @@ class NoticeRunner:
                 await tx.update_notice(notice, status=NoticeStatus.CANCELLED, lease_owner=None,
                                        lease_until=None, updated_at=self.clock())  # fmt: skip
                 return
-        buttons = card_buttons(self.settings.secret, facts.job)
-        markup = InlineKeyboardMarkup(
-            [
-                [InlineKeyboardButton(text, callback_data=data) for text, data in row]
-                for row in buttons
-            ]
-        )
+        markup = card_markup(self.settings.secret, facts)
         try:
             sent = await self.bot.send_message(
                 notice.user_id, card_html(facts, self.settings.tz),
@@ -107,10 +101,7 @@ class NoticeRunner:
         except TelegramError as error:
             await self._failed(notice, error)
             return
-        async with self.store.begin() as tx:
-            await tx.update_notice(notice, status=NoticeStatus.SENT, message_id=sent.message_id,
-                                   attempts=notice.attempts + 1, lease_owner=None,
-                                   lease_until=None, updated_at=self.clock())  # fmt: skip
+        await self._sent(notice, sent.message_id)
 
     async def _tell(self, notice: Notice) -> None:
         """A requester's news: plain text, nothing to click."""
@@ -126,8 +117,11 @@ class NoticeRunner:
         except TelegramError as error:
             await self._failed(notice, error)
             return
+        await self._sent(notice, sent.message_id)
+
+    async def _sent(self, notice: Notice, message_id: int) -> None:
         async with self.store.begin() as tx:
-            await tx.update_notice(notice, status=NoticeStatus.SENT, message_id=sent.message_id,
+            await tx.update_notice(notice, status=NoticeStatus.SENT, message_id=message_id,
                                    attempts=notice.attempts + 1, lease_owner=None,
                                    lease_until=None, updated_at=self.clock())  # fmt: skip
 
@@ -155,6 +149,14 @@ class NoticeRunner:
             status = NoticeStatus.FAILED if verdict.retry_at is None else NoticeStatus.PENDING
             await tx.update_notice(notice, status=status,
                                    next_attempt_at=verdict.retry_at or now, **common)  # fmt: skip
+
+
+def card_markup(secret: bytes, facts: CardFacts) -> InlineKeyboardMarkup:
+    """The card's signed Approve / Reject / Details buttons, as Telegram takes them."""
+    rows = card_buttons(secret, facts.job)
+    return InlineKeyboardMarkup(
+        [[InlineKeyboardButton(text, callback_data=data) for text, data in row] for row in rows]
+    )
 
 
 async def card_facts(tx: SqlTx, notice: Notice, settings: Settings) -> CardFacts | None:

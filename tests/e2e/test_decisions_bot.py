@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import csv
 import io
 from datetime import timedelta
@@ -131,7 +130,6 @@ async def test_details_sends_the_whole_po_as_csv(botapi, db_url, store):
         assert [(r["sku"], r["quantity"], r["note"]) for r in rows] == [
             ("CHG-65W", "3", "for <b>Eid</b> & more")
         ]
-        await asyncio.sleep(0)
 
 
 async def test_reject_asks_for_a_reason_and_tells_the_requester(botapi, db_url, store):

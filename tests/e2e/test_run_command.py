@@ -9,7 +9,6 @@ import sys
 
 import pytest
 
-from tests.conftest import grant_cast  # noqa: F401 - the cast is registered via the store fixture
 from tests.factories import REQUESTER
 from tests.integration.test_cli import base_env
 
