@@ -11,11 +11,11 @@ from cryptography.fernet import Fernet
 from telegram.ext import Application
 
 from bot.config import Settings
+from bot.devbotapi import Emulator
 from bot.telegram_app import build_application, start_updates
 from core.policies import Role
 from store.engine import make_engine
 from store.sql import SqlStore
-from tests.botapi import Emulator
 from tests.conftest import DATA_KEY
 
 ADMIN, NEWCOMER, SECOND, STRANGER = 9001, 5001, 5002, 6666

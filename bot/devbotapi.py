@@ -1,4 +1,4 @@
-"""A local Telegram Bot API for end-to-end tests, strict like the real one.
+"""A local Telegram Bot API, strict like the real one: for the end-to-end tests and `manzoori demo`.
 
 python-telegram-bot talks to it through ``ApplicationBuilder().base_url(emu.base_url)
 .base_file_url(emu.base_file_url)``. It serves ``{base}/bot{token}/{method}`` (JSON, form-urlencoded
