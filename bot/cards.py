@@ -7,6 +7,7 @@ and only the first lines are listed; "Details" sends the whole PO as a CSV docum
 from __future__ import annotations
 
 import html
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
 
@@ -15,7 +16,9 @@ from core.drafts import Draft, mask_email
 from core.flags import describe
 from core.jobs import Job
 from core.money import format_pkr
+from core.policies import Decision, Verdict
 from core.signing import HASH_PREFIX, Button, ButtonAction, sign_button
+from core.states import State
 
 # A phone screen shows about this many lines before the buttons scroll away.
 LINES_SHOWN = 15
@@ -104,17 +107,52 @@ def _evidence(facts: CardFacts, tz: tzinfo) -> list[str]:
     ]
 
 
-def outcome_html(facts: CardFacts, headline_html: str) -> str:
-    """A decided, expired or superseded card: what happened on top (HTML the caller escaped),
-    the PO summary below."""
+def outcome_html(facts: CardFacts, version: int, headline_html: str) -> str:
+    """A decided, expired or superseded card of draft `version`: what happened on top (HTML
+    the caller escaped), the PO summary below."""
     draft = facts.draft
     return "\n".join(
         [
             headline_html,
-            f"🧾 <b>{_e(facts.job.po_number)}</b> v{facts.job.draft_version} · "
+            f"🧾 <b>{_e(facts.job.po_number)}</b> v{version} · "
             f"{_e(draft.supplier_name)} · {_e(format_pkr(draft.total_paisa))}",
         ]
     )
+
+
+def headline_html(
+    job: Job,
+    version: int,
+    decisions: list[Decision],
+    names: Mapping[int, str],
+    mine: list[Decision],
+    tz: tzinfo,
+) -> str:
+    """What happened, for the top of a card of draft `version` that can no longer be tapped;
+    `mine` are the card holder's decisions on that version."""
+    if job.draft_version != version:
+        follows = ": a new card follows" if job.state is State.AWAITING_APPROVAL else ""
+        return f"🔁 <b>Superseded</b> by v{job.draft_version}{follows}"
+    on_this = [d for d in decisions if d.draft_version == version]
+    approvals = [d for d in on_this if d.verdict is Verdict.APPROVE]
+    rejections = [d for d in on_this if d.verdict is Verdict.REJECT]
+    if job.state is State.REJECTED and rejections:
+        who = _e(names.get(rejections[-1].reviewer_id, "someone"))
+        return f"❌ <b>Rejected</b> by {who} at {_e(local_time(rejections[-1].at, tz))}"
+    if job.state is State.EXPIRED:
+        deadline = job.decision_deadline
+        when = f" at {_e(local_time(deadline, tz))}" if deadline else ""
+        return f"⌛ <b>Expired</b>{when}: no decision in time, nothing was sent"
+    if job.state is State.CANCELLED:
+        return "🚫 <b>Cancelled</b> by an admin: nothing was sent"
+    if job.state is State.AWAITING_APPROVAL and mine:
+        return (
+            f"🕓 You approved at {_e(local_time(mine[-1].at, tz))}; waiting for a second approver"
+        )
+    if approvals and job.state is not State.AWAITING_APPROVAL:
+        by = ", ".join(_e(names.get(d.reviewer_id, "someone")) for d in approvals[-2:])
+        return f"✅ <b>Approved</b> by {by} at {_e(local_time(approvals[-1].at, tz))}"
+    return f"ℹ️ <b>{_e(job.state.value.replace('_', ' ').capitalize())}</b>"
 
 
 def card_buttons(secret: bytes, job: Job) -> list[list[tuple[str, str]]]:

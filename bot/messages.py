@@ -233,3 +233,18 @@ def requester_notice(po_number: str, state: State, reason: str | None) -> str:
                 f"{po_number} needs a person to check it ({_STATE_WORDS.get(state, state.value)}); "
                 "an admin has it in the review queue."
             )
+
+
+def admin_alert(po_number: str, event: str, approver: str | None) -> str:
+    """What the admins are told: a PO needs them, or an approver's card could not go out."""
+    if approver is not None:
+        return (
+            f"⚠️ {approver} could not be sent the approval card for {po_number}: they have not "
+            "started the bot or have blocked it. Ask them to open the bot and press Start; "
+            "the other approvers have their cards."
+        )
+    why = {
+        State.UNKNOWN_OUTCOME: "the e-mail may or may not have reached the supplier",
+        State.FAILED_FINAL: "it could not be sent",
+    }.get(State(event), State(event).value)
+    return f"⚠️ {po_number} needs you: {why}. /queue shows it with what you can do."

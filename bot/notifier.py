@@ -3,7 +3,12 @@
 The application's AIORateLimiter keeps to about 30 messages a second overall and one a second
 per chat, and waits out a 429 itself; what still fails comes here and is classified: a flood
 wait or a network error is retried with the outbox's backoff, a refusal (the approver never
-started the bot, or blocked it) is final and logged for the admins.
+started the bot, or blocked it) is final and the admins are alerted.
+
+Card edits are notices too ("cards"): each renders what is true when it is delivered, so a
+late or repeated one is harmless, and a crash between a decision and the edit only delays it.
+A tap's handler delivers its job's notices itself, right after answering, so the phone sees the
+edit at once; the background pass picks up whatever that misses.
 """
 
 from __future__ import annotations
@@ -22,14 +27,15 @@ from telegram.constants import ParseMode
 from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, TelegramError
 
 from bot import messages
-from bot.cards import CardFacts, card_buttons, card_html
+from bot.cards import CardFacts, card_buttons, card_html, headline_html, outcome_html
 from bot.config import Settings
 from bot.runner import utcnow
 from core.errors import LeaseLost
-from core.notices import Notice, NoticeStatus
-from core.policies import Verdict
+from core.jobs import Job
+from core.notices import EVERYONE, UNREACHABLE, Notice, NoticeStatus, fanned_out, queue_alert
+from core.policies import Role, Verdict
 from core.retries import ErrorClass, decide
-from core.states import State
+from core.states import NEEDS_REVIEW, State
 from core.workflow import standing_decisions
 from store.sql import SqlStore, SqlTx
 
@@ -58,11 +64,12 @@ class NoticeRunner:
         self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:notices"
         self.clock, self.rand = clock, rand
 
-    async def run_once(self) -> int:
-        """One pass: lease due notices and deliver each; the number claimed."""
+    async def run_once(self, job_id: str | None = None) -> int:
+        """One pass: lease due notices (of one job, if given) and deliver each; the number
+        claimed."""
         now = self.clock()
         async with self.store.begin() as tx:
-            claimed = await tx.claim_notices(now, self.owner, now + LEASE, BATCH)
+            claimed = await tx.claim_notices(now, self.owner, now + LEASE, BATCH, job_id)
         for notice in claimed:
             try:
                 await self._deliver(notice)
@@ -83,9 +90,21 @@ class NoticeRunner:
                     await asyncio.wait_for(stop.wait(), timeout=poll)
 
     async def _deliver(self, notice: Notice) -> None:
-        if notice.kind == "status":
-            await self._tell(notice)
-            return
+        match notice.kind:
+            case "card":
+                await self._card(notice)
+            case "status":
+                await self._tell(notice)
+            case "cards":
+                await self._refresh(notice)
+            case "alert" if notice.user_id == EVERYONE:
+                await self._fan_out(notice)
+            case "alert":
+                await self._alert(notice)
+            case _:
+                raise ValueError(f"notice {notice.key} of unknown kind {notice.kind!r}")
+
+    async def _card(self, notice: Notice) -> None:
         async with self.store.begin() as tx:
             facts = await card_facts(tx, notice, self.settings)
             if facts is None:  # decided, expired or re-drafted before the card went out
@@ -103,10 +122,21 @@ class NoticeRunner:
             return
         await self._sent(notice, sent.message_id)
 
+    async def _moot(self, tx: SqlTx, notice: Notice, job: Job) -> bool:
+        """Whether news that a PO needs a person is moot, since it left that state (a person
+        acted already, say, or cancelled it in the same transaction); if so it is dropped."""
+        if notice.event not in NEEDS_REVIEW or job.state.value == notice.event:
+            return False
+        await tx.update_notice(notice, status=NoticeStatus.CANCELLED, lease_owner=None,
+                               lease_until=None, updated_at=self.clock())  # fmt: skip
+        return True
+
     async def _tell(self, notice: Notice) -> None:
         """A requester's news: plain text, nothing to click."""
         async with self.store.begin() as tx:
             job = await tx.job(notice.job_id)
+            if await self._moot(tx, notice, job):
+                return
             reason = None
             if notice.event == State.REJECTED.value:
                 rejections = [d for d in await tx.decisions(job.id) if d.verdict is Verdict.REJECT]
@@ -119,7 +149,60 @@ class NoticeRunner:
             return
         await self._sent(notice, sent.message_id)
 
-    async def _sent(self, notice: Notice, message_id: int) -> None:
+    async def _refresh(self, notice: Notice) -> None:
+        """Edit every delivered card of the job to what is true now."""
+        async with self.store.begin() as tx:
+            edits = await card_edits(tx, notice.job_id, self.settings)
+        for card, text, markup in edits:
+            try:
+                await self.bot.edit_message_text(
+                    text, chat_id=card.user_id, message_id=card.message_id,
+                    parse_mode=ParseMode.HTML, reply_markup=markup,
+                )  # fmt: skip
+            except BadRequest as error:  # before NetworkError: PTB derives one from the other
+                if "not modified" not in str(error).lower():  # else the edit is there already
+                    log.warning("card %s not edited: %s", card.key, error)
+            except (RetryAfter, NetworkError) as error:
+                await self._failed(notice, error)  # all again later: edits are idempotent
+                return
+            except TelegramError as error:  # Forbidden: the approver blocked the bot
+                log.warning("card %s not edited: %s", card.key, error)
+        await self._sent(notice, None)
+
+    async def _fan_out(self, alert: Notice) -> None:
+        """An alert for the admins becomes one notice per admin, then is done."""
+        now = self.clock()
+        async with self.store.begin() as tx:
+            if await self._moot(tx, alert, await tx.job(alert.job_id)):
+                return
+            admins = set(self.settings.manzoori_admin_ids) | set(await tx.holders(Role.ADMIN))
+            for admin in sorted(admins):
+                await tx.insert_notice(fanned_out(alert, admin, now))
+            await tx.update_notice(alert, status=NoticeStatus.SENT, lease_owner=None,
+                                   lease_until=None, updated_at=now)  # fmt: skip
+        if not admins:
+            log.warning("alert %s has no admin to go to", alert.key)
+
+    async def _alert(self, notice: Notice) -> None:
+        async with self.store.begin() as tx:
+            job = await tx.job(notice.job_id)
+            if await self._moot(tx, notice, job):
+                return
+            approver = None
+            if notice.event.startswith(UNREACHABLE):
+                approver_id = int(notice.event.removeprefix(UNREACHABLE + ":"))
+                known = await tx.telegram_user(approver_id)
+                who = known.first_name if known else "An approver"
+                approver = f"{who} (Telegram id {approver_id})"
+        text = messages.admin_alert(job.po_number, notice.event, approver)
+        try:
+            sent = await self.bot.send_message(notice.user_id, text)
+        except TelegramError as error:
+            await self._failed(notice, error)
+            return
+        await self._sent(notice, sent.message_id)
+
+    async def _sent(self, notice: Notice, message_id: int | None) -> None:
         async with self.store.begin() as tx:
             await tx.update_notice(notice, status=NoticeStatus.SENT, message_id=message_id,
                                    attempts=notice.attempts + 1, lease_owner=None,
@@ -140,9 +223,12 @@ class NoticeRunner:
             if isinstance(error, Forbidden | BadRequest) or not isinstance(error, NetworkError):
                 if isinstance(error, Forbidden) and "blocked" in str(error).lower():
                     await tx.mark_blocked(notice.user_id, now)
-                log.warning("card %s to user %s refused for good: %s", notice.key,
+                log.warning("notice %s to user %s refused for good: %s", notice.key,
                             notice.user_id, error)  # fmt: skip
                 await tx.update_notice(notice, status=NoticeStatus.FAILED, **common)
+                if notice.kind == "card":  # an approver the admins must chase
+                    job = await tx.job(notice.job_id)
+                    await queue_alert(tx, job, now, f"{UNREACHABLE}:{notice.user_id}")
                 return
             verdict = decide(self.settings.retry_policy(), ErrorClass.TRANSIENT, attempts,
                              notice.created_at, now, self.rand())  # fmt: skip
@@ -183,3 +269,40 @@ async def card_facts(tx: SqlTx, notice: Notice, settings: Settings) -> CardFacts
         approvals=approvals,
         required=settings.approval_policy().required(job.total_paisa),
     )
+
+
+async def card_edits(
+    tx: SqlTx, job_id: str, settings: Settings
+) -> list[tuple[Notice, str, InlineKeyboardMarkup | None]]:
+    """Each delivered card of the job with the text and buttons it should show now: the full
+    card while its approver may still tap it, else what happened, buttons gone."""
+    job = await tx.job(job_id)
+    cards = [
+        n
+        for n in await tx.notices_for(job_id)
+        if n.kind == "card" and n.status is NoticeStatus.SENT and n.message_id
+    ]
+    decisions = await tx.decisions(job_id)
+    names = {}
+    for reviewer in {d.reviewer_id for d in decisions}:
+        known = await tx.telegram_user(reviewer)
+        names[reviewer] = known.first_name if known else f"user {reviewer}"
+    facts: dict[int, CardFacts | None] = {}
+    summaries: dict[int, CardFacts] = {}
+    edits: list[tuple[Notice, str, InlineKeyboardMarkup | None]] = []
+    for card in cards:
+        version = card.draft_version
+        if version not in facts:  # what a card shows depends on its draft version only
+            facts[version] = await card_facts(tx, card, settings)
+            summaries[version] = facts[version] or CardFacts(
+                job, await tx.draft(job.id, version), "", "", None, 0, 1
+            )
+        mine = [d for d in decisions if (d.reviewer_id, d.draft_version) == (card.user_id, version)]
+        waiting = facts[version]
+        if waiting is not None and not mine:  # this approver may still tap: keep the buttons
+            edits.append((card, card_html(waiting, settings.tz), card_markup(settings.secret,
+                                                                             waiting)))  # fmt: skip
+            continue
+        headline = headline_html(job, version, decisions, names, mine, settings.tz)
+        edits.append((card, outcome_html(summaries[version], version, headline), None))
+    return edits

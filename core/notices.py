@@ -1,9 +1,17 @@
 """Telegram messages the system owes people, as outbox rows: a restart resumes delivery.
 
-An approval card is owed to every approver (except the requester) when a draft version starts
-waiting for approval. Delivery is at-least-once, unlike the supplier e-mail: a card sent twice
-after a crash is a nuisance, not a second order, and a tap on either card names the same
-draft version and hash.
+Four kinds, each owed in the same transaction as the change it reports:
+- "card": an approval card, owed to every approver (except the requester) when a draft version
+  starts waiting for approval;
+- "status": a requester's news, when their PO moves (TOLD_TO_REQUESTER);
+- "cards": the job's delivered cards are to be edited to what is true now (a decision, an
+  approval counted, expiry, a new draft version); one row per job version, whoever holds cards;
+- "alert": a message for the admins (a PO entered the manual-review queue, an approver cannot
+  be reached). It is owed to nobody in particular (user 0) and fanned out, on delivery, to
+  one row per admin, since who is an admin is configuration as well as data.
+
+Delivery is at-least-once, unlike the supplier e-mail: a card sent twice after a crash is a
+nuisance, not a second order, and a tap on either card names the same draft version and hash.
 """
 
 from __future__ import annotations
@@ -15,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from core.jobs import Job
 from core.policies import Role
-from core.states import Action
+from core.states import NEEDS_REVIEW, Action, State
 
 if TYPE_CHECKING:
     from core.ports import Tx
@@ -61,6 +69,11 @@ def card_key(po_number: str, draft_version: int, user_id: int) -> str:
     return f"card:{po_number}:v{draft_version}:{user_id}"
 
 
+# A "cards" or fanned-out "alert" notice is owed to no one user.
+EVERYONE = 0
+# The event of an alert that an approver's card could not be delivered (followed by their id).
+UNREACHABLE = "unreachable"
+
 # The moves a requester hears about, in Telegram, and nothing else (a retry is not news).
 TOLD_TO_REQUESTER = frozenset(
     {
@@ -77,13 +90,54 @@ TOLD_TO_REQUESTER = frozenset(
 )
 
 
+def refreshes_cards(source: State, action: Action) -> bool:
+    """Whether a move changes what the job's delivered cards should say: any move from
+    AWAITING_APPROVAL, a new draft version, or the end of an approved PO's window."""
+    return source is State.AWAITING_APPROVAL or action in {Action.REVISE, Action.EXPIRE,
+                                                            Action.CANCEL}  # fmt: skip
+
+
+def alerts_admins(target: State) -> bool:
+    """Whether a move puts the PO in front of a person: the manual-review queue."""
+    return target in NEEDS_REVIEW
+
+
+def _owed(key: str, kind: str, user_id: int, job: Job, now: datetime, event: str) -> Notice:
+    return Notice(
+        key, kind, user_id, job.id, job.draft_version or 0, NoticeStatus.PENDING, 0, 0, now,
+        None, None, None, None, now, now, event,
+    )  # fmt: skip
+
+
+async def queue_refresh(tx: Tx, job: Job, now: datetime) -> Notice:
+    """Owe an edit of the job's delivered cards to what is true at `job.version`."""
+    notice = _owed(f"cards:{job.po_number}:j{job.version}", "cards", EVERYONE, job, now,
+                   job.state.value)  # fmt: skip
+    await tx.insert_notice(notice)
+    return notice
+
+
+async def queue_alert(tx: Tx, job: Job, now: datetime, event: str) -> Notice:
+    """Owe the admins a message about `job`: `event` is the state it entered, or
+    UNREACHABLE:<approver id>."""
+    notice = _owed(f"alert:{job.po_number}:{event}:j{job.version}", "alert", EVERYONE, job, now,
+                   event)  # fmt: skip
+    await tx.insert_notice(notice)
+    return notice
+
+
+def fanned_out(alert: Notice, admin_id: int, now: datetime) -> Notice:
+    """One admin's copy of an alert owed to EVERYONE."""
+    return Notice(
+        f"{alert.key}:{admin_id}", "alert", admin_id, alert.job_id, alert.draft_version,
+        NoticeStatus.PENDING, 0, 0, now, None, None, None, None, now, now, alert.event,
+    )  # fmt: skip
+
+
 async def queue_status(tx: Tx, job: Job, now: datetime) -> Notice:
     """Owe the requester a message that their PO reached `job.state`."""
-    notice = Notice(
-        f"status:{job.po_number}:{job.state.value}:{job.version}", "status", job.requester_id,
-        job.id, job.draft_version or 0, NoticeStatus.PENDING, 0, 0, now, None, None, None, None,
-        now, now, job.state.value,
-    )  # fmt: skip
+    notice = _owed(f"status:{job.po_number}:{job.state.value}:{job.version}", "status",
+                   job.requester_id, job, now, job.state.value)  # fmt: skip
     await tx.insert_notice(notice)
     return notice
 
@@ -95,10 +149,8 @@ async def queue_cards(tx: Tx, job: Job, now: datetime) -> list[Notice]:
     for approver in await tx.holders(Role.APPROVER):
         if approver == job.requester_id:
             continue  # nobody approves their own request, so nobody is asked to
-        notice = Notice(
-            card_key(job.po_number, job.draft_version, approver), "card", approver, job.id,
-            job.draft_version, NoticeStatus.PENDING, 0, 0, now, None, None, None, None, now, now,
-        )  # fmt: skip
+        notice = _owed(card_key(job.po_number, job.draft_version, approver), "card", approver,
+                       job, now, "")  # fmt: skip
         await tx.insert_notice(notice)
         owed.append(notice)
     return owed

@@ -18,7 +18,7 @@ from core.errors import (
     ReconcileRefused,
 )
 from core.jobs import WORKFLOW_VERSION, AuditEvent, Effect, Job, NewJob
-from core.notices import queue_cards
+from core.notices import queue_cards, queue_refresh
 from core.policies import (
     ApprovalPolicy,
     Decision,
@@ -288,6 +288,7 @@ async def _record(
                 {"job_version": job.version, **detail},
             )
         )
+        await queue_refresh(tx, job, now)  # every card shows the approvals counted so far
     return DecisionResult(job, decision, outcome)
 
 

@@ -9,7 +9,14 @@ from typing import Any, TypeVar
 from core import effects
 from core.errors import StaleJob, UnknownJob
 from core.jobs import AuditEvent, Job
-from core.notices import TOLD_TO_REQUESTER, queue_status
+from core.notices import (
+    TOLD_TO_REQUESTER,
+    alerts_admins,
+    queue_alert,
+    queue_refresh,
+    queue_status,
+    refreshes_cards,
+)
 from core.policies import Decision, Role
 from core.ports import Tx
 from core.states import Action, next_state
@@ -42,8 +49,13 @@ async def move(
             {"job_version": moved.version, **(detail or {})},
         )
     )
-    if action in TOLD_TO_REQUESTER:  # in the same transaction: the news is owed if it happened
+    # In the same transaction: the news is owed if, and only if, it happened.
+    if action in TOLD_TO_REQUESTER:
         await queue_status(tx, moved, now)
+    if refreshes_cards(job.state, action):
+        await queue_refresh(tx, moved, now)
+    if alerts_admins(target):
+        await queue_alert(tx, moved, now, target.value)
     return moved
 
 

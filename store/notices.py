@@ -45,10 +45,14 @@ class NoticeQueries:
         await self.conn.execute(insert.on_conflict_do_nothing(index_elements=["key"]))
 
     async def claim_notices(
-        self, now: datetime, owner: str, lease_until: datetime, limit: int
-    ) -> list[Notice]:
-        """Lease due pending notices, and claimed ones whose lease ran out, to `owner`."""
-        rows = await claim_rows(self.conn, schema.notices, now, owner, lease_until, limit)
+        self, now: datetime, owner: str, lease_until: datetime, limit: int,
+        job_id: str | None = None,
+    ) -> list[Notice]:  # fmt: skip
+        """Lease due pending notices (of one job, if given), and claimed ones whose lease ran
+        out, to `owner`."""
+        t = schema.notices
+        among = None if job_id is None else t.c.job_id == job_id
+        rows = await claim_rows(self.conn, t, now, owner, lease_until, limit, among)
         return [_notice(row) for row in rows]
 
     async def update_notice(self, notice: Notice, **changes: Any) -> Notice:

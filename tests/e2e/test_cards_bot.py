@@ -8,7 +8,7 @@ from bot.runner import utcnow
 from core.notices import NoticeStatus
 from core.policies import Role
 from core.signing import ButtonAction, verify_button
-from tests.e2e.test_people_bot import running_bot, said
+from tests.e2e.test_people_bot import ADMIN, running_bot, said
 from tests.e2e.test_sheets_bot import YEAR, with_terms
 from tests.factories import APPROVER_A, APPROVER_B, REQUESTER, T0, Clock
 
@@ -76,14 +76,24 @@ async def test_an_approver_who_never_started_the_bot_is_not_retried_forever(
     async with running_bot(botapi, db_url) as run:
         botapi.user(APPROVER_A, "Ali")  # exists, never pressed Start
         botapi.user(APPROVER_B, "Sana", started=True)
+        admin = botapi.user(ADMIN, "Ayesha", started=True)
+        async with run.store.begin() as tx:
+            await tx.met(APPROVER_A, "Ali", T0, started=False)
         await submitted(botapi, run)
         runner = NoticeRunner(run.store, run.app.bot, run.settings)
-        await runner.run_once()
+        assert await runner.run_once() == 2
         owed, _ = await notices(run)
         assert owed[APPROVER_A].status is NoticeStatus.FAILED
         assert "initiate conversation" in owed[APPROVER_A].last_error
         assert owed[APPROVER_B].status is NoticeStatus.SENT
-        assert await runner.run_once() == 0
+        assert await runner.run_once() == 1  # the alert, fanned out to each admin
+        assert await runner.run_once() == 1  # the one admin's copy
+        assert await runner.run_once() == 0  # and the card is not tried again
+        assert await said(admin) == (
+            f"⚠️ Ali (Telegram id {APPROVER_A}) could not be sent the approval card for "
+            f"PO-{YEAR}-0001: they have not started the bot or have blocked it. Ask them to "
+            "open the bot and press Start; the other approvers have their cards."
+        )
 
 
 async def test_429_and_5xx_while_cards_go_out_deliver_each_card_once(

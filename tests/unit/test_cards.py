@@ -15,11 +15,13 @@ from bot.cards import (
     CardFacts,
     card_buttons,
     card_html,
+    headline_html,
     outcome_html,
 )
 from core.drafts import Draft, DraftLine, Flag
 from core.flags import FlagCode
 from core.jobs import WORKFLOW_VERSION, Job
+from core.policies import Decision, Role, Verdict
 from core.signing import ButtonAction, verify_button
 from core.states import State
 from tests.factories import T0
@@ -153,8 +155,51 @@ def test_buttons_carry_verifiable_data_for_this_job_and_version():
 
 
 def test_an_outcome_keeps_the_summary_under_the_headline():
-    text = outcome_html(facts(draft()), "✅ <b>Approved</b> by Ali at 10:42 PKT")
+    text = outcome_html(facts(draft()), 2, "✅ <b>Approved</b> by Ali at 10:42 PKT")
     assert parsed(text).text.splitlines() == [
         "✅ Approved by Ali at 10:42 PKT",
         '🧾 PO-2026-0042 v2 · Hall Road <Traders> & "Sons" · Rs 1,351.50',
     ]
+
+
+def decision(reviewer: int, verdict: Verdict, version: int = 2, minutes: int = 0) -> Decision:
+    at = T0 + timedelta(minutes=minutes)
+    return Decision(JOB_ID, reviewer, Role.APPROVER, verdict, version, "cc905f2486c4", at,
+                    at + timedelta(days=1), "single")  # fmt: skip
+
+
+NAMES = {1: "Ali <boss>", 2: "Sana & co"}
+
+
+def headline(state: State, decisions=(), mine=(), version: int = 2, **changes) -> str:
+    j = replace(job(draft()), state=state, **changes)
+    text = headline_html(j, version, list(decisions), NAMES, list(mine), PKT)
+    assert parsed(text).stack == []  # balanced, and every name escaped
+    return parsed(text).text
+
+
+def test_headlines_say_what_happened_to_the_card():
+    approve, reject = decision(1, Verdict.APPROVE), decision(2, Verdict.REJECT, minutes=5)
+    assert headline(State.APPROVED, [approve]) == (
+        "✅ Approved by Ali <boss> at 29 Nov 2026, 14:00 PKT"
+    )
+    both = [approve, decision(2, Verdict.APPROVE, minutes=3)]
+    assert headline(State.SENT, both).startswith("✅ Approved by Ali <boss>, Sana & co at ")
+    assert headline(State.REJECTED, [reject]) == (
+        "❌ Rejected by Sana & co at 29 Nov 2026, 14:05 PKT"
+    )
+    assert headline(State.EXPIRED) == (
+        "⌛ Expired at 30 Nov 2026, 14:00 PKT: no decision in time, nothing was sent"
+    )
+    assert headline(State.CANCELLED) == "🚫 Cancelled by an admin: nothing was sent"
+    assert headline(State.AWAITING_APPROVAL, [approve], mine=[approve]) == (
+        "🕓 You approved at 29 Nov 2026, 14:00 PKT; waiting for a second approver"
+    )
+
+
+def test_a_card_of_an_older_version_is_superseded_whatever_was_decided_on_it():
+    old_approval = decision(1, Verdict.APPROVE, version=1)
+    assert headline(State.AWAITING_APPROVAL, [old_approval], [old_approval], version=1) == (
+        "🔁 Superseded by v2: a new card follows"
+    )
+    assert headline(State.SENT, [old_approval], version=1) == "🔁 Superseded by v2"
