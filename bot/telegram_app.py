@@ -31,6 +31,7 @@ from bot import messages, reports
 from bot.config import Settings
 from bot.context import Deps, deps_of
 from bot.decisions import on_reason, on_tap
+from bot.queue import on_queue_tap, queue_command
 from bot.runner import utcnow
 from bot.spreadsheets import read_sheet
 from core import people, purchasing
@@ -308,8 +309,10 @@ def build_application(settings: Settings, store: SqlStore) -> Application:  # ty
     app.add_handler(TypeHandler(Update, claim), group=-1)
     for name, callback in (("start", start), ("help", help_command), ("invite", invite),
                            ("users", users), ("revoke", revoke), ("status", status),
-                           ("history", history)):  # fmt: skip
+                           ("history", history), ("queue", queue_command)):  # fmt: skip
         app.add_handler(CommandHandler(name, callback))
+    # The review queue's buttons (core.signing: action letter, then "."), before the cards'.
+    app.add_handler(CallbackQueryHandler(on_queue_tap, pattern=r"^[sgc]\."))
     app.add_handler(CallbackQueryHandler(on_tap))
     app.add_handler(MessageHandler(filters.REPLY & filters.TEXT & ~filters.COMMAND, on_reason))
     app.add_handler(MessageHandler(filters.Document.ALL, sheet))

@@ -9,7 +9,8 @@ ManzooriError
 │   ├── NotARequester          the sender lacks the requester role
 │   ├── NotAnAdmin             the sender may not manage people
 │   ├── InviteRefused          an invitation code that is forged, expired or used
-│   └── ReconcileRefused       nothing to reconcile for that job
+│   ├── ReconcileRefused       nothing to reconcile for that job
+│   └── AlreadyResolved        the PO left the review queue, or moved on, before the choice
 ├── ApprovalError              a decision that does not count
 │   ├── NotAnApprover          the reviewer lacks the approver role
 │   ├── SelfApproval           the reviewer is the requester
@@ -73,6 +74,16 @@ class InviteRefused(WorkflowError):
 
 class ReconcileRefused(WorkflowError):
     """The job is not waiting for reconciliation."""
+
+
+class AlreadyResolved(WorkflowError):
+    """The PO is no longer in the review queue at the draft version the choice named."""
+
+    def __init__(self, po_number: str, state: object, draft_version: int | None) -> None:
+        super().__init__(f"{po_number} is {state} (draft v{draft_version})")
+        self.po_number = po_number
+        self.state = state
+        self.draft_version = draft_version
 
 
 class ApprovalError(ManzooriError):

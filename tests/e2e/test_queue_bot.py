@@ -1,0 +1,172 @@
+"""Admins work the manual-review queue from their phones: /queue and its signed buttons, end to
+end over HTTP against the Bot API emulator."""
+
+from __future__ import annotations
+
+from bot.decisions import NOT_VALID
+from bot.notifier import NoticeRunner
+from bot.queue import EMPTY, NOT_AN_ADMIN, ONLY_ADMINS
+from core.states import State
+from tests.e2e.test_people_bot import ADMIN, running_bot
+from tests.factories import APPROVER_A, REQUESTER, T0
+from tests.integration.test_review import PO, in_queue, snapshot
+
+MARK_SENT, SEND_AGAIN, CANCEL = "✅ Mark sent", "🔁 Send again", "🚫 Cancel"
+
+
+async def answer(botapi, query_id):
+    return await botapi.wait_for(lambda: botapi.callback_answer(query_id))
+
+
+async def listed(admin, count):
+    """Send /queue and read the header and `count` messages after it."""
+    admin.send_text("/queue")
+    return [await admin.next_message() for _ in range(count + 1)]
+
+
+async def queued(run, state, po=PO):
+    async with run.store.begin() as tx:
+        await tx.met(REQUESTER, "Bilal", T0, started=True)
+    return await in_queue(run.store, state, po)
+
+
+async def test_an_admin_lists_an_unknown_outcome_and_marks_it_sent(botapi, db_url, store):
+    async with running_bot(botapi, db_url) as run:
+        await queued(run, State.UNKNOWN_OUTCOME)
+        admin = botapi.user(ADMIN, "Ayesha")
+        header, item = await listed(admin, 1)
+        assert header.text == "Manual-review queue: 1 purchase order, oldest first."
+        assert item.parse_mode == "HTML"
+        lines = item.text.splitlines()
+        assert lines[0] == f"⚠️ {PO} · UNKNOWN_OUTCOME"
+        assert lines[1].startswith("Hall Road Electronics · Rs") and lines[1].endswith("draft v1")
+        assert lines[2] == "What happened: connection lost after DATA (1 attempt)"
+        assert "requested by Bilal" in lines[3]
+        key = f"send-po:{PO}:v1:"
+        assert lines[4].startswith(f"Key: {key}")
+        assert lines[5].startswith(f"Message-ID: <send-po.{PO}.v1.")  # escaped, shown as is
+        assert item.button_texts == [MARK_SENT, SEND_AGAIN, CANCEL]
+
+        query = admin.tap(item, MARK_SENT)
+        told = await answer(botapi, query)
+        assert told.text == "Marked sent." and told.age < 1.0
+        await botapi.wait_for(lambda: botapi.message(ADMIN, item.message_id).edited)
+        edited = botapi.message(ADMIN, item.message_id)
+        assert edited.text.startswith("✅ Marked sent by Ayesha at ") and edited.buttons == []
+        assert f"{PO} v1 · Hall Road Electronics" in edited.text
+        job, [send], trail = await snapshot(run.store)
+        assert job.state is State.SENT and send.status.value == "succeeded"
+        assert (trail[-1].actor, trail[-1].action) == (f"user:{ADMIN}", "reconcile_sent")
+
+        again = admin.tap_data(item, item.button(SEND_AGAIN).callback_data)  # as first listed
+        assert (await answer(botapi, again)).text == f"Already handled: {PO} is SENT."
+        assert (await snapshot(run.store))[2] == trail
+        admin.send_text("/queue")
+        assert (await admin.next_message()).text == EMPTY
+
+
+async def test_a_failed_send_offers_send_again_which_needs_a_fresh_approval(botapi, db_url, store):
+    async with running_bot(botapi, db_url) as run:
+        await queued(run, State.FAILED_FINAL)
+        admin = botapi.user(ADMIN, "Ayesha")
+        _, item = await listed(admin, 1)
+        assert item.text.startswith(f"⚠️ {PO} · FAILED_FINAL")
+        assert "What happened: permanent error: 550 5.1.1 No such user (1 attempt)" in item.text
+        assert item.button_texts == [SEND_AGAIN, CANCEL]
+        told = await answer(botapi, admin.tap(item, SEND_AGAIN))
+        assert told.text == "Re-issued as v2; it needs a fresh approval."
+        await botapi.wait_for(lambda: botapi.message(ADMIN, item.message_id).edited)
+        edited = botapi.message(ADMIN, item.message_id)
+        assert edited.text.startswith("🔁 Re-issued as v2 for a fresh approval by Ayesha at ")
+        job, _, trail = await snapshot(run.store)
+        assert (job.state, job.draft_version) == (State.AWAITING_APPROVAL, 2)
+        assert (trail[-1].actor, trail[-1].action) == (f"user:{ADMIN}", "revise")
+
+
+async def test_a_non_admin_pressing_a_real_queue_button_changes_nothing(botapi, db_url, store):
+    async with running_bot(botapi, db_url) as run:
+        await queued(run, State.UNKNOWN_OUTCOME)
+        _, item = await listed(botapi.user(ADMIN, "Ayesha"), 1)
+        before = await snapshot(run.store)
+        ali = botapi.user(APPROVER_A, "Ali", started=True)
+        ali.send_text("/queue")
+        own = await ali.next_message()
+        assert own.text == NOT_AN_ADMIN
+        for text in (MARK_SENT, SEND_AGAIN, CANCEL):
+            query = ali.tap_data(own, item.button(text).callback_data)
+            assert (await answer(botapi, query)).text == ONLY_ADMINS
+        assert await snapshot(run.store) == before
+        assert not botapi.message(APPROVER_A, own.message_id).edited
+
+
+async def test_forged_or_altered_queue_buttons_are_not_valid(botapi, db_url, store):
+    async with running_bot(botapi, db_url) as run:
+        await queued(run, State.UNKNOWN_OUTCOME)
+        admin = botapi.user(ADMIN, "Ayesha")
+        _, item = await listed(admin, 1)
+        before = await snapshot(run.store)
+        real = item.button(MARK_SENT).callback_data
+        body, tag = real.rsplit(".", 1)
+        forged = [
+            f"{body}.{tag[:-1]}{'A' if tag[-1] != 'A' else 'B'}",  # altered tag
+            real[: len(real) // 2],  # truncated
+            f"c{body[1:]}.{tag}",  # Cancel, under Mark sent's tag
+            f"{body.replace('.1.', '.2.', 1)}.{tag}",  # another version, same tag
+            "s." + "x" * 40,  # random, in the queue's format
+        ]
+        for data in forged:
+            assert (await answer(botapi, admin.tap_data(item, data))).text == NOT_VALID
+        assert await snapshot(run.store) == before
+        assert not botapi.message(ADMIN, item.message_id).edited
+
+
+async def test_an_empty_queue_and_a_strangers_queue(botapi, db_url, store):
+    async with running_bot(botapi, db_url):
+        admin, stranger = botapi.user(ADMIN, "Ayesha"), botapi.user(424242, "Zara")
+        admin.send_text("/queue")
+        assert (await admin.next_message()).text == EMPTY
+        stranger.send_text("/queue")
+        assert (await stranger.next_message()).text == NOT_AN_ADMIN
+
+
+async def test_the_queue_shows_the_oldest_twenty_and_counts_the_rest(botapi, db_url, store):
+    async with running_bot(botapi, db_url) as run:
+        for n in range(1, 22):
+            await queued(run, State.FAILED_FINAL, f"PO-2026-{n:03d}")
+        admin = botapi.user(ADMIN, "Ayesha")
+        header, *items, more = await listed(admin, 21)
+        assert header.text == "Manual-review queue: 21 purchase orders, oldest first."
+        assert [m.text.splitlines()[0] for m in items] == [
+            f"⚠️ PO-2026-{n:03d} · FAILED_FINAL" for n in range(1, 21)
+        ]
+        assert more.text == "… and 1 more. Handle these, then send /queue again."
+
+
+async def test_cancel_on_an_unknown_outcome_tells_the_requester_once_and_alerts_nobody(
+    botapi, db_url, store
+):
+    async with running_bot(botapi, db_url) as run:
+        requester = botapi.user(REQUESTER, "Bilal", started=True)
+        await queued(run, State.UNKNOWN_OUTCOME)
+        admin = botapi.user(ADMIN, "Ayesha")
+        _, item = await listed(admin, 1)
+        assert (await answer(botapi, admin.tap(item, CANCEL))).text == "Cancelled."
+        job, [send], trail = await snapshot(run.store)
+        assert job.state is State.CANCELLED and send.status.value == "failed"
+        assert [e.action for e in trail[-2:]] == ["reconcile_failed", "cancel"]
+        # The moves owed news of UNKNOWN_OUTCOME and FAILED_FINAL too; a person has acted
+        # since, so only the cancellation is said, and no admin is asked to look at it.
+        notices = NoticeRunner(run.store, run.app.bot, run.settings)
+        while await notices.run_once():  # with what the tap's handler delivers meanwhile
+            pass
+        cancelled = await botapi.wait_for(
+            lambda: [m for m in requester.messages() if m.text.endswith("cancelled.")]
+        )
+        assert [m.text for m in requester.messages()] == [
+            f"{PO} was approved; the e-mail to the supplier goes out now.",
+            cancelled[0].text,
+        ]
+        async with run.store.begin() as tx:
+            owed = await tx.notices_for(job.id)
+        assert all(n.status.value in ("sent", "cancelled") for n in owed)
+        assert [m.text for m in admin.messages() if "needs you" in m.text] == []  # no alert
