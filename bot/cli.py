@@ -115,6 +115,18 @@ def run(
     with_store(work)
 
 
+@app.command()
+def demo(
+    folder: Annotated[
+        Path, typer.Option(help="Where to leave the SQLite file (and its throwaway keys).")
+    ] = Path("manzoori-demo"),
+) -> None:
+    """Run the whole story locally: the real bot against a local Bot API and SMTP sink."""
+    from bot.demo import run_demo  # here: PTB slows every other command
+
+    raise typer.Exit(run_demo(folder))
+
+
 def _setup_logging() -> None:
     logging.basicConfig(
         level=logging.INFO,

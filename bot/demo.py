@@ -1,195 +1,396 @@
-"""`make demo`: one purchase order from request to supplier e-mail, on the embedded defaults.
+"""`make demo` / `manzoori demo`: the whole story in Telegram, on this machine, with no accounts.
 
-SQLite in a temporary folder, a local SMTP sink, fresh keys; nothing leaves this machine.
-Every step goes through the same service, store and runner code as production.
+The real bot runs in-process, as `manzoori run` runs it: the PTB application polling a local Bot
+API emulator (bot.devbotapi), the notice runner delivering cards and requesters' news, and the
+outbox runner e-mailing suppliers through a local SMTP sink (bot.devsmtp). Scripted people type,
+send sheets and tap buttons; the transcript shows what each of them sees. SQLite and fresh keys;
+the database is left in the demo folder to inspect. A step that does not happen within
+STEP_TIMEOUT stops the demo with exit status 1.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
-import hashlib
-import tempfile
-import uuid
+import contextlib
+import logging
+import os
+import re
+import sys
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from email.message import EmailMessage
 from pathlib import Path
+from typing import TypeVar, cast
 
 from cryptography.fernet import Fernet
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
 
-from bot import bootstrap, messages, reports
+from bot.bootstrap import build_runner, build_store
+from bot.cards import APPROVE_TEXT, REJECT_TEXT
 from bot.config import Settings
+from bot.devbotapi import EmulatedUser, Emulator, Message
 from bot.devsmtp import smtp_sink
+from bot.messages import terms_import
+from bot.notifier import NoticeRunner
 from bot.runner import utcnow
-from bot.spreadsheets import read_csv_text, read_sheet
-from core import purchasing, service, workflow
-from core.errors import ApprovalError
-from core.policies import Role, Verdict
-from core.tables import Table
+from bot.spreadsheets import read_csv_text
+from bot.telegram_app import build_application, start_updates
+from core import purchasing
 from store.migrate import upgrade
 from store.sql import SqlStore
 
-REQUESTER, MANAGER, DEPUTY = 7_100_001, 7_200_001, 7_200_002
+T = TypeVar("T")
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+ADMIN, APPROVER, REQUESTER, STRANGER = 1_000_001, 2_000_002, 3_000_003, 4_000_004
+# Each step takes well under a second here; ten seconds without it means it is not coming.
+STEP_TIMEOUT = 10.0
+# The runners' idle sleep (MANZOORI_POLL_SECONDS): short, so the story moves at once.
+POLL_SECONDS = 0.2
+REASON = "Power banks are still in stock at Liberty; send it again without them."
+PO = re.compile(r"PO-\d{4}-\d{4}")
+LOOK_INSIDE = "select po_number, state from jobs"  # a first look at the database left behind
 
 
-def _csv(path: Path) -> Table:
-    return read_csv_text(path.read_bytes())
+class DemoSettings(Settings):
+    """Settings from the arguments only: the user's environment and .env stay out of the demo."""
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings,)
 
 
-def _sheet(path: Path) -> purchasing.Sheet:
-    data = path.read_bytes()
-    return purchasing.Sheet(path.name, hashlib.sha256(data).hexdigest(), read_sheet(data))
+class StepFailed(Exception):
+    """A step of the story did not happen (in time, or at all)."""
 
 
-def _indent(text: str) -> str:
-    return text.replace("\n", "\n   ")
+@dataclass
+class Person:
+    """A scripted Telegram user and how far the transcript has read their chat."""
+
+    name: str
+    role: str
+    user: EmulatedUser
+    seen: int = 0  # the last bot message id already printed
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.role})"
 
 
-def say(step: str, detail: str = "") -> None:
-    """Print one step of the story."""
-    print(f"\n== {step}" + (f"\n   {detail}" if detail else ""), flush=True)
+def show(who: str, text: str, buttons: list[list[str]] | None = None) -> None:
+    """Print one utterance; several lines, or a keyboard, go in an indented block."""
+    lines = text.splitlines() or [""]
+    rows = ["  ".join(f"[ {b} ]" for b in row) for row in buttons or []]
+    if len(lines) == 1 and not rows:
+        print(f"{who}: {lines[0]}", flush=True)
+        return
+    print(f"{who}:")
+    print("\n".join(f"    │ {line}".rstrip() for line in [*lines, *rows]), flush=True)
 
 
-async def attempt(label: str, decision: asyncio.Future[object] | object) -> None:
-    """Show a decision that the rules refuse."""
-    try:
-        await decision  # type: ignore[misc]
-    except ApprovalError as refused:
-        say(label, f"refused: {type(refused).__name__}: {refused}")
+def act(title: str) -> None:
+    """Print the heading of a part of the story."""
+    print(f"\n── {title} " + "─" * max(3, 72 - len(title)), flush=True)
 
 
-async def story(settings: Settings, store: SqlStore, inbox: list) -> None:
-    """The demo itself."""
-    rules = settings.rules()
-    await upgrade(store.engine)
-    async with store.begin() as tx:
-        for user, role in (
-            (REQUESTER, Role.REQUESTER),
-            (REQUESTER, Role.APPROVER),  # a manager who also orders: still not their own approver
-            (MANAGER, Role.APPROVER),
-            (DEPUTY, Role.APPROVER),
-        ):
-            await tx.grant(user, role, "demo", utcnow())
-    say(
-        "Users registered",
-        f"requester {REQUESTER} (also an approver); approvers {MANAGER}, {DEPUTY}",
-    )
+def po_of(card: Message) -> str:
+    """The PO number a card is about."""
+    found = PO.search(card.text or "")
+    if found is None:
+        raise StepFailed(f"a card without a PO number: {card.text!r}")
+    return found.group(0)
 
-    now = utcnow()
-    imported = await purchasing.import_terms(
-        store, _csv(SAMPLES / "supplier-terms.csv"), now, "demo"
-    )
-    say("Admin imports the supplier terms", messages.terms_import(imported, "supplier-terms.csv"))
 
-    for name in ("restock-with-errors.csv", "restock.csv", "restock.csv"):
-        sheet = _sheet(SAMPLES / name)
-        result = await purchasing.submit_sheet(
-            store, REQUESTER, sheet, utcnow(), utcnow().astimezone(settings.tz).year, rules,
-            lambda: str(uuid.uuid4()),
-        )  # fmt: skip
-        say(f"Requester sends {name}", _indent(messages.submission(result, name)))
-    (hall, _), (saddar, _) = sorted(result.orders, key=lambda o: o[1].supplier_name)
+def keyboard(message: Message) -> list[list[str]]:
+    """The message's inline buttons by row, as texts."""
+    return [[b.text for b in row] for row in message.buttons]
 
-    await service.decide(store, hall.po_number, MANAGER, Verdict.APPROVE, 1, hall.draft_hash or "",
-                         utcnow(), rules)  # fmt: skip
-    say("Manager approves " + hall.po_number + " v1", "its e-mail waits for the outbox runner")
-    december = _csv(SAMPLES / "supplier-terms-december.csv")
-    imported = await purchasing.import_terms(store, december, utcnow(), "demo")
-    changed = await purchasing.apply_terms(store, utcnow(), rules)
-    say(
-        "Hall Road raises the charger price before the e-mail goes out",
-        _indent(messages.terms_import(imported, "supplier-terms-december.csv") + "\n"
-                + messages.superseded(changed)),
-    )  # fmt: skip
-    async with store.begin() as tx:
-        job = await workflow.load(tx, hall.po_number)
 
-    await attempt(
-        "Manager's phone replays the tap on the v1 card",
-        service.decide(store, job.po_number, MANAGER, Verdict.APPROVE, 1,
-                       hall.draft_hash or "", utcnow(), rules),
-    )  # fmt: skip
-    await attempt(
-        "Requester (also an approver) tries to approve their own request",
-        service.decide(store, job.po_number, REQUESTER, Verdict.APPROVE, 2,
-                       job.draft_hash or "", utcnow(), rules),
-    )  # fmt: skip
-    result = await service.decide(
-        store, job.po_number, MANAGER, Verdict.APPROVE, 2, job.draft_hash or "", utcnow(), rules
-    )
-    say(
-        f"Manager approves {job.po_number} v2",
-        f"{result.decision.policy_basis}; expires "
-        f"{messages.local_time(result.decision.expires_at, settings.tz)} -> "
-        f"{result.job.state.value}",
-    )
-    await attempt(
-        "Manager's phone sends the tap again",
-        service.decide(store, job.po_number, MANAGER, Verdict.APPROVE, 2,
-                       job.draft_hash or "", utcnow(), rules),
-    )  # fmt: skip
-    rejected = await service.decide(
-        store, saddar.po_number, DEPUTY, Verdict.REJECT, 1, saddar.draft_hash or "", utcnow(),
-        rules, reason="earbuds are cheaper in Hafeez Centre this week",
-    )  # fmt: skip
-    say(
-        f"Deputy rejects {saddar.po_number}",
-        f"reason kept for the requester -> {rejected.job.state.value}",
-    )
-
-    first, second = (bootstrap.build_runner(settings, store) for _ in range(2))
-    first.owner, second.owner = "demo-runner-1", "demo-runner-2"
-    sent = await asyncio.gather(first.run_once(), second.run_once())
-    say(
-        "Two runners race for the outbox",
-        f"rows each performed: {sent}; e-mails at the supplier's server: {len(inbox)}",
-    )
-    again = await first.run_once()
-    say("A runner passes again", f"performed {again}; e-mails: {len(inbox)}")
-
-    mail = inbox[0]
-    say(
-        "The supplier's e-mail",
-        f"Subject: {mail['Subject']}\n   Message-ID: "
-        f"{mail['Message-ID']}\n   Idempotency-Key: {mail['Idempotency-Key']}",
-    )
+def show_mail(mail: EmailMessage) -> None:
+    """Print the e-mail as the supplier's server received it: the headers that matter, the body."""
+    names = ("From", "To", "Subject", "Message-ID", "Idempotency-Key")
+    head = [f"{name}: {mail[name]}" for name in names if mail[name]]
     body = mail.get_body(preferencelist=("plain",))
-    print("\n".join("   | " + line for line in body.get_content().splitlines()))
-    async with store.begin() as tx:
-        detail = await reports.job_detail(
-            tx, await workflow.load(tx, job.po_number), settings.mail_domain
+    text = body.get_content().rstrip() if body is not None else "(no plain-text body)"
+    attachments = [f"📎 {part.get_filename()}" for part in mail.iter_attachments()]
+    show("SMTP sink ← e-mail", "\n".join([*head, "", text, *attachments]))
+
+
+class Story:
+    """The scripted people, the emulator and the SMTP inbox, and the story itself."""
+
+    def __init__(self, emu: Emulator, inbox: list[EmailMessage]) -> None:
+        self.emu, self.inbox = emu, inbox
+        self.admin = Person("Ayesha", "admin", emu.user(ADMIN, "Ayesha"))
+        self.ali = Person("Ali", "approver", emu.user(APPROVER, "Ali"))
+        self.bilal = Person("Bilal", "requester", emu.user(REQUESTER, "Bilal"))
+        self.zara = Person("Zara", "stranger", emu.user(STRANGER, "Zara"))
+
+    async def until(self, what: str, check: Callable[[], T | None]) -> T:
+        """Wait for `check()` to be truthy; StepFailed naming `what` if it never is."""
+        try:
+            return cast(T, await self.emu.wait_for(check, STEP_TIMEOUT))
+        except AssertionError:
+            calls = "\n".join(f"  {c.method} {c.status} {c.description or ''}".rstrip()
+                              for c in self.emu.calls[-8:])  # fmt: skip
+            raise StepFailed(
+                f"{what}: did not happen within {STEP_TIMEOUT:g} s\n"
+                f"the bot's last calls to the Bot API:\n{calls}"
+            ) from None
+
+    async def hear(self, person: Person, expected: str) -> Message:
+        """Wait for the bot's message containing `expected`; print it and any before it."""
+        fresh: list[Message] = []
+
+        def arrived() -> Message | None:
+            fresh[:] = [m for m in person.user.messages() if m.message_id > person.seen]
+            return next((m for m in fresh if expected in (m.text or "")), None)
+
+        found = await self.until(f"{person.name} hears {expected!r}", arrived)
+        for message in fresh[: fresh.index(found) + 1]:
+            show(f"bot → {person}", message.text or "", keyboard(message))
+        person.seen = found.message_id
+        return found
+
+    async def say(self, person: Person, text: str, expected: str) -> Message:
+        """The person sends a text; the bot's answer containing `expected`."""
+        show(f"{person} → bot", text)
+        person.user.send_text(text)
+        return await self.hear(person, expected)
+
+    async def answer(self, person: Person, query_id: str) -> None:
+        """The bot's answer to a tap, printed as the pop-up the person sees."""
+        got = await self.until(
+            f"the answer to {person.name}'s tap", lambda: self.emu.callback_answer(query_id)
         )
-    say("What `manzoori jobs show` prints")
-    print("\n".join("   " + line for line in reports.text(detail, settings.tz).splitlines()))
+        show(f"bot → {person} (pop-up)", got.text or "")
+
+    async def edited(self, person: Person, card: Message, headline: str) -> None:
+        """Wait for the card to be edited to `headline`…, and print it."""
+
+        def done() -> Message | None:
+            now = self.emu.message(person.user.id, card.message_id)
+            return now if (now.text or "").startswith(headline) else None
+
+        now = await self.until(f"{person.name}'s card edited to {headline!r}", done)
+        show(f"bot edits {person.name}'s card", now.text or "", keyboard(now))
+
+    async def people(self) -> None:
+        """The admin invites an approver and a requester; a stranger is turned away."""
+        act("1. People: the admin invites an approver and a requester")
+        await self.say(self.admin, "/start", "registered as admin")
+        for person in (self.ali, self.bilal):
+            link = await self.say(self.admin, f"/invite {person.role}", "?start=")
+            code = (link.text or "").rsplit("?start=", 1)[1]
+            print(f"   (Ayesha forwards the link to {person.name}, who opens it and taps Start)")
+            await self.say(person, f"/start {code}", "registered as")
+        await self.say(self.zara, "/start", "not registered")
+        await self.say(self.admin, "/users", "approver")
+
+    async def terms(self, store: SqlStore) -> None:
+        """The admin puts the supplier terms in force, as `manzoori suppliers import` does."""
+        act("2. Supplier terms")
+        name = "supplier-terms.csv"
+        print(f"Ayesha (admin) $ manzoori suppliers import samples/{name}")
+        table = read_csv_text((SAMPLES / name).read_bytes())
+        result = await purchasing.import_terms(store, table, utcnow(), "cli:ayesha")
+        print("   " + terms_import(result, name), flush=True)
+        if result.problems:
+            raise StepFailed(f"the sample terms were refused: {result.problems}")
+
+    async def send_sheet(self, name: str, expected: str) -> None:
+        """The requester sends a sample sheet as a Telegram document."""
+        show(f"{self.bilal} → bot", f"📎 {name}")
+        self.bilal.user.send_document((SAMPLES / name).read_bytes(), name, "text/csv")
+        await self.hear(self.bilal, expected)
+
+    async def cards(self) -> list[Message]:
+        """The approver's two cards, in PO order."""
+        act("4. Cards reach the approver")
+        first = await self.hear(self.ali, "approval needed")
+        second = await self.hear(self.ali, "approval needed")
+        return sorted((first, second), key=po_of)
+
+    async def double_tap(self, card: Message) -> str:
+        """Approve tapped twice at once: one decision, one e-mail; the requester hears both."""
+        po = po_of(card)
+        act(f"5. Ali double-taps Approve on {po}")
+        print(f"Ali (approver) taps [ {APPROVE_TEXT} ] twice, at once")
+        taps = [self.ali.user.tap(card, APPROVE_TEXT) for _ in range(2)]
+        for query_id in taps:
+            await self.answer(self.ali, query_id)
+        await self.edited(self.ali, card, "✅ Approved")
+        await self.hear(self.bilal, f"{po} was approved")
+        mail = await self.until("the supplier's e-mail", lambda: self.inbox[:1])
+        show_mail(mail[0])
+        await self.hear(self.bilal, f"{po} was e-mailed")
+        return po
+
+    async def reject(self, card: Message) -> None:
+        """Reject asks for a reason; the reason reaches the requester."""
+        po = po_of(card)
+        act(f"6. Ali rejects {po}, with a reason")
+        print(f"Ali (approver) taps [ {REJECT_TEXT} ]")
+        await self.answer(self.ali, self.ali.user.tap(card, REJECT_TEXT))
+        prompt = await self.hear(self.ali, "Reason for rejecting")
+        show(f"{self.ali} replies to it", REASON)
+        self.ali.user.reply_to(prompt, REASON)
+        await self.hear(self.ali, f"Rejected {po}")
+        await self.edited(self.ali, card, "❌ Rejected")
+        await self.hear(self.bilal, f"{po} was rejected")
+
+    async def run(self, store: SqlStore) -> None:
+        """The story, from the first /start to the audit trail."""
+        await self.people()
+        await self.terms(store)
+        act("3. The requester sends restock sheets")
+        await self.send_sheet("restock-with-errors.csv", "not accepted")
+        await self.send_sheet("restock.csv", "sent for approval")
+        approved, rejected = await self.cards()
+        po = await self.double_tap(approved)
+        await self.reject(rejected)
+        act("7. Looking back")
+        await self.say(self.bilal, "/status", "Your recent purchase orders")
+        await self.say(self.admin, f"/history {po}", "audit")
+        if len(self.inbox) != 1:
+            raise StepFailed(f"the supplier got {len(self.inbox)} e-mails instead of one")
+        problems = self.emu.internal_errors + self.emu.unimplemented_calls
+        if problems:
+            raise StepFailed(f"the Bot API emulator reports: {problems}")
 
 
-def main() -> None:
-    """Run the demo in a temporary folder."""
-    with (
-        tempfile.TemporaryDirectory(prefix="manzoori-demo-") as folder,
-        smtp_sink() as (port, inbox),
-    ):
-        settings = Settings(
-            _env_file=None,  # type: ignore[call-arg]
-            database_url=f"sqlite+aiosqlite:///{Path(folder) / 'demo.db'}",
-            manzoori_secret_key=Fernet.generate_key().decode(),
-            manzoori_data_key=Fernet.generate_key().decode(),
-            smtp_host="127.0.0.1",
-            smtp_port=port,
-            smtp_tls="none",
-            smtp_timeout_seconds=10,
-            mail_from="purchasing@lahore-electronics.example",
+@contextlib.asynccontextmanager
+async def running(settings: Settings, store: SqlStore) -> AsyncIterator[None]:
+    """The bot, the notice runner and the outbox runner, as `manzoori run` starts them."""
+    await upgrade(store.engine)
+    app = build_application(settings, store)
+    stop = asyncio.Event()
+    async with app:
+        await app.start()
+        await start_updates(app, settings)
+        runners = asyncio.gather(
+            build_runner(settings, store).run_forever(POLL_SECONDS, stop),
+            NoticeRunner(store, app.bot, settings).run_forever(POLL_SECONDS, stop),
         )
-        say("Manzoori demo", f"SQLite {settings.database_url}\n   SMTP sink 127.0.0.1:{port}")
+        try:
+            yield
+        finally:  # a failed step still stops everything, so its message is the last word
+            stop.set()
+            await runners
+            assert app.updater is not None
+            await app.updater.stop()
+            await app.stop()
 
-        async def run() -> None:
-            store = bootstrap.build_store(settings)
-            try:
-                await story(settings, store, inbox)
-            finally:
-                await store.close()
 
-        asyncio.run(run())
-    print("\nDone: one approved purchase order, one e-mail.")
+def demo_settings(emu: Emulator, smtp_port: int, database: Path) -> Settings:
+    """Fresh keys, the local Bot API and SMTP sink, SQLite in the demo folder."""
+    return DemoSettings(
+        database_url=f"sqlite+aiosqlite:///{database}",
+        manzoori_secret_key=Fernet.generate_key().decode(),
+        manzoori_data_key=Fernet.generate_key().decode(),
+        manzoori_admin_ids=frozenset({ADMIN}),
+        telegram_bot_token=emu.token,
+        telegram_api_url=f"http://127.0.0.1:{emu.port}",
+        smtp_host="127.0.0.1",
+        smtp_port=smtp_port,
+        smtp_timeout_seconds=10,
+        mail_from="purchasing@lahore-electronics.example",
+        manzoori_poll_seconds=POLL_SECONDS,
+    )
+
+
+def fresh_folder(folder: Path) -> Path:
+    """The demo folder, without an earlier run's database; the database's path."""
+    folder.mkdir(parents=True, exist_ok=True)
+    database = folder.resolve() / "manzoori.sqlite3"
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        Path(f"{database}{suffix}").unlink(missing_ok=True)
+    return database
+
+
+def keep_keys(folder: Path, settings: Settings) -> Path:
+    """A .env beside the database, so `manzoori jobs show` can open its sealed fields later."""
+    path = folder / ".env"
+    lines = [
+        "# Written by `manzoori demo`: the throwaway keys of the demo database beside this file.",
+        f"DATABASE_URL={settings.database_url}",
+        f"MANZOORI_SECRET_KEY={settings.manzoori_secret_key.get_secret_value()}",
+        f"MANZOORI_DATA_KEY={settings.manzoori_data_key.get_secret_value()}",
+        f"MANZOORI_ADMIN_IDS={ADMIN}",
+    ]
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write("\n".join(lines) + "\n")
+    return path
+
+
+def _near(path: Path) -> str:
+    """The path relative to the current directory when it is below it."""
+    path = path.resolve()
+    return os.path.relpath(path) if path.is_relative_to(Path.cwd()) else str(path)
+
+
+def epilogue(database: Path, seconds: float) -> None:
+    """Where the database is, and how to look inside."""
+    act("8. The database is yours to inspect")
+    shown, folder = _near(database), _near(database.parent)
+    print(f"SQLite file: {shown}   (its throwaway keys: {folder}/.env)")
+    print(f"  sqlite3 {shown} '{LOOK_INSIDE}'")
+    print(f"  cd {folder} && uv run manzoori jobs list")
+    print(f"\nDone in {seconds:.1f} s: one PO approved and e-mailed once, one rejected.")
+
+
+async def play(folder: Path) -> Path:
+    """Start the emulator, the sink and the bot; run the story; stop everything. The database."""
+    database = fresh_folder(folder)
+    with Emulator(bot_username="manzoori_demo_bot") as emu, smtp_sink() as (port, inbox):
+        settings = demo_settings(emu, port, database)
+        keep_keys(folder, settings)
+        print(f"Manzoori demo: Bot API emulator on 127.0.0.1:{emu.port}, "
+              f"SMTP sink on 127.0.0.1:{port}, SQLite at {database}")  # fmt: skip
+        store = build_store(settings)
+        try:
+            async with running(settings, store):
+                await Story(emu, inbox).run(store)
+        finally:
+            await store.close()
+    return database
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the demo; 0 when the whole story happened, 1 with a message when a step did not."""
+    parser = argparse.ArgumentParser(
+        prog="python -m bot.demo", description="The whole Manzoori story, locally, in Telegram."
+    )
+    parser.add_argument(
+        "--folder", type=Path, default=Path("manzoori-demo"),
+        help="where to leave the SQLite file (default: ./manzoori-demo)",
+    )  # fmt: skip
+    folder = parser.parse_args(argv).folder
+    return run_demo(folder)
+
+
+def run_demo(folder: Path) -> int:
+    """The demo with its database in `folder`; the exit status."""
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
+                        format="%(levelname)s %(name)s: %(message)s")  # fmt: skip
+    started = time.monotonic()
+    try:
+        database = asyncio.run(play(folder))
+    except StepFailed as failed:
+        print(f"\ndemo failed: {failed}", file=sys.stderr)
+        return 1
+    epilogue(database, time.monotonic() - started)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
