@@ -1,0 +1,79 @@
+"""A flaky link to Telegram: lost polls, repeated updates, answers that come too late and edits
+that change nothing; none of it loses or doubles a decision or a purchase order."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from bot.cards import APPROVE_TEXT
+from bot.notifier import NoticeRunner
+from bot.runner import utcnow
+from core.notices import NoticeStatus, queue_refresh
+from core.states import State
+from tests.e2e.test_cards_bot import SHEET
+from tests.e2e.test_decisions_bot import PO, cards_out, job_and_decisions
+from tests.e2e.test_people_bot import running_bot, said
+from tests.e2e.test_sheets_bot import with_terms
+from tests.factories import APPROVER_A, APPROVER_B, REQUESTER
+
+
+async def test_polling_survives_a_lost_connection_to_telegram(botapi, db_url, store):
+    async with running_bot(botapi, db_url):
+        botapi.fail_next("getUpdates", times=2, status=502)  # nginx in front of a dead API
+        requester = botapi.user(REQUESTER, "Bilal")
+        requester.send_text("/help")
+        assert "You are registered as requester." in await said(requester)
+        failed = [c for c in botapi.calls_to("getUpdates") if c.status == 502]
+        assert len(failed) == 2
+
+
+async def test_the_same_sheet_update_delivered_three_times_makes_one_set_of_pos(
+    botapi, db_url, store
+):
+    await with_terms(store)
+    async with running_bot(botapi, db_url) as run:
+        requester = botapi.user(REQUESTER, "Bilal")
+        update_id = requester.send_document(SHEET, "restock.csv", "text/csv").update_id
+        assert (await said(requester)).startswith("restock.csv accepted; 1 purchase order")
+        botapi.redeliver(update_id)
+        botapi.redeliver(update_id)
+        requester.send_text("/status")  # answered after the repeats were passed over
+        assert (await said(requester)).startswith("Your recent purchase orders:")
+        async with run.store.begin() as tx:
+            jobs = await tx.jobs_in_states(set(State))
+        assert [j.po_number for j in jobs] == [PO]
+        assert sum("accepted" in (m.text or "") for m in requester.messages()) == 1
+
+
+async def test_a_tap_answered_too_late_still_decides_once_and_edits_the_cards(
+    botapi, db_url, store
+):
+    async with running_bot(botapi, db_url) as run:
+        ali, ali_card, _sana, sana_card = await cards_out(botapi, run)
+        query = ali.tap(ali_card, APPROVE_TEXT)
+        botapi.advance(20)  # the phone waited too long: Telegram refuses the answer
+        await botapi.wait_for(lambda: botapi.message(APPROVER_B, sana_card.message_id).edited)
+        assert botapi.callback_answer(query) is None  # the answer was refused, not recorded
+        refused = [c for c in botapi.calls_to("answerCallbackQuery") if c.status == 400]
+        assert refused and "query is too old" in refused[0].description
+        job, decisions, effects = await job_and_decisions(run)
+        assert job.state is State.APPROVED and len(decisions) == 1 and len(effects) == 1
+        assert botapi.message(APPROVER_A, ali_card.message_id).text.startswith("✅ Approved by Ali")
+
+
+async def test_an_edit_that_changes_nothing_counts_as_done(botapi, db_url, store):
+    async with running_bot(botapi, db_url) as run:
+        ali, ali_card, _sana, _sana_card = await cards_out(botapi, run)
+        ali.tap(ali_card, APPROVE_TEXT)
+        await botapi.wait_for(lambda: botapi.message(APPROVER_A, ali_card.message_id).edited)
+        async with run.store.begin() as tx:  # owed once more, as after a crash before the mark
+            job = await tx.job_by_po(PO)
+            again = await queue_refresh(tx, replace(job, version=job.version + 1), utcnow())
+        before = len(botapi.message(APPROVER_A, ali_card.message_id).versions)
+        assert await NoticeRunner(run.store, run.app.bot, run.settings).run_once() == 1
+        unchanged = [c for c in botapi.calls_to("editMessageText") if c.status == 400]
+        assert unchanged and all("not modified" in c.description for c in unchanged)
+        assert len(botapi.message(APPROVER_A, ali_card.message_id).versions) == before
+        async with run.store.begin() as tx:
+            [done] = [n for n in await tx.notices_for(job.id) if n.key == again.key]
+        assert done.status is NoticeStatus.SENT
