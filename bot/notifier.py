@@ -32,7 +32,15 @@ from bot.config import Settings
 from bot.runner import utcnow
 from core.errors import LeaseLost
 from core.jobs import Job
-from core.notices import EVERYONE, UNREACHABLE, Notice, NoticeStatus, fanned_out, queue_alert
+from core.notices import (
+    EVERYONE,
+    UNREACHABLE,
+    Notice,
+    NoticeStatus,
+    fanned_out,
+    queue_alert,
+    queue_refresh,
+)
 from core.policies import Role, Verdict
 from core.retries import ErrorClass, decide
 from core.states import NEEDS_REVIEW, State
@@ -121,6 +129,11 @@ class NoticeRunner:
             await self._failed(notice, error)
             return
         await self._sent(notice, sent.message_id)
+        async with self.store.begin() as tx:
+            job = await tx.job(notice.job_id)
+            if job.version != facts.job.version:  # decided while the card was on its way, and
+                # that decision's edits may have missed this card: owe it one more
+                await queue_refresh(tx, job, self.clock(), late_card=notice.user_id)
 
     async def _moot(self, tx: SqlTx, notice: Notice, job: Job) -> bool:
         """Whether news that a PO needs a person is moot, since it left that state (a person

@@ -109,9 +109,11 @@ def _owed(key: str, kind: str, user_id: int, job: Job, now: datetime, event: str
     )  # fmt: skip
 
 
-async def queue_refresh(tx: Tx, job: Job, now: datetime) -> Notice:
-    """Owe an edit of the job's delivered cards to what is true at `job.version`."""
-    notice = _owed(f"cards:{job.po_number}:j{job.version}", "cards", EVERYONE, job, now,
+async def queue_refresh(tx: Tx, job: Job, now: datetime, late_card: int | None = None) -> Notice:
+    """Owe an edit of the job's delivered cards to what is true at `job.version`; `late_card`:
+    the approver whose card was delivered after that version's edit had already run."""
+    late = "" if late_card is None else f":late{late_card}"
+    notice = _owed(f"cards:{job.po_number}:j{job.version}{late}", "cards", EVERYONE, job, now,
                    job.state.value)  # fmt: skip
     await tx.insert_notice(notice)
     return notice

@@ -16,10 +16,11 @@ from bot.spreadsheets import read_csv_text
 from core import purchasing, service
 from core.policies import Verdict
 from core.states import State
+from tests.e2e.test_cards_bot import submitted
 from tests.e2e.test_decisions_bot import PO, answer, cards_out, job_and_decisions
 from tests.e2e.test_people_bot import ADMIN, BotRun, running_bot, said
 from tests.e2e.test_sheets_bot import TERMS
-from tests.factories import APPROVER_A, APPROVER_B, REQUESTER
+from tests.factories import APPROVER_A, APPROVER_B, REQUESTER, T0
 
 
 async def card_now(botapi, chat: int, card):
@@ -186,3 +187,34 @@ async def test_admins_are_alerted_when_a_po_needs_manual_review(botapi, db_url, 
         )
         assert "needs a person to check it" in (await requester.next_message()).text
         await asyncio.sleep(0.8)  # let the sink finish its late answer before it stops
+
+
+async def test_a_card_still_on_its_way_when_the_po_is_decided_is_edited_after_it_lands(
+    botapi, db_url, store
+):
+    async with running_bot(botapi, db_url) as run:
+        ali = botapi.user(APPROVER_A, "Ali", started=True)
+        sana = botapi.user(APPROVER_B, "Sana", started=True)
+        async with run.store.begin() as tx:
+            await tx.met(APPROVER_A, "Ali", T0, started=True)
+        await submitted(botapi, run)
+        async with run.store.begin() as tx:  # Ali's card first, then Sana's, slowly
+            job = await tx.job_by_po(PO)
+            [later] = [n for n in await tx.notices_for(job.id) if n.user_id == APPROVER_B]
+            await tx.update_notice(later, next_attempt_at=later.next_attempt_at
+                                   + timedelta(milliseconds=1))  # fmt: skip
+        botapi.stall_next("sendMessage", 1.0, chat_id=APPROVER_B)
+        notices = NoticeRunner(run.store, run.app.bot, run.settings)
+        delivering = asyncio.create_task(notices.run_once())
+        ali_card = await ali.next_message()
+        await botapi.wait_for(  # Sana's card is drawn and on its way, held up by the link
+            lambda: [c for c in botapi.calls_to("sendMessage")
+                     if c.params.get("chat_id") == str(APPROVER_B) and c.finished is None]
+        )  # fmt: skip
+        await answer(botapi, ali.tap(ali_card, APPROVE_TEXT))
+        assert await delivering == 2
+        sana_card = await sana.next_message()
+        assert APPROVE_TEXT in sana_card.button_texts  # drawn before the decision
+        assert await notices.run_once() == 1  # the edit it missed, owed when it landed
+        edited = botapi.message(APPROVER_B, sana_card.message_id)
+        assert edited.text.startswith("✅ Approved by Ali at ") and edited.buttons == []
