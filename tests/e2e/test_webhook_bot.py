@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 
+from bot.cards import APPROVE_TEXT
+from bot.notifier import NoticeRunner
+from core.states import State
+from tests.e2e.test_cards_bot import SHEET
 from tests.e2e.test_people_bot import running_bot, said
-from tests.factories import REQUESTER, T0
+from tests.e2e.test_sheets_bot import with_terms
+from tests.factories import APPROVER_A, APPROVER_B, REQUESTER, T0
 
 SECRET = "s3cret_Token-for-tests"
 
@@ -41,3 +47,41 @@ async def test_updates_arrive_by_webhook_and_forged_posts_are_refused(botapi, db
         assert reply.startswith("You have no purchase orders yet")  # /help never ran
     async with store.begin() as tx:
         assert await tx.claim_update(999_001, T0)  # the forged update was never even recorded
+
+
+async def test_two_webhook_processes_on_one_database_act_once(botapi, db_url, store):
+    """Behind a load balancer the same update can reach both processes (a retry after a slow
+    answer); each card goes out once although both deliver notices."""
+    ports = free_port(), free_port()
+    urls = [f"http://127.0.0.1:{port}/telegram/hook" for port in ports]
+    hooks = [dict(webhook_url=url, webhook_secret=SECRET, webhook_listen="127.0.0.1",
+                  webhook_port=port) for url, port in zip(urls, ports, strict=True)]  # fmt: skip
+    await with_terms(store)
+    async with (
+        running_bot(botapi, db_url, **hooks[0]) as one,
+        running_bot(botapi, db_url, **hooks[1]) as two,
+    ):
+        ali = botapi.user(APPROVER_A, "Ali", started=True)
+        sana = botapi.user(APPROVER_B, "Sana", started=True)
+        requester = botapi.user(REQUESTER, "Bilal")
+        upload = requester.send_document(SHEET, "restock.csv", "text/csv")  # to the second
+        assert (await said(requester)).startswith("restock.csv accepted; 1 purchase order")
+        again = await botapi.post_to_webhook(upload.update_id, url=urls[0])  # to the first
+        assert again.status == 200
+        delivered = await asyncio.gather(*(
+            NoticeRunner(run.store, run.app.bot, run.settings).run_once() for run in (one, two)
+        ))  # fmt: skip
+        assert sorted(delivered) in ([0, 2], [1, 1])  # each card claimed by one process
+        ali_card, sana_card = await ali.next_message(), await sana.next_message()
+        tap = ali.tap(ali_card, APPROVE_TEXT)  # the queue takes it to the second process
+        repeat = await botapi.post_to_webhook(botapi.callback_query(tap).update_id, url=urls[0])
+        assert repeat.status == 200
+        await botapi.wait_for(lambda: botapi.message(APPROVER_B, sana_card.message_id).edited)
+        async with store.begin() as tx:
+            jobs = await tx.jobs_in_states(set(State))
+            assert [j.state for j in jobs] == [State.APPROVED]
+            assert len(await tx.decisions(jobs[0].id)) == 1
+            assert len(await tx.effects_for(jobs[0].id)) == 1
+        assert len(ali.messages()) == len(sana.messages()) == 1  # one card each, now edited
+        assert sum("restock.csv" in (m.text or "") for m in requester.messages()) == 1
+        assert len(botapi.calls_to("answerCallbackQuery")) == 1  # the repeat was not handled
