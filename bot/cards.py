@@ -144,7 +144,7 @@ def headline_html(
         when = f" at {_e(local_time(deadline, tz))}" if deadline else ""
         return f"⌛ <b>Expired</b>{when}: no decision in time, nothing was sent"
     if job.state is State.CANCELLED:
-        return "🚫 <b>Cancelled</b> by an admin: nothing was sent"
+        return "🚫 <b>Cancelled</b>: nothing was sent"
     if job.state is State.AWAITING_APPROVAL and mine:
         return (
             f"🕓 You approved at {_e(local_time(mine[-1].at, tz))}; waiting for a second approver"

@@ -30,7 +30,7 @@ from core.errors import (
 )
 from core.jobs import Job
 from core.policies import Outcome, Verdict
-from core.signing import ButtonAction, InvalidToken, verify_button
+from core.signing import Button, ButtonAction, InvalidToken, verify_button
 from store.sql import SqlTx
 
 log = logging.getLogger(__name__)
@@ -94,20 +94,10 @@ async def on_tap(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     query, user = update.callback_query, update.effective_user
     assert query is not None and user is not None
     deps = deps_of(context)
-    try:
-        button = verify_button(deps.settings.secret, query.data)  # before any database work
-    except InvalidToken:
-        await answer_tap(query, NOT_VALID)
+    checked = await verified(query, deps)
+    if checked is None:
         return
-    async with deps.store.begin() as tx:
-        try:
-            job = await tx.job(button.job_id)
-        except UnknownJob:
-            job = None
-        signed_for = await _hash_of(tx, job, button.draft_version) if job else ""
-    if job is None or not signed_for.startswith(button.hash_prefix):
-        await answer_tap(query, NOT_VALID)
-        return
+    button, job = checked
     if button.action is ButtonAction.DETAILS:
         await answer_tap(query, "Sending the whole PO as a CSV file…")
         await _details(context, deps, user.id, job.id, button.draft_version)
@@ -126,6 +116,26 @@ async def on_tap(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     await answer_tap(query, text)
     if decided:
         await deliver_now(context, deps, job.id)
+
+
+async def verified(query: CallbackQuery, deps: Deps) -> tuple[Button, Job] | None:
+    """A button's signed data, checked before any database work, and the job it names; None,
+    with the tap answered "not valid", for forged, altered or unknown data."""
+    try:
+        button = verify_button(deps.settings.secret, query.data)
+    except InvalidToken:
+        await answer_tap(query, NOT_VALID)
+        return None
+    async with deps.store.begin() as tx:
+        try:
+            job = await tx.job(button.job_id)
+        except UnknownJob:
+            job = None
+        signed_for = await _hash_of(tx, job, button.draft_version) if job else ""
+    if job is None or not signed_for.startswith(button.hash_prefix):
+        await answer_tap(query, NOT_VALID)
+        return None
+    return button, job
 
 
 async def _hash_of(tx: SqlTx, job: Job, version: int) -> str:

@@ -13,6 +13,7 @@ from core.drafts import Draft, mask_email
 from core.flags import describe
 from core.jobs import Job
 from core.money import format_pkr
+from core.notices import UNREACHABLE
 from core.people import TelegramUser
 from core.policies import Role
 from core.purchasing import Submission, Superseded, TermsImport
@@ -236,12 +237,19 @@ def requester_notice(po_number: str, state: State, reason: str | None) -> str:
 
 
 def admin_alert(po_number: str, event: str, approver: str | None) -> str:
-    """What the admins are told: a PO needs them, or an approver's card could not go out."""
-    if approver is not None:
+    """What the admins are told: a PO needs them (`event`: the state it entered), or an
+    approver's card could not go out (`event`: UNREACHABLE or UNDELIVERED)."""
+    if approver is not None and event == UNREACHABLE:
         return (
             f"⚠️ {approver} could not be sent the approval card for {po_number}: they have not "
             "started the bot or have blocked it. Ask them to open the bot and press Start; "
             "the other approvers have their cards."
+        )
+    if approver is not None:
+        return (
+            f"⚠️ {approver} could not be sent the approval card for {po_number}: Telegram kept "
+            "failing and the retries ran out. The other approvers have their cards; check the "
+            "bot's connection to Telegram."
         )
     why = {
         State.UNKNOWN_OUTCOME: "the e-mail may or may not have reached the supplier",

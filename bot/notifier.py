@@ -1,9 +1,11 @@
 """Delivers owed Telegram messages (core.notices) under a lease, within Telegram's limits.
 
 The application's AIORateLimiter keeps to about 30 messages a second overall and one a second
-per chat, and waits out a 429 itself; what still fails comes here and is classified: a flood
-wait or a network error is retried with the outbox's backoff, a refusal (the approver never
-started the bot, or blocked it) is final and the admins are alerted.
+per chat in groups (a burst to one private chat that Telegram answers with 429 is retried after
+its retry_after), and waits out a 429 itself; what still fails comes here and is classified: a
+flood wait or a network error is retried with the outbox's backoff, a refusal (the approver
+never started the bot, or blocked it) is final; an approver's card that is refused, or whose
+retries run out, is reported to the admins.
 
 Card edits are notices too ("cards"): each renders what is true when it is delivered, so a
 late or repeated one is harmless, and a crash between a decision and the edit only delays it.
@@ -34,6 +36,7 @@ from core.errors import LeaseLost
 from core.jobs import Job
 from core.notices import (
     EVERYONE,
+    UNDELIVERED,
     UNREACHABLE,
     Notice,
     NoticeStatus,
@@ -154,7 +157,12 @@ class NoticeRunner:
             if notice.event == State.REJECTED.value:
                 rejections = [d for d in await tx.decisions(job.id) if d.verdict is Verdict.REJECT]
                 reason = rejections[-1].reason if rejections else None
-        text = messages.requester_notice(job.po_number, State(notice.event), reason)
+        await self._send_text(
+            notice, messages.requester_notice(job.po_number, State(notice.event), reason)
+        )
+
+    async def _send_text(self, notice: Notice, text: str) -> None:
+        """Plain text, nothing to click; the outcome recorded on the notice."""
         try:
             sent = await self.bot.send_message(notice.user_id, text)
         except TelegramError as error:
@@ -201,19 +209,12 @@ class NoticeRunner:
             job = await tx.job(notice.job_id)
             if await self._moot(tx, notice, job):
                 return
+            event, _, whom = notice.event.partition(":")
             approver = None
-            if notice.event.startswith(UNREACHABLE):
-                approver_id = int(notice.event.removeprefix(UNREACHABLE + ":"))
-                known = await tx.telegram_user(approver_id)
-                who = known.first_name if known else "An approver"
-                approver = f"{who} (Telegram id {approver_id})"
-        text = messages.admin_alert(job.po_number, notice.event, approver)
-        try:
-            sent = await self.bot.send_message(notice.user_id, text)
-        except TelegramError as error:
-            await self._failed(notice, error)
-            return
-        await self._sent(notice, sent.message_id)
+            if whom:  # an approver's card did not go out
+                known = await tx.telegram_user(int(whom))
+                approver = f"{known.first_name if known else 'An approver'} (Telegram id {whom})"
+        await self._send_text(notice, messages.admin_alert(job.po_number, event, approver))
 
     async def _sent(self, notice: Notice, message_id: int | None) -> None:
         async with self.store.begin() as tx:
@@ -248,6 +249,10 @@ class NoticeRunner:
             status = NoticeStatus.FAILED if verdict.retry_at is None else NoticeStatus.PENDING
             await tx.update_notice(notice, status=status,
                                    next_attempt_at=verdict.retry_at or now, **common)  # fmt: skip
+            if status is NoticeStatus.FAILED and notice.kind == "card":
+                log.warning("card %s given up after %d attempts: %s", notice.key, attempts, error)
+                job = await tx.job(notice.job_id)
+                await queue_alert(tx, job, now, f"{UNDELIVERED}:{notice.user_id}")
 
 
 def card_markup(secret: bytes, facts: CardFacts) -> InlineKeyboardMarkup:

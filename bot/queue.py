@@ -18,17 +18,17 @@ from telegram.error import BadRequest, TelegramError
 from telegram.ext import ContextTypes
 
 from bot.context import Deps, deps_of
-from bot.decisions import NOT_VALID, answer_tap, deliver_now
+from bot.decisions import NOT_VALID, answer_tap, deliver_now, verified
 from bot.messages import local_time
 from bot.runner import utcnow
 from core import review
 from core.effects import message_id
-from core.errors import AlreadyResolved, IllegalTransition, NotAnAdmin, UnknownJob
+from core.errors import AlreadyResolved, IllegalTransition, NotAnAdmin
 from core.jobs import Effect, Job
 from core.money import format_pkr
 from core.people import is_admin
 from core.review import Choice, Resolution
-from core.signing import HASH_PREFIX, Button, ButtonAction, InvalidToken, sign_button, verify_button
+from core.signing import HASH_PREFIX, Button, ButtonAction, sign_button
 from core.states import NEEDS_REVIEW, State
 from store.sql import SqlTx
 
@@ -157,14 +157,12 @@ async def on_queue_tap(update: Update, context: ContextTypes.DEFAULT_TYPE) -> No
     query, user = update.callback_query, update.effective_user
     assert query is not None and user is not None
     deps = deps_of(context)
-    try:
-        button = verify_button(deps.settings.secret, query.data)  # before any database work
-    except InvalidToken:
-        await answer_tap(query, NOT_VALID)
+    checked = await verified(query, deps)
+    if checked is None:
         return
+    button, job = checked
     choice = _CHOICE_OF.get(button.action)
-    job = await _job(deps, button)
-    if choice is None or job is None:
+    if choice is None:
         await answer_tap(query, NOT_VALID)
         return
     answer, headline = await _resolve(deps, user, job, choice, button.draft_version)
@@ -172,16 +170,6 @@ async def on_queue_tap(update: Update, context: ContextTypes.DEFAULT_TYPE) -> No
     if headline is not None:
         await _edit(query, await _outcome_html(deps, job.id, headline))
         await deliver_now(context, deps, job.id)  # the requester's news, any new cards
-
-
-async def _job(deps: Deps, button: Button) -> Job | None:
-    """The button's job, if its draft hash still starts as the button says."""
-    async with deps.store.begin() as tx:
-        try:
-            job = await tx.job(button.job_id)
-        except UnknownJob:
-            return None
-    return job if (job.draft_hash or "").startswith(button.hash_prefix) else None
 
 
 async def _resolve(

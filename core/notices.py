@@ -71,8 +71,11 @@ def card_key(po_number: str, draft_version: int, user_id: int) -> str:
 
 # A "cards" or fanned-out "alert" notice is owed to no one user.
 EVERYONE = 0
-# The event of an alert that an approver's card could not be delivered (followed by their id).
+# The events of an alert that an approver's card could not be delivered (followed by ":" and
+# their id): Telegram refused it (they never pressed Start, or blocked the bot), or kept failing
+# until the retries ran out.
 UNREACHABLE = "unreachable"
+UNDELIVERED = "undelivered"
 
 # The moves a requester hears about, in Telegram, and nothing else (a retry is not news).
 TOLD_TO_REQUESTER = frozenset(
@@ -121,7 +124,7 @@ async def queue_refresh(tx: Tx, job: Job, now: datetime, late_card: int | None =
 
 async def queue_alert(tx: Tx, job: Job, now: datetime, event: str) -> Notice:
     """Owe the admins a message about `job`: `event` is the state it entered, or
-    UNREACHABLE:<approver id>."""
+    UNREACHABLE or UNDELIVERED, ":", the approver's id."""
     notice = _owed(f"alert:{job.po_number}:{event}:j{job.version}", "alert", EVERYONE, job, now,
                    event)  # fmt: skip
     await tx.insert_notice(notice)

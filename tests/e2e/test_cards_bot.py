@@ -118,3 +118,31 @@ async def test_429_and_5xx_while_cards_go_out_deliver_each_card_once(
         for user in (ali, sana):
             cards = [m for m in user.messages() if "approval needed" in (m.text or "")]
             assert len(cards) == 1
+
+
+async def test_a_card_whose_retries_run_out_is_reported_to_the_admins(
+    botapi, db_url, store
+):  # store: the usual cast registered
+    async with running_bot(botapi, db_url, manzoori_retry_max_attempts=2) as run:
+        botapi.user(APPROVER_A, "Ali", started=True)
+        botapi.user(APPROVER_B, "Sana", started=True)
+        admin = botapi.user(ADMIN, "Ayesha", started=True)
+        async with run.store.begin() as tx:
+            await tx.met(APPROVER_B, "Sana", T0, started=True)
+        await submitted(botapi, run)
+        botapi.fail_next("sendMessage", times=10, status=502, chat_id=APPROVER_B)
+        clock = Clock(utcnow())
+        runner = NoticeRunner(run.store, run.app.bot, run.settings, clock=clock, rand=lambda: 0.0)
+        await runner.run_once()
+        clock.advance(minutes=5)
+        await runner.run_once()  # the second and last attempt
+        owed, _ = await notices(run)
+        assert owed[APPROVER_B].status is NoticeStatus.FAILED
+        assert owed[APPROVER_B].attempts == 2
+        while await runner.run_once():  # the alert, then each admin's copy
+            pass
+        assert await said(admin) == (
+            f"⚠️ Sana (Telegram id {APPROVER_B}) could not be sent the approval card for "
+            f"PO-{YEAR}-0001: Telegram kept failing and the retries ran out. The other approvers "
+            "have their cards; check the bot's connection to Telegram."
+        )

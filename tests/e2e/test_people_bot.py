@@ -31,18 +31,20 @@ class BotRun:
 
 
 @asynccontextmanager
-async def running_bot(botapi: Emulator, db_url: str, **webhook: Any) -> AsyncIterator[BotRun]:
+async def running_bot(botapi: Emulator, db_url: str, **overrides: Any) -> AsyncIterator[BotRun]:
     """The application on the emulator, as `manzoori run` runs it: long polling, or a webhook
-    server when WEBHOOK_* settings are given."""
+    server when WEBHOOK_* settings are among the `overrides` of the test's settings."""
     settings = Settings(
-        _env_file=None,  # type: ignore[call-arg]
-        database_url=db_url,
-        manzoori_secret_key=Fernet.generate_key().decode(),
-        manzoori_data_key=DATA_KEY.decode(),
-        manzoori_admin_ids=frozenset({ADMIN}),
-        telegram_bot_token=botapi.token,
-        telegram_api_url=f"http://127.0.0.1:{botapi.port}",
-        **webhook,
+        **{
+            "_env_file": None,
+            "database_url": db_url,
+            "manzoori_secret_key": Fernet.generate_key().decode(),
+            "manzoori_data_key": DATA_KEY.decode(),
+            "manzoori_admin_ids": frozenset({ADMIN}),
+            "telegram_bot_token": botapi.token,
+            "telegram_api_url": f"http://127.0.0.1:{botapi.port}",
+            **overrides,  # the same secret key as another process, say
+        }
     )
     store = SqlStore(make_engine(db_url), DATA_KEY)
     app = build_application(settings, store)
@@ -50,7 +52,7 @@ async def running_bot(botapi: Emulator, db_url: str, **webhook: Any) -> AsyncIte
         async with app:
             await app.start()
             assert app.updater is not None
-            if webhook:
+            if settings.webhook_url:
                 await start_updates(app, settings)  # exactly what `manzoori run` does
             else:  # polling as `manzoori run` does, with a short long-poll for quick tests
                 await app.updater.start_polling(timeout=1, poll_interval=0)

@@ -3,6 +3,8 @@ end over HTTP against the Bot API emulator."""
 
 from __future__ import annotations
 
+import asyncio
+
 from bot.decisions import NOT_VALID
 from bot.notifier import NoticeRunner
 from bot.queue import EMPTY, NOT_AN_ADMIN, ONLY_ADMINS
@@ -166,7 +168,12 @@ async def test_cancel_on_an_unknown_outcome_tells_the_requester_once_and_alerts_
             f"{PO} was approved; the e-mail to the supplier goes out now.",
             cancelled[0].text,
         ]
-        async with run.store.begin() as tx:
-            owed = await tx.notices_for(job.id)
-        assert all(n.status.value in ("sent", "cancelled") for n in owed)
+
+        async def settled():
+            async with run.store.begin() as tx:
+                owed = await tx.notices_for(job.id)
+            return all(n.status.value in ("sent", "cancelled") for n in owed)
+
+        while not await settled():  # the tap's handler may still be delivering
+            await asyncio.sleep(0.05)
         assert [m.text for m in admin.messages() if "needs you" in m.text] == []  # no alert

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import socket
 
+from cryptography.fernet import Fernet
+
 from bot.cards import APPROVE_TEXT
 from bot.notifier import NoticeRunner
 from core.states import State
@@ -54,8 +56,10 @@ async def test_two_webhook_processes_on_one_database_act_once(botapi, db_url, st
     answer); each card goes out once although both deliver notices."""
     ports = free_port(), free_port()
     urls = [f"http://127.0.0.1:{port}/telegram/hook" for port in ports]
+    key = Fernet.generate_key().decode()  # one deployment: every process signs alike
     hooks = [dict(webhook_url=url, webhook_secret=SECRET, webhook_listen="127.0.0.1",
-                  webhook_port=port) for url, port in zip(urls, ports, strict=True)]  # fmt: skip
+                  webhook_port=port, manzoori_secret_key=key)
+             for url, port in zip(urls, ports, strict=True)]  # fmt: skip
     await with_terms(store)
     async with (
         running_bot(botapi, db_url, **hooks[0]) as one,

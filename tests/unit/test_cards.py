@@ -191,7 +191,7 @@ def test_headlines_say_what_happened_to_the_card():
     assert headline(State.EXPIRED) == (
         "⌛ Expired at 30 Nov 2026, 14:00 PKT: no decision in time, nothing was sent"
     )
-    assert headline(State.CANCELLED) == "🚫 Cancelled by an admin: nothing was sent"
+    assert headline(State.CANCELLED) == "🚫 Cancelled: nothing was sent"
     assert headline(State.AWAITING_APPROVAL, [approve], mine=[approve]) == (
         "🕓 You approved at 29 Nov 2026, 14:00 PKT; waiting for a second approver"
     )
