@@ -127,9 +127,11 @@ def headline_html(
     names: Mapping[int, str],
     mine: list[Decision],
     tz: tzinfo,
+    tally: tuple[int, int],
 ) -> str:
     """What happened, for the top of a card of draft `version` that can no longer be tapped;
-    `mine` are the card holder's decisions on that version."""
+    `mine` are the card holder's decisions on that version, `tally` the approvals so far and
+    those needed while the draft still waits."""
     if job.draft_version != version:
         follows = ": a new card follows" if job.state is State.AWAITING_APPROVAL else ""
         return f"🔁 <b>Superseded</b> by v{job.draft_version}{follows}"
@@ -146,8 +148,10 @@ def headline_html(
     if job.state is State.CANCELLED:
         return "🚫 <b>Cancelled</b>: nothing was sent"
     if job.state is State.AWAITING_APPROVAL and mine:
+        so_far, needed = tally
         return (
-            f"🕓 You approved at {_e(local_time(mine[-1].at, tz))}; waiting for a second approver"
+            f"🕓 You approved at {_e(local_time(mine[-1].at, tz))}: "
+            f"👥 {so_far} of {needed} approvals, waiting for another approver"
         )
     if approvals and job.state is not State.AWAITING_APPROVAL:
         by = ", ".join(_e(names.get(d.reviewer_id, "someone")) for d in approvals[-2:])

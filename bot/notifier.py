@@ -321,6 +321,7 @@ async def card_edits(
             edits.append((card, card_html(waiting, settings.tz), card_markup(settings.secret,
                                                                              waiting)))  # fmt: skip
             continue
-        headline = headline_html(job, version, decisions, names, mine, settings.tz)
+        tally = (waiting.approvals, waiting.required) if waiting else (0, 1)
+        headline = headline_html(job, version, decisions, names, mine, settings.tz, tally)
         edits.append((card, outcome_html(summaries[version], version, headline), None))
     return edits

@@ -71,6 +71,7 @@ async def test_dual_approval_counts_on_every_card_and_needs_two_people(
         assert await answer(botapi, query) == "Needs a second approver. Your approval is recorded."
         mine = await card_now(botapi, APPROVER_A, ali_card)
         assert mine.text.startswith("🕓 You approved at ") and mine.buttons == []
+        assert "👥 1 of 2 approvals" in mine.text.splitlines()[0]
         theirs = await card_now(botapi, APPROVER_B, sana_card)
         assert "👥 1 of 2 approvals" in theirs.text
         assert APPROVE_TEXT in theirs.button_texts  # Sana may still approve

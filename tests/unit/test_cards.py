@@ -173,7 +173,7 @@ NAMES = {1: "Ali <boss>", 2: "Sana & co"}
 
 def headline(state: State, decisions=(), mine=(), version: int = 2, **changes) -> str:
     j = replace(job(draft()), state=state, **changes)
-    text = headline_html(j, version, list(decisions), NAMES, list(mine), PKT)
+    text = headline_html(j, version, list(decisions), NAMES, list(mine), PKT, (1, 2))
     assert parsed(text).stack == []  # balanced, and every name escaped
     return parsed(text).text
 
@@ -193,7 +193,8 @@ def test_headlines_say_what_happened_to_the_card():
     )
     assert headline(State.CANCELLED) == "🚫 Cancelled: nothing was sent"
     assert headline(State.AWAITING_APPROVAL, [approve], mine=[approve]) == (
-        "🕓 You approved at 29 Nov 2026, 14:00 PKT; waiting for a second approver"
+        "🕓 You approved at 29 Nov 2026, 14:00 PKT: 👥 1 of 2 approvals, waiting for another "
+        "approver"
     )
 
 
