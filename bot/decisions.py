@@ -64,7 +64,7 @@ async def on_reason(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         async with deps.store.begin() as tx:
             job = await tx.job_by_po(po)
         assert job is not None
-        await deliver_now(context, deps, job.id)  # the requester's news is in the outbox
+        deliver_now(context, deps, job.id)  # the requester's news is in the outbox
 
 
 async def _reject(deps: Deps, user_id: int, po: str, version: int, reason: str) -> tuple[str, bool]:
@@ -115,7 +115,7 @@ async def on_tap(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     text, decided = await _approve(deps, user.id, job, button.draft_version)
     await answer_tap(query, text)
     if decided:
-        await deliver_now(context, deps, job.id)
+        deliver_now(context, deps, job.id)
 
 
 async def verified(query: CallbackQuery, deps: Deps) -> tuple[Button, Job] | None:
@@ -212,10 +212,15 @@ async def _details(
     )  # fmt: skip
 
 
-async def deliver_now(context: ContextTypes.DEFAULT_TYPE, deps: Deps, job_id: str) -> None:
-    """Deliver what the decision made owed (card edits, the requester's news) now, after the
-    answer; the notice runner's next pass delivers anything this misses."""
-    try:
-        await NoticeRunner(deps.store, context.bot, deps.settings).run_once(job_id)
-    except Exception:  # the decision stands; the background pass retries the notices
-        log.exception("notices of job %s left to the background pass", job_id)
+def deliver_now(context: ContextTypes.DEFAULT_TYPE, deps: Deps, job_id: str) -> None:
+    """Start delivering what the decision made owed (card edits, the requester's news) beside
+    the handler, which returns at once: the next tap is answered without waiting for forty
+    edits at Telegram's pace. The notice runner's next pass delivers anything this misses."""
+
+    async def deliver() -> None:
+        try:
+            await NoticeRunner(deps.store, context.bot, deps.settings).run_once(job_id)
+        except Exception:  # the decision stands; the background pass retries the notices
+            log.exception("notices of job %s left to the background pass", job_id)
+
+    context.application.create_task(deliver(), name=f"deliver-{job_id}")  # awaited on stop

@@ -169,7 +169,7 @@ async def on_queue_tap(update: Update, context: ContextTypes.DEFAULT_TYPE) -> No
     await answer_tap(query, answer)  # at once: the phone shows a spinner until then
     if headline is not None:
         await _edit(query, await _outcome_html(deps, job.id, headline))
-        await deliver_now(context, deps, job.id)  # the requester's news, any new cards
+        deliver_now(context, deps, job.id)  # the requester's news, any new cards
 
 
 async def _resolve(

@@ -9,12 +9,16 @@ from bot.cards import APPROVE_TEXT
 from bot.notifier import NoticeRunner
 from bot.runner import utcnow
 from core.notices import NoticeStatus, queue_refresh
+from core.policies import Role
 from core.states import State
 from tests.e2e.test_cards_bot import SHEET
 from tests.e2e.test_decisions_bot import PO, cards_out, job_and_decisions
 from tests.e2e.test_people_bot import running_bot, said
 from tests.e2e.test_sheets_bot import with_terms
-from tests.factories import APPROVER_A, APPROVER_B, REQUESTER
+from tests.factories import APPROVER_A, APPROVER_B, REQUESTER, T0
+
+SECOND_PO = PO[:-1] + "2"
+TWO_SUPPLIERS = b"sku,quantity,notes\nCBL-USBC-1M,20,\nTEA-500G,3,for Eid\n"
 
 
 async def test_polling_survives_a_lost_connection_to_telegram(botapi, db_url, store):
@@ -77,3 +81,39 @@ async def test_an_edit_that_changes_nothing_counts_as_done(botapi, db_url, store
         async with run.store.begin() as tx:
             [done] = [n for n in await tx.notices_for(job.id) if n.key == again.key]
         assert done.status is NoticeStatus.SENT
+
+
+async def test_taps_are_answered_at_once_while_many_cards_are_being_edited(botapi, db_url, store):
+    many = range(7000, 7040)  # forty approvers, Telegram's pace enforced
+    async with running_bot(botapi, db_url) as run:
+        async with run.store.begin() as tx:
+            for user_id in many:
+                await tx.grant(user_id, Role.APPROVER, "test", T0)
+                await tx.met(user_id, f"A{user_id}", T0, started=True)
+        approvers = [botapi.user(user_id, f"A{user_id}", started=True) for user_id in many]
+        await with_terms(run.store)
+        requester = botapi.user(REQUESTER, "Bilal")
+        requester.send_document(TWO_SUPPLIERS, "restock.csv", "text/csv")
+        assert (await said(requester)).startswith("restock.csv accepted; 2 purchase orders")
+        notices = NoticeRunner(run.store, run.app.bot, run.settings)
+        while await notices.run_once():
+            pass
+        botapi.enable_flood_control()
+        first, second, last = approvers[0], approvers[1], approvers[-1]
+        tapped = first.tap(card(first, PO), APPROVE_TEXT)  # forty edits follow this decision
+        await botapi.wait_for(lambda: botapi.callback_answer(tapped))
+        then = second.tap(card(second, SECOND_PO), APPROVE_TEXT)  # meanwhile, another PO
+        answer = await botapi.wait_for(lambda: botapi.callback_answer(then))
+        assert answer.text == "Approved — e-mailing the supplier."
+        assert answer.age < 1.0
+        for po in (PO, SECOND_PO):  # and every card is edited all the same
+            shown = card(last, po)
+            await botapi.wait_for(
+                lambda m=shown: botapi.message(m.chat_id, m.message_id).edited, 10
+            )
+
+
+def card(user, po: str):
+    """The user's approval card for `po`."""
+    [found] = [m for m in user.messages() if f"{po} — approval needed" in m.versions[0].text]
+    return found
