@@ -7,6 +7,7 @@ and only the first lines are listed; "Details" sends the whole PO as a CSV docum
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
@@ -22,7 +23,7 @@ from core.states import State
 
 # A phone screen shows about this many lines before the buttons scroll away.
 LINES_SHOWN = 15
-# Cut points that keep 15 lines, the flags and the evidence well inside 4,096 characters.
+# Cut points for one line's text; card_html shows fewer lines when 15 would not fit.
 _DESCRIPTION_CUT = 60
 _NOTE_CUT = 80
 _FLAGS_SHOWN = 12
@@ -53,32 +54,48 @@ def _cut(text: str, limit: int) -> str:
 
 
 def card_html(facts: CardFacts, tz: tzinfo) -> str:
-    """The full card for a waiting PO."""
+    """The full card for a waiting PO: as many of its lines and flags as fit one message."""
+    for lines, flags in _SHOWN:
+        text = _card(facts, tz, lines, flags)
+        if visible_length(text) < MESSAGE_LIMIT:
+            return text
+    raise AssertionError("a card with no lines and no flags always fits")  # pragma: no cover
+
+
+# (lines, flags) shown, most first: escaping and long notes can make 15 lines too many.
+_SHOWN = ((LINES_SHOWN, _FLAGS_SHOWN), (10, 8), (5, 4), (2, 2), (0, 0))
+_TAG = re.compile(r"<[^>]*>")
+
+
+def visible_length(text_html: str) -> int:
+    """Characters Telegram counts against its limit: after the HTML is parsed away."""
+    return len(html.unescape(_TAG.sub("", text_html)))
+
+
+def _card(facts: CardFacts, tz: tzinfo, lines: int, flags: int) -> str:
     job, draft = facts.job, facts.draft
     parts = [
         f"🧾 <b>{_e(job.po_number)}</b> — approval needed",
         f"<b>{_e(draft.supplier_name)}</b> ({_e(mask_email(draft.recipient_email))})",
         "",
-        *_lines(draft),
+        *_lines(draft, lines),
         "",
         f"<b>Total: {_e(format_pkr(draft.total_paisa))}</b>",
     ]
     if draft.flags:
-        shown = [f"⚠️ {_e(describe(flag))}" for flag in draft.flags[:_FLAGS_SHOWN]]
+        shown = [f"⚠️ {_e(describe(flag))}" for flag in draft.flags[:flags]]
         hidden = len(draft.flags) - len(shown)
         parts += ["", *shown, *([f"… and {hidden} more flags (see Details)"] if hidden else [])]
     parts += ["", *_evidence(facts, tz)]
     if facts.required > 1:
         parts.append(f"👥 {facts.approvals} of {facts.required} approvals")
     parts.append(f"On approval: e-mails this PO to {_e(mask_email(draft.recipient_email))}")
-    text = "\n".join(parts)
-    assert len(text) < MESSAGE_LIMIT  # the cuts above are sized for this
-    return text
+    return "\n".join(parts)
 
 
-def _lines(draft: Draft) -> list[str]:
+def _lines(draft: Draft, limit: int) -> list[str]:
     shown = []
-    for line in draft.lines[:LINES_SHOWN]:
+    for line in draft.lines[:limit]:
         row = (
             f"• <code>{_e(line.sku)}</code> {_e(_cut(line.description, _DESCRIPTION_CUT))} — "
             f"{line.quantity:,} × {_e(format_pkr(line.unit_price_paisa))} = "

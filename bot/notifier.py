@@ -83,10 +83,23 @@ class NoticeRunner:
             claimed = await tx.claim_notices(now, self.owner, now + LEASE, BATCH, job_id)
         for notice in claimed:
             try:
-                await self._deliver(notice)
+                await self._deliver(await self._keep_lease(notice))
             except LeaseLost:
                 log.info("notice %s moved on under this sender", notice.key)
+            except Exception as error:  # a bug or the database: back off; the batch goes on
+                log.exception("notice %s could not be delivered", notice.key)
+                with contextlib.suppress(LeaseLost):
+                    await self._failed(notice, error)
         return len(claimed)
+
+    async def _keep_lease(self, notice: Notice) -> Notice:
+        """Renew a lease half gone (a batch can wait out several floods), so that no other
+        process sends the same card meanwhile; raise LeaseLost if another has it already."""
+        now = self.clock()
+        if notice.lease_until is None or notice.lease_until - now > LEASE / 2:
+            return notice
+        async with self.store.begin() as tx:
+            return await tx.update_notice(notice, lease_until=now + LEASE, updated_at=now)
 
     async def run_forever(self, poll: float, stop: asyncio.Event) -> None:
         """Run passes until `stop` is set; a failing pass is logged and retried."""
@@ -222,7 +235,9 @@ class NoticeRunner:
                                    attempts=notice.attempts + 1, lease_owner=None,
                                    lease_until=None, updated_at=self.clock())  # fmt: skip
 
-    async def _failed(self, notice: Notice, error: TelegramError) -> None:
+    async def _failed(self, notice: Notice, error: Exception) -> None:
+        """Record a failed delivery: wait out a flood, give up on a refusal, back off on a
+        network error or anything unforeseen (until the retry caps)."""
         now, attempts = self.clock(), notice.attempts + 1
         common = {"attempts": attempts, "last_error": str(error)[:300], "lease_owner": None,
                   "lease_until": None, "updated_at": now}  # fmt: skip
@@ -234,7 +249,8 @@ class NoticeRunner:
                 await tx.update_notice(notice, status=NoticeStatus.PENDING,
                                        next_attempt_at=retry_at, **common)  # fmt: skip
                 return
-            if isinstance(error, Forbidden | BadRequest) or not isinstance(error, NetworkError):
+            refused = isinstance(error, TelegramError) and not isinstance(error, NetworkError)
+            if refused or isinstance(error, Forbidden | BadRequest):
                 if isinstance(error, Forbidden) and "blocked" in str(error).lower():
                     await tx.mark_blocked(notice.user_id, now)
                 log.warning("notice %s to user %s refused for good: %s", notice.key,

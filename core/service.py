@@ -317,7 +317,12 @@ def _send_effect(job: Job, now: datetime) -> Effect:
 
 
 async def expire_due(store: Store, now: datetime, limit: int = 100) -> list[Job]:
-    """Expire requests whose approval window closed without a decision."""
+    """Expire requests whose approval window closed without a decision; a request a tap or
+    another process moved meanwhile is read again."""
+    return await retry_stale(partial(_expire_due_once, store, now, limit))
+
+
+async def _expire_due_once(store: Store, now: datetime, limit: int) -> list[Job]:
     async with store.begin() as tx:
         due = await tx.jobs_past_deadline(State.AWAITING_APPROVAL, now, limit)
         return [await expire_job(tx, job, now, "runner", "approval window closed") for job in due]

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from datetime import timedelta
+
 from bot.cards import APPROVE_TEXT, DETAILS_TEXT, REJECT_TEXT
 from bot.notifier import NoticeRunner
 from bot.runner import utcnow
@@ -146,3 +149,26 @@ async def test_a_card_whose_retries_run_out_is_reported_to_the_admins(
             f"PO-{YEAR}-0001: Telegram kept failing and the retries ran out. The other approvers "
             "have their cards; check the bot's connection to Telegram."
         )
+
+
+async def test_a_notice_that_breaks_is_backed_off_and_the_batch_goes_on(
+    botapi, db_url, store
+):  # store: the usual cast registered
+    async with running_bot(botapi, db_url) as run:
+        ali = botapi.user(APPROVER_A, "Ali", started=True)
+        botapi.user(APPROVER_B, "Sana", started=True)
+        await submitted(botapi, run)
+        owed, job = await notices(run)
+        card = owed[APPROVER_A]
+        earlier = card.next_attempt_at - timedelta(minutes=1)
+        broken = replace(card, key="broken:1", kind="mystery", next_attempt_at=earlier)
+        async with run.store.begin() as tx:
+            await tx.insert_notice(broken)  # first in the batch: due the earliest
+        clock = Clock(utcnow())
+        runner = NoticeRunner(run.store, run.app.bot, run.settings, clock=clock, rand=lambda: 0.0)
+        assert await runner.run_once() == 3
+        assert "approval needed" in (await ali.next_message()).text
+        async with run.store.begin() as tx:
+            [after] = [n for n in await tx.notices_for(job.id) if n.key == "broken:1"]
+        assert after.status is NoticeStatus.PENDING and after.attempts == 1
+        assert "unknown kind 'mystery'" in after.last_error and after.next_attempt_at > clock()

@@ -240,6 +240,18 @@ async def test_expire_due_sweeps_only_overdue_requests(store):
         assert (await tx.job(later.id)).state is State.AWAITING_APPROVAL
 
 
+async def test_two_sweeps_at_once_expire_each_request_once(store):
+    """Two processes sweep together: the one that loses the compare-and-set reads again."""
+    jobs = [(await opened(store, make_draft(f"PO-2026-{n:03d}")))[0] for n in range(1, 6)]
+    late = T0 + timedelta(hours=25)
+    swept = await asyncio.gather(*(service.expire_due(store, late) for _ in range(3)))
+    assert sorted(j.po_number for batch in swept for j in batch) == [j.po_number for j in jobs]
+    async with store.begin() as tx:
+        for job in jobs:
+            trail = [e.action for e in await tx.audit(job.id)]
+            assert trail.count("expire") == 1
+
+
 async def test_unknown_po_is_refused(store):
     with pytest.raises(UnknownJob):
         await service.decide(store, "PO-NOPE", APPROVER_A, Verdict.APPROVE, 1, "0" * 64, T0, RULES)

@@ -17,6 +17,7 @@ from bot.cards import (
     card_html,
     headline_html,
     outcome_html,
+    visible_length,
 )
 from core.drafts import Draft, DraftLine, Flag
 from core.flags import FlagCode
@@ -204,3 +205,20 @@ def test_a_card_of_an_older_version_is_superseded_whatever_was_decided_on_it():
         "🔁 Superseded by v2: a new card follows"
     )
     assert headline(State.SENT, [old_approval], version=1) == "🔁 Superseded by v2"
+
+
+def test_escaping_counts_once_against_the_limit_and_long_lines_make_fewer_lines_shown():
+    d = draft(lines=40, flags=tuple(Flag(FlagCode.ZERO_PRICE, "&" * 40) for _ in range(12)))
+    escapes = replace(d, lines=tuple(replace(line, description="&<>" * 20, note="<b>&</b>" * 10)
+                                     for line in d.lines))  # fmt: skip
+    text = card_html(facts(escapes, approvals=1, required=2), PKT)
+    assert len(text) > MESSAGE_LIMIT  # the HTML is longer than Telegram's limit, the text not
+    assert visible_length(text) == len(parsed(text).text) < MESSAGE_LIMIT
+    assert parsed(text).text.count("• SKU-") == 15
+    longer = replace(escapes, lines=tuple(replace(line, sku=f"{n:03d}-" + "S" * 60)
+                                          for n, line in enumerate(escapes.lines)))  # fmt: skip
+    shown = parsed(card_html(facts(longer, approvals=1, required=2), PKT)).text
+    lines = shown.count("\n• ")
+    assert len(shown) < MESSAGE_LIMIT and 0 < lines < 15
+    assert f"… and {40 - lines} more lines (📄 Details has them all)" in shown
+    assert shown.splitlines()[-1] == "On approval: e-mails this PO to or***@hallroad.example"
