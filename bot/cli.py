@@ -61,7 +61,7 @@ def runner(
     max_seconds: Annotated[float | None, typer.Option(help="Give up after this long.")] = None,
 ) -> None:
     """Run the outbox runner (migrations are not applied; see `run`)."""
-    _setup_logging()
+    setup_logging()
 
     async def work(settings: Settings, store: SqlStore) -> None:
         outbox = bootstrap.build_runner(settings, store)
@@ -80,7 +80,7 @@ def run(
     ] = False,
 ) -> None:
     """Apply migrations, then run the Telegram bot and the outbox runner until SIGINT/SIGTERM."""
-    _setup_logging()
+    setup_logging()
 
     async def work(settings: Settings, store: SqlStore) -> None:
         if not worker and settings.telegram_bot_token is None:
@@ -127,12 +127,17 @@ def demo(
     raise typer.Exit(run_demo(folder))
 
 
-def _setup_logging() -> None:
-    logging.basicConfig(
-        level=logging.INFO,
-        stream=sys.stderr,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+# httpx and httpcore log every request at INFO, and a Bot API request's URL holds the bot token
+# (`/bot<token>/sendMessage`): their warnings and errors are enough.
+_QUIET_LOGGERS = ("httpx", "httpcore")
+_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+def setup_logging(level: int = logging.INFO, fmt: str = _FORMAT) -> None:
+    """The one logging set-up: `level` to stderr, without the HTTP clients' request lines."""
+    logging.basicConfig(level=level, stream=sys.stderr, format=fmt)
+    for name in _QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(max(level, logging.WARNING))
 
 
 def _stop_on_signals() -> asyncio.Event:

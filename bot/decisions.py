@@ -10,9 +10,9 @@ import logging
 import re
 from datetime import datetime
 
-from telegram import CallbackQuery, ForceReply, Update
+from telegram import CallbackQuery, ForceReply, Message, Update
 from telegram.error import BadRequest
-from telegram.ext import ContextTypes
+from telegram.ext import ContextTypes, filters
 
 from bot.context import Deps, deps_of
 from bot.emails import render_csv
@@ -29,8 +29,9 @@ from core.errors import (
     UnknownJob,
 )
 from core.jobs import Job
-from core.policies import Outcome, Verdict
+from core.policies import Outcome, Verdict, check_reviewer
 from core.signing import Button, ButtonAction, InvalidToken, verify_button
+from core.states import State
 from store.sql import SqlTx
 
 log = logging.getLogger(__name__)
@@ -43,19 +44,30 @@ _PROMPTED = re.compile(rf"^{REASON_PROMPT} (PO-[A-Za-z0-9-]+) v(\d+)\?$")
 _MAX_REASON = 500
 
 
+class _ReasonReply(filters.MessageFilter):
+    """A text reply to one of the bot's reason prompts; any other reply is an ordinary message."""
+
+    def filter(self, message: Message) -> bool:
+        prompt = message.reply_to_message
+        return (
+            message.text is not None
+            and prompt is not None
+            and prompt.from_user is not None
+            and prompt.from_user.id == message.get_bot().id
+            and _PROMPTED.match(prompt.text or "") is not None
+        )
+
+
+REASON_REPLY = _ReasonReply()
+
+
 async def on_reason(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-    """A reply to the reason prompt: the rejection, with its reason, for the requester."""
+    """A reply to the reason prompt (REASON_REPLY): the rejection, with its reason, for the
+    requester."""
     message, user = update.effective_message, update.effective_user
-    assert message is not None and user is not None
-    prompt = message.reply_to_message
-    asked = _PROMPTED.match(prompt.text or "") if prompt is not None else None
-    if (
-        prompt is None
-        or prompt.from_user is None
-        or prompt.from_user.id != context.bot.id
-        or not asked
-    ):
-        return  # a reply to something else: nothing to decide
+    assert message is not None and user is not None and message.reply_to_message is not None
+    asked = _PROMPTED.match(message.reply_to_message.text or "")
+    assert asked is not None  # REASON_REPLY let it through
     deps, po, version = deps_of(context), asked.group(1), int(asked.group(2))
     reason = " ".join((message.text or "").split())[:_MAX_REASON] or "no reason given"
     text, decided = await _reject(deps, user.id, po, version, reason)
@@ -98,6 +110,10 @@ async def on_tap(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     if checked is None:
         return
     button, job = checked
+    refusal = await _refusal(deps, user.id, job, button)  # checked again where a decision is
+    if refusal is not None:  # recorded; here so that Details and the reason prompt are too
+        await answer_tap(query, refusal)
+        return
     if button.action is ButtonAction.DETAILS:
         await answer_tap(query, "Sending the whole PO as a CSV file…")
         await _details(context, deps, user.id, job.id, button.draft_version)
@@ -136,6 +152,32 @@ async def verified(query: CallbackQuery, deps: Deps) -> tuple[Button, Job] | Non
         await answer_tap(query, NOT_VALID)
         return None
     return button, job
+
+
+async def _refusal(deps: Deps, user_id: int, job: Job, button: Button) -> str | None:
+    """Why this person may not use this card's button now, as the tap's answer; None if they
+    may. Details needs an approver; Reject, like Approve, a card that can still be decided."""
+    async with deps.store.begin() as tx:
+        roles = await tx.roles(user_id)
+    try:
+        check_reviewer(roles, user_id, job.requester_id)
+    except NotAnApprover:
+        return "You are not an approver."
+    except SelfApproval:
+        return "You cannot approve your own request."
+    if button.action is not ButtonAction.REJECT:
+        return None  # Approve: the engine's decision answers the rest
+    if button.draft_version != job.draft_version:
+        return f"This card was superseded by v{job.draft_version}."
+    deadline = job.decision_deadline
+    if job.state is State.EXPIRED or (deadline is not None and utcnow() >= deadline):
+        return "This request expired."
+    async with deps.store.begin() as tx:
+        mine = [d for d in await tx.decisions(job.id)
+                if (d.reviewer_id, d.draft_version) == (user_id, button.draft_version)]  # fmt: skip
+    if job.state is not State.AWAITING_APPROVAL or mine:
+        return await _already(deps, user_id, job.po_number, button.draft_version)
+    return None
 
 
 async def _hash_of(tx: SqlTx, job: Job, version: int) -> str:
@@ -216,6 +258,9 @@ def deliver_now(context: ContextTypes.DEFAULT_TYPE, deps: Deps, job_id: str) -> 
     """Start delivering what the decision made owed (card edits, the requester's news) beside
     the handler, which returns at once: the next tap is answered without waiting for forty
     edits at Telegram's pace. The notice runner's next pass delivers anything this misses."""
+
+    if not context.application.running:  # shutting down: the next process's pass has them
+        return
 
     async def deliver() -> None:
         try:

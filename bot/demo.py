@@ -29,6 +29,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
 
 from bot.bootstrap import build_runner, build_store
 from bot.cards import APPROVE_TEXT, REJECT_TEXT
+from bot.cli import setup_logging
 from bot.config import Settings
 from bot.devbotapi import EmulatedUser, Emulator, Message
 from bot.devsmtp import smtp_sink
@@ -166,12 +167,17 @@ class Story:
         person.user.send_text(text)
         return await self.hear(person, expected)
 
-    async def answer(self, person: Person, query_id: str) -> None:
-        """The bot's answer to a tap, printed as the pop-up the person sees."""
-        got = await self.until(
-            f"the answer to {person.name}'s tap", lambda: self.emu.callback_answer(query_id)
-        )
-        show(f"bot → {person} (pop-up)", got.text or "")
+    async def answer(self, person: Person, *query_ids: str) -> None:
+        """The bot's answers to taps, printed as the pop-ups the person sees, in the order they
+        came (taps made at once are handled side by side, and either may win)."""
+        got = [
+            await self.until(
+                f"the answer to {person.name}'s tap", lambda q=q: self.emu.callback_answer(q)
+            )
+            for q in query_ids
+        ]
+        for answer in sorted(got, key=lambda a: a.at):
+            show(f"bot → {person} (pop-up)", answer.text or "")
 
     async def edited(self, person: Person, card: Message, headline: str) -> None:
         """Wait for the card to be edited to `headline`…, and print it."""
@@ -225,8 +231,7 @@ class Story:
         act(f"5. Ali double-taps Approve on {po}")
         print(f"Ali (approver) taps [ {APPROVE_TEXT} ] twice, at once")
         taps = [self.ali.user.tap(card, APPROVE_TEXT) for _ in range(2)]
-        for query_id in taps:
-            await self.answer(self.ali, query_id)
+        await self.answer(self.ali, *taps)
         await self.edited(self.ali, card, "✅ Approved")
         await self.hear(self.bilal, f"{po} was approved")
         mail = await self.until("the supplier's e-mail", lambda: self.inbox[:1])
@@ -380,8 +385,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def run_demo(folder: Path) -> int:
     """The demo with its database in `folder`; the exit status."""
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
-                        format="%(levelname)s %(name)s: %(message)s")  # fmt: skip
+    setup_logging(logging.WARNING, "%(levelname)s %(name)s: %(message)s")
     started = time.monotonic()
     try:
         database = asyncio.run(play(folder))

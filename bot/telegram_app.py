@@ -1,8 +1,9 @@
 """The Telegram front end: thin handlers that parse an update, call one use case, and reply.
 
 Every update first passes `claim`, which records its id: Telegram may deliver an update more
-than once, and a repeat is dropped before any handler sees it. Who the sender is comes only from
-the update Telegram signed for us (`effective_user`), never from text in a message.
+than once, and a repeat is dropped before any handler sees it. A button tap's signed data is
+checked before that, so a forged tap costs no database work at all. Who the sender is comes
+only from the update Telegram signed for us (`effective_user`), never from text in a message.
 """
 
 from __future__ import annotations
@@ -10,10 +11,12 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import re
 import uuid
 from urllib.parse import urlsplit
 
 from telegram import Update, User
+from telegram.error import TelegramError
 from telegram.ext import (
     AIORateLimiter,
     Application,
@@ -30,7 +33,7 @@ from telegram.ext import (
 from bot import messages, reports
 from bot.config import Settings
 from bot.context import Deps, deps_of
-from bot.decisions import on_reason, on_tap
+from bot.decisions import NOT_VALID, REASON_REPLY, answer_tap, on_reason, on_tap
 from bot.queue import on_queue_tap, queue_command
 from bot.runner import utcnow
 from bot.spreadsheets import read_sheet
@@ -39,6 +42,7 @@ from core.errors import InviteRefused, NotAnAdmin
 from core.policies import Role
 from core.purchasing import Sheet, Submission
 from core.sheets import too_big
+from core.signing import InvalidToken, verify_button
 from core.tables import UnreadableSheet
 from store.sql import SqlStore
 
@@ -49,10 +53,25 @@ log = logging.getLogger(__name__)
 os.environ.setdefault("PTB_TIMEDELTA", "true")
 
 
+# A Telegram user id as typed after a command: ASCII digits, no more than a BIGINT holds.
+USER_ID = re.compile(r"[0-9]{1,18}")
+# Updates handled at once, so that one person's slow request (a Details upload, a sheet's
+# download, a /queue of twenty messages) does not delay everyone else's tap.
+# Every use case is safe side by side already, as it is across processes. Bounded because a
+# sheet may hold 5 MB in memory, and more would only queue for the database pool's 15
+# connections (SQLAlchemy's default 5 + 10).
+CONCURRENT_UPDATES = 16
 # A phone screen's worth; older POs are in `manzoori jobs list`.
 STATUS_LIMIT = 10
 # Telegram refuses longer texts ("message is too long").
 MESSAGE_LIMIT = 4096
+# After a handler failed. True however far it got: a tap that counted does not count twice,
+# a sheet sent again returns the POs it made, and nothing here names the internals.
+TAP_FAILED = (
+    "Something went wrong on our side. Try again in a minute; "
+    "a tap that already counted will not count twice."
+)
+MESSAGE_FAILED = "Something went wrong on our side. Try again in a minute."
 
 
 def chunks(text: str, limit: int = MESSAGE_LIMIT) -> list[str]:
@@ -77,8 +96,12 @@ async def _reply(update: Update, text: str) -> None:
 
 
 async def claim(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-    """Drop an update that was already handled (Telegram delivered it again)."""
-    deps, user = deps_of(context), update.effective_user
+    """Refuse a forged button before any database work; drop an update already handled
+    (Telegram delivered it again)."""
+    deps, user, query = deps_of(context), update.effective_user, update.callback_query
+    if query is not None and not _signed(deps, query.data):
+        await answer_tap(query, NOT_VALID)
+        raise ApplicationHandlerStop
     async with deps.store.begin() as tx:
         fresh = await tx.claim_update(update.update_id, utcnow())
         if fresh and user is not None and not user.is_bot:
@@ -87,6 +110,15 @@ async def claim(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     if not fresh:
         log.info("update %s delivered again; ignored", update.update_id)
         raise ApplicationHandlerStop
+
+
+def _signed(deps: Deps, data: str | None) -> bool:
+    """Whether callback data carries our tag (compared in constant time)."""
+    try:
+        verify_button(deps.settings.secret, data)
+    except InvalidToken:
+        return False
+    return True
 
 
 async def _roles(deps: Deps, user_id: int) -> frozenset[Role]:
@@ -172,23 +204,54 @@ async def users(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     await _reply(update, messages.people_list(rows))
 
 
+def _user_id_arg(context: ContextTypes.DEFAULT_TYPE) -> int | None:
+    """The command's Telegram user id argument, or None if it is missing or malformed."""
+    arg = (context.args or [""])[0]
+    return int(arg) if USER_ID.fullmatch(arg) else None
+
+
+async def promote(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+    """/promote ID: make someone the bot has met an admin, for admins only."""
+    deps, user, target = deps_of(context), update.effective_user, _user_id_arg(context)
+    assert user is not None
+    if target is None:
+        await _reply(update, "Usage: /promote TELEGRAM_ID  (/start tells anyone their id)")
+        return
+    admins = deps.settings.manzoori_admin_ids
+    try:
+        done = await people.promote(deps.store, user.id, target, utcnow(), admins)
+    except NotAnAdmin:
+        await _reply(update, "Only admins can promote people.")
+        return
+    if done.user is None:
+        text = f"I have not met user {target}: they must send me /start first."
+    else:
+        who = f"User {target} ({done.user.first_name})"
+        text = (f"{who} is now an admin. /revoke {target} takes it back." if done.promoted
+                else f"{who} is already an admin.")  # fmt: skip
+    await _reply(update, text)
+
+
 async def revoke(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     """/revoke ID: take every role from a user at once, for admins only."""
-    allowed = await _holding(update, context, Role.ADMIN, "Only admins can revoke roles.")
-    if allowed is None:
-        return
-    deps, user = allowed
-    target = (context.args or [""])[0]
-    if not target.isdigit():
+    deps, user, target = deps_of(context), update.effective_user, _user_id_arg(context)
+    assert user is not None
+    if target is None:
         await _reply(update, "Usage: /revoke TELEGRAM_ID  (/users lists the ids)")
         return
-    async with deps.store.begin() as tx:
-        held = await tx.revoke(int(target), f"user:{user.id}", utcnow())
+    admins = deps.settings.manzoori_admin_ids
+    try:
+        held = await people.revoke(deps.store, user.id, target, utcnow(), admins)
+    except NotAnAdmin:
+        await _reply(update, "Only admins can revoke roles.")
+        return
     text = (
         f"User {target} lost: {messages.roles_text(held)}. Their pending taps no longer count."
         if held
         else f"User {target} holds no role."
     )
+    if target in admins:
+        text += " They stay an admin through MANZOORI_ADMIN_IDS, which only the host can change."
     await _reply(update, text)
 
 
@@ -271,8 +334,19 @@ async def anything_else(update: Update, context: ContextTypes.DEFAULT_TYPE) -> N
 
 
 async def on_error(update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
-    """Log first; the user hears nothing they could act on."""
-    log.error("handling an update failed", exc_info=context.error)
+    """Log first; then tell the sender it failed, without internals and without claiming what
+    was or was not recorded (the failure may come after a decision was committed)."""
+    update_id = update.update_id if isinstance(update, Update) else None
+    log.error("handling update %s failed", update_id, exc_info=context.error)
+    if not isinstance(update, Update):
+        return  # a job or the updater failed: nobody is waiting for an answer
+    try:
+        if update.callback_query is not None:
+            await update.callback_query.answer(TAP_FAILED)
+        elif update.effective_message is not None:
+            await update.effective_message.reply_text(MESSAGE_FAILED)
+    except TelegramError as error:  # too old a tap, already answered, or Telegram unreachable
+        log.info("update %s: the apology was not delivered: %s", update_id, error)
 
 
 async def start_updates(app: Application, settings: Settings) -> None:  # type: ignore[type-arg]
@@ -303,18 +377,20 @@ def build_application(settings: Settings, store: SqlStore) -> Application:  # ty
         .base_url(f"{url}/bot")
         .base_file_url(f"{url}/file/bot")
         .rate_limiter(AIORateLimiter(max_retries=3))
+        .concurrent_updates(CONCURRENT_UPDATES)
         .build()
     )
     app.bot_data["deps"] = Deps(settings, store)
     app.add_handler(TypeHandler(Update, claim), group=-1)
     for name, callback in (("start", start), ("help", help_command), ("invite", invite),
-                           ("users", users), ("revoke", revoke), ("status", status),
-                           ("history", history), ("queue", queue_command)):  # fmt: skip
+                           ("users", users), ("promote", promote), ("revoke", revoke),
+                           ("status", status), ("history", history),
+                           ("queue", queue_command)):  # fmt: skip
         app.add_handler(CommandHandler(name, callback))
     # The review queue's buttons (core.signing: action letter, then "."), before the cards'.
     app.add_handler(CallbackQueryHandler(on_queue_tap, pattern=r"^[sgc]\."))
     app.add_handler(CallbackQueryHandler(on_tap))
-    app.add_handler(MessageHandler(filters.REPLY & filters.TEXT & ~filters.COMMAND, on_reason))
+    app.add_handler(MessageHandler(REASON_REPLY & ~filters.COMMAND, on_reason))
     app.add_handler(MessageHandler(filters.Document.ALL, sheet))
     app.add_handler(MessageHandler(filters.ALL, anything_else))
     app.add_error_handler(on_error)

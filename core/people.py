@@ -1,4 +1,5 @@
-"""Who may do what: admins invite approvers and requesters with single-use signed links."""
+"""Who may do what: admins invite approvers and requesters with single-use signed links,
+promote people the bot has met to admin, and revoke roles."""
 
 from __future__ import annotations
 
@@ -24,8 +25,17 @@ class TelegramUser:
 
 # Long enough to reach someone over a weekend, short enough that a leaked link goes stale.
 INVITE_TTL = timedelta(hours=72)
-# People an admin may invite; admins are made with `manzoori users grant` or the configuration.
+# People an admin may invite; admins come from the configuration, /promote or
+# `manzoori users grant`.
 INVITABLE = frozenset({Role.APPROVER, Role.REQUESTER})
+
+
+@dataclass(frozen=True)
+class Promotion:
+    """What /promote did: `user` is None for someone the bot never met (nothing was written)."""
+
+    user: TelegramUser | None
+    promoted: bool  # False: never met, or an admin already
 
 
 def is_admin(user_id: int, roles: Iterable[Role], configured: frozenset[int]) -> bool:
@@ -75,3 +85,28 @@ async def redeem_invite(
             )
         await tx.grant(user_id, role, f"invite:{invite.invite_id}", now)
         return role
+
+
+async def promote(
+    store: Store, admin_id: int, user_id: int, now: datetime, configured_admins: frozenset[int]
+) -> Promotion:
+    """Make someone the bot has met an admin, audited under `admin_id`; only admins may."""
+    async with store.begin() as tx:
+        if not is_admin(admin_id, await tx.roles(admin_id), configured_admins):
+            raise NotAnAdmin(f"user {admin_id} is not an admin")
+        known = await tx.telegram_user(user_id)
+        if known is None or is_admin(user_id, await tx.roles(user_id), configured_admins):
+            return Promotion(known, promoted=False)
+        await tx.grant(user_id, Role.ADMIN, f"user:{admin_id}", now)  # audits "grant_role"
+        return Promotion(known, promoted=True)
+
+
+async def revoke(
+    store: Store, admin_id: int, user_id: int, now: datetime, configured_admins: frozenset[int]
+) -> frozenset[Role]:
+    """Take every role from `user_id` at once, audited under `admin_id`; only admins may.
+    What they held (MANZOORI_ADMIN_IDS is configuration, not a role, and stays)."""
+    async with store.begin() as tx:
+        if not is_admin(admin_id, await tx.roles(admin_id), configured_admins):
+            raise NotAnAdmin(f"user {admin_id} is not an admin")
+        return await tx.revoke(user_id, f"user:{admin_id}", now)

@@ -14,8 +14,9 @@ from core.policies import Decision, Role
 from core.states import State
 from core.terms import Terms
 
-if TYPE_CHECKING:  # core.notices uses these ports itself
+if TYPE_CHECKING:  # core.notices and core.people use these ports themselves
     from core.notices import Notice
+    from core.people import TelegramUser
 
 
 class Tx(Protocol):
@@ -76,6 +77,12 @@ class Tx(Protocol):
 
     async def grant(self, user_id: int, role: Role, by: str, now: datetime) -> bool:
         """Give a user a role and audit it; False if they held it already."""
+
+    async def revoke(self, user_id: int, by: str, now: datetime) -> frozenset[Role]:
+        """Take every role from a user and audit it; what they held (nothing: nothing written)."""
+
+    async def telegram_user(self, user_id: int) -> TelegramUser | None:
+        """What the bot knows of a user, if it met them."""
 
     async def insert_invite(
         self, invite_id: str, role: Role, created_by: int, at: datetime, expires_at: datetime

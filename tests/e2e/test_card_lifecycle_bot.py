@@ -108,8 +108,9 @@ async def test_a_new_draft_supersedes_the_delivered_cards(botapi, db_url, store)
             assert superseded.buttons == []
             new = await user.next_message()
             assert "Draft v2 · " in new.text and "Rs 6,800.00" in new.text
-        query = ali.tap_data(ali_card, ali_card.button(APPROVE_TEXT).callback_data)
-        assert await answer(botapi, query) == "This card was superseded by v2."
+        for text in (APPROVE_TEXT, REJECT_TEXT):
+            query = ali.tap_data(ali_card, ali_card.button(text).callback_data)
+            assert await answer(botapi, query) == "This card was superseded by v2."
         job, decisions, _ = await job_and_decisions(run)
         assert job.state is State.AWAITING_APPROVAL and decisions == []
 
@@ -139,7 +140,9 @@ async def test_a_tap_after_the_deadline_is_refused_before_any_sweep(botapi, db_u
         ali, ali_card, _sana, sana_card = await cards_out(botapi, run)
         job, _, _ = await job_and_decisions(run)
         await asyncio.sleep(max(0.0, (job.decision_deadline - utcnow()).total_seconds()) + 0.05)
-        query = ali.tap(ali_card, APPROVE_TEXT)  # no runner runs: only the tap sees the time
+        query = ali.tap(ali_card, REJECT_TEXT)  # no runner runs: only the tap sees the time
+        assert await answer(botapi, query) == "This request expired."  # and asks no reason
+        query = ali.tap(ali_card, APPROVE_TEXT)
         assert await answer(botapi, query) == "This request expired."
         assert (await card_now(botapi, APPROVER_B, sana_card)).text.startswith("⌛ Expired at ")
         job, decisions, effects = await job_and_decisions(run)

@@ -162,6 +162,13 @@ async def test_reject_asks_for_a_reason_and_tells_the_requester(botapi, db_url, 
         assert edited.text.startswith("❌ Rejected by Ali at ") and edited.buttons == []
         ali.send_text("Reason for rejecting PO-9999-0001 v1?")  # typed, not a reply: no decision
         assert "You are registered as approver" in (await ali.next_message()).text
+        ali.reply_to(ali_card, "Approved, go ahead")  # a reply to a card is no decision either
+        assert "You are registered as approver" in (await ali.next_message()).text
+        stranger = botapi.user(424242, "Zara")
+        stranger.send_text("/start")
+        refusal = await stranger.next_message()
+        stranger.reply_to(refusal, "Who do I ask?")  # a stranger's reply gets the refusal again
+        assert (await stranger.next_message()).text == refusal.text
 
 
 async def test_history_shows_an_admin_the_audit_trail_without_addresses(botapi, db_url, store):
@@ -203,3 +210,26 @@ async def test_the_requester_hears_when_the_po_is_approved_and_sent(
             f"{PO} was e-mailed to the supplier.",
         ]
         assert len(smtp_sink.messages) == 1
+
+
+async def test_details_and_reject_are_for_approvers_who_may_still_decide(botapi, db_url, store):
+    async with running_bot(botapi, db_url) as run:
+        ali, ali_card, sana, sana_card = await cards_out(botapi, run)
+        stranger = botapi.user(424242, "Zara")
+        stranger.send_text("/start")
+        own = await stranger.next_message()
+        for text in (DETAILS_TEXT, REJECT_TEXT):
+            query = stranger.tap_data(own, ali_card.button(text).callback_data)
+            assert await answer(botapi, query) == "You are not an approver."
+        async with run.store.begin() as tx:
+            await tx.revoke(APPROVER_B, "test", T0)
+        assert await answer(botapi, sana.tap(sana_card, DETAILS_TEXT)) == "You are not an approver."
+        assert botapi.documents(APPROVER_B) == [] and botapi.documents(424242) == []
+        assert len(stranger.messages()) == 1  # no reason prompt either
+
+        await answer(botapi, ali.tap(ali_card, APPROVE_TEXT))
+        query = ali.tap(ali_card, REJECT_TEXT)  # the stale card, after approving it
+        assert (await answer(botapi, query)).startswith("Already approved by you at ")
+        assert [m.text for m in ali.messages() if m.text.startswith("Reason for")] == []
+        job, decisions, _ = await job_and_decisions(run)
+        assert job.state is State.APPROVED and len(decisions) == 1

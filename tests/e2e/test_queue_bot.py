@@ -62,6 +62,9 @@ async def test_an_admin_lists_an_unknown_outcome_and_marks_it_sent(botapi, db_ur
 
         again = admin.tap_data(item, item.button(SEND_AGAIN).callback_data)  # as first listed
         assert (await answer(botapi, again)).text == f"Already handled: {PO} is SENT."
+        await botapi.wait_for(  # the message says so too
+            lambda: botapi.message(ADMIN, item.message_id).text.startswith("ℹ️ Already handled")
+        )
         assert (await snapshot(run.store))[2] == trail
         admin.send_text("/queue")
         assert (await admin.next_message()).text == EMPTY

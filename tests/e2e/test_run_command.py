@@ -1,4 +1,5 @@
-"""`manzoori run` as a real process: the bot answers over HTTP, and SIGTERM stops it cleanly."""
+"""`manzoori run` as a real process: the bot answers over HTTP, SIGTERM stops it cleanly, and
+the bot token appears in none of its output."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ from tests.integration.test_cli import base_env
 pytestmark = pytest.mark.slow  # spawns `manzoori run`
 
 
-async def test_manzoori_run_answers_and_stops_on_sigterm(botapi, db_url, store, tmp_path):
+async def test_manzoori_run_answers_stops_on_sigterm_and_never_logs_the_token(
+    botapi, db_url, store, tmp_path
+):
     env = dict(
         base_env(db_url),
         TELEGRAM_BOT_TOKEN=botapi.token,
@@ -35,6 +38,8 @@ async def test_manzoori_run_answers_and_stops_on_sigterm(botapi, db_url, store, 
         )
     finally:
         process.send_signal(signal.SIGTERM)
-        _out, err = await asyncio.to_thread(process.communicate, timeout=30)
+        out, err = await asyncio.to_thread(process.communicate, timeout=30)
     assert process.returncode == 0, err
+    assert "INFO" in err  # it logged (start-up, migrations), so the next line can fail
+    assert botapi.token not in out + err  # a request URL is /bot<token>/method
     assert not botapi.unimplemented_calls

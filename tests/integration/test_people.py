@@ -147,3 +147,60 @@ async def test_an_update_delivered_twice_is_claimed_once(store, db_url):
             await s.close()
     assert sorted(claims) == [False, False, True]
     assert await claim(store) is False
+
+
+async def promote(store, user_id, by=ADMIN, at=T0):
+    return await people.promote(store, by, user_id, at, frozenset({ADMIN}))
+
+
+async def test_an_admin_promotes_someone_met_audited_under_their_id(store):
+    async with store.begin() as tx:
+        await tx.met(NEWCOMER, "Bilal", T0, started=False)
+    done = await promote(store, NEWCOMER)
+    assert done == people.Promotion(people.TelegramUser(NEWCOMER, "Bilal", False), promoted=True)
+    assert await roles(store, NEWCOMER) == {Role.ADMIN}
+    assert (await trail(store))[-1] == (
+        f"user:{ADMIN}",
+        "grant_role",
+        {"user_id": NEWCOMER, "role": "admin"},
+    )
+    async with store.begin() as tx:
+        await tx.met(SECOND, "Sana", T0, started=True)
+    assert (await promote(store, SECOND, by=NEWCOMER)).promoted  # a promoted admin promotes too
+    assert await roles(store, SECOND) == {Role.ADMIN}
+
+
+async def test_promote_writes_nothing_for_strangers_admins_and_non_admins(store):
+    async with store.begin() as tx:
+        await tx.met(NEWCOMER, "Bilal", T0, started=True)
+        await tx.met(ADMIN, "Ayesha", T0, started=True)
+        await tx.grant(PROMOTED, Role.ADMIN, "test", T0)
+        await tx.met(PROMOTED, "Omar", T0, started=True)
+    events = await trail(store)
+    assert await promote(store, SECOND) == people.Promotion(None, promoted=False)  # never met
+    for admin in (ADMIN, PROMOTED):  # configured; holds the role
+        assert (await promote(store, admin)).promoted is False
+    for outsider in (APPROVER_A, NEWCOMER):
+        with pytest.raises(NotAnAdmin):
+            await promote(store, NEWCOMER, by=outsider)
+    assert await trail(store) == events
+    assert await roles(store, SECOND) == await roles(store, NEWCOMER) == frozenset()
+    assert await roles(store, ADMIN) == frozenset()  # configured, not granted
+
+
+async def test_revoke_takes_the_admin_role_too_and_only_admins_may(store):
+    async with store.begin() as tx:
+        await tx.grant(PROMOTED, Role.ADMIN, "test", T0)
+        await tx.grant(PROMOTED, Role.APPROVER, "test", T0)
+    with pytest.raises(NotAnAdmin):
+        await people.revoke(store, APPROVER_A, PROMOTED, T0, frozenset({ADMIN}))
+    held = await people.revoke(store, ADMIN, PROMOTED, T0, frozenset({ADMIN}))
+    assert held == {Role.ADMIN, Role.APPROVER} and await roles(store, PROMOTED) == frozenset()
+    assert (await trail(store))[-1] == (
+        f"user:{ADMIN}",
+        "revoke_roles",
+        {"user_id": PROMOTED, "roles": ["admin", "approver"]},
+    )
+    with pytest.raises(NotAnAdmin):  # no longer an admin
+        await people.revoke(store, PROMOTED, APPROVER_A, T0, frozenset({ADMIN}))
+    assert await roles(store, APPROVER_A) == {Role.APPROVER}

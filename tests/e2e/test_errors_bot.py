@@ -1,0 +1,108 @@
+"""A handler that fails: the error is logged, and the person hears a short, true apology with
+nothing of the internals, whether the failure came before or after their decision counted."""
+
+from __future__ import annotations
+
+import logging
+
+from bot import messages
+from bot.cards import APPROVE_TEXT
+from bot.telegram_app import MESSAGE_FAILED, TAP_FAILED
+from core import service
+from core.states import State
+from tests.e2e.test_decisions_bot import answer, cards_out, job_and_decisions
+from tests.e2e.test_people_bot import ADMIN, running_bot, said
+
+# What the injected fault says: it must reach the log and never the person.
+INTERNALS = "connection to 10.0.0.7 refused (password=hunter2)"
+
+
+def fail_first_call(real, *, after_committing: bool):
+    """`real`, except that its first call raises RuntimeError, before or after doing its work."""
+    calls = 0
+
+    async def flaky(*args, **kwargs):
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            if after_committing:
+                await real(*args, **kwargs)
+            raise RuntimeError(INTERNALS)
+        return await real(*args, **kwargs)
+
+    return flaky
+
+
+def logged_failures(caplog) -> list[logging.LogRecord]:
+    return [
+        r
+        for r in caplog.records
+        if r.name == "bot.telegram_app"
+        and r.levelno == logging.ERROR
+        and r.exc_info is not None
+        and str(r.exc_info[1]) == INTERNALS
+    ]
+
+
+async def test_a_tap_that_fails_before_deciding_gets_an_apology_and_a_retry_counts(
+    botapi, db_url, store, monkeypatch, caplog
+):
+    monkeypatch.setattr(service, "decide", fail_first_call(service.decide, after_committing=False))
+    async with running_bot(botapi, db_url) as run:
+        ali, ali_card, _sana, _sana_card = await cards_out(botapi, run)
+        assert await answer(botapi, ali.tap(ali_card, APPROVE_TEXT)) == TAP_FAILED
+        assert len(logged_failures(caplog)) == 1
+        job, decisions, _ = await job_and_decisions(run)
+        assert job.state is State.AWAITING_APPROVAL and decisions == []
+        again = ali.tap(ali_card, APPROVE_TEXT)  # as the apology says
+        assert await answer(botapi, again) == "Approved — e-mailing the supplier."
+
+
+async def test_a_tap_that_fails_after_deciding_gets_an_apology_that_stays_true(
+    botapi, db_url, store, monkeypatch, caplog
+):
+    monkeypatch.setattr(service, "decide", fail_first_call(service.decide, after_committing=True))
+    async with running_bot(botapi, db_url) as run:
+        ali, ali_card, _sana, _sana_card = await cards_out(botapi, run)
+        assert await answer(botapi, ali.tap(ali_card, APPROVE_TEXT)) == TAP_FAILED
+        assert len(logged_failures(caplog)) == 1
+        job, decisions, _ = await job_and_decisions(run)
+        assert job.state is State.APPROVED and len(decisions) == 1  # it did count
+        again = ali.tap(ali_card, APPROVE_TEXT)
+        assert (await answer(botapi, again)).startswith("Already approved by you at ")
+
+
+async def test_a_command_that_fails_gets_an_apology_without_internals(
+    botapi, db_url, monkeypatch, caplog
+):
+    def broken(_roles):
+        raise RuntimeError(INTERNALS)
+
+    async with running_bot(botapi, db_url):
+        admin = botapi.user(ADMIN, "Ayesha")
+        monkeypatch.setattr(messages, "help_text", broken)
+        admin.send_text("/help")
+        assert await said(admin) == MESSAGE_FAILED
+        assert len(logged_failures(caplog)) == 1
+        monkeypatch.undo()
+        admin.send_text("/help")
+        assert (await said(admin)).startswith("You are registered as admin.")
+
+
+async def test_a_failed_tap_too_old_to_answer_is_only_logged(
+    botapi, db_url, store, monkeypatch, caplog
+):
+    async def slow_then_broken(*_args, **_kwargs):
+        botapi.advance(20)  # past Telegram's ~15 s for answering a tap
+        raise RuntimeError(INTERNALS)
+
+    monkeypatch.setattr(service, "decide", slow_then_broken)
+    async with running_bot(botapi, db_url) as run:
+        ali, ali_card, _sana, _sana_card = await cards_out(botapi, run)
+        query = ali.tap(ali_card, APPROVE_TEXT)
+        refused = await botapi.wait_for(lambda: botapi.calls_to("answerCallbackQuery"))
+        assert refused[0].status == 400 and botapi.callback_answer(query) is None
+        ali.send_text("/help")  # the bot carries on
+        assert "approver" in await said(ali)
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert errors == logged_failures(caplog) and len(errors) == 1  # not "error in error handler"
