@@ -27,7 +27,7 @@ LINES_SHOWN = 15
 _DESCRIPTION_CUT = 60
 _NOTE_CUT = 80
 _FLAGS_SHOWN = 12
-MESSAGE_LIMIT = 4096
+MESSAGE_LIMIT = 4096  # characters Telegram takes in one message, after entity parsing
 
 APPROVE_TEXT, REJECT_TEXT, DETAILS_TEXT = "✅ Approve", "❌ Reject", "📄 Details"
 

@@ -1,12 +1,16 @@
-"""What every Telegram handler shares, kept in the application's bot_data."""
+"""What every Telegram handler shares: the Deps kept in the application's bot_data, replies
+that fit Telegram's limit, and the roles a sender holds."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from telegram import Update, User
 from telegram.ext import ContextTypes
 
+from bot.cards import MESSAGE_LIMIT
 from bot.config import Settings
+from core.policies import Role
 from store.sql import SqlStore
 
 
@@ -23,3 +27,46 @@ def deps_of(context: ContextTypes.DEFAULT_TYPE) -> Deps:
     deps = context.application.bot_data["deps"]
     assert isinstance(deps, Deps)
     return deps
+
+
+def chunks(text: str, limit: int = MESSAGE_LIMIT) -> list[str]:
+    """The text in pieces of at most `limit` characters, cut between lines where possible."""
+    pieces: list[str] = []
+    current = ""
+    for line in text.splitlines():
+        for start in range(0, max(len(line), 1), limit):  # a line longer than a message is cut
+            part = line[start : start + limit]
+            candidate = f"{current}\n{part}" if current else part
+            if current and len(candidate) > limit:
+                pieces.append(current)
+                candidate = part
+            current = candidate
+    return [*pieces, current] if current else pieces
+
+
+async def reply(update: Update, text: str) -> None:
+    """Reply to the update's message, in as many messages as the text needs."""
+    if update.effective_message is not None:
+        for piece in chunks(text):
+            await update.effective_message.reply_text(piece)
+
+
+async def roles_of(deps: Deps, user_id: int) -> frozenset[Role]:
+    """The user's roles, with admin for MANZOORI_ADMIN_IDS."""
+    async with deps.store.begin() as tx:
+        held = await tx.roles(user_id)
+    if user_id in deps.settings.manzoori_admin_ids:
+        held |= {Role.ADMIN}
+    return held
+
+
+async def holding(
+    update: Update, context: ContextTypes.DEFAULT_TYPE, role: Role, refusal: str
+) -> tuple[Deps, User] | None:
+    """The deps and the sender if they hold `role`; otherwise the refusal is sent and None."""
+    deps, user = deps_of(context), update.effective_user
+    assert user is not None
+    if role in await roles_of(deps, user.id):
+        return deps, user
+    await reply(update, refusal)
+    return None

@@ -11,11 +11,10 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import re
 import uuid
 from urllib.parse import urlsplit
 
-from telegram import Update, User
+from telegram import Update
 from telegram.error import TelegramError
 from telegram.ext import (
     AIORateLimiter,
@@ -32,13 +31,13 @@ from telegram.ext import (
 
 from bot import messages, reports
 from bot.config import Settings
-from bot.context import Deps, deps_of
+from bot.context import Deps, deps_of, holding, reply, roles_of
 from bot.decisions import NOT_VALID, REASON_REPLY, answer_tap, on_reason, on_tap
 from bot.queue import on_queue_tap, queue_command
+from bot.roles import help_command, invite, promote, revoke, start, users
 from bot.runner import utcnow
 from bot.spreadsheets import read_sheet
-from core import people, purchasing
-from core.errors import InviteRefused, NotAnAdmin
+from core import purchasing
 from core.policies import Role
 from core.purchasing import Sheet, Submission
 from core.sheets import too_big
@@ -53,8 +52,6 @@ log = logging.getLogger(__name__)
 os.environ.setdefault("PTB_TIMEDELTA", "true")
 
 
-# A Telegram user id as typed after a command: ASCII digits, no more than a BIGINT holds.
-USER_ID = re.compile(r"[0-9]{1,18}")
 # Updates handled at once, so that one person's slow request (a Details upload, a sheet's
 # download, a /queue of twenty messages) does not delay everyone else's tap.
 # Every use case is safe side by side already, as it is across processes. Bounded because a
@@ -63,8 +60,6 @@ USER_ID = re.compile(r"[0-9]{1,18}")
 CONCURRENT_UPDATES = 16
 # A phone screen's worth; older POs are in `manzoori jobs list`.
 STATUS_LIMIT = 10
-# Telegram refuses longer texts ("message is too long").
-MESSAGE_LIMIT = 4096
 # After a handler failed. True however far it got: a tap that counted does not count twice,
 # a sheet sent again returns the POs it made, and nothing here names the internals.
 TAP_FAILED = (
@@ -72,27 +67,6 @@ TAP_FAILED = (
     "a tap that already counted will not count twice."
 )
 MESSAGE_FAILED = "Something went wrong on our side. Try again in a minute."
-
-
-def chunks(text: str, limit: int = MESSAGE_LIMIT) -> list[str]:
-    """The text in pieces of at most `limit` characters, cut between lines where possible."""
-    pieces: list[str] = []
-    current = ""
-    for line in text.splitlines():
-        for start in range(0, max(len(line), 1), limit):  # a line longer than a message is cut
-            part = line[start : start + limit]
-            candidate = f"{current}\n{part}" if current else part
-            if current and len(candidate) > limit:
-                pieces.append(current)
-                candidate = part
-            current = candidate
-    return [*pieces, current] if current else pieces
-
-
-async def _reply(update: Update, text: str) -> None:
-    if update.effective_message is not None:
-        for piece in chunks(text):
-            await update.effective_message.reply_text(piece)
 
 
 async def claim(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
@@ -121,164 +95,30 @@ def _signed(deps: Deps, data: str | None) -> bool:
     return True
 
 
-async def _roles(deps: Deps, user_id: int) -> frozenset[Role]:
-    async with deps.store.begin() as tx:
-        held = await tx.roles(user_id)
-    if user_id in deps.settings.manzoori_admin_ids:
-        held |= {Role.ADMIN}
-    return held
-
-
-async def _holding(
-    update: Update, context: ContextTypes.DEFAULT_TYPE, role: Role, refusal: str
-) -> tuple[Deps, User] | None:
-    """The deps and the sender if they hold `role`; otherwise the refusal is sent and None."""
-    deps, user = deps_of(context), update.effective_user
-    assert user is not None
-    if role in await _roles(deps, user.id):
-        return deps, user
-    await _reply(update, refusal)
-    return None
-
-
-async def start(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-    """/start CODE registers with an invitation; a plain /start greets by role."""
-    deps, user = deps_of(context), update.effective_user
-    assert user is not None
-    if context.args:
-        try:
-            role = await people.redeem_invite(
-                deps.store, deps.settings.secret, context.args[0], user.id, utcnow()
-            )
-        except InviteRefused as refused:
-            await _reply(update, str(refused))
-            return
-        await _reply(update, messages.registered(role))
-        return
-    roles = await _roles(deps, user.id)
-    text = messages.greeting(user.first_name, roles) if roles else None
-    await _reply(update, text or messages.stranger(user.first_name, user.id))
-
-
-async def help_command(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-    """/help: what each of the sender's roles lets them do."""
-    user = update.effective_user
-    assert user is not None
-    roles = await _roles(deps_of(context), user.id)
-    await _reply(
-        update, messages.help_text(roles) if roles else messages.stranger(user.first_name, user.id)
-    )
-
-
-async def invite(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-    """/invite approver|requester: a single-use link, for admins only."""
-    deps, user = deps_of(context), update.effective_user
-    assert user is not None
-    wanted = (context.args or [""])[0].lower()
-    if wanted not in (Role.APPROVER.value, Role.REQUESTER.value):
-        await _reply(update, "Usage: /invite approver  or  /invite requester")
-        return
-    now = utcnow()
-    try:
-        code = await people.create_invite(
-            deps.store, user.id, Role(wanted), now, os.urandom(9), deps.settings.secret,
-            deps.settings.manzoori_admin_ids,
-        )  # fmt: skip
-    except NotAnAdmin:
-        await _reply(update, "Only admins can invite people.")
-        return
-    link = messages.invite_link(
-        context.bot.username, code, Role(wanted), now + people.INVITE_TTL, deps.settings.tz
-    )
-    await _reply(update, link)
-
-
-async def users(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-    """/users: everyone with a role, for admins only."""
-    allowed = await _holding(update, context, Role.ADMIN, "Only admins can list users.")
-    if allowed is None:
-        return
-    deps, _user = allowed
-    async with deps.store.begin() as tx:
-        rows = await tx.people()
-    await _reply(update, messages.people_list(rows))
-
-
-def _user_id_arg(context: ContextTypes.DEFAULT_TYPE) -> int | None:
-    """The command's Telegram user id argument, or None if it is missing or malformed."""
-    arg = (context.args or [""])[0]
-    return int(arg) if USER_ID.fullmatch(arg) else None
-
-
-async def promote(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-    """/promote ID: make someone the bot has met an admin, for admins only."""
-    deps, user, target = deps_of(context), update.effective_user, _user_id_arg(context)
-    assert user is not None
-    if target is None:
-        await _reply(update, "Usage: /promote TELEGRAM_ID  (/start tells anyone their id)")
-        return
-    admins = deps.settings.manzoori_admin_ids
-    try:
-        done = await people.promote(deps.store, user.id, target, utcnow(), admins)
-    except NotAnAdmin:
-        await _reply(update, "Only admins can promote people.")
-        return
-    if done.user is None:
-        text = f"I have not met user {target}: they must send me /start first."
-    else:
-        who = f"User {target} ({done.user.first_name})"
-        text = (f"{who} is now an admin. /revoke {target} takes it back." if done.promoted
-                else f"{who} is already an admin.")  # fmt: skip
-    await _reply(update, text)
-
-
-async def revoke(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-    """/revoke ID: take every role from a user at once, for admins only."""
-    deps, user, target = deps_of(context), update.effective_user, _user_id_arg(context)
-    assert user is not None
-    if target is None:
-        await _reply(update, "Usage: /revoke TELEGRAM_ID  (/users lists the ids)")
-        return
-    admins = deps.settings.manzoori_admin_ids
-    try:
-        held = await people.revoke(deps.store, user.id, target, utcnow(), admins)
-    except NotAnAdmin:
-        await _reply(update, "Only admins can revoke roles.")
-        return
-    text = (
-        f"User {target} lost: {messages.roles_text(held)}. Their pending taps no longer count."
-        if held
-        else f"User {target} holds no role."
-    )
-    if target in admins:
-        text += " They stay an admin through MANZOORI_ADMIN_IDS, which only the host can change."
-    await _reply(update, text)
-
-
 async def sheet(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     """A requester's CSV or XLSX: one PO per supplier, or every row problem, or the earlier POs."""
     deps, user, message = deps_of(context), update.effective_user, update.effective_message
     assert user is not None and message is not None and message.document is not None
-    roles = await _roles(deps, user.id)
+    roles = await roles_of(deps, user.id)
     if Role.REQUESTER not in roles:
         refusal = "Only requesters can send restock sheets." if roles else None
-        await _reply(update, refusal or messages.stranger(user.first_name, user.id))
+        await reply(update, refusal or messages.stranger(user.first_name, user.id))
         return
     document = message.document
     too_large = too_big(document.file_size or 0)  # before downloading anything
     data = b"" if too_large else bytes(await (await document.get_file()).download_as_bytearray())
     too_large = too_large or too_big(len(data))
     if too_large:
-        await _reply(update, too_large)
+        await reply(update, too_large)
         return
     try:
         table = read_sheet(data)
     except UnreadableSheet as refused:
-        await _reply(update, str(refused))
+        await reply(update, str(refused))
         return
     name = document.file_name or "sheet"
     result = await _submit(deps, user.id, Sheet(name, hashlib.sha256(data).hexdigest(), table))
-    await _reply(update, messages.submission(result, name))
+    await reply(update, messages.submission(result, name))
 
 
 async def _submit(deps: Deps, requester_id: int, upload: Sheet) -> Submission:
@@ -292,7 +132,7 @@ async def _submit(deps: Deps, requester_id: int, upload: Sheet) -> Submission:
 
 async def status(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     """/status: the requester's ten most recent POs and where each stands."""
-    allowed = await _holding(
+    allowed = await holding(
         update,
         context,
         Role.REQUESTER,
@@ -303,12 +143,12 @@ async def status(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     deps, user = allowed
     async with deps.store.begin() as tx:
         jobs = await tx.jobs_of(user.id, STATUS_LIMIT)
-    await _reply(update, messages.status_list(jobs, deps.settings.tz))
+    await reply(update, messages.status_list(jobs, deps.settings.tz))
 
 
 async def history(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     """/history PO-…: a PO's approvals, sends and audit trail, for admins only."""
-    allowed = await _holding(update, context, Role.ADMIN, "Only admins can read the audit trail.")
+    allowed = await holding(update, context, Role.ADMIN, "Only admins can read the audit trail.")
     if allowed is None:
         return
     deps, _user = allowed
@@ -317,9 +157,9 @@ async def history(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         job = await tx.job_by_po(po) if po else None
         detail = await reports.job_detail(tx, job, deps.settings.mail_domain) if job else None
     if detail is None:
-        await _reply(update, f"No purchase order {po}." if po else "Usage: /history PO-2026-0001")
+        await reply(update, f"No purchase order {po}." if po else "Usage: /history PO-2026-0001")
         return
-    await _reply(update, reports.text(detail, deps.settings.tz))
+    await reply(update, reports.text(detail, deps.settings.tz))
 
 
 async def anything_else(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
@@ -327,8 +167,8 @@ async def anything_else(update: Update, context: ContextTypes.DEFAULT_TYPE) -> N
     user = update.effective_user
     if user is None:
         return
-    roles = await _roles(deps_of(context), user.id)
-    await _reply(
+    roles = await roles_of(deps_of(context), user.id)
+    await reply(
         update, messages.help_text(roles) if roles else messages.stranger(user.first_name, user.id)
     )
 

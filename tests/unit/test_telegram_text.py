@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bot.telegram_app import chunks
+from bot.context import chunks
 
 
 def test_short_text_is_one_piece():

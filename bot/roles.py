@@ -1,0 +1,135 @@
+"""People and roles in Telegram: /start with an invitation, /help, and the admins' /invite,
+/users, /promote and /revoke. Each command calls one use case of core.people, which checks the
+admin inside the transaction that writes."""
+
+from __future__ import annotations
+
+import os
+import re
+
+from telegram import Update
+from telegram.ext import ContextTypes
+
+from bot import messages
+from bot.context import deps_of, holding, reply, roles_of
+from bot.runner import utcnow
+from core import people
+from core.errors import InviteRefused, NotAnAdmin
+from core.policies import Role
+
+# A Telegram user id as typed after a command: ASCII digits, no more than a BIGINT holds.
+USER_ID = re.compile(r"[0-9]{1,18}")
+
+
+async def start(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+    """/start CODE registers with an invitation; a plain /start greets by role."""
+    deps, user = deps_of(context), update.effective_user
+    assert user is not None
+    if context.args:
+        try:
+            role = await people.redeem_invite(
+                deps.store, deps.settings.secret, context.args[0], user.id, utcnow()
+            )
+        except InviteRefused as refused:
+            await reply(update, str(refused))
+            return
+        await reply(update, messages.registered(role))
+        return
+    roles = await roles_of(deps, user.id)
+    text = messages.greeting(user.first_name, roles) if roles else None
+    await reply(update, text or messages.stranger(user.first_name, user.id))
+
+
+async def help_command(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+    """/help: what each of the sender's roles lets them do."""
+    user = update.effective_user
+    assert user is not None
+    roles = await roles_of(deps_of(context), user.id)
+    await reply(
+        update, messages.help_text(roles) if roles else messages.stranger(user.first_name, user.id)
+    )
+
+
+async def invite(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+    """/invite approver|requester: a single-use link, for admins only."""
+    deps, user = deps_of(context), update.effective_user
+    assert user is not None
+    wanted = (context.args or [""])[0].lower()
+    if wanted not in (Role.APPROVER.value, Role.REQUESTER.value):
+        await reply(update, "Usage: /invite approver  or  /invite requester")
+        return
+    now = utcnow()
+    try:
+        code = await people.create_invite(
+            deps.store, user.id, Role(wanted), now, os.urandom(9), deps.settings.secret,
+            deps.settings.manzoori_admin_ids,
+        )  # fmt: skip
+    except NotAnAdmin:
+        await reply(update, "Only admins can invite people.")
+        return
+    link = messages.invite_link(
+        context.bot.username, code, Role(wanted), now + people.INVITE_TTL, deps.settings.tz
+    )
+    await reply(update, link)
+
+
+async def users(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+    """/users: everyone with a role, for admins only."""
+    allowed = await holding(update, context, Role.ADMIN, "Only admins can list users.")
+    if allowed is None:
+        return
+    deps, _user = allowed
+    async with deps.store.begin() as tx:
+        rows = await tx.people()
+    await reply(update, messages.people_list(rows))
+
+
+def _user_id_arg(context: ContextTypes.DEFAULT_TYPE) -> int | None:
+    """The command's Telegram user id argument, or None if it is missing or malformed."""
+    arg = (context.args or [""])[0]
+    return int(arg) if USER_ID.fullmatch(arg) else None
+
+
+async def promote(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+    """/promote ID: make someone the bot has met an admin, for admins only."""
+    deps, user, target = deps_of(context), update.effective_user, _user_id_arg(context)
+    assert user is not None
+    if target is None:
+        await reply(update, "Usage: /promote TELEGRAM_ID  (/start tells anyone their id)")
+        return
+    admins = deps.settings.manzoori_admin_ids
+    try:
+        done = await people.promote(deps.store, user.id, target, utcnow(), admins)
+    except NotAnAdmin:
+        await reply(update, "Only admins can promote people.")
+        return
+    if done.user is None:
+        text = f"I have not met user {target}: they must send me /start first."
+    else:
+        who = f"User {target} ({done.user.first_name})"
+        text = (f"{who} is now an admin. /revoke {target} takes it back." if done.promoted
+                else f"{who} is already an admin.")  # fmt: skip
+    await reply(update, text)
+
+
+async def revoke(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+    """/revoke ID: take every role from a user at once, for admins only."""
+    deps, user, target = deps_of(context), update.effective_user, _user_id_arg(context)
+    assert user is not None
+    if target is None:
+        await reply(update, "Usage: /revoke TELEGRAM_ID  (/users lists the ids)")
+        return
+    admins = deps.settings.manzoori_admin_ids
+    try:
+        held = await people.revoke(deps.store, user.id, target, utcnow(), admins)
+    except NotAnAdmin:
+        await reply(update, "Only admins can revoke roles.")
+        return
+    text = (
+        f"User {target} lost: {messages.roles_text(held)}. Their pending taps no longer count."
+        if held
+        else f"User {target} holds no role."
+    )
+    if target in admins:
+        text += " They stay an admin through MANZOORI_ADMIN_IDS, which only the host can change."
+    await reply(update, text)
