@@ -165,6 +165,14 @@ def help_text(roles: frozenset[Role]) -> str:
     return "\n".join(lines)
 
 
+def promoted(by: str) -> str:
+    """What someone just made an admin is told."""
+    return (
+        f"{by} made you an admin. You can invite people, manage roles and work the review "
+        "queue; /help lists the commands."
+    )
+
+
 def registered(role: Role) -> str:
     """After an invitation was redeemed."""
     return f"Welcome! You are now registered as {role.value}. /help shows what you can do."

@@ -4,10 +4,12 @@ admin inside the transaction that writes."""
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 
 from telegram import Update
+from telegram.error import TelegramError
 from telegram.ext import ContextTypes
 
 from bot import messages
@@ -16,6 +18,8 @@ from bot.runner import utcnow
 from core import people
 from core.errors import InviteRefused, NotAnAdmin
 from core.policies import Role
+
+log = logging.getLogger(__name__)
 
 # A Telegram user id as typed after a command: ASCII digits, no more than a BIGINT holds.
 USER_ID = re.compile(r"[0-9]{1,18}")
@@ -110,6 +114,11 @@ async def promote(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         text = (f"{who} is now an admin. /revoke {target} takes it back." if done.promoted
                 else f"{who} is already an admin.")  # fmt: skip
     await reply(update, text)
+    if done.promoted:  # best effort: /help says the same whenever they ask
+        try:
+            await context.bot.send_message(target, messages.promoted(user.first_name))
+        except TelegramError as error:
+            log.info("user %s not told of their promotion: %s", target, error)
 
 
 async def revoke(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:

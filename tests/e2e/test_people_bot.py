@@ -149,6 +149,10 @@ async def test_an_admin_promotes_someone_met_and_revoke_takes_it_back(botapi, db
             f"User {NEWCOMER} (Bilal) is now an admin. /revoke {NEWCOMER} takes it back."
         )
         assert await roles(run.store, NEWCOMER) == {Role.ADMIN}
+        assert await said(newcomer) == (
+            "Ayesha made you an admin. You can invite people, manage roles and work the review "
+            "queue; /help lists the commands."
+        )
         newcomer.send_text("/help")
         assert "/promote ID" in await said(newcomer)
         newcomer.send_text("/invite approver")  # a promoted admin is an admin in every way
