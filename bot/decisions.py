@@ -70,35 +70,16 @@ async def on_reason(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     assert asked is not None  # REASON_REPLY let it through
     deps, po, version = deps_of(context), asked.group(1), int(asked.group(2))
     reason = " ".join((message.text or "").split())[:_MAX_REASON] or "no reason given"
-    text, decided = await _reject(deps, user.id, po, version, reason)
-    await message.reply_text(text)
-    if decided:
-        async with deps.store.begin() as tx:
-            job = await tx.job_by_po(po)
-        assert job is not None
-        deliver_now(context, deps, job.id)  # the requester's news is in the outbox
-
-
-async def _reject(deps: Deps, user_id: int, po: str, version: int, reason: str) -> tuple[str, bool]:
     async with deps.store.begin() as tx:
         job = await tx.job_by_po(po)
-        if job is None:
-            return NOT_VALID, False
-        reviewed = await _hash_of(tx, job, version)
-    try:
-        await service.decide(deps.store, po, user_id, Verdict.REJECT, version, reviewed,
-                             utcnow(), deps.settings.rules(), reason)  # fmt: skip
-    except NotAnApprover:
-        return "You are not an approver.", False
-    except SelfApproval:
-        return "You cannot decide your own request.", False
-    except DraftChanged:
-        return f"This card was superseded by v{job.draft_version}.", False
-    except ApprovalExpired:
-        return "This request expired.", True
-    except AlreadyDecided:
-        return await _already(deps, user_id, po, version), False
-    return f"Rejected {po}. The requester is told your reason.", True
+        reviewed = await _hash_of(tx, job, version) if job else ""
+    if job is None:
+        await message.reply_text(NOT_VALID)
+        return
+    text, decided = await _decide(deps, user.id, job, Verdict.REJECT, version, reviewed, reason)
+    await message.reply_text(text)
+    if decided:
+        deliver_now(context, deps, job.id)  # the requester's news is in the outbox
 
 
 async def on_tap(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
@@ -128,7 +109,9 @@ async def on_tap(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     if button.action is not ButtonAction.APPROVE:
         await answer_tap(query, NOT_VALID)
         return
-    text, decided = await _approve(deps, user.id, job, button.draft_version)
+    text, decided = await _decide(
+        deps, user.id, job, Verdict.APPROVE, button.draft_version, job.draft_hash or ""
+    )  # another version: DraftChanged
     await answer_tap(query, text)
     if decided:
         deliver_now(context, deps, job.id)
@@ -189,30 +172,34 @@ async def _hash_of(tx: SqlTx, job: Job, version: int) -> str:
     return ""
 
 
-async def _approve(deps: Deps, user_id: int, job: Job, version: int) -> tuple[str, bool]:
-    """The answer for the tapper, and whether a decision was recorded (cards to refresh)."""
+async def _decide(
+    deps: Deps,
+    user_id: int,
+    job: Job,
+    verdict: Verdict,
+    version: int,
+    reviewed: str,
+    reason: str | None = None,
+) -> tuple[str, bool]:
+    """Record the decision; the answer for the decider, and whether anything was recorded
+    (notices to deliver)."""
     po = job.po_number
-    try:  # a button naming another version than the job's current one gets DraftChanged
-        result = await service.decide(
-            deps.store,
-            po,
-            user_id,
-            Verdict.APPROVE,
-            version,
-            job.draft_hash or "",
-            utcnow(),
-            deps.settings.rules(),
-        )
+    try:
+        result = await service.decide(deps.store, po, user_id, verdict, version, reviewed,
+                                      utcnow(), deps.settings.rules(), reason)  # fmt: skip
     except NotAnApprover:
         return "You are not an approver.", False
     except SelfApproval:
-        return "You cannot approve your own request.", False
+        own = "approve" if verdict is Verdict.APPROVE else "decide"
+        return f"You cannot {own} your own request.", False
     except DraftChanged:
         return f"This card was superseded by v{job.draft_version}.", False
     except ApprovalExpired:
         return "This request expired.", True
     except AlreadyDecided:
         return await _already(deps, user_id, po, version), False
+    if verdict is Verdict.REJECT:
+        return f"Rejected {po}. The requester is told your reason.", True
     if result.outcome is Outcome.APPROVED:
         return "Approved — e-mailing the supplier.", True
     return "Needs a second approver. Your approval is recorded.", True

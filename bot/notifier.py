@@ -23,6 +23,7 @@ import random
 import socket
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from typing import Any
 
 from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup
 from telegram.constants import ParseMode
@@ -130,10 +131,10 @@ class NoticeRunner:
 
     async def _card(self, notice: Notice) -> None:
         async with self.store.begin() as tx:
-            facts = await card_facts(tx, notice, self.settings)
+            job = await tx.job(notice.job_id)
+            facts = await card_facts(tx, job, notice.draft_version, self.settings)
             if facts is None:  # decided, expired or re-drafted before the card went out
-                await tx.update_notice(notice, status=NoticeStatus.CANCELLED, lease_owner=None,
-                                       lease_until=None, updated_at=self.clock())  # fmt: skip
+                await self._settle(tx, notice, NoticeStatus.CANCELLED)
                 return
         markup = card_markup(self.settings.secret, facts)
         try:
@@ -144,8 +145,9 @@ class NoticeRunner:
         except TelegramError as error:
             await self._failed(notice, error)
             return
-        await self._sent(notice, sent.message_id)
         async with self.store.begin() as tx:
+            await self._settle(tx, notice, NoticeStatus.SENT, message_id=sent.message_id,
+                               attempts=notice.attempts + 1)  # fmt: skip
             job = await tx.job(notice.job_id)
             if job.version != facts.job.version:  # decided while the card was on its way, and
                 # that decision's edits may have missed this card: owe it one more
@@ -156,8 +158,7 @@ class NoticeRunner:
         acted already, say, or cancelled it in the same transaction); if so it is dropped."""
         if notice.event not in NEEDS_REVIEW or job.state.value == notice.event:
             return False
-        await tx.update_notice(notice, status=NoticeStatus.CANCELLED, lease_owner=None,
-                               lease_until=None, updated_at=self.clock())  # fmt: skip
+        await self._settle(tx, notice, NoticeStatus.CANCELLED)
         return True
 
     async def _tell(self, notice: Notice) -> None:
@@ -212,8 +213,7 @@ class NoticeRunner:
             admins = set(self.settings.manzoori_admin_ids) | set(await tx.holders(Role.ADMIN))
             for admin in sorted(admins):
                 await tx.insert_notice(fanned_out(alert, admin, now))
-            await tx.update_notice(alert, status=NoticeStatus.SENT, lease_owner=None,
-                                   lease_until=None, updated_at=now)  # fmt: skip
+            await self._settle(tx, alert, NoticeStatus.SENT)
         if not admins:
             log.warning("alert %s has no admin to go to", alert.key)
 
@@ -229,46 +229,47 @@ class NoticeRunner:
                 approver = f"{known.first_name if known else 'An approver'} (Telegram id {whom})"
         await self._send_text(notice, messages.admin_alert(job.po_number, event, approver))
 
+    async def _settle(self, tx: SqlTx, notice: Notice, status: NoticeStatus, **more: Any) -> None:
+        """Record where the notice ended up and give up its lease."""
+        await tx.update_notice(notice, status=status, lease_owner=None, lease_until=None,
+                               updated_at=self.clock(), **more)  # fmt: skip
+
     async def _sent(self, notice: Notice, message_id: int | None) -> None:
         async with self.store.begin() as tx:
-            await tx.update_notice(notice, status=NoticeStatus.SENT, message_id=message_id,
-                                   attempts=notice.attempts + 1, lease_owner=None,
-                                   lease_until=None, updated_at=self.clock())  # fmt: skip
+            await self._settle(tx, notice, NoticeStatus.SENT, message_id=message_id,
+                               attempts=notice.attempts + 1)  # fmt: skip
 
     async def _failed(self, notice: Notice, error: Exception) -> None:
         """Record a failed delivery: wait out a flood, give up on a refusal, back off on a
-        network error or anything unforeseen (until the retry caps)."""
+        network error or anything unforeseen (until the retry caps). An approver's card given
+        up on is reported to the admins."""
         now, attempts = self.clock(), notice.attempts + 1
-        common = {"attempts": attempts, "last_error": str(error)[:300], "lease_owner": None,
-                  "lease_until": None, "updated_at": now}  # fmt: skip
-        async with self.store.begin() as tx:
-            if isinstance(error, RetryAfter):
-                wait = error.retry_after
-                seconds = wait.total_seconds() if isinstance(wait, timedelta) else float(wait)
-                retry_at = now + timedelta(seconds=seconds)
-                await tx.update_notice(notice, status=NoticeStatus.PENDING,
-                                       next_attempt_at=retry_at, **common)  # fmt: skip
-                return
-            refused = isinstance(error, TelegramError) and not isinstance(error, NetworkError)
-            if refused or isinstance(error, Forbidden | BadRequest):
-                if isinstance(error, Forbidden) and "blocked" in str(error).lower():
-                    await tx.mark_blocked(notice.user_id, now)
-                log.warning("notice %s to user %s refused for good: %s", notice.key,
-                            notice.user_id, error)  # fmt: skip
-                await tx.update_notice(notice, status=NoticeStatus.FAILED, **common)
-                if notice.kind == "card":  # an approver the admins must chase
-                    job = await tx.job(notice.job_id)
-                    await queue_alert(tx, job, now, f"{UNREACHABLE}:{notice.user_id}")
-                return
+        refused = isinstance(error, Forbidden | BadRequest) or (
+            isinstance(error, TelegramError) and not isinstance(error, NetworkError | RetryAfter)
+        )
+        if isinstance(error, RetryAfter):
+            wait = error.retry_after
+            seconds = wait.total_seconds() if isinstance(wait, timedelta) else float(wait)
+            status, retry_at = NoticeStatus.PENDING, now + timedelta(seconds=seconds)
+        elif refused:
+            status, retry_at = NoticeStatus.FAILED, now
+        else:
             verdict = decide(self.settings.retry_policy(), ErrorClass.TRANSIENT, attempts,
                              notice.created_at, now, self.rand())  # fmt: skip
             status = NoticeStatus.FAILED if verdict.retry_at is None else NoticeStatus.PENDING
-            await tx.update_notice(notice, status=status,
-                                   next_attempt_at=verdict.retry_at or now, **common)  # fmt: skip
-            if status is NoticeStatus.FAILED and notice.kind == "card":
-                log.warning("card %s given up after %d attempts: %s", notice.key, attempts, error)
-                job = await tx.job(notice.job_id)
-                await queue_alert(tx, job, now, f"{UNDELIVERED}:{notice.user_id}")
+            retry_at = verdict.retry_at or now
+        async with self.store.begin() as tx:
+            await self._settle(tx, notice, status, attempts=attempts, next_attempt_at=retry_at,
+                               last_error=str(error)[:300])  # fmt: skip
+            if status is not NoticeStatus.FAILED:
+                return
+            if isinstance(error, Forbidden) and "blocked" in str(error).lower():
+                await tx.mark_blocked(notice.user_id, now)
+            log.warning("notice %s to user %s given up after %d attempts: %s", notice.key,
+                        notice.user_id, attempts, error)  # fmt: skip
+            if notice.kind == "card":  # an approver the admins must chase
+                why = UNREACHABLE if refused else UNDELIVERED
+                await queue_alert(tx, await tx.job(notice.job_id), now, f"{why}:{notice.user_id}")
 
 
 def card_markup(secret: bytes, facts: CardFacts) -> InlineKeyboardMarkup:
@@ -279,10 +280,9 @@ def card_markup(secret: bytes, facts: CardFacts) -> InlineKeyboardMarkup:
     )
 
 
-async def card_facts(tx: SqlTx, notice: Notice, settings: Settings) -> CardFacts | None:
-    """What the card shows, or None if the draft it was owed for no longer waits."""
-    job = await tx.job(notice.job_id)
-    if job.state is not State.AWAITING_APPROVAL or job.draft_version != notice.draft_version:
+async def card_facts(tx: SqlTx, job: Job, version: int, settings: Settings) -> CardFacts | None:
+    """What a card of draft `version` shows, or None if that draft no longer waits."""
+    if job.state is not State.AWAITING_APPROVAL or job.draft_version != version:
         return None
     assert job.draft_version is not None and job.total_paisa is not None
     draft = await tx.draft(job.id, job.draft_version)
@@ -327,7 +327,7 @@ async def card_edits(
     for card in cards:
         version = card.draft_version
         if version not in facts:  # what a card shows depends on its draft version only
-            facts[version] = await card_facts(tx, card, settings)
+            facts[version] = await card_facts(tx, job, version, settings)
             summaries[version] = facts[version] or CardFacts(
                 job, await tx.draft(job.id, version), "", "", None, 0, 1
             )

@@ -39,9 +39,6 @@ class NoticeStatus(StrEnum):
     CANCELLED = "cancelled"  # superseded before it went out
 
 
-OPEN = frozenset({NoticeStatus.PENDING, NoticeStatus.CLAIMED})
-
-
 @dataclass(frozen=True)
 class Notice:
     """One message owed to one Telegram user about one job's draft version."""
@@ -105,10 +102,12 @@ def alerts_admins(target: State) -> bool:
     return target in NEEDS_REVIEW
 
 
-def _owed(key: str, kind: str, user_id: int, job: Job, now: datetime, event: str) -> Notice:
+def _owed(
+    key: str, kind: str, user_id: int, job_id: str, draft_version: int, now: datetime, event: str
+) -> Notice:
     return Notice(
-        key, kind, user_id, job.id, job.draft_version or 0, NoticeStatus.PENDING, 0, 0, now,
-        None, None, None, None, now, now, event,
+        key, kind, user_id, job_id, draft_version, NoticeStatus.PENDING, 0, 0, now, None, None,
+        None, None, now, now, event,
     )  # fmt: skip
 
 
@@ -116,8 +115,8 @@ async def queue_refresh(tx: Tx, job: Job, now: datetime, late_card: int | None =
     """Owe an edit of the job's delivered cards to what is true at `job.version`; `late_card`:
     the approver whose card was delivered after that version's edit had already run."""
     late = "" if late_card is None else f":late{late_card}"
-    notice = _owed(f"cards:{job.po_number}:j{job.version}{late}", "cards", EVERYONE, job, now,
-                   job.state.value)  # fmt: skip
+    notice = _owed(f"cards:{job.po_number}:j{job.version}{late}", "cards", EVERYONE, job.id,
+                   job.draft_version or 0, now, job.state.value)  # fmt: skip
     await tx.insert_notice(notice)
     return notice
 
@@ -125,24 +124,23 @@ async def queue_refresh(tx: Tx, job: Job, now: datetime, late_card: int | None =
 async def queue_alert(tx: Tx, job: Job, now: datetime, event: str) -> Notice:
     """Owe the admins a message about `job`: `event` is the state it entered, or
     UNREACHABLE or UNDELIVERED, ":", the approver's id."""
-    notice = _owed(f"alert:{job.po_number}:{event}:j{job.version}", "alert", EVERYONE, job, now,
-                   event)  # fmt: skip
+    notice = _owed(f"alert:{job.po_number}:{event}:j{job.version}", "alert", EVERYONE, job.id,
+                   job.draft_version or 0, now, event)  # fmt: skip
     await tx.insert_notice(notice)
     return notice
 
 
 def fanned_out(alert: Notice, admin_id: int, now: datetime) -> Notice:
     """One admin's copy of an alert owed to EVERYONE."""
-    return Notice(
-        f"{alert.key}:{admin_id}", "alert", admin_id, alert.job_id, alert.draft_version,
-        NoticeStatus.PENDING, 0, 0, now, None, None, None, None, now, now, alert.event,
-    )  # fmt: skip
+    return _owed(f"{alert.key}:{admin_id}", "alert", admin_id, alert.job_id,
+                 alert.draft_version, now, alert.event)  # fmt: skip
 
 
 async def queue_status(tx: Tx, job: Job, now: datetime) -> Notice:
     """Owe the requester a message that their PO reached `job.state`."""
     notice = _owed(f"status:{job.po_number}:{job.state.value}:{job.version}", "status",
-                   job.requester_id, job, now, job.state.value)  # fmt: skip
+                   job.requester_id, job.id, job.draft_version or 0, now,
+                   job.state.value)  # fmt: skip
     await tx.insert_notice(notice)
     return notice
 
@@ -155,7 +153,7 @@ async def queue_cards(tx: Tx, job: Job, now: datetime) -> list[Notice]:
         if approver == job.requester_id:
             continue  # nobody approves their own request, so nobody is asked to
         notice = _owed(card_key(job.po_number, job.draft_version, approver), "card", approver,
-                       job, now, "")  # fmt: skip
+                       job.id, job.draft_version, now, "")  # fmt: skip
         await tx.insert_notice(notice)
         owed.append(notice)
     return owed

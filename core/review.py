@@ -13,12 +13,11 @@ from enum import StrEnum
 from functools import partial
 from typing import Any
 
-from core.effects import EffectStatus
 from core.errors import AlreadyResolved, IllegalTransition, NotAnAdmin
 from core.jobs import Job
 from core.people import is_admin
 from core.ports import Store, Tx
-from core.service import Rules, revise_in
+from core.service import Rules, revise_in, settle_unknown
 from core.states import NEEDS_REVIEW, Action, State
 from core.workflow import cancel_open_effects, load, move, retry_stale
 
@@ -94,51 +93,23 @@ async def _resolve_once(
 _Act = Callable[[Tx, Job, str, datetime, Rules, dict[str, Any]], Awaitable[Job]]
 
 
-async def _reconcile(
-    action: Action, tx: Tx, job: Job, actor: str, now: datetime, detail: dict[str, Any]
-) -> Job:
-    """Record a finding on an unknown outcome and settle its send to match."""
-    # The job first: its compare-and-set is what a concurrent choice loses on.
-    moved = await move(tx, job, action, now, actor, {"note": NOTE, **detail})
-    settlements: dict[Action, dict[str, Any]] = {
-        Action.RECONCILE_SENT: {
-            "status": EffectStatus.SUCCEEDED,
-            "result": {"reconciled_by": actor, "note": NOTE},
-        },
-        # the same row, so the same key and Message-ID, with a fresh retry budget
-        Action.RECONCILE_NOT_SENT: {
-            "status": EffectStatus.PENDING,
-            "next_attempt_at": now,
-            "attempts": 0,
-            "first_attempt_at": None,
-        },
-        Action.RECONCILE_FAILED: {"status": EffectStatus.FAILED, "last_error": NOTE},
-    }
-    for effect in await tx.effects_for(job.id):
-        if effect.status is EffectStatus.UNKNOWN:
-            await tx.update_effect(
-                effect, lease_owner=None, lease_until=None, updated_at=now, **settlements[action]
-            )
-    return moved
-
-
 async def _mark_sent(
     tx: Tx, job: Job, actor: str, now: datetime, _rules: Rules, detail: dict[str, Any]
 ) -> Job:
-    return await _reconcile(Action.RECONCILE_SENT, tx, job, actor, now, detail)
+    return await settle_unknown(tx, job, Action.RECONCILE_SENT, actor, NOTE, now, detail)
 
 
 async def _send_same_key(
     tx: Tx, job: Job, actor: str, now: datetime, _rules: Rules, detail: dict[str, Any]
 ) -> Job:
-    return await _reconcile(Action.RECONCILE_NOT_SENT, tx, job, actor, now, detail)
+    return await settle_unknown(tx, job, Action.RECONCILE_NOT_SENT, actor, NOTE, now, detail)
 
 
 async def _cancel(
     tx: Tx, job: Job, actor: str, now: datetime, _rules: Rules, detail: dict[str, Any]
 ) -> Job:
     if job.state is State.UNKNOWN_OUTCOME:  # it may be at the supplier: settle that first
-        job = await _reconcile(Action.RECONCILE_FAILED, tx, job, actor, now, detail)
+        job = await settle_unknown(tx, job, Action.RECONCILE_FAILED, actor, NOTE, now, detail)
     cancelled = await move(tx, job, Action.CANCEL, now, actor, {"note": NOTE, **detail})
     await cancel_open_effects(tx, cancelled, now, "cancelled")
     return cancelled

@@ -345,25 +345,39 @@ async def reconcile(
         job = await load(tx, po_number)
         if job.state is not State.UNKNOWN_OUTCOME:
             raise ReconcileRefused(f"{po_number} is {job.state.value}, not UNKNOWN_OUTCOME")
-        pending = [
-            e for e in await tx.effects_for(job.id) if e.status is effects.EffectStatus.UNKNOWN
-        ]
-        by_action: dict[Action, dict[str, Any]] = {
-            Action.RECONCILE_SENT: {
-                "status": effects.EffectStatus.SUCCEEDED,
-                "result": {"reconciled_by": actor, "note": note},
-            },
-            # A person's decision to send again starts a fresh retry budget.
-            Action.RECONCILE_NOT_SENT: {
-                "status": effects.EffectStatus.PENDING,
-                "next_attempt_at": now,
-                "attempts": 0,
-                "first_attempt_at": None,
-            },
-            Action.RECONCILE_FAILED: {"status": effects.EffectStatus.FAILED, "last_error": note},
-        }
-        for effect in pending:
+        return await settle_unknown(tx, job, action, actor, note, now)
+
+
+async def settle_unknown(
+    tx: Tx,
+    job: Job,
+    action: Action,
+    actor: str,
+    note: str,
+    now: datetime,
+    detail: dict[str, Any] | None = None,
+) -> Job:
+    """Move an UNKNOWN_OUTCOME job on a person's finding, and settle its send to match."""
+    # The job first: its compare-and-set is what a concurrent finding loses on.
+    moved = await move(tx, job, action, now, actor, {"note": note, **(detail or {})})
+    settlements: dict[Action, dict[str, Any]] = {
+        Action.RECONCILE_SENT: {
+            "status": effects.EffectStatus.SUCCEEDED,
+            "result": {"reconciled_by": actor, "note": note},
+        },
+        # A person's decision to send again starts a fresh retry budget, on the same row:
+        # the same key and Message-ID.
+        Action.RECONCILE_NOT_SENT: {
+            "status": effects.EffectStatus.PENDING,
+            "next_attempt_at": now,
+            "attempts": 0,
+            "first_attempt_at": None,
+        },
+        Action.RECONCILE_FAILED: {"status": effects.EffectStatus.FAILED, "last_error": note},
+    }
+    for effect in await tx.effects_for(job.id):
+        if effect.status is effects.EffectStatus.UNKNOWN:
             await tx.update_effect(
-                effect, lease_owner=None, lease_until=None, updated_at=now, **by_action[action]
+                effect, lease_owner=None, lease_until=None, updated_at=now, **settlements[action]
             )
-        return await move(tx, job, action, now, actor, {"note": note})
+    return moved

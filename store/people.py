@@ -14,6 +14,12 @@ from core.policies import Role
 from store import schema
 
 
+def _user(row: Any) -> TelegramUser:
+    """A telegram_users row (user_id, first_name, started_at, blocked_at) as a TelegramUser."""
+    reachable = row.started_at is not None and row.blocked_at is None
+    return TelegramUser(row.user_id, row.first_name, reachable)
+
+
 class PeopleQueries:
     """Mixed into SqlTx: everything here runs inside its transaction."""
 
@@ -70,10 +76,7 @@ class PeopleQueries:
         """What the bot knows of a user, if it met them."""
         t = schema.telegram_users
         row = (await self.conn.execute(select(t).where(t.c.user_id == user_id))).first()
-        if row is None:
-            return None
-        reachable = row.started_at is not None and row.blocked_at is None
-        return TelegramUser(row.user_id, row.first_name, reachable)
+        return None if row is None else _user(row)
 
     async def people(self) -> list[tuple[TelegramUser | None, int, frozenset[Role]]]:
         """Everyone holding a role, with what the bot knows of them, by user id."""
@@ -86,9 +89,7 @@ class PeopleQueries:
         )  # fmt: skip
         found: dict[int, tuple[TelegramUser | None, set[Role]]] = {}
         for row in rows:
-            known = None if row.first_name is None else TelegramUser(
-                row.user_id, row.first_name, row.started_at is not None and row.blocked_at is None
-            )  # fmt: skip
+            known = None if row.first_name is None else _user(row)
             found.setdefault(row.user_id, (known, set()))[1].add(Role(row.role))
         return [(known, uid, frozenset(held)) for uid, (known, held) in found.items()]
 
