@@ -25,7 +25,7 @@ lint: install
 	uv run mypy
 
 demo: install
-	uv run python -m bot.demo
+	uv run manzoori demo
 
 # Leaves .venv alone: removing it would only make the next target reinstall everything.
 clean:

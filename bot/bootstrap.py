@@ -1,14 +1,47 @@
-"""Wires settings into the store, the sender and the runner: the one place that does."""
+"""The composition root: settings in, the store, the sender, the runners and the bot out.
+
+`running` is the one way the pieces are started together: `manzoori run` (and `run --worker`),
+`manzoori demo` and the end-to-end tests all enter it, so what they run is what production runs.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from bot.config import Settings
-from bot.runner import OutboxRunner
-from bot.senders import SmtpSender
+from bot.outbox.runner import OutboxRunner
+from bot.outbox.smtp import SmtpSender
 from store.engine import make_engine
 from store.sql import SqlStore
+
+if TYPE_CHECKING:  # PTB is imported only where the bot runs: it slows every other command
+    from telegram.ext import Application
+
+    from bot.telegram.notices import NoticeRunner
+
+log = logging.getLogger(__name__)
+
+# Seconds one getUpdates long poll waits for news; Telegram allows up to 50. Shorter polls only
+# cost requests; a stop waits for the poll in flight, which is why the tests pass 1.
+LONG_POLL_SECONDS = 10.0
+# httpx and httpcore log every request at INFO, and a Bot API request's URL holds the bot token
+# (`/bot<token>/sendMessage`): their warnings and errors are enough.
+_QUIET_LOGGERS = ("httpx", "httpcore")
+_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+def setup_logging(level: int = logging.INFO, fmt: str = _FORMAT) -> None:
+    """The one logging set-up: `level` to stderr, without the HTTP clients' request lines."""
+    logging.basicConfig(level=level, stream=sys.stderr, format=fmt)
+    for name in _QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(max(level, logging.WARNING))
 
 
 def build_store(settings: Settings) -> SqlStore:
@@ -41,3 +74,92 @@ def build_runner(settings: Settings, store: SqlStore) -> OutboxRunner:
         lease=timedelta(seconds=settings.manzoori_lease_seconds),
         fault_point=settings.manzoori_fault_point,
     )
+
+
+async def run_forever(
+    run_once: Callable[[], Awaitable[int]], poll: float, stop: asyncio.Event
+) -> None:
+    """Run passes until `stop` is set, sleeping `poll` seconds after a pass that found nothing;
+    a failing pass is logged and retried, so one bad row never stops a runner."""
+    while not stop.is_set():
+        try:
+            claimed = await run_once()
+        except Exception:
+            log.exception("%s failed; retrying after %.1fs", run_once.__qualname__, poll)
+            claimed = 0
+        if claimed == 0:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout=poll)
+
+
+@dataclass(frozen=True)
+class Running:
+    """What `running` started: the store, the settings, and the bot with its notice runner
+    (None for an outbox worker); the outbox runner always."""
+
+    settings: Settings
+    store: SqlStore
+    outbox: OutboxRunner
+    app: Application | None  # type: ignore[type-arg]
+    notices: NoticeRunner | None
+
+
+@contextlib.asynccontextmanager
+async def running(
+    settings: Settings,
+    store: SqlStore,
+    *,
+    bot: bool = True,
+    loops: bool = True,
+    long_poll: float = LONG_POLL_SECONDS,
+) -> AsyncIterator[Running]:
+    """Start the Telegram bot (long polling, or the webhook server when WEBHOOK_URL is set)
+    unless `bot` is False, then the runners' loops unless `loops` is False (a test drives their
+    passes itself); when the block ends, stop the loops, then the bot. Migrations are the
+    caller's."""
+    async with contextlib.AsyncExitStack() as stack:
+        app, notices = None, None
+        if bot:
+            from bot.telegram.app import build_application
+            from bot.telegram.notices import NoticeRunner
+
+            app = build_application(settings, store)
+            await stack.enter_async_context(_serving(app, settings, long_poll))
+            notices = NoticeRunner(store, app.bot, settings)
+        run = Running(settings, store, build_runner(settings, store), app, notices)
+        if loops:
+            await stack.enter_async_context(_looping(run))
+        yield run
+
+
+@contextlib.asynccontextmanager
+async def _serving(
+    app: Application,  # type: ignore[type-arg]
+    settings: Settings,
+    long_poll: float,
+) -> AsyncIterator[None]:
+    """The application started and taking updates; stopped however the block ends."""
+    from bot.telegram.app import start_updates
+
+    async with app:
+        await app.start()
+        try:
+            await start_updates(app, settings, long_poll)
+            yield
+        finally:  # a failure inside the block still stops the bot, so its error is the last word
+            if app.updater is not None and app.updater.running:
+                await app.updater.stop()
+            await app.stop()
+
+
+@contextlib.asynccontextmanager
+async def _looping(run: Running) -> AsyncIterator[None]:
+    """The outbox runner's loop, and the notice runner's beside a bot, until the block ends."""
+    stop, poll = asyncio.Event(), run.settings.manzoori_poll_seconds
+    passes = [run.outbox.run_once, *([run.notices.run_once] if run.notices else [])]
+    tasks = [asyncio.create_task(run_forever(each, poll, stop)) for each in passes]
+    try:
+        yield
+    finally:
+        stop.set()
+        await asyncio.gather(*tasks)

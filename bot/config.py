@@ -289,7 +289,7 @@ class Settings(BaseSettings):
 def load_settings() -> Settings:
     """Read the environment and `.env`; raise ConfigError naming every bad variable."""
     try:
-        return Settings()  # type: ignore[call-arg]  # required fields come from the environment
+        return Settings()  # the required fields come from the environment
     except ValidationError as exc:
         lines = [_describe(error) for error in exc.errors(include_url=False)]
         # `from None`: pydantic's own text repeats the raw input, which may be a key.

@@ -85,10 +85,10 @@ async def store(db_url: str) -> AsyncIterator[SqlStore]:
 
 
 @pytest.fixture
-def smtp_sink():  # -> Iterator[tests.smtp_sink.SmtpSink]
+def smtp_sink():  # -> Iterator[bot.dev.smtp.SmtpSink]
     """A real SMTP server on 127.0.0.1 that records what it accepts and answers as scripted."""
     # Imported here so this fixture stays one self-contained block at the end of the file.
-    from tests.smtp_sink import running_sink
+    from bot.dev.smtp import running_sink
 
     with running_sink() as sink:
         yield sink

@@ -8,11 +8,13 @@ import contextlib
 from collections.abc import AsyncIterator
 from datetime import timedelta
 
-from bot.cards import APPROVE_TEXT, REJECT_TEXT
-from bot.notifier import NoticeRunner
-from bot.runner import OutboxRunner, utcnow
-from bot.senders import SmtpSender
+from bot.bootstrap import run_forever
+from bot.clock import utcnow
+from bot.outbox.runner import OutboxRunner
+from bot.outbox.smtp import SmtpSender
 from bot.spreadsheets import read_csv_text
+from bot.telegram.cards import APPROVE_TEXT, REJECT_TEXT
+from bot.telegram.notices import NoticeRunner
 from core import purchasing, service
 from core.policies import Verdict
 from core.states import State
@@ -36,8 +38,8 @@ async def runners(run: BotRun, poll: float = 0.1) -> AsyncIterator[None]:
     outbox = outbox_of(run)
     notices = NoticeRunner(run.store, run.app.bot, run.settings)
     tasks = [
-        asyncio.create_task(outbox.run_forever(poll, stop)),
-        asyncio.create_task(notices.run_forever(poll, stop)),
+        asyncio.create_task(run_forever(outbox.run_once, poll, stop)),
+        asyncio.create_task(run_forever(notices.run_once, poll, stop)),
     ]
     try:
         yield

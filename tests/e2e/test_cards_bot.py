@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import timedelta
 
-from bot.cards import APPROVE_TEXT, DETAILS_TEXT, REJECT_TEXT
-from bot.notifier import NoticeRunner
-from bot.runner import utcnow
+from bot.clock import utcnow
+from bot.telegram.cards import APPROVE_TEXT, DETAILS_TEXT, REJECT_TEXT
+from bot.telegram.notices import NoticeRunner
 from core.notices import NoticeStatus
 from core.policies import Role
 from core.signing import ButtonAction, verify_button

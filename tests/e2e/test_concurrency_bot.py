@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.cards import APPROVE_TEXT, DETAILS_TEXT
+from bot.telegram.cards import APPROVE_TEXT, DETAILS_TEXT
 from core.states import State
 from tests.e2e.test_decisions_bot import answer, cards_out, job_and_decisions
 from tests.e2e.test_people_bot import running_bot

@@ -6,11 +6,11 @@ import csv
 import io
 from datetime import timedelta
 
-from bot.cards import APPROVE_TEXT, DETAILS_TEXT, REJECT_TEXT
-from bot.decisions import NOT_VALID
-from bot.notifier import NoticeRunner
-from bot.runner import OutboxRunner
-from bot.senders import SmtpSender
+from bot.outbox.runner import OutboxRunner
+from bot.outbox.smtp import SmtpSender
+from bot.telegram.cards import APPROVE_TEXT, DETAILS_TEXT, REJECT_TEXT
+from bot.telegram.decisions import NOT_VALID
+from bot.telegram.notices import NoticeRunner
 from core.policies import Role, Verdict
 from core.states import State
 from tests.e2e.test_cards_bot import submitted

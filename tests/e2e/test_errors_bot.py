@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import logging
 
-from bot import messages
-from bot.cards import APPROVE_TEXT
-from bot.telegram_app import MESSAGE_FAILED, TAP_FAILED
+from bot.telegram import texts
+from bot.telegram.app import MESSAGE_FAILED, TAP_FAILED
+from bot.telegram.cards import APPROVE_TEXT
 from core import service
 from core.states import State
 from tests.e2e.test_decisions_bot import answer, cards_out, job_and_decisions
@@ -37,7 +37,7 @@ def logged_failures(caplog) -> list[logging.LogRecord]:
     return [
         r
         for r in caplog.records
-        if r.name == "bot.telegram_app"
+        if r.name == "bot.telegram.app"
         and r.levelno == logging.ERROR
         and r.exc_info is not None
         and str(r.exc_info[1]) == INTERNALS
@@ -80,7 +80,7 @@ async def test_a_command_that_fails_gets_an_apology_without_internals(
 
     async with running_bot(botapi, db_url):
         admin = botapi.user(ADMIN, "Ayesha")
-        monkeypatch.setattr(messages, "help_text", broken)
+        monkeypatch.setattr(texts, "help_text", broken)
         admin.send_text("/help")
         assert await said(admin) == MESSAGE_FAILED
         assert len(logged_failures(caplog)) == 1

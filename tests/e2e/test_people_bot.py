@@ -5,17 +5,15 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from typing import Any
 
 from cryptography.fernet import Fernet
 from sqlalchemy import select
-from telegram.ext import Application
 
+from bot.bootstrap import Running, running
 from bot.config import Settings
-from bot.decisions import NOT_VALID
 from bot.devbotapi import Emulator
-from bot.telegram_app import build_application, start_updates
+from bot.telegram.decisions import NOT_VALID
 from core.policies import Role
 from store import schema
 from store.engine import make_engine
@@ -25,19 +23,15 @@ from tests.conftest import DATA_KEY
 ADMIN, NEWCOMER, SECOND, STRANGER = 9001, 5001, 5002, 6666
 
 
-@dataclass(frozen=True)
-class BotRun:
-    """A running bot: its store, its PTB application and its settings."""
-
-    store: SqlStore
-    app: Application  # type: ignore[type-arg]
-    settings: Settings
+# What `running_bot` yields: the bot, its store, settings and runners (bot.bootstrap.Running).
+BotRun = Running
 
 
 @asynccontextmanager
 async def running_bot(botapi: Emulator, db_url: str, **overrides: Any) -> AsyncIterator[BotRun]:
-    """The application on the emulator, as `manzoori run` runs it: long polling, or a webhook
-    server when WEBHOOK_* settings are among the `overrides` of the test's settings."""
+    """The application on the emulator, started as `manzoori run` starts it (long polling, or a
+    webhook server when WEBHOOK_* settings are among the `overrides` of the test's settings),
+    with a short long poll for quick tests; the runners' passes are the test's to drive."""
     settings = Settings(
         **{
             "_env_file": None,
@@ -51,20 +45,9 @@ async def running_bot(botapi: Emulator, db_url: str, **overrides: Any) -> AsyncI
         }
     )
     store = SqlStore(make_engine(db_url), DATA_KEY)
-    app = build_application(settings, store)
     try:
-        async with app:
-            await app.start()
-            assert app.updater is not None
-            if settings.webhook_url:
-                await start_updates(app, settings)  # exactly what `manzoori run` does
-            else:  # polling as `manzoori run` does, with a short long-poll for quick tests
-                await app.updater.start_polling(timeout=1, poll_interval=0)
-            try:
-                yield BotRun(store, app, settings)
-            finally:  # a failed assertion must still stop the bot, or the error hides it
-                await app.updater.stop()
-                await app.stop()
+        async with running(settings, store, loops=False, long_poll=1) as run:
+            yield run
     finally:
         await store.close()
 
@@ -201,7 +184,7 @@ async def test_a_forged_invitation_is_refused(botapi, db_url):
 
 
 async def test_an_update_delivered_three_times_is_handled_once(botapi, db_url, caplog):
-    caplog.set_level(logging.INFO, logger="bot.telegram_app")
+    caplog.set_level(logging.INFO, logger="bot.telegram.app")
     async with running_bot(botapi, db_url):
         admin = botapi.user(ADMIN, "Ayesha")
         update_id = admin.send_text("/invite requester").update_id

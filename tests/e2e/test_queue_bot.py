@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import asyncio
 
-from bot.decisions import NOT_VALID
-from bot.notifier import NoticeRunner
-from bot.queue import EMPTY, NOT_AN_ADMIN, ONLY_ADMINS
+from bot.telegram.decisions import NOT_VALID
+from bot.telegram.notices import NoticeRunner
+from bot.telegram.queue import EMPTY, NOT_AN_ADMIN, ONLY_ADMINS
 from core.states import State
 from tests.e2e.test_people_bot import ADMIN, running_bot
 from tests.factories import APPROVER_A, REQUESTER, T0

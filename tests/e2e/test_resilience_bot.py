@@ -6,9 +6,9 @@ from __future__ import annotations
 import logging
 from dataclasses import replace
 
-from bot.cards import APPROVE_TEXT
-from bot.notifier import NoticeRunner
-from bot.runner import utcnow
+from bot.clock import utcnow
+from bot.telegram.cards import APPROVE_TEXT
+from bot.telegram.notices import NoticeRunner
 from core.notices import NoticeStatus, queue_refresh
 from core.policies import Role
 from core.states import State
@@ -35,7 +35,7 @@ async def test_polling_survives_a_lost_connection_to_telegram(botapi, db_url, st
 async def test_the_same_sheet_update_delivered_three_times_makes_one_set_of_pos(
     botapi, db_url, store, caplog
 ):
-    caplog.set_level(logging.INFO, logger="bot.telegram_app")
+    caplog.set_level(logging.INFO, logger="bot.telegram.app")
     await with_terms(store)
     async with running_bot(botapi, db_url) as run:
         requester = botapi.user(REQUESTER, "Bilal")

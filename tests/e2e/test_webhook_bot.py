@@ -7,8 +7,8 @@ import socket
 
 from cryptography.fernet import Fernet
 
-from bot.cards import APPROVE_TEXT
-from bot.notifier import NoticeRunner
+from bot.telegram.cards import APPROVE_TEXT
+from bot.telegram.notices import NoticeRunner
 from core.states import State
 from tests.e2e.test_cards_bot import SHEET
 from tests.e2e.test_people_bot import running_bot, said

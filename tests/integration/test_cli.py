@@ -26,9 +26,10 @@ from alembic.script import ScriptDirectory
 from cryptography.fernet import Fernet
 from sqlalchemy import select
 
+from bot.clock import utcnow
 from bot.config import Settings
-from bot.runner import OutboxRunner, utcnow
-from bot.senders import SmtpSender
+from bot.outbox.runner import OutboxRunner
+from bot.outbox.smtp import SmtpSender
 from core import dispatch, service
 from core.effects import EffectStatus, message_id, send_po_key
 from core.errors import AmbiguousSendError, PermanentSendError, SendError

@@ -16,7 +16,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from sqlalchemy import func, select
 
-from bot.runner import utcnow
+from bot.clock import utcnow
 from bot.spreadsheets import NOT_A_SHEET, read_csv_text
 from core import purchasing, service
 from core.errors import DraftChanged

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 import pytest
 from cryptography.fernet import Fernet
 
+from bot.dev.smtp import running_sink
 from core import service, workflow
 from core.effects import EffectStatus, message_id
 from core.policies import Verdict
@@ -26,7 +27,6 @@ from store.engine import make_engine
 from store.sql import SqlStore
 from tests.conftest import DATA_KEY, grant_cast
 from tests.factories import APPROVER_A, make_draft, new_job
-from tests.smtp_sink import running_sink
 
 pytestmark = pytest.mark.slow
 DOMAIN = "shop.example"

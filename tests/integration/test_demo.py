@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from bot import demo
+from bot.dev import demo
 
 pytestmark = pytest.mark.slow  # spawns the demo
 # PO numbers carry the year in Pakistan, as the bot computes it.
@@ -26,7 +26,7 @@ def between(text: str, start: str, end: str) -> str:
 
 def test_demo_tells_the_whole_story_in_telegram(tmp_path):
     done = subprocess.run(
-        [sys.executable, "-m", "bot.demo"],
+        [sys.executable, "-m", "bot.cli", "demo"],
         cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr

@@ -17,8 +17,8 @@ import pytest
 from sqlalchemy import select, text
 from sqlalchemy.exc import DBAPIError
 
-from bot.runner import OutboxRunner
-from bot.senders import SmtpSender
+from bot.outbox.runner import OutboxRunner
+from bot.outbox.smtp import SmtpSender
 from core import purchasing, service
 from core.drafts import Flag
 from core.effects import EffectStatus

@@ -11,8 +11,8 @@ from datetime import timedelta
 
 import pytest
 
-from bot.runner import OutboxRunner
-from bot.senders import SmtpSender
+from bot.outbox.runner import OutboxRunner
+from bot.outbox.smtp import SmtpSender
 from core import dispatch, review, service
 from core.effects import EffectStatus
 from core.errors import (

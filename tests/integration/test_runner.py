@@ -7,15 +7,15 @@ from datetime import timedelta
 
 import pytest
 
-from bot.runner import OutboxRunner
-from bot.senders import SmtpSender
+from bot.dev.smtp import running_sink
+from bot.outbox.runner import OutboxRunner
+from bot.outbox.smtp import SmtpSender
 from core import service
 from core.effects import EffectStatus, message_id
 from core.policies import ApprovalPolicy, Verdict
 from core.service import Rules
 from core.states import Action, State
 from tests.factories import APPROVER_A, APPROVER_B, FAST_RETRY, T0, Clock, make_draft, new_job
-from tests.smtp_sink import running_sink
 
 RULES = Rules(
     approval=ApprovalPolicy(ttl=timedelta(hours=24)),

@@ -28,14 +28,14 @@ from aiosmtplib.errors import (
     SMTPServerDisconnected,
 )
 
-from bot.senders import SMTP_ERROR_RULES, Phase, SmtpSender, TlsMode, classify_smtp_error
+from bot.dev.smtp import SmtpSink
+from bot.outbox.smtp import SMTP_ERROR_RULES, Phase, SmtpSender, TlsMode, classify_smtp_error
 from core.drafts import Draft, DraftLine, draft_hash
 from core.effects import EffectStatus, message_id, send_po_key
 from core.errors import AmbiguousSendError, PermanentSendError, SendError, TransientSendError
 from core.jobs import WORKFLOW_VERSION, Effect, Job, SendOrder
 from core.money import format_pkr
 from core.states import State
-from tests.smtp_sink import SmtpSink
 
 MAIL_FROM = "orders@manzoori.example"
 DOMAIN = "manzoori.example"
@@ -190,7 +190,7 @@ async def test_logs_and_results_hold_the_key_not_addresses(
 ) -> None:
     order, sender = make_order(), make_sender(smtp_sink)
     smtp_sink.script("RCPT", f"550 5.1.1 <{RECIPIENT}>: no such user")
-    with caplog.at_level(logging.DEBUG, logger="bot.senders"):
+    with caplog.at_level(logging.DEBUG, logger="bot.outbox.smtp"):
         with pytest.raises(PermanentSendError) as refused:
             await sender.send(order)
         result = await sender.send(order)

@@ -40,8 +40,9 @@ from hypothesis.stateful import (
 )
 from sqlalchemy import select, text
 
-from bot.runner import OutboxRunner
-from bot.senders import SmtpSender
+from bot.dev.smtp import SmtpSink, running_sink
+from bot.outbox.runner import OutboxRunner
+from bot.outbox.smtp import SmtpSender
 from core import dispatch, service
 from core.drafts import draft_hash
 from core.effects import OPEN_STATUSES, EffectStatus, message_id, send_po_key
@@ -75,7 +76,6 @@ from tests.factories import (
     Clock,
     make_draft,
 )
-from tests.smtp_sink import SmtpSink, running_sink
 
 TTL = timedelta(hours=24)
 RULES = Rules(

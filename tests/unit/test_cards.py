@@ -7,7 +7,7 @@ from datetime import timedelta
 from html.parser import HTMLParser
 from zoneinfo import ZoneInfo
 
-from bot.cards import (
+from bot.telegram.cards import (
     APPROVE_TEXT,
     DETAILS_TEXT,
     MESSAGE_LIMIT,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bot.context import chunks
+from bot.telegram.context import chunks
 
 
 def test_short_text_is_one_piece():

@@ -10,10 +10,10 @@ from typing import Annotated
 
 import typer
 
-from bot import messages
-from bot.cli_common import actor, fail, with_store
+from bot import texts
+from bot.cli.common import actor, fail, with_store
+from bot.clock import utcnow
 from bot.config import Settings
-from bot.runner import utcnow
 from bot.spreadsheets import read_csv_text, read_sheet
 from core import purchasing
 from core.intake import NO_TERMS
@@ -49,7 +49,7 @@ def suppliers_import(path: ExistingFile) -> None:
     async def work(settings: Settings, store: SqlStore) -> tuple[str, bool]:
         now = utcnow()
         result = await purchasing.import_terms(store, table, now, actor())
-        text = messages.terms_import(result, path.name)
+        text = texts.terms_import(result, path.name)
         if result.problems:
             return text, False
         if not result.created:
@@ -57,7 +57,7 @@ def suppliers_import(path: ExistingFile) -> None:
         await purchasing.apply_terms(store, now, settings.rules())
         # A running `manzoori run` may re-draft some of them first: report them all.
         changed = await purchasing.superseded_by(store, result.version)
-        return f"{text}\n{messages.superseded(changed)}", True
+        return f"{text}\n{texts.superseded(changed)}", True
 
     text, ok = with_store(work)
     typer.echo(text, err=not ok)
@@ -78,7 +78,7 @@ def suppliers_list() -> None:
             assert row is not None  # the version in force is stored
         at, by = row["imported_at"], row["imported_by"]
         assert isinstance(at, datetime)
-        return messages.terms_listing(terms, at, str(by), settings.tz)
+        return texts.terms_listing(terms, at, str(by), settings.tz)
 
     text = with_store(work)
     if text is None:
@@ -100,7 +100,7 @@ def sheets_check(path: ExistingFile) -> None:
         return await purchasing.preview_sheet(store, sheet, settings.rules())
 
     result = with_store(work)
-    typer.echo(messages.submission(result, sheet.name, preview=True))
+    typer.echo(texts.submission(result, sheet.name, preview=True))
     if result.problems:
         raise typer.Exit(1)
 
@@ -121,6 +121,6 @@ def sheets_submit(
         )
 
     result = with_store(work)
-    typer.echo(messages.submission(result, sheet.name))
+    typer.echo(texts.submission(result, sheet.name))
     if result.problems:
         raise typer.Exit(1)

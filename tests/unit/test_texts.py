@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from bot import messages
+from bot import texts
 from core.drafts import Draft, DraftLine
 from core.jobs import WORKFLOW_VERSION, Job
 from core.purchasing import Submission
@@ -31,9 +31,7 @@ def job(state: State) -> Job:
 
 
 def test_a_repeat_names_each_po_with_its_state():
-    text = messages.submission(
-        Submission(orders=((job(State.SENT), DRAFT),), repeated=True), "s.csv"
-    )
+    text = texts.submission(Submission(orders=((job(State.SENT), DRAFT),), repeated=True), "s.csv")
     assert text.splitlines() == [
         "s.csv was already submitted; it made 1 purchase order:",
         "PO-2026-0007  Hall Road Traders  Rs 4,500.00  SENT",
@@ -45,7 +43,7 @@ def test_a_repeat_of_a_sheet_whose_pos_all_ended_unsent_says_how_to_order_again(
         (job(State.REJECTED), DRAFT),
         (replace(job(State.EXPIRED), po_number="PO-2026-0008"), DRAFT),
     )
-    text = messages.submission(Submission(orders=orders, repeated=True), "s.csv")
+    text = texts.submission(Submission(orders=orders, repeated=True), "s.csv")
     assert text.splitlines()[-1] == (
         "None of them was sent. To order the same again, change the file "
         "(for example, add a note) and send it again."
@@ -53,7 +51,7 @@ def test_a_repeat_of_a_sheet_whose_pos_all_ended_unsent_says_how_to_order_again(
 
 
 def test_a_new_submission_lists_pos_with_masked_recipient_and_flags():
-    text = messages.submission(Submission(orders=((job(State.AWAITING_APPROVAL), DRAFT),)), "s.csv")
+    text = texts.submission(Submission(orders=((job(State.AWAITING_APPROVAL), DRAFT),)), "s.csv")
     assert text.splitlines() == [
         "s.csv accepted; 1 purchase order drafted and sent for approval:",
         "PO-2026-0007  Hall Road Traders (or***@hallroad.example)  1 line  Rs 4,500.00",

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
 
-from bot.messages import local_time
+from bot.texts import local_time
 from core.drafts import Draft, mask_email
 from core.flags import describe
 from core.jobs import Job

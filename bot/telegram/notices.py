@@ -15,7 +15,6 @@ edit at once; the background pass picks up whatever that misses.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import os
@@ -29,10 +28,10 @@ from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup
 from telegram.constants import ParseMode
 from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, TelegramError
 
-from bot import messages
-from bot.cards import CardFacts, card_buttons, card_html, headline_html, outcome_html
+from bot.clock import utcnow
 from bot.config import Settings
-from bot.runner import utcnow
+from bot.telegram import texts
+from bot.telegram.cards import CardFacts, card_buttons, card_html, headline_html, outcome_html
 from core.errors import LeaseLost
 from core.jobs import Job
 from core.notices import (
@@ -102,18 +101,6 @@ class NoticeRunner:
         async with self.store.begin() as tx:
             return await tx.update_notice(notice, lease_until=now + LEASE, updated_at=now)
 
-    async def run_forever(self, poll: float, stop: asyncio.Event) -> None:
-        """Run passes until `stop` is set; a failing pass is logged and retried."""
-        while not stop.is_set():
-            try:
-                claimed = await self.run_once()
-            except Exception:
-                log.exception("notice pass failed; retrying after %.1fs", poll)
-                claimed = 0
-            if claimed == 0:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), timeout=poll)
-
     async def _deliver(self, notice: Notice) -> None:
         match notice.kind:
             case "card":
@@ -172,7 +159,7 @@ class NoticeRunner:
                 rejections = [d for d in await tx.decisions(job.id) if d.verdict is Verdict.REJECT]
                 reason = rejections[-1].reason if rejections else None
         await self._send_text(
-            notice, messages.requester_notice(job.po_number, State(notice.event), reason)
+            notice, texts.requester_notice(job.po_number, State(notice.event), reason)
         )
 
     async def _send_text(self, notice: Notice, text: str) -> None:
@@ -227,7 +214,7 @@ class NoticeRunner:
             if whom:  # an approver's card did not go out
                 known = await tx.telegram_user(int(whom))
                 approver = f"{known.first_name if known else 'An approver'} (Telegram id {whom})"
-        await self._send_text(notice, messages.admin_alert(job.po_number, event, approver))
+        await self._send_text(notice, texts.admin_alert(job.po_number, event, approver))
 
     async def _settle(self, tx: SqlTx, notice: Notice, status: NoticeStatus, **more: Any) -> None:
         """Record where the notice ended up and give up its lease."""

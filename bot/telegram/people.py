@@ -12,9 +12,9 @@ from telegram import Update
 from telegram.error import TelegramError
 from telegram.ext import ContextTypes
 
-from bot import messages
-from bot.context import deps_of, holding, reply, roles_of
-from bot.runner import utcnow
+from bot.clock import utcnow
+from bot.telegram import texts
+from bot.telegram.context import deps_of, holding, reply, roles_of
 from core import people
 from core.errors import InviteRefused, NotAnAdmin
 from core.policies import Role
@@ -37,20 +37,22 @@ async def start(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         except InviteRefused as refused:
             await reply(update, str(refused))
             return
-        await reply(update, messages.registered(role))
+        await reply(update, texts.registered(role))
         return
     roles = await roles_of(deps, user.id)
-    text = messages.greeting(user.first_name, roles) if roles else None
-    await reply(update, text or messages.stranger(user.first_name, user.id))
+    text = texts.greeting(user.first_name, roles) if roles else None
+    await reply(update, text or texts.stranger(user.first_name, user.id))
 
 
 async def help_command(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-    """/help: what each of the sender's roles lets them do."""
+    """/help, and any message no other handler takes: what the sender's roles let them do, or
+    the refusal with their id for someone without a role."""
     user = update.effective_user
-    assert user is not None
+    if user is None:
+        return  # a channel post, say: nobody to answer
     roles = await roles_of(deps_of(context), user.id)
     await reply(
-        update, messages.help_text(roles) if roles else messages.stranger(user.first_name, user.id)
+        update, texts.help_text(roles) if roles else texts.stranger(user.first_name, user.id)
     )
 
 
@@ -71,7 +73,7 @@ async def invite(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     except NotAnAdmin:
         await reply(update, "Only admins can invite people.")
         return
-    link = messages.invite_link(
+    link = texts.invite_link(
         context.bot.username, code, Role(wanted), now + people.INVITE_TTL, deps.settings.tz
     )
     await reply(update, link)
@@ -85,7 +87,7 @@ async def users(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     deps, _user = allowed
     async with deps.store.begin() as tx:
         rows = await tx.people()
-    await reply(update, messages.people_list(rows))
+    await reply(update, texts.people_list(rows))
 
 
 def _user_id_arg(context: ContextTypes.DEFAULT_TYPE) -> int | None:
@@ -116,7 +118,7 @@ async def promote(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     await reply(update, text)
     if done.promoted:  # best effort: /help says the same whenever they ask
         try:
-            await context.bot.send_message(target, messages.promoted(user.first_name))
+            await context.bot.send_message(target, texts.promoted(user.first_name))
         except TelegramError as error:
             log.info("user %s not told of their promotion: %s", target, error)
 
@@ -135,7 +137,7 @@ async def revoke(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         await reply(update, "Only admins can revoke roles.")
         return
     text = (
-        f"User {target} lost: {messages.roles_text(held)}. Their pending taps no longer count."
+        f"User {target} lost: {texts.roles_text(held)}. Their pending taps no longer count."
         if held
         else f"User {target} holds no role."
     )

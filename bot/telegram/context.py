@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from telegram import Update, User
 from telegram.ext import ContextTypes
 
-from bot.cards import MESSAGE_LIMIT
 from bot.config import Settings
+from bot.telegram.cards import MESSAGE_LIMIT
 from core.policies import Role
 from store.sql import SqlStore
 

@@ -17,10 +17,10 @@ from telegram.constants import ParseMode
 from telegram.error import BadRequest, TelegramError
 from telegram.ext import ContextTypes
 
-from bot.context import Deps, deps_of
-from bot.decisions import NOT_VALID, answer_tap, deliver_now, verified
-from bot.messages import local_time
-from bot.runner import utcnow
+from bot.clock import utcnow
+from bot.telegram.context import Deps, deps_of
+from bot.telegram.decisions import NOT_VALID, answer_tap, deliver_now, verified
+from bot.texts import local_time
 from core import review
 from core.effects import message_id
 from core.errors import AlreadyResolved, IllegalTransition, NotAnAdmin
@@ -184,9 +184,9 @@ async def _resolve(
         return ONLY_ADMINS, None
     except AlreadyResolved as moved:
         if moved.state in NEEDS_REVIEW:  # back in the queue, as another draft version
-            now = f"now v{moved.draft_version}, {moved.state}"
-            return f"Already handled: {job.po_number} is {now}; send /queue again.", (
-                f"ℹ️ <b>Already handled</b>: {_e(now)}"
+            where = f"now v{moved.draft_version}, {moved.state}"
+            return f"Already handled: {job.po_number} is {where}; send /queue again.", (
+                f"ℹ️ <b>Already handled</b>: {_e(where)}"
             )
         return f"Already handled: {job.po_number} is {moved.state}.", (
             f"ℹ️ <b>Already handled</b>: now {_e(moved.state)}"

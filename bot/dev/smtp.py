@@ -1,4 +1,4 @@
-"""A real SMTP server for tests: aiosmtpd on 127.0.0.1, recording what it accepts.
+"""A real SMTP server for the demo and the tests: aiosmtpd on 127.0.0.1, recording what it accepts.
 
 Replies are scripted per command. `sink.script("RCPT", "550 5.1.1 no such user")` makes the
 next RCPT get that answer; queued replies are used one per command, oldest first, and once a

@@ -2,7 +2,7 @@
 
 The real bot runs in-process, as `manzoori run` runs it: the PTB application polling a local Bot
 API emulator (bot.devbotapi), the notice runner delivering cards and requesters' news, and the
-outbox runner e-mailing suppliers through a local SMTP sink (bot.devsmtp). Scripted people type,
+outbox runner e-mailing suppliers through a local SMTP sink (bot.dev.smtp). Scripted people type,
 send sheets and tap buttons; the transcript shows what each of them sees. SQLite and fresh keys;
 the database is left in the demo folder to inspect. A step that does not happen within
 STEP_TIMEOUT stops the demo with exit status 1.
@@ -10,40 +10,36 @@ STEP_TIMEOUT stops the demo with exit status 1.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import contextlib
 import logging
 import os
 import re
 import sys
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from email.message import EmailMessage
+from functools import partial
 from pathlib import Path
 from typing import TypeVar, cast
 
 from cryptography.fernet import Fernet
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
 
-from bot.bootstrap import build_runner, build_store
-from bot.cards import APPROVE_TEXT, REJECT_TEXT
-from bot.cli import setup_logging
+from bot.bootstrap import build_store, running, setup_logging
+from bot.clock import utcnow
 from bot.config import Settings
+from bot.dev.smtp import running_sink
 from bot.devbotapi import EmulatedUser, Emulator, Message
-from bot.devsmtp import smtp_sink
-from bot.messages import terms_import
-from bot.notifier import NoticeRunner
-from bot.runner import utcnow
 from bot.spreadsheets import read_csv_text
-from bot.telegram_app import build_application, start_updates
+from bot.telegram.cards import APPROVE_TEXT, REJECT_TEXT
+from bot.texts import terms_import
 from core import purchasing
 from store.migrate import upgrade
 from store.sql import SqlStore
 
 T = TypeVar("T")
-SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 ADMIN, APPROVER, REQUESTER, STRANGER = 1_000_001, 2_000_002, 3_000_003, 4_000_004
 # Each step takes well under a second here; ten seconds without it means it is not coming.
 STEP_TIMEOUT = 10.0
@@ -172,7 +168,7 @@ class Story:
         came (taps made at once are handled side by side, and either may win)."""
         got = [
             await self.until(
-                f"the answer to {person.name}'s tap", lambda q=q: self.emu.callback_answer(q)
+                f"the answer to {person.name}'s tap", partial(self.emu.callback_answer, q)
             )
             for q in query_ids
         ]
@@ -272,29 +268,6 @@ class Story:
             raise StepFailed(f"the Bot API emulator reports: {problems}")
 
 
-@contextlib.asynccontextmanager
-async def running(settings: Settings, store: SqlStore) -> AsyncIterator[None]:
-    """The bot, the notice runner and the outbox runner, as `manzoori run` starts them."""
-    await upgrade(store.engine)
-    app = build_application(settings, store)
-    stop = asyncio.Event()
-    async with app:
-        await app.start()
-        await start_updates(app, settings)
-        runners = asyncio.gather(
-            build_runner(settings, store).run_forever(POLL_SECONDS, stop),
-            NoticeRunner(store, app.bot, settings).run_forever(POLL_SECONDS, stop),
-        )
-        try:
-            yield
-        finally:  # a failed step still stops everything, so its message is the last word
-            stop.set()
-            await runners
-            assert app.updater is not None
-            await app.updater.stop()
-            await app.stop()
-
-
 def demo_settings(emu: Emulator, smtp_port: int, database: Path) -> Settings:
     """Fresh keys, the local Bot API and SMTP sink, SQLite in the demo folder."""
     return DemoSettings(
@@ -356,31 +329,20 @@ def epilogue(database: Path, seconds: float) -> None:
 async def play(folder: Path) -> Path:
     """Start the emulator, the sink and the bot; run the story; stop everything. The database."""
     database = fresh_folder(folder)
-    with Emulator(bot_username="manzoori_demo_bot") as emu, smtp_sink() as (port, inbox):
+    with Emulator(bot_username="manzoori_demo_bot") as emu, running_sink() as sink:
+        port, inbox = sink.port, sink.messages
         settings = demo_settings(emu, port, database)
         keep_keys(folder, settings)
         print(f"Manzoori demo: Bot API emulator on 127.0.0.1:{emu.port}, "
               f"SMTP sink on 127.0.0.1:{port}, SQLite at {database}")  # fmt: skip
         store = build_store(settings)
         try:
-            async with running(settings, store):
+            await upgrade(store.engine)
+            async with running(settings, store):  # as `manzoori run` starts them
                 await Story(emu, inbox).run(store)
         finally:
             await store.close()
     return database
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Run the demo; 0 when the whole story happened, 1 with a message when a step did not."""
-    parser = argparse.ArgumentParser(
-        prog="python -m bot.demo", description="The whole Manzoori story, locally, in Telegram."
-    )
-    parser.add_argument(
-        "--folder", type=Path, default=Path("manzoori-demo"),
-        help="where to leave the SQLite file (default: ./manzoori-demo)",
-    )  # fmt: skip
-    folder = parser.parse_args(argv).folder
-    return run_demo(folder)
 
 
 def run_demo(folder: Path) -> int:
@@ -394,7 +356,3 @@ def run_demo(folder: Path) -> int:
         return 1
     epilogue(database, time.monotonic() - started)
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

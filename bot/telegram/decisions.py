@@ -14,10 +14,10 @@ from telegram import CallbackQuery, ForceReply, Message, Update
 from telegram.error import BadRequest
 from telegram.ext import ContextTypes, filters
 
-from bot.context import Deps, deps_of
-from bot.emails import render_csv
-from bot.notifier import NoticeRunner
-from bot.runner import utcnow
+from bot.clock import utcnow
+from bot.outbox.emails import render_csv
+from bot.telegram.context import Deps, deps_of
+from bot.telegram.notices import NoticeRunner
 from core import service
 from core.drafts import draft_hash
 from core.errors import (

@@ -26,7 +26,7 @@ from typing import Any, Literal
 import aiosmtplib
 from aiosmtplib import errors as smtp_errors
 
-from bot.emails import render_po_email, sender_domain
+from bot.outbox.emails import render_po_email, sender_domain
 from core.errors import AmbiguousSendError, PermanentSendError, SendError, TransientSendError
 from core.jobs import SendOrder
 

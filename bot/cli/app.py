@@ -4,19 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import signal
-import sys
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from bot import bootstrap, reports
-from bot.cli_common import JsonFlag, TelegramId, actor, fail, need_note, with_store
-from bot.cli_purchasing import sheets_app, suppliers_app
+from bot.cli.common import JsonFlag, TelegramId, actor, fail, need_note, with_store
+from bot.cli.purchasing import sheets_app, suppliers_app
+from bot.clock import utcnow
 from bot.config import ConfigError, Settings, write_env_file
-from bot.runner import utcnow
 from core import service, workflow
 from core.jobs import Job
 from core.policies import Role
@@ -61,14 +59,16 @@ def runner(
     max_seconds: Annotated[float | None, typer.Option(help="Give up after this long.")] = None,
 ) -> None:
     """Run the outbox runner (migrations are not applied; see `run`)."""
-    setup_logging()
+    bootstrap.setup_logging()
 
     async def work(settings: Settings, store: SqlStore) -> None:
         outbox = bootstrap.build_runner(settings, store)
         if until_idle:
             await outbox.run_until_idle(settings.manzoori_poll_seconds, max_seconds)
         else:
-            await outbox.run_forever(settings.manzoori_poll_seconds, _stop_on_signals())
+            await bootstrap.run_forever(
+                outbox.run_once, settings.manzoori_poll_seconds, _stop_on_signals()
+            )
 
     with_store(work)
 
@@ -80,7 +80,7 @@ def run(
     ] = False,
 ) -> None:
     """Apply migrations, then run the Telegram bot and the outbox runner until SIGINT/SIGTERM."""
-    setup_logging()
+    bootstrap.setup_logging()
 
     async def work(settings: Settings, store: SqlStore) -> None:
         if not worker and settings.telegram_bot_token is None:
@@ -89,28 +89,9 @@ def run(
                 "`manzoori run --worker` runs the outbox runner alone"
             )
         await upgrade(store.engine)
-        outbox = bootstrap.build_runner(settings, store)
         stop = _stop_on_signals()
-        if worker:
-            await outbox.run_forever(settings.manzoori_poll_seconds, stop)
-            return
-        from bot.notifier import NoticeRunner  # here: PTB slows every other command
-        from bot.telegram_app import build_application, start_updates
-
-        app = build_application(settings, store)
-        async with app:
-            await app.start()
-            assert app.updater is not None
-            await start_updates(app, settings)
-            notices = NoticeRunner(store, app.bot, settings)
-            try:
-                await asyncio.gather(
-                    outbox.run_forever(settings.manzoori_poll_seconds, stop),
-                    notices.run_forever(settings.manzoori_poll_seconds, stop),
-                )
-            finally:
-                await app.updater.stop()
-                await app.stop()
+        async with bootstrap.running(settings, store, bot=not worker):
+            await stop.wait()
 
     with_store(work)
 
@@ -122,22 +103,9 @@ def demo(
     ] = Path("manzoori-demo"),
 ) -> None:
     """Run the whole story locally: the real bot against a local Bot API and SMTP sink."""
-    from bot.demo import run_demo  # here: PTB slows every other command
+    from bot.dev.demo import run_demo  # here: PTB slows every other command
 
     raise typer.Exit(run_demo(folder))
-
-
-# httpx and httpcore log every request at INFO, and a Bot API request's URL holds the bot token
-# (`/bot<token>/sendMessage`): their warnings and errors are enough.
-_QUIET_LOGGERS = ("httpx", "httpcore")
-_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
-
-
-def setup_logging(level: int = logging.INFO, fmt: str = _FORMAT) -> None:
-    """The one logging set-up: `level` to stderr, without the HTTP clients' request lines."""
-    logging.basicConfig(level=level, stream=sys.stderr, format=fmt)
-    for name in _QUIET_LOGGERS:
-        logging.getLogger(name).setLevel(max(level, logging.WARNING))
 
 
 def _stop_on_signals() -> asyncio.Event:

@@ -1,120 +1,18 @@
-"""Every user-facing sentence about sheets, terms and purchase orders, as plain text.
-
-The CLI prints these; the Telegram front end escapes them for HTML. Amounts go through Babel
-(`Rs 1,250.50`) and times are shown in MANZOORI_TIMEZONE.
-"""
+"""What the bot says in Telegram: to people about their roles, to requesters about their POs,
+to admins about what needs them. Plain text; the cards' HTML is in bot.telegram.cards."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime, tzinfo
 
-from core.drafts import Draft, mask_email
-from core.flags import describe
+from bot.texts import local_time
 from core.jobs import Job
 from core.money import format_pkr
 from core.notices import UNREACHABLE
 from core.people import TelegramUser
 from core.policies import Role
-from core.purchasing import Submission, Superseded, TermsImport
 from core.states import State
-from core.terms import Terms, offers_by_supplier
-
-# POs that ended without an e-mail: resending the same file does not reopen them.
-CLOSED_UNSENT = frozenset({State.REJECTED, State.CANCELLED, State.EXPIRED, State.FAILED_FINAL})
-
-
-def local_time(moment: datetime, tz: tzinfo) -> str:
-    """A UTC moment as a person in `tz` reads it: "29 Nov 2026, 21:27 PKT"."""
-    return f"{moment.astimezone(tz):%d %b %Y, %H:%M %Z}"
-
-
-def _plural(count: int, noun: str) -> str:
-    return f"{count:,} {noun}{'' if count == 1 else 's'}"
-
-
-def order_summary(job: Job, draft: Draft) -> list[str]:
-    """A PO in a few lines: number, supplier, size, total, then its flags."""
-    head = (
-        f"{job.po_number}  {draft.supplier_name} ({mask_email(draft.recipient_email)})  "
-        f"{_plural(len(draft.lines), 'line')}  {format_pkr(draft.total_paisa)}"
-    )
-    return [head, *(f"  ! {describe(flag)}" for flag in draft.flags)]
-
-
-def submission(result: Submission, sheet_name: str, *, preview: bool = False) -> str:
-    """What became of a sheet: every problem, or the POs made (or that would be made)."""
-    if result.problems:
-        lines = [f"{sheet_name}: not accepted; nothing was created. Please fix:"]
-        return "\n".join([*lines, *result.problems])
-    count = _plural(len(result.orders), "purchase order")
-    if result.repeated:
-        lead = f"{sheet_name} was already submitted; it made {count}:"
-        body = [
-            f"{job.po_number}  {draft.supplier_name}  {format_pkr(draft.total_paisa)}  "
-            f"{job.state.value}"
-            for job, draft in result.orders
-        ]
-        if all(job.state in CLOSED_UNSENT for job, _ in result.orders):
-            body.append(
-                "None of them was sent. To order the same again, change the file "
-                "(for example, add a note) and send it again."
-            )
-        return "\n".join([lead, *body])
-    elif preview:
-        lead = f"{sheet_name} is valid; it would make {count}:"
-    else:
-        lead = f"{sheet_name} accepted; {count} drafted and sent for approval:"
-    body = [line for job, draft in result.orders for line in order_summary(job, draft)]
-    return "\n".join([lead, *body])
-
-
-def terms_import(result: TermsImport, file_name: str) -> str:
-    """The outcome of `suppliers import`."""
-    if result.problems:
-        return "\n".join(
-            [f"{file_name}: not imported; nothing changed. Please fix:", *result.problems]
-        )
-    if not result.created:
-        same = f"the same content as the terms in force, {result.version}"
-        return f"{file_name} has {same}; nothing imported"
-    return f"{file_name} imported as supplier terms {result.version}, now in force"
-
-
-def superseded(changes: Iterable[Superseded]) -> str:
-    """Which waiting POs new terms re-drafted or withdrew, and why."""
-    lines = []
-    for item in changes:
-        job = item.job
-        if job.state is State.CANCELLED:
-            lines.append(
-                f"{item.po_number} cancelled: the supplier no longer offers any of its lines"
-            )
-        else:
-            lines.append(
-                f"{item.po_number} re-drafted as v{job.draft_version} "
-                f"(was v{item.previous_version}); earlier approvals no longer count "
-                "and it needs a new approval"
-            )
-        lines += [f"  ! {describe(flag)}" for flag in item.changes]
-    return "\n".join(lines) if lines else "no waiting purchase order is affected"
-
-
-def terms_listing(terms: Terms, imported_at: datetime, imported_by: str, tz: tzinfo) -> str:
-    """The terms in force and their suppliers; addresses masked."""
-    lines = [
-        f"supplier terms {terms.version}, imported {local_time(imported_at, tz)} by {imported_by}",
-        f"{_plural(len(terms.suppliers), 'supplier')}, {_plural(len(terms.offers), 'offer')}",
-        "",
-    ]
-    for supplier_id, offers in offers_by_supplier(terms).items():
-        supplier = terms.suppliers[supplier_id]
-        skus = _plural(len(offers), "SKU")
-        lines.append(f"{supplier_id}  {supplier.name}  {supplier.masked_email}  {skus}")
-    return "\n".join(lines)
-
-
-# --- people, in Telegram ----------------------------------------------------------------------
 
 _ROLE_HELP = {
     Role.REQUESTER: [

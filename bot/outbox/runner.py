@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import random
 import signal
 import socket
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any, Protocol
 
+from bot.clock import utcnow
 from core import dispatch, purchasing, service
 from core.errors import AmbiguousSendError, LeaseLost, SendError
 from core.jobs import Effect, SendOrder
@@ -34,11 +34,6 @@ class Sender(Protocol):
 
     async def send(self, order: SendOrder) -> dict[str, Any]:
         """Deliver the order and return a small JSON-able receipt."""
-
-
-def utcnow() -> datetime:
-    """The shell's clock."""
-    return datetime.now(UTC)
 
 
 class OutboxRunner:
@@ -141,15 +136,3 @@ class OutboxRunner:
                 raise TimeoutError("outbox still busy when the time ran out")
             if claimed == 0:
                 await asyncio.sleep(poll)
-
-    async def run_forever(self, poll: float, stop: asyncio.Event) -> None:
-        """Run passes until `stop` is set; a failing pass is logged and retried."""
-        while not stop.is_set():
-            try:
-                claimed = await self.run_once()
-            except Exception:
-                log.exception("outbox pass failed; retrying after %.1fs", poll)
-                claimed = 0
-            if claimed == 0:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), timeout=poll)

@@ -8,10 +8,9 @@ only from the update Telegram signed for us (`effective_user`), never from text 
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
-import uuid
+from datetime import timedelta
 from urllib.parse import urlsplit
 
 from telegram import Update
@@ -29,20 +28,14 @@ from telegram.ext import (
     filters,
 )
 
-from bot import messages, reports
+from bot.clock import utcnow
 from bot.config import Settings
-from bot.context import Deps, deps_of, holding, reply, roles_of
-from bot.decisions import NOT_VALID, REASON_REPLY, answer_tap, on_reason, on_tap
-from bot.queue import on_queue_tap, queue_command
-from bot.roles import help_command, invite, promote, revoke, start, users
-from bot.runner import utcnow
-from bot.spreadsheets import read_sheet
-from core import purchasing
-from core.policies import Role
-from core.purchasing import Sheet, Submission
-from core.sheets import too_big
+from bot.telegram.context import Deps, deps_of
+from bot.telegram.decisions import NOT_VALID, REASON_REPLY, answer_tap, on_reason, on_tap
+from bot.telegram.orders import history, sheet, status
+from bot.telegram.people import help_command, invite, promote, revoke, start, users
+from bot.telegram.queue import on_queue_tap, queue_command
 from core.signing import InvalidToken, verify_button
-from core.tables import UnreadableSheet
 from store.sql import SqlStore
 
 log = logging.getLogger(__name__)
@@ -58,8 +51,6 @@ os.environ.setdefault("PTB_TIMEDELTA", "true")
 # sheet may hold 5 MB in memory, and more would only queue for the database pool's 15
 # connections (SQLAlchemy's default 5 + 10).
 CONCURRENT_UPDATES = 16
-# A phone screen's worth; older POs are in `manzoori jobs list`.
-STATUS_LIMIT = 10
 # After a handler failed. True however far it got: a tap that counted does not count twice,
 # a sheet sent again returns the POs it made, and nothing here names the internals.
 TAP_FAILED = (
@@ -95,84 +86,6 @@ def _signed(deps: Deps, data: str | None) -> bool:
     return True
 
 
-async def sheet(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-    """A requester's CSV or XLSX: one PO per supplier, or every row problem, or the earlier POs."""
-    deps, user, message = deps_of(context), update.effective_user, update.effective_message
-    assert user is not None and message is not None and message.document is not None
-    roles = await roles_of(deps, user.id)
-    if Role.REQUESTER not in roles:
-        refusal = "Only requesters can send restock sheets." if roles else None
-        await reply(update, refusal or messages.stranger(user.first_name, user.id))
-        return
-    document = message.document
-    too_large = too_big(document.file_size or 0)  # before downloading anything
-    data = b"" if too_large else bytes(await (await document.get_file()).download_as_bytearray())
-    too_large = too_large or too_big(len(data))
-    if too_large:
-        await reply(update, too_large)
-        return
-    try:
-        table = read_sheet(data)
-    except UnreadableSheet as refused:
-        await reply(update, str(refused))
-        return
-    name = document.file_name or "sheet"
-    result = await _submit(deps, user.id, Sheet(name, hashlib.sha256(data).hexdigest(), table))
-    await reply(update, messages.submission(result, name))
-
-
-async def _submit(deps: Deps, requester_id: int, upload: Sheet) -> Submission:
-    now = utcnow()
-    year = now.astimezone(deps.settings.tz).year
-    return await purchasing.submit_sheet(
-        deps.store, requester_id, upload, now, year, deps.settings.rules(),
-        lambda: str(uuid.uuid4()),
-    )  # fmt: skip
-
-
-async def status(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-    """/status: the requester's ten most recent POs and where each stands."""
-    allowed = await holding(
-        update,
-        context,
-        Role.REQUESTER,
-        "/status lists a requester's purchase orders; you are not one.",
-    )
-    if allowed is None:
-        return
-    deps, user = allowed
-    async with deps.store.begin() as tx:
-        jobs = await tx.jobs_of(user.id, STATUS_LIMIT)
-    await reply(update, messages.status_list(jobs, deps.settings.tz))
-
-
-async def history(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-    """/history PO-…: a PO's approvals, sends and audit trail, for admins only."""
-    allowed = await holding(update, context, Role.ADMIN, "Only admins can read the audit trail.")
-    if allowed is None:
-        return
-    deps, _user = allowed
-    po = (context.args or [""])[0].upper()
-    async with deps.store.begin() as tx:
-        job = await tx.job_by_po(po) if po else None
-        detail = await reports.job_detail(tx, job, deps.settings.mail_domain) if job else None
-    if detail is None:
-        await reply(update, f"No purchase order {po}." if po else "Usage: /history PO-2026-0001")
-        return
-    await reply(update, reports.text(detail, deps.settings.tz))
-
-
-async def anything_else(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-    """A message from someone without a role gets the refusal with their id; others, help."""
-    user = update.effective_user
-    if user is None:
-        return
-    roles = await roles_of(deps_of(context), user.id)
-    await reply(
-        update, messages.help_text(roles) if roles else messages.stranger(user.first_name, user.id)
-    )
-
-
 async def on_error(update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
     """Log first; then tell the sender it failed, without internals and without claiming what
     was or was not recorded (the failure may come after a decision was committed)."""
@@ -189,12 +102,17 @@ async def on_error(update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
         log.info("update %s: the apology was not delivered: %s", update_id, error)
 
 
-async def start_updates(app: Application, settings: Settings) -> None:  # type: ignore[type-arg]
-    """Long polling, or the webhook server when WEBHOOK_URL is set; the app must be started."""
+async def start_updates(
+    app: Application,  # type: ignore[type-arg]
+    settings: Settings,
+    long_poll: float,
+) -> None:
+    """Long polling (each getUpdates waiting up to `long_poll` seconds), or the webhook server
+    when WEBHOOK_URL is set; the app must be started."""
     assert app.updater is not None
     if settings.webhook_url is None:
         # Retry start-up calls (deleteWebhook) through a flaky link instead of giving up.
-        await app.updater.start_polling(bootstrap_retries=-1)
+        await app.updater.start_polling(timeout=timedelta(seconds=long_poll), bootstrap_retries=-1)
         return
     assert settings.webhook_secret is not None  # the settings refuse a URL without it
     await app.updater.start_webhook(
@@ -232,6 +150,6 @@ def build_application(settings: Settings, store: SqlStore) -> Application:  # ty
     app.add_handler(CallbackQueryHandler(on_tap))
     app.add_handler(MessageHandler(REASON_REPLY & ~filters.COMMAND, on_reason))
     app.add_handler(MessageHandler(filters.Document.ALL, sheet))
-    app.add_handler(MessageHandler(filters.ALL, anything_else))
+    app.add_handler(MessageHandler(filters.ALL, help_command))  # anything else: help
     app.add_error_handler(on_error)
     return app

@@ -1,0 +1,92 @@
+"""Purchase orders in Telegram: a requester's sheet becomes POs, /status lists them, and an
+admin's /history reads one PO's trail."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+
+from telegram import Update
+from telegram.ext import ContextTypes
+
+from bot import reports
+from bot.clock import utcnow
+from bot.spreadsheets import read_sheet
+from bot.telegram.context import Deps, deps_of, holding, reply, roles_of
+from bot.telegram.texts import status_list, stranger
+from bot.texts import submission
+from core import purchasing
+from core.policies import Role
+from core.purchasing import Sheet, Submission
+from core.sheets import too_big
+from core.tables import UnreadableSheet
+
+# A phone screen's worth; older POs are in `manzoori jobs list`.
+STATUS_LIMIT = 10
+
+
+async def sheet(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+    """A requester's CSV or XLSX: one PO per supplier, or every row problem, or the earlier POs."""
+    deps, user, message = deps_of(context), update.effective_user, update.effective_message
+    assert user is not None and message is not None and message.document is not None
+    roles = await roles_of(deps, user.id)
+    if Role.REQUESTER not in roles:
+        refusal = "Only requesters can send restock sheets." if roles else None
+        await reply(update, refusal or stranger(user.first_name, user.id))
+        return
+    document = message.document
+    too_large = too_big(document.file_size or 0)  # before downloading anything
+    data = b"" if too_large else bytes(await (await document.get_file()).download_as_bytearray())
+    too_large = too_large or too_big(len(data))
+    if too_large:
+        await reply(update, too_large)
+        return
+    try:
+        table = read_sheet(data)
+    except UnreadableSheet as refused:
+        await reply(update, str(refused))
+        return
+    name = document.file_name or "sheet"
+    result = await _submit(deps, user.id, Sheet(name, hashlib.sha256(data).hexdigest(), table))
+    await reply(update, submission(result, name))
+
+
+async def _submit(deps: Deps, requester_id: int, upload: Sheet) -> Submission:
+    now = utcnow()
+    year = now.astimezone(deps.settings.tz).year
+    return await purchasing.submit_sheet(
+        deps.store, requester_id, upload, now, year, deps.settings.rules(),
+        lambda: str(uuid.uuid4()),
+    )  # fmt: skip
+
+
+async def status(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+    """/status: the requester's ten most recent POs and where each stands."""
+    allowed = await holding(
+        update,
+        context,
+        Role.REQUESTER,
+        "/status lists a requester's purchase orders; you are not one.",
+    )
+    if allowed is None:
+        return
+    deps, user = allowed
+    async with deps.store.begin() as tx:
+        jobs = await tx.jobs_of(user.id, STATUS_LIMIT)
+    await reply(update, status_list(jobs, deps.settings.tz))
+
+
+async def history(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+    """/history PO-…: a PO's approvals, sends and audit trail, for admins only."""
+    allowed = await holding(update, context, Role.ADMIN, "Only admins can read the audit trail.")
+    if allowed is None:
+        return
+    deps, _user = allowed
+    po = (context.args or [""])[0].upper()
+    async with deps.store.begin() as tx:
+        job = await tx.job_by_po(po) if po else None
+        detail = await reports.job_detail(tx, job, deps.settings.mail_domain) if job else None
+    if detail is None:
+        await reply(update, f"No purchase order {po}." if po else "Usage: /history PO-2026-0001")
+        return
+    await reply(update, reports.text(detail, deps.settings.tz))
