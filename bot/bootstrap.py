@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from bot.config import Settings
 from bot.outbox.runner import OutboxRunner
-from bot.outbox.smtp import SmtpSender
+from bot.outbox.smtp import SmtpSender, SmtpServer
 from store.engine import make_engine
 from store.sql import SqlStore
 
@@ -54,15 +54,15 @@ def build_store(settings: Settings) -> SqlStore:
 def build_sender(settings: Settings) -> SmtpSender:
     """The SMTP sender the settings describe."""
     password = settings.smtp_password.get_secret_value() if settings.smtp_password else None
-    return SmtpSender(
+    server = SmtpServer(
         host=settings.smtp_host,
         port=settings.smtp_port,
-        username=settings.smtp_username,
-        password=password,
         tls=settings.smtp_tls,
         timeout=settings.smtp_timeout_seconds,
-        mail_from=settings.mail_from,
+        username=settings.smtp_username,
+        password=password,
     )
+    return SmtpSender(server, mail_from=settings.mail_from)
 
 
 def build_runner(settings: Settings, store: SqlStore) -> OutboxRunner:

@@ -14,30 +14,25 @@ import re
 import textwrap
 from datetime import timedelta
 from pathlib import Path
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from cryptography.fernet import Fernet
 from pydantic import Field, SecretStr, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from core.policies import ApprovalPolicy
+from bot.outbox.runner import FaultPoint
+from bot.outbox.smtp import TlsMode
+from core.errors import ConfigError
+from core.policies import ApprovalPolicy, Rules
 from core.retries import RetryPolicy
-from core.service import Rules
 
 DATABASE_SCHEMES = ("sqlite+aiosqlite", "postgresql+asyncpg")
-# Where a crash test may have the runner SIGKILL itself; see bot/runner.py.
-FaultPoint = Literal["after_claim", "after_marker", "after_accept", "after_record"]
-FAULT_POINTS: tuple[str, ...] = get_args(FaultPoint)
 KEY_VARIABLES = ("MANZOORI_SECRET_KEY", "MANZOORI_DATA_KEY")
 # Fernet.generate_key(): 32 random bytes, URL-safe base64 with padding, 44 characters.
 _KEY_BYTES = 32
 _KEY_PATTERN = re.compile(r"[A-Za-z0-9_-]+={0,2}")
 _INIT_HINT = "run `manzoori init` to write a .env with fresh keys"
-
-
-class ConfigError(Exception):
-    """The configuration is unusable; the message lists each bad variable, one per line."""
 
 
 class Settings(BaseSettings):
@@ -100,8 +95,8 @@ class Settings(BaseSettings):
     smtp_port: int = Field(25, ge=1, le=65535, description="SMTP server port, 1..65535")
     smtp_username: str | None = Field(None, description="SMTP login name; empty: no login")
     smtp_password: SecretStr | None = Field(None, description="SMTP password; empty: no login")
-    smtp_tls: Literal["none", "starttls", "tls"] = Field(
-        "none", description="SMTP transport security: none, starttls or tls (implicit TLS)"
+    smtp_tls: TlsMode = Field(
+        TlsMode.NONE, description="SMTP transport security: none, starttls or tls (implicit TLS)"
     )
     smtp_timeout_seconds: float = Field(
         30.0,

@@ -5,10 +5,11 @@ from __future__ import annotations
 from datetime import datetime, tzinfo
 from typing import Any
 
+from bot.texts import TIMESTAMP, local_time
 from core.effects import message_id
 from core.jobs import Job
 from core.money import format_pkr
-from store.sql import SqlTx
+from core.ports import ShellTx
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -28,7 +29,7 @@ def job_summary(job: Job) -> dict[str, Any]:
     }
 
 
-async def job_detail(tx: SqlTx, job: Job, mail_domain: str) -> dict[str, Any]:
+async def job_detail(tx: ShellTx, job: Job, mail_domain: str) -> dict[str, Any]:
     """Everything an admin needs to judge a job: approvals, sends and the audit trail.
 
     Each send shows its Message-ID, which the supplier or the mail server's log can be
@@ -112,9 +113,7 @@ def table(rows: list[dict[str, Any]]) -> str:
 
 def _local(iso: str | None, tz: tzinfo) -> str:
     """An ISO timestamp as a person in `tz` reads it."""
-    return (
-        "-" if iso is None else f"{datetime.fromisoformat(iso).astimezone(tz):%Y-%m-%d %H:%M:%S %Z}"
-    )
+    return "-" if iso is None else local_time(datetime.fromisoformat(iso), tz, TIMESTAMP)
 
 
 def text(detail: dict[str, Any], tz: tzinfo) -> str:

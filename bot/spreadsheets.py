@@ -20,7 +20,8 @@ from zipfile import BadZipFile
 
 import python_calamine
 
-from core.tables import Cell, Row, Table, UnreadableSheet
+from core.errors import UnreadableSheet
+from core.tables import Cell, Row, Table
 
 EMPTY_FILE = "The file is empty."
 NOT_A_SHEET = (

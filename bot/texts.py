@@ -21,9 +21,16 @@ from core.terms import Terms, offers_by_supplier
 CLOSED_UNSENT = frozenset({State.REJECTED, State.CANCELLED, State.EXPIRED, State.FAILED_FINAL})
 
 
-def local_time(moment: datetime, tz: tzinfo) -> str:
-    """A UTC moment as a person in `tz` reads it: "29 Nov 2026, 21:27 PKT"."""
-    return f"{moment.astimezone(tz):%d %b %Y, %H:%M %Z}"
+# How a moment is shown, always in MANZOORI_TIMEZONE: on cards and in replies; in a tap's
+# answer, beside the card that shows the day; and in the CLI's reports, to the second.
+DATE_AND_TIME = "%d %b %Y, %H:%M %Z"  # 29 Nov 2026, 21:27 PKT
+TIME_OF_DAY = "%H:%M"  # 21:27
+TIMESTAMP = "%Y-%m-%d %H:%M:%S %Z"  # 2026-11-29 21:27:05 PKT
+
+
+def local_time(moment: datetime, tz: tzinfo, fmt: str = DATE_AND_TIME) -> str:
+    """A UTC moment as a person in `tz` reads it, in one of the formats above."""
+    return moment.astimezone(tz).strftime(fmt)
 
 
 def _plural(count: int, noun: str) -> str:

@@ -1,24 +1,76 @@
-"""The outbox runner's use cases: claim, mark the attempt, record the result, recover."""
+"""The supplier e-mail's outbox: claim, attempt, record, recover, cancel; each step one
+transaction, so a crash between two of them resumes from the last one committed."""
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from core.effects import EffectStatus
+from core.effects import OPEN_STATUSES, EffectStatus
 from core.errors import LeaseLost, SendError
-from core.jobs import Effect, Job, SendOrder
-from core.policies import Outcome, evaluate
+from core.jobs import Effect, Job, SendOrder, Stamp
+from core.policies import Outcome, Rules, evaluate
 from core.ports import Store, Tx
-from core.retries import ErrorClass, classify, decide
-from core.service import Rules
+from core.retries import ErrorClass, RetryDecision, classify, decide
 from core.states import Action, State
-from core.workflow import cancel_open_effects, expire_job, move, standing_decisions
+from core.workflow import move, standing_decisions
 
 log = logging.getLogger(__name__)
 
 _SENDABLE = frozenset({State.APPROVED, State.FAILED_RETRYABLE})
+# Where a person's finding on an unknown outcome leaves the send (see settle_unknown_sends).
+_FINDINGS = {
+    Action.RECONCILE_SENT: EffectStatus.SUCCEEDED,
+    Action.RECONCILE_NOT_SENT: EffectStatus.PENDING,
+    Action.RECONCILE_FAILED: EffectStatus.FAILED,
+}
+
+
+@dataclass(frozen=True)
+class Attempted:
+    """What one attempt came back with: a receipt, or a classified failure."""
+
+    owner: str  # the runner that made it
+    result: dict[str, Any] | None = None
+    error: SendError | None = None
+
+
+async def release(tx: Tx, effect: Effect, now: datetime, **changes: Any) -> Effect:
+    """Settle an outbox row: its lease given up, with `changes` (a status, an error, …)."""
+    return await tx.update_effect(
+        effect, lease_owner=None, lease_until=None, updated_at=now, **changes
+    )
+
+
+async def cancel_open_effects(tx: Tx, job: Job, now: datetime, why: str) -> None:
+    """Cancel every outbox row of the job that has not started sending."""
+    for effect in await tx.effects_for(job.id):
+        if effect.status in OPEN_STATUSES:
+            await release(tx, effect, now, status=EffectStatus.CANCELLED, last_error=why)
+
+
+async def expire_job(tx: Tx, job: Job, stamp: Stamp, why: str) -> Job:
+    """Move a job to EXPIRED and cancel its open sends."""
+    await cancel_open_effects(tx, job, stamp.at, why)
+    return await move(tx, job, Action.EXPIRE, stamp, {"reason": why})
+
+
+async def settle_unknown_sends(tx: Tx, job: Job, finding: Action, stamp: Stamp, note: str) -> None:
+    """Settle the job's sends of unknown outcome to match a person's finding."""
+    settled: dict[str, Any] = {"status": _FINDINGS[finding]}
+    if finding is Action.RECONCILE_SENT:
+        settled["result"] = {"reconciled_by": stamp.actor, "note": note}
+    elif finding is Action.RECONCILE_NOT_SENT:
+        # A person's decision to send again starts a fresh retry budget, on the same row: the
+        # same key and Message-ID.
+        settled |= {"next_attempt_at": stamp.at, "attempts": 0, "first_attempt_at": None}
+    else:
+        settled["last_error"] = note
+    for effect in await tx.effects_for(job.id):
+        if effect.status is EffectStatus.UNKNOWN:
+            await release(tx, effect, stamp.at, **settled)
 
 
 async def claim(
@@ -38,26 +90,22 @@ async def start_attempt(
         if effect.status is not EffectStatus.CLAIMED or effect.lease_owner != owner:
             raise LeaseLost(f"{key} is no longer leased to {owner}")
         job = await tx.job(effect.job_id)
-        actor = f"runner:{owner}"
-        if job.state not in _SENDABLE or (job.draft_version, job.draft_hash) != (
-            effect.draft_version,
-            effect.draft_hash,
-        ):
-            await cancel_open_effects(
-                tx, job, now, f"job is {job.state.value}, draft v{job.draft_version}"
-            )
+        stamp = Stamp(f"runner:{owner}", now)
+        named = (effect.draft_version, effect.draft_hash)
+        if job.state not in _SENDABLE or (job.draft_version, job.draft_hash) != named:
+            why = f"job is {job.state.value}, draft v{job.draft_version}"
+            await cancel_open_effects(tx, job, now, why)
             log.warning("cancelled %s: job %s is %s", key, job.po_number, job.state.value)
             return None
         if not await _still_approved(tx, job, effect, now, rules):
-            await expire_job(tx, job, now, actor, "approval expired or approver revoked")
+            await expire_job(tx, job, stamp, "approval expired or approver revoked")
             return None
-        job = await move(
-            tx, job, Action.START_SEND, now, actor, {"key": key, "attempt": effect.attempts + 1}
-        )
+        attempt = effect.attempts + 1
+        job = await move(tx, job, Action.START_SEND, stamp, {"key": key, "attempt": attempt})
         effect = await tx.update_effect(
             effect,
             status=EffectStatus.STARTED,
-            attempts=effect.attempts + 1,
+            attempts=attempt,
             started_at=now,
             first_attempt_at=effect.first_attempt_at or now,
             lease_until=now + lease,
@@ -77,122 +125,83 @@ async def _still_approved(tx: Tx, job: Job, effect: Effect, now: datetime, rules
 
 
 async def finish_attempt(
-    store: Store,
-    order: SendOrder,
-    owner: str,
-    now: datetime,
-    rules: Rules,
-    rand: float,
-    *,
-    result: dict[str, Any] | None = None,
-    error: SendError | None = None,
+    store: Store, order: SendOrder, attempted: Attempted, now: datetime, rules: Rules, rand: float
 ) -> State:
     """Record the attempt's result and the job's next state in one transaction."""
     async with store.begin() as tx:
         effect = await tx.effect(order.effect.key)
         job = await tx.job(effect.job_id)
-        actor = f"runner:{owner}"
+        stamp = Stamp(f"runner:{attempted.owner}", now)
         if effect.version != order.effect.version:
-            return await _late_result(tx, effect, owner, now, result)
-        if error is None:
-            await tx.update_effect(
-                effect,
-                status=EffectStatus.SUCCEEDED,
-                result=result,
-                lease_owner=None,
-                lease_until=None,
-                updated_at=now,
-            )
-            return (await move(tx, job, Action.MARK_SENT, now, actor, {"key": effect.key})).state
-        kind = classify(error)
-        detail = {"key": effect.key, "error": str(error)[:300], "class": kind.value}
-        if kind is ErrorClass.AMBIGUOUS:
-            await tx.update_effect(
-                effect,
-                status=EffectStatus.UNKNOWN,
-                last_error=str(error),
-                lease_owner=None,
-                lease_until=None,
-                updated_at=now,
-            )
-            return (await move(tx, job, Action.MARK_UNKNOWN, now, actor, detail)).state
+            return await _late_result(tx, effect, stamp, attempted)
+        if attempted.error is None:
+            await release(tx, effect, now, status=EffectStatus.SUCCEEDED, result=attempted.result)
+            return (await move(tx, job, Action.MARK_SENT, stamp, {"key": effect.key})).state
+        error = attempted.error
+        if classify(error) is ErrorClass.AMBIGUOUS:
+            return await _failed(tx, job, effect, stamp, error, None)
         assert effect.first_attempt_at is not None
-        verdict = decide(rules.retry, kind, effect.attempts, effect.first_attempt_at, now, rand)
-        detail["decision"] = verdict.reason
-        if verdict.retry_at is None:
-            await tx.update_effect(
-                effect,
-                status=EffectStatus.FAILED,
-                last_error=f"{verdict.reason}: {error}",
-                lease_owner=None,
-                lease_until=None,
-                updated_at=now,
-            )
-            return (await move(tx, job, Action.FAIL_FINAL, now, actor, detail)).state
-        await tx.update_effect(
-            effect,
-            status=EffectStatus.PENDING,
-            next_attempt_at=verdict.retry_at,
-            last_error=str(error),
-            lease_owner=None,
-            lease_until=None,
-            updated_at=now,
+        verdict = decide(
+            rules.retry, classify(error), effect.attempts, effect.first_attempt_at, now, rand
         )
-        detail["retry_at"] = verdict.retry_at.isoformat()
-        return (
-            await move(
-                tx, job, Action.FAIL_RETRYABLE, now, actor, detail, retry_count=job.retry_count + 1
-            )
-        ).state
+        return await _failed(tx, job, effect, stamp, error, verdict)
 
 
-async def _late_result(
-    tx: Tx, effect: Effect, owner: str, now: datetime, result: dict[str, Any] | None
+async def _failed(
+    tx: Tx, job: Job, effect: Effect, stamp: Stamp, error: SendError, verdict: RetryDecision | None
 ) -> State:
+    """A failed attempt: reconcile if it may have gone (no verdict), retry at the verdict's
+    time, or give up for good."""
+    detail = {"key": effect.key, "error": str(error)[:300], "class": classify(error).value}
+    if verdict is None:
+        await release(tx, effect, stamp.at, status=EffectStatus.UNKNOWN, last_error=str(error))
+        return (await move(tx, job, Action.MARK_UNKNOWN, stamp, detail)).state
+    detail["decision"] = verdict.reason
+    if verdict.retry_at is None:
+        last = f"{verdict.reason}: {error}"
+        await release(tx, effect, stamp.at, status=EffectStatus.FAILED, last_error=last)
+        return (await move(tx, job, Action.FAIL_FINAL, stamp, detail)).state
+    await release(
+        tx,
+        effect,
+        stamp.at,
+        status=EffectStatus.PENDING,
+        next_attempt_at=verdict.retry_at,
+        last_error=str(error),
+    )
+    detail["retry_at"] = verdict.retry_at.isoformat()
+    retries = job.retry_count + 1
+    return (await move(tx, job, Action.FAIL_RETRYABLE, stamp, detail, retry_count=retries)).state
+
+
+async def _late_result(tx: Tx, effect: Effect, stamp: Stamp, attempted: Attempted) -> State:
     """A result that arrives after recovery gave up on its runner: proof, if it succeeded."""
     job = await tx.job(effect.job_id)
-    if result is None or effect.status is not EffectStatus.UNKNOWN:
-        raise LeaseLost(f"{effect.key} moved on while {owner} was sending")
-    await tx.update_effect(effect, status=EffectStatus.SUCCEEDED, result=result, updated_at=now)
-    moved = await move(
-        tx,
-        job,
-        Action.RECONCILE_SENT,
-        now,
-        f"runner:{owner}",
-        {"key": effect.key, "note": "late success from the original attempt"},
-    )
-    return moved.state
+    if attempted.result is None or effect.status is not EffectStatus.UNKNOWN:
+        raise LeaseLost(f"{effect.key} moved on while {attempted.owner} was sending")
+    done = {"status": EffectStatus.SUCCEEDED, "result": attempted.result}
+    await tx.update_effect(effect, updated_at=stamp.at, **done)
+    detail = {"key": effect.key, "note": "late success from the original attempt"}
+    return (await move(tx, job, Action.RECONCILE_SENT, stamp, detail)).state
 
 
 async def recover_stalled(
     store: Store, now: datetime, provider_idempotent: bool, limit: int = 100
 ) -> list[Effect]:
     """Attempts whose runner died: unknown outcome, unless the provider dedupes the key."""
+    stamp = Stamp("runner:recovery", now)
     async with store.begin() as tx:
         recovered = []
         for effect in await tx.stalled(now, limit):
             job = await tx.job(effect.job_id)
             detail = {"key": effect.key, "reason": "runner lost during the attempt"}
             if provider_idempotent:
-                effect = await tx.update_effect(
-                    effect,
-                    status=EffectStatus.PENDING,
-                    next_attempt_at=now,
-                    lease_owner=None,
-                    lease_until=None,
-                    updated_at=now,
-                )
-                await move(tx, job, Action.FAIL_RETRYABLE, now, "runner:recovery", detail)
+                due = {"status": EffectStatus.PENDING, "next_attempt_at": now}
+                effect = await release(tx, effect, now, **due)
+                await move(tx, job, Action.FAIL_RETRYABLE, stamp, detail)
             else:
-                effect = await tx.update_effect(
-                    effect,
-                    status=EffectStatus.UNKNOWN,
-                    lease_owner=None,
-                    lease_until=None,
-                    updated_at=now,
-                )
-                await move(tx, job, Action.MARK_UNKNOWN, now, "runner:recovery", detail)
+                effect = await release(tx, effect, now, status=EffectStatus.UNKNOWN)
+                await move(tx, job, Action.MARK_UNKNOWN, stamp, detail)
             log.warning("recovered %s after a lost runner: %s", effect.key, effect.status.value)
             recovered.append(effect)
         return recovered

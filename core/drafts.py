@@ -16,6 +16,10 @@ _IDENT = re.compile(r"^[A-Za-z0-9]+(?:[._/-][A-Za-z0-9]+)*$")
 _PO_NUMBER = re.compile(r"^[A-Za-z0-9]+(?:[._-][A-Za-z0-9]+)*$")
 _EMAIL = re.compile(r"^[^@\s<>,;\"]+@(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,}$")
 _MAX_IDENT = 64
+# 12 hex digits (48 bits) of a draft's hash name it in idempotency keys, Message-IDs, buttons and
+# cards: short enough for a 64-byte button and a log line, while two versions of one PO
+# colliding stays out of reach.
+HASH_PREFIX = 12
 
 
 def is_identifier(text: str) -> bool:
@@ -147,3 +151,8 @@ def from_canonical(data: bytes) -> Draft:
 def draft_hash(draft: Draft) -> str:
     """Hex sha256 of the canonical bytes: what a reviewer approves."""
     return hashlib.sha256(canonical_bytes(draft)).hexdigest()
+
+
+def short_hash(full_hash: str) -> str:
+    """The first HASH_PREFIX hex digits of a draft hash: how keys, buttons and cards name it."""
+    return full_hash[:HASH_PREFIX]

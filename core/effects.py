@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-# 12 hex digits (48 bits) keep the key short enough for logs and headers while two
-# versions of one PO colliding stays out of reach.
-HASH_PREFIX_LEN = 12
+from core.drafts import short_hash
 
 
 class EffectStatus(StrEnum):
@@ -26,7 +24,7 @@ OPEN_STATUSES = frozenset({EffectStatus.PENDING, EffectStatus.CLAIMED, EffectSta
 
 def send_po_key(po_number: str, draft_version: int, draft_hash: str) -> str:
     """The idempotency key of e-mailing one version of one purchase order."""
-    return f"send-po:{po_number}:v{draft_version}:{draft_hash[:HASH_PREFIX_LEN]}"
+    return f"send-po:{po_number}:v{draft_version}:{short_hash(draft_hash)}"
 
 
 def message_id(key: str, domain: str) -> str:

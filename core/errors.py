@@ -11,6 +11,11 @@ ManzooriError
 │   ├── InviteRefused          an invitation code that is forged, expired or used
 │   ├── ReconcileRefused       nothing to reconcile for that job
 │   └── AlreadyResolved        the PO left the review queue, or moved on, before the choice
+├── InputError                 what a person or a client sent cannot be used as it is
+│   ├── UnreadableSheet        the file is not a spreadsheet this product reads
+│   └── InvalidToken           signed data (a button, an invite code) forged, altered or cut
+│       └── ExpiredToken       well signed, but past its expiry
+├── ConfigError                the configuration is unusable (each bad variable named)
 ├── ApprovalError              a decision that does not count
 │   ├── NotAnApprover          the reviewer lacks the approver role
 │   ├── SelfApproval           the reviewer is the requester
@@ -21,6 +26,7 @@ ManzooriError
 │   └── SealedDataUnreadable   MANZOORI_DATA_KEY cannot open a sealed field (or it was altered)
 ├── ConcurrencyError
 │   ├── StaleJob               compare-and-set lost: the job moved on since it was read
+│   ├── InsertConflict         a concurrent writer inserted the same unique row first
 │   └── LeaseLost              another runner owns the outbox row now
 └── SendError                  raised by senders, classified for the retry policy
     ├── TransientSendError     nothing was delivered; safe to try again later
@@ -86,6 +92,26 @@ class AlreadyResolved(WorkflowError):
         self.draft_version = draft_version
 
 
+class InputError(ManzooriError):
+    """What a person or a client sent cannot be used as it is; the message says so plainly."""
+
+
+class UnreadableSheet(InputError):
+    """The file is not a spreadsheet this product reads; the message is one plain sentence."""
+
+
+class InvalidToken(InputError):
+    """Forged, altered or truncated signed data: the token is worth nothing."""
+
+
+class ExpiredToken(InvalidToken):
+    """A token with a good signature whose expiry has passed."""
+
+
+class ConfigError(ManzooriError):
+    """The configuration is unusable; the message lists each bad variable, one per line."""
+
+
 class ApprovalError(ManzooriError):
     """A decision that does not count."""
 
@@ -124,6 +150,10 @@ class ConcurrencyError(ManzooriError):
 
 class StaleJob(ConcurrencyError):
     """Compare-and-set on (state, version) found the job changed."""
+
+
+class InsertConflict(ConcurrencyError):
+    """A concurrent writer inserted a row with the same unique key first: read again."""
 
 
 class LeaseLost(ConcurrencyError):

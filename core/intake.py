@@ -13,7 +13,7 @@ from core.drafts import Draft, DraftLine, Flag
 from core.flags import FlagCode, ordered
 from core.sheets import Item, read_items
 from core.tables import Problem, Table, quote, summarise
-from core.terms import Offer, Supplier, Terms, sku_key
+from core.terms import Offer, Supplier, Terms, match_key
 
 NO_TERMS = (
     "No supplier terms have been imported yet, so nothing can be priced: an admin must run "
@@ -32,7 +32,7 @@ class PastLine:
     quantity: int
 
 
-# (supplier key, SKU key) -> the last sent order line; see `sku_key`.
+# (supplier key, SKU key) -> the last sent order line; see `match_key`.
 History = Mapping[tuple[str, str], PastLine]
 
 
@@ -79,7 +79,7 @@ def plan(items: Sequence[Item], terms: Terms) -> tuple[list[Order], list[Problem
         line = _match(item, terms, problems)
         if line is None:
             continue
-        pair = (sku_key(line.offer.supplier_id), sku_key(line.offer.sku))
+        pair = (match_key(line.offer.supplier_id), match_key(line.offer.sku))
         if pair in chosen:
             first = chosen[pair].item.row
             message = (
@@ -132,7 +132,7 @@ def build_draft(
     extra: Sequence[Flag] = (),
 ) -> Draft:
     """The draft for one order: lines by SKU, every flag an approver should weigh."""
-    lines = sorted(order.lines, key=lambda line: sku_key(line.offer.sku))
+    lines = sorted(order.lines, key=lambda line: match_key(line.offer.sku))
     flags = list(extra)
     for line in lines:
         flags += _line_flags(line, terms, history)
@@ -176,7 +176,7 @@ def _line_flags(line: OrderLine, terms: Terms, history: History) -> list[Flag]:
         flags.append(Flag(FlagCode.QUANTITY_ABOVE_MAX, sku, (quantity, offer.max_qty)))
     if offer.unit_price_paisa == 0:
         flags.append(Flag(FlagCode.ZERO_PRICE, sku))
-    past = history.get((sku_key(offer.supplier_id), sku_key(sku)))
+    past = history.get((match_key(offer.supplier_id), match_key(sku)))
     if past is not None and past.unit_price_paisa != offer.unit_price_paisa:
         amounts = (past.unit_price_paisa, offer.unit_price_paisa)
         flags.append(Flag(FlagCode.PRICE_CHANGED, sku, amounts, past.po_number))
@@ -203,7 +203,7 @@ def redraft(
     if (
         supplier is not None
         and before is not None
-        and ((supplier.name, sku_key(supplier.email)) != (before.name, sku_key(before.email)))
+        and ((supplier.name, match_key(supplier.email)) != (before.name, match_key(before.email)))
     ):
         changes.append(Flag(FlagCode.SUPPLIER_DETAILS_CHANGED, "", (), old.version))
     kept: list[OrderLine] = []

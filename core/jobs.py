@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from core.drafts import Draft
-from core.effects import EffectStatus
+from core.effects import EffectStatus, send_po_key
 from core.states import State
 
 # Bumped when the meaning of the workflow changes, so old jobs can be told apart.
@@ -35,6 +35,29 @@ class Job:
     decision_deadline: datetime | None
     created_at: datetime
     updated_at: datetime
+
+    @classmethod
+    def received(cls, new: NewJob, po_number: str, now: datetime) -> Job:
+        """A request as it arrives: RECEIVED, version 0, no draft yet."""
+        return cls(
+            id=new.id,
+            po_number=po_number,
+            state=State.RECEIVED,
+            version=0,
+            requester_id=new.requester_id,
+            input_ref=new.input_ref,
+            workflow_version=WORKFLOW_VERSION,
+            source_versions=new.source_versions,
+            tool_results=new.tool_results,
+            draft_version=None,
+            draft_hash=None,
+            supplier_id=None,
+            total_paisa=None,
+            retry_count=0,
+            decision_deadline=None,
+            created_at=now,
+            updated_at=now,
+        )
 
 
 @dataclass(frozen=True)
@@ -70,6 +93,38 @@ class Effect:
     created_at: datetime
     updated_at: datetime
 
+    @classmethod
+    def send_po(cls, job: Job, now: datetime) -> Effect:
+        """The e-mail of the job's approved draft version, due now, named by its key."""
+        assert job.draft_version is not None and job.draft_hash is not None
+        return cls(
+            key=send_po_key(job.po_number, job.draft_version, job.draft_hash),
+            job_id=job.id,
+            kind="send-po",
+            draft_version=job.draft_version,
+            draft_hash=job.draft_hash,
+            status=EffectStatus.PENDING,
+            version=0,
+            attempts=0,
+            next_attempt_at=now,
+            first_attempt_at=None,
+            lease_owner=None,
+            lease_until=None,
+            started_at=None,
+            result=None,
+            last_error=None,
+            created_at=now,
+            updated_at=now,
+        )
+
+
+@dataclass(frozen=True)
+class Stamp:
+    """Who moves a job and when: what every move's audit event names."""
+
+    actor: str  # "user:<id>", "runner:<owner>", "cli:<login>", "terms:<version>", …
+    at: datetime
+
 
 @dataclass(frozen=True)
 class AuditEvent:
@@ -82,6 +137,20 @@ class AuditEvent:
     from_state: State | None
     to_state: State | None
     detail: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def stamped(
+        cls,
+        stamp: Stamp,
+        action: str,
+        detail: dict[str, Any],
+        *,
+        job_id: str | None = None,
+        states: tuple[State | None, State | None] = (None, None),
+    ) -> AuditEvent:
+        """An event by `stamp`: about a job (with the states it went from and to), or, with
+        no job, about people (a role granted, an invitation made)."""
+        return cls(job_id, stamp.at, stamp.actor, action, states[0], states[1], detail)
 
 
 @dataclass(frozen=True)

@@ -1,32 +1,38 @@
 """Telegram messages the system owes people, as outbox rows: a restart resumes delivery.
 
-Four kinds, each owed in the same transaction as the change it reports:
-- "card": an approval card, owed to every approver (except the requester) when a draft version
+Four kinds, each owed in the same transaction as the change it reports (core.workflow):
+- CARD: an approval card, owed to every approver (except the requester) when a draft version
   starts waiting for approval;
-- "status": a requester's news, when their PO moves (TOLD_TO_REQUESTER);
-- "cards": the job's delivered cards are to be edited to what is true now (a decision, an
+- STATUS: a requester's news, when their PO moves (TOLD_TO_REQUESTER);
+- CARD_EDITS: the job's delivered cards are to be edited to what is true now (a decision, an
   approval counted, expiry, a new draft version); one row per job version, whoever holds cards;
-- "alert": a message for the admins (a PO entered the manual-review queue, an approver cannot
-  be reached). It is owed to nobody in particular (user 0) and fanned out, on delivery, to
+- ALERT: a message for the admins (a PO entered the manual-review queue, an approver cannot
+  be reached). It is owed to nobody in particular (EVERYONE) and fanned out, on delivery, to
   one row per admin, since who is an admin is configuration as well as data.
 
 Delivery is at-least-once, unlike the supplier e-mail: a card sent twice after a crash is a
 nuisance, not a second order, and a tap on either card names the same draft version and hash.
+This module holds the values and the rules; core.delivery has the use cases that deliver them.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import Any
 
 from core.jobs import Job
-from core.policies import Role
 from core.states import NEEDS_REVIEW, Action, State
 
-if TYPE_CHECKING:
-    from core.ports import Tx
+
+class NoticeKind(StrEnum):
+    """What a notice is; the values are what the store keeps."""
+
+    CARD = "card"  # one approver's approval card
+    CARD_EDITS = "cards"  # edit every delivered card of the job to what is true now
+    STATUS = "status"  # a requester's news
+    ALERT = "alert"  # the admins' news
 
 
 class NoticeStatus(StrEnum):
@@ -36,7 +42,7 @@ class NoticeStatus(StrEnum):
     CLAIMED = "claimed"
     SENT = "sent"
     FAILED = "failed"  # Telegram refused for good: the approver never started the bot, say
-    CANCELLED = "cancelled"  # superseded before it went out
+    CANCELLED = "cancelled"  # superseded before it went out, or moot by then
 
 
 @dataclass(frozen=True)
@@ -44,7 +50,7 @@ class Notice:
     """One message owed to one Telegram user about one job's draft version."""
 
     key: str
-    kind: str
+    kind: NoticeKind
     user_id: int
     job_id: str
     draft_version: int
@@ -58,15 +64,10 @@ class Notice:
     last_error: str | None
     created_at: datetime
     updated_at: datetime
-    event: str = ""  # a requester's notice: the state their PO reached
+    event: str = ""  # a requester's notice: the state their PO reached; an alert: what happened
 
 
-def card_key(po_number: str, draft_version: int, user_id: int) -> str:
-    """One card per approver per draft version: the key makes a second one impossible."""
-    return f"card:{po_number}:v{draft_version}:{user_id}"
-
-
-# A "cards" or fanned-out "alert" notice is owed to no one user.
+# A CARD_EDITS or fanned-out ALERT notice is owed to no one user.
 EVERYONE = 0
 # The events of an alert that an approver's card could not be delivered (followed by ":" and
 # their id): Telegram refused it (they never pressed Start, or blocked the bot), or kept failing
@@ -93,8 +94,11 @@ TOLD_TO_REQUESTER = frozenset(
 def refreshes_cards(source: State, action: Action) -> bool:
     """Whether a move changes what the job's delivered cards should say: any move from
     AWAITING_APPROVAL, a new draft version, or the end of an approved PO's window."""
-    return source is State.AWAITING_APPROVAL or action in {Action.REVISE, Action.EXPIRE,
-                                                            Action.CANCEL}  # fmt: skip
+    return source is State.AWAITING_APPROVAL or action in {
+        Action.REVISE,
+        Action.EXPIRE,
+        Action.CANCEL,
+    }
 
 
 def alerts_admins(target: State) -> bool:
@@ -102,58 +106,72 @@ def alerts_admins(target: State) -> bool:
     return target in NEEDS_REVIEW
 
 
-def _owed(
-    key: str, kind: str, user_id: int, job_id: str, draft_version: int, now: datetime, event: str
+def is_moot(notice: Notice, job: Job) -> bool:
+    """Whether news that a PO needs a person is moot, since it left that state (a person acted
+    already, say, or cancelled it in the same transaction)."""
+    return notice.event in NEEDS_REVIEW and job.state.value != notice.event
+
+
+def _fresh(now: datetime) -> dict[str, Any]:
+    """The delivery fields of a notice that is owed from `now` and not yet tried."""
+    return {
+        "status": NoticeStatus.PENDING,
+        "version": 0,
+        "attempts": 0,
+        "next_attempt_at": now,
+        "lease_owner": None,
+        "lease_until": None,
+        "message_id": None,
+        "last_error": None,
+        "created_at": now,
+        "updated_at": now,
+    }
+
+
+def owed(
+    kind: NoticeKind, *, key: str, user_id: int, job: Job, now: datetime, event: str
 ) -> Notice:
+    """A new notice, pending from `now`, about `job`'s current draft version."""
     return Notice(
-        key, kind, user_id, job_id, draft_version, NoticeStatus.PENDING, 0, 0, now, None, None,
-        None, None, now, now, event,
-    )  # fmt: skip
+        key=key,
+        kind=kind,
+        user_id=user_id,
+        job_id=job.id,
+        draft_version=job.draft_version or 0,
+        event=event,
+        **_fresh(now),
+    )
 
 
-async def queue_refresh(tx: Tx, job: Job, now: datetime, late_card: int | None = None) -> Notice:
-    """Owe an edit of the job's delivered cards to what is true at `job.version`; `late_card`:
-    the approver whose card was delivered after that version's edit had already run."""
+def card_for(job: Job, approver: int, now: datetime) -> Notice:
+    """One card per approver per draft version: the key makes a second one impossible."""
+    key = f"card:{job.po_number}:v{job.draft_version}:{approver}"
+    return owed(NoticeKind.CARD, key=key, user_id=approver, job=job, now=now, event="")
+
+
+def card_edits_for(job: Job, now: datetime, late_card: int | None = None) -> Notice:
+    """An edit of the job's delivered cards to what is true at `job.version`; `late_card`: the
+    approver whose card was delivered after that version's edit had already run."""
     late = "" if late_card is None else f":late{late_card}"
-    notice = _owed(f"cards:{job.po_number}:j{job.version}{late}", "cards", EVERYONE, job.id,
-                   job.draft_version or 0, now, job.state.value)  # fmt: skip
-    await tx.insert_notice(notice)
-    return notice
+    key = f"cards:{job.po_number}:j{job.version}{late}"
+    kind = NoticeKind.CARD_EDITS
+    return owed(kind, key=key, user_id=EVERYONE, job=job, now=now, event=job.state.value)
 
 
-async def queue_alert(tx: Tx, job: Job, now: datetime, event: str) -> Notice:
-    """Owe the admins a message about `job`: `event` is the state it entered, or
-    UNREACHABLE or UNDELIVERED, ":", the approver's id."""
-    notice = _owed(f"alert:{job.po_number}:{event}:j{job.version}", "alert", EVERYONE, job.id,
-                   job.draft_version or 0, now, event)  # fmt: skip
-    await tx.insert_notice(notice)
-    return notice
+def status_for(job: Job, now: datetime) -> Notice:
+    """The requester's news that their PO reached `job.state`."""
+    key = f"status:{job.po_number}:{job.state.value}:{job.version}"
+    kind, event = NoticeKind.STATUS, job.state.value
+    return owed(kind, key=key, user_id=job.requester_id, job=job, now=now, event=event)
+
+
+def alert_for(job: Job, now: datetime, event: str) -> Notice:
+    """The admins' news about `job`: `event` is the state it entered, or UNREACHABLE or
+    UNDELIVERED, ":", the approver's id."""
+    key = f"alert:{job.po_number}:{event}:j{job.version}"
+    return owed(NoticeKind.ALERT, key=key, user_id=EVERYONE, job=job, now=now, event=event)
 
 
 def fanned_out(alert: Notice, admin_id: int, now: datetime) -> Notice:
     """One admin's copy of an alert owed to EVERYONE."""
-    return _owed(f"{alert.key}:{admin_id}", "alert", admin_id, alert.job_id,
-                 alert.draft_version, now, alert.event)  # fmt: skip
-
-
-async def queue_status(tx: Tx, job: Job, now: datetime) -> Notice:
-    """Owe the requester a message that their PO reached `job.state`."""
-    notice = _owed(f"status:{job.po_number}:{job.state.value}:{job.version}", "status",
-                   job.requester_id, job.id, job.draft_version or 0, now,
-                   job.state.value)  # fmt: skip
-    await tx.insert_notice(notice)
-    return notice
-
-
-async def queue_cards(tx: Tx, job: Job, now: datetime) -> list[Notice]:
-    """Owe an approval card for the job's current draft to every approver but the requester."""
-    assert job.draft_version is not None
-    owed = []
-    for approver in await tx.holders(Role.APPROVER):
-        if approver == job.requester_id:
-            continue  # nobody approves their own request, so nobody is asked to
-        notice = _owed(card_key(job.po_number, job.draft_version, approver), "card", approver,
-                       job.id, job.draft_version, now, "")  # fmt: skip
-        await tx.insert_notice(notice)
-        owed.append(notice)
-    return owed
+    return replace(alert, key=f"{alert.key}:{admin_id}", user_id=admin_id, **_fresh(now))

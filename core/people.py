@@ -7,27 +7,26 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from core.errors import InviteRefused, NotAnAdmin
-from core.jobs import AuditEvent
+from core.errors import ExpiredToken, InvalidToken, InviteRefused, NotAnAdmin
+from core.jobs import AuditEvent, Stamp
 from core.policies import Role
 from core.ports import Store
-from core.signing import InvalidToken, sign_invite, verify_invite
-
-
-@dataclass(frozen=True)
-class TelegramUser:
-    """Someone the bot has met; `reachable`: started the bot and has not blocked it."""
-
-    user_id: int
-    first_name: str
-    reachable: bool
-
+from core.signing import sign_invite, verify_invite
+from core.users import TelegramUser
 
 # Long enough to reach someone over a weekend, short enough that a leaked link goes stale.
 INVITE_TTL = timedelta(hours=72)
 # People an admin may invite; admins come from the configuration, /promote or
 # `manzoori users grant`.
 INVITABLE = frozenset({Role.APPROVER, Role.REQUESTER})
+
+
+@dataclass(frozen=True)
+class InviteKey:
+    """What signs one invitation: MANZOORI_SECRET_KEY and the invite's own random bytes."""
+
+    secret: bytes
+    nonce: bytes  # 9 random bytes from the shell: the invite's id
 
 
 @dataclass(frozen=True)
@@ -48,8 +47,7 @@ async def create_invite(
     admin_id: int,
     role: Role,
     now: datetime,
-    nonce: bytes,
-    secret: bytes,
+    key: InviteKey,
     configured_admins: frozenset[int],
 ) -> str:
     """A single-use /start code for `role`, valid for INVITE_TTL; only admins may make one."""
@@ -58,13 +56,11 @@ async def create_invite(
     async with store.begin() as tx:
         if not is_admin(admin_id, await tx.roles(admin_id), configured_admins):
             raise NotAnAdmin(f"user {admin_id} is not an admin")
-        code = sign_invite(secret, role, now + INVITE_TTL, nonce)
-        invite = verify_invite(secret, code, now)  # the id and the expiry as the code says
+        code = sign_invite(key.secret, role, now + INVITE_TTL, key.nonce)
+        invite = verify_invite(key.secret, code, now)  # the id and the expiry as the code says
         await tx.insert_invite(invite.invite_id, role, admin_id, now, invite.expires_at)
         detail = {"invite_id": invite.invite_id, "role": role.value}
-        await tx.append_audit(
-            AuditEvent(None, now, f"user:{admin_id}", "invite", None, None, detail)
-        )
+        await tx.append_audit(AuditEvent.stamped(Stamp(f"user:{admin_id}", now), "invite", detail))
         return code
 
 
@@ -75,7 +71,7 @@ async def redeem_invite(
     try:
         invite = verify_invite(secret, code, now)
     except InvalidToken as error:
-        why = "has expired" if "expired" in str(error) else "is not valid"
+        why = "has expired" if isinstance(error, ExpiredToken) else "is not valid"
         raise InviteRefused(f"This invitation link {why}; ask an admin for a new one.") from error
     async with store.begin() as tx:
         role = await tx.use_invite(invite.invite_id, user_id, now)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
 
 from core.errors import NotAnApprover, SelfApproval
+from core.retries import RetryPolicy
 
 
 class Role(StrEnum):
@@ -103,3 +104,11 @@ def evaluate(
         return Outcome.REJECTED
     approvers = {d.reviewer_id for d in live if d.verdict is Verdict.APPROVE}
     return Outcome.APPROVED if len(approvers) >= policy.required(total_paisa) else Outcome.PENDING
+
+
+@dataclass(frozen=True)
+class Rules:
+    """The policies in force, handed in by the shell's configuration."""
+
+    approval: ApprovalPolicy = field(default_factory=ApprovalPolicy)
+    retry: RetryPolicy = field(default_factory=RetryPolicy)

@@ -1,22 +1,21 @@
-"""The protocols the shell implements for core's use cases."""
+"""The protocols the shell implements: `Tx` for core's use cases, `Views` for what the shell
+reads beyond them, and the stores that hand either out."""
 
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from core.drafts import Draft
 from core.intake import History
-from core.jobs import AuditEvent, Effect, Job
+from core.jobs import AuditEvent, Effect, Job, SendOrder
+from core.notices import Notice
 from core.policies import Decision, Role
 from core.states import State
 from core.terms import Terms
-
-if TYPE_CHECKING:  # core.notices and core.people use these ports themselves
-    from core.notices import Notice
-    from core.people import TelegramUser
+from core.users import TelegramUser
 
 
 class Tx(Protocol):
@@ -32,7 +31,7 @@ class Tx(Protocol):
         """Jobs in a state whose decision deadline has passed, oldest first."""
 
     async def insert_job(self, job: Job) -> None:
-        """Add a new job row; raise StaleJob if a concurrent request took the PO number."""
+        """Add a new job row; raise InsertConflict if a concurrent request took the PO number."""
 
     async def update_job(self, job: Job, **changes: Any) -> Job:
         """Compare-and-set on (id, state, version); bump version; raise StaleJob on a miss."""
@@ -98,6 +97,27 @@ class Tx(Protocol):
     async def insert_notice(self, notice: Notice) -> None:
         """Owe a Telegram message; a notice with the same key already owed stays as it is."""
 
+    async def claim_notices(
+        self, now: datetime, owner: str, lease_until: datetime, limit: int, job_id: str | None
+    ) -> list[Notice]:
+        """Lease due pending notices (of one job, if given), and claimed ones whose lease ran
+        out, to `owner`."""
+
+    async def update_notice(self, notice: Notice, **changes: Any) -> Notice:
+        """Compare-and-set on (key, version); bump version; raise LeaseLost on a miss."""
+
+    async def notices_for(self, job_id: str) -> list[Notice]:
+        """A job's notices, oldest first."""
+
+    async def met(self, user_id: int, first_name: str, at: datetime, *, started: bool) -> None:
+        """Remember a user's name; `started`: they sent /start, so the bot may write to them."""
+
+    async def mark_blocked(self, user_id: int, at: datetime) -> None:
+        """Telegram said the user blocked the bot: write to them no more until they return."""
+
+    async def claim_update(self, update_id: int, at: datetime) -> bool:
+        """True the first time an update id is seen; a redelivery gets False."""
+
     async def jobs_in_states(self, states: Collection[State]) -> list[Job]:
         """Every job in one of `states`, oldest first."""
 
@@ -128,7 +148,7 @@ class Tx(Protocol):
     async def insert_submission(
         self, requester_id: int, sha256: str, name: str, po_numbers: list[str], at: datetime
     ) -> None:
-        """Remember a sheet's POs; raise StaleJob if the same sheet was recorded meanwhile."""
+        """Remember a sheet's POs; raise InsertConflict if the same sheet was recorded meanwhile."""
 
     async def next_po_serial(self, year: int) -> int:
         """The next PO serial of `year`, unique across processes."""
@@ -136,9 +156,51 @@ class Tx(Protocol):
     async def history(self, pairs: Iterable[tuple[str, str]]) -> History:
         """For each (supplier id, SKU), the line of the last PO that was sent with it."""
 
+    async def terms_record(self, version: str) -> dict[str, Any] | None:
+        """When and by whom a terms version was imported, or None."""
+
+
+class Views(Protocol):
+    """The read side: what screens, replies and reports read beyond what use cases need."""
+
+    async def jobs_of(self, requester_id: int, limit: int) -> list[Job]:
+        """A requester's jobs, newest first."""
+
+    async def list_jobs(self, states: Collection[State] | None, limit: int) -> list[Job]:
+        """Jobs, newest first, optionally only those in `states`."""
+
+    async def audit(self, job_id: str) -> list[AuditEvent]:
+        """A job's audit trail, oldest first."""
+
+    async def people(self) -> list[tuple[TelegramUser | None, int, frozenset[Role]]]:
+        """Everyone holding a role, with what the bot knows of them, by user id."""
+
+    async def open_work(self, now: datetime) -> int:
+        """Outbox rows that are due now, leased, or mid-attempt."""
+
+
+class ShellTx(Tx, Views, Protocol):
+    """One transaction as the shell sees it: the use cases' port and the read side."""
+
 
 class Store(Protocol):
-    """Hands out transactions."""
+    """Hands out transactions to core's use cases."""
 
     def begin(self) -> AbstractAsyncContextManager[Tx]:
         """Open a transaction that commits on success and rolls back on error."""
+
+
+class ShellStore(Protocol):
+    """The store as the shell's runners and handlers use it; a Store for core as well."""
+
+    def begin(self) -> AbstractAsyncContextManager[ShellTx]:
+        """Open a transaction that commits on success and rolls back on error."""
+
+
+class Sender(Protocol):
+    """Performs one outbox effect; raises core.errors.SendError subclasses when it fails."""
+
+    provider_idempotent: bool  # whether the provider itself drops a second copy of one key
+
+    async def send(self, order: SendOrder) -> dict[str, Any]:
+        """Deliver the order and return a small JSON-able receipt."""

@@ -9,20 +9,20 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime
-from functools import partial
 from typing import Any
 
+from core.dispatch import cancel_open_effects
 from core.drafts import Draft, Flag
 from core.errors import NotARequester
 from core.intake import Order, build_draft, check_sheet, po_number, redraft
-from core.jobs import WORKFLOW_VERSION, AuditEvent, Job, NewJob
-from core.policies import Role
+from core.jobs import WORKFLOW_VERSION, AuditEvent, Job, NewJob, Stamp
+from core.policies import Role, Rules
 from core.ports import Store, Tx
-from core.service import Rules, open_in, revise_in
+from core.service import Revision, open_in, revise_in
 from core.states import Action, State
 from core.tables import Table, summarise
 from core.terms import Terms, content_hash, parse_terms, version_id
-from core.workflow import cancel_open_effects, move, retry_stale
+from core.workflow import move, retry_on_stale
 
 # Approved but not yet (possibly) sent: a new price must be approved before it is mailed.
 REDRAFTABLE = frozenset({State.AWAITING_APPROVAL, State.APPROVED, State.FAILED_RETRYABLE})
@@ -70,11 +70,11 @@ async def import_terms(store: Store, table: Table, now: datetime, actor: str) ->
     terms, problems = parse_terms(table)
     if terms is None:
         return TermsImport(problems=tuple(summarise(problems)))
-    sha = content_hash(terms)
-    return await retry_stale(partial(_import_once, store, terms, sha, now, actor))
+    return await _store_terms(store, terms, content_hash(terms), now, actor)
 
 
-async def _import_once(
+@retry_on_stale
+async def _store_terms(
     store: Store, terms: Terms, sha: str, now: datetime, actor: str
 ) -> TermsImport:
     async with store.begin() as tx:
@@ -104,38 +104,32 @@ async def preview_sheet(store: Store, sheet: Sheet, rules: Rules) -> Submission:
 
 def _unsaved(draft: Draft) -> Job:
     """A stand-in job for a preview: nothing of it is stored."""
-    return Job(
-        id="", po_number=draft.po_number, state=State.DRAFTED, version=0, requester_id=0,
-        input_ref="", workflow_version=WORKFLOW_VERSION, source_versions={}, tool_results={},
-        draft_version=None, draft_hash=None, supplier_id=draft.supplier_id,
-        total_paisa=draft.total_paisa, retry_count=0, decision_deadline=None,
-        created_at=datetime.min, updated_at=datetime.min,
-    )  # fmt: skip
+    new = NewJob(id="", requester_id=0, input_ref="")
+    job = Job.received(new, draft.po_number, datetime.min)
+    return replace(
+        job, state=State.DRAFTED, supplier_id=draft.supplier_id, total_paisa=draft.total_paisa
+    )
 
 
+@dataclass(frozen=True)
+class Numbering:
+    """What the shell supplies to name new POs: the year of their numbers, and job ids."""
+
+    year: int  # in MANZOORI_TIMEZONE: a PO made on 1 January at 00:30 PKT is of the new year
+    new_id: Callable[[], str]
+
+
+@retry_on_stale
 async def submit_sheet(
     store: Store,
     requester_id: int,
     sheet: Sheet,
     now: datetime,
-    year: int,
     rules: Rules,
-    new_id: Callable[[], str],
+    numbering: Numbering,
 ) -> Submission:
     """Turn a requester's sheet into one waiting PO per supplier, or report every problem."""
-    once = partial(_submit_once, store, requester_id, sheet, now, year, rules, new_id)
-    return await retry_stale(once)
-
-
-async def _submit_once(
-    store: Store,
-    requester_id: int,
-    sheet: Sheet,
-    now: datetime,
-    year: int,
-    rules: Rules,
-    new_id: Callable[[], str],
-) -> Submission:
+    year, new_id = numbering.year, numbering.new_id
     async with store.begin() as tx:
         if Role.REQUESTER not in await tx.roles(requester_id):
             raise NotARequester(f"user {requester_id} is not a registered requester")
@@ -203,13 +197,14 @@ async def apply_terms(store: Store, now: datetime, rules: Rules) -> list[Superse
         ]
     superseded = []
     for number in stale:
-        result = await retry_stale(partial(_redraft_once, store, number, version, now, rules))
+        result = await _redraft(store, number, version, now, rules)
         if result is not None:
             superseded.append(result)
     return superseded
 
 
-async def _redraft_once(
+@retry_on_stale
+async def _redraft(
     store: Store, number: str, version: str, now: datetime, rules: Rules
 ) -> Superseded | None:
     async with store.begin() as tx:
@@ -223,22 +218,23 @@ async def _redraft_once(
         draft = await tx.draft(job.id, job.draft_version)
         pairs = [(draft.supplier_id, line.sku) for line in draft.lines]
         outcome = redraft(draft, old, new, await tx.history(pairs), rules.approval.dual_above_paisa)
-        actor = f"terms:{version}"
+        stamp = Stamp(f"terms:{version}", now)
         sources = {**job.source_versions, "terms_version": version}
         if not outcome.changes:
-            await _checked(tx, job, now, actor, sources)
+            await _checked(tx, job, stamp, sources)
             return None
-        note = f"supplier terms {version} changed this PO"
         # The changes go into the audit trail, so any process can report them (see superseded_by).
-        evidence = {"previous_version": job.draft_version,
-                    "changes": [asdict(flag) for flag in outcome.changes]}  # fmt: skip
+        evidence = {
+            "note": f"supplier terms {version} changed this PO",
+            "previous_version": job.draft_version,
+            "changes": [asdict(flag) for flag in outcome.changes],
+        }
         if outcome.draft is None:
             await cancel_open_effects(tx, job, now, "the supplier no longer offers its lines")
-            after = await move(tx, job, Action.CANCEL, now, actor, {"note": note, **evidence},
-                               source_versions=sources)  # fmt: skip
+            after = await move(tx, job, Action.CANCEL, stamp, evidence, source_versions=sources)
         else:
-            after = await revise_in(tx, job, outcome.draft, actor, now, rules, note, evidence,
-                                    source_versions=sources)  # fmt: skip
+            revision = Revision(outcome.draft, evidence, {"source_versions": sources})
+            after = await revise_in(tx, job, revision, stamp, rules)
         return Superseded(job.po_number, job.draft_version, after, outcome.changes)
 
 
@@ -259,10 +255,11 @@ async def superseded_by(store: Store, version: str) -> list[Superseded]:
         ]
 
 
-async def _checked(tx: Tx, job: Job, now: datetime, actor: str, sources: dict[str, str]) -> None:
+async def _checked(tx: Tx, job: Job, stamp: Stamp, sources: dict[str, str]) -> None:
     """Record that new terms leave this PO as it is."""
-    moved = await tx.update_job(job, source_versions=sources, updated_at=now)
+    moved = await tx.update_job(job, source_versions=sources, updated_at=stamp.at)
     detail = {"job_version": moved.version, "terms_version": sources["terms_version"]}
+    states = (job.state, job.state)
     await tx.append_audit(
-        AuditEvent(job.id, now, actor, "terms_checked", job.state, job.state, detail)
+        AuditEvent.stamped(stamp, "terms_checked", detail, job_id=job.id, states=states)
     )

@@ -10,16 +10,17 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
-from functools import partial
 from typing import Any
 
+from core.dispatch import cancel_open_effects
 from core.errors import AlreadyResolved, IllegalTransition, NotAnAdmin
-from core.jobs import Job
+from core.jobs import Job, Stamp
 from core.people import is_admin
+from core.policies import Rules
 from core.ports import Store, Tx
-from core.service import Rules, revise_in, settle_unknown
+from core.service import Revision, revise_in, settle_unknown
 from core.states import NEEDS_REVIEW, Action, State
-from core.workflow import cancel_open_effects, load, move, retry_stale
+from core.workflow import load, move, retry_on_stale
 
 # Every move a choice makes carries this, so the trail tells the queue from the CLI.
 NOTE = "from the Telegram review queue"
@@ -42,6 +43,16 @@ def choices(job: Job) -> tuple[Choice, ...]:
 
 
 @dataclass(frozen=True)
+class AdminChoice:
+    """An admin's choice about a PO still in the queue at `draft_version`."""
+
+    po_number: str
+    draft_version: int
+    choice: Choice
+    admin_id: int  # from the update Telegram signed
+
+
+@dataclass(frozen=True)
 class Resolution:
     """What a choice did: the job after it, and the queue state it left."""
 
@@ -50,78 +61,57 @@ class Resolution:
     was: State
 
 
+@retry_on_stale  # the loser of two admins' choices re-reads the job and is refused
 async def resolve(
     store: Store,
-    po_number: str,
-    draft_version: int,
-    choice: Choice,
-    admin_id: int,
+    chosen: AdminChoice,
     configured_admins: frozenset[int],
     now: datetime,
     rules: Rules,
 ) -> Resolution:
-    """Apply an admin's choice to a PO still in the queue at `draft_version`, in one
+    """Apply an admin's choice to a PO still in the queue at its draft version, in one
     transaction; a concurrent choice by another admin makes this one AlreadyResolved."""
-    once = partial(_resolve_once, store, po_number, draft_version, choice, admin_id,
-                   configured_admins, now, rules)  # fmt: skip
-    return await retry_stale(once)  # the loser re-reads the job and is refused
-
-
-async def _resolve_once(
-    store: Store,
-    po_number: str,
-    draft_version: int,
-    choice: Choice,
-    admin_id: int,
-    configured_admins: frozenset[int],
-    now: datetime,
-    rules: Rules,
-) -> Resolution:
     async with store.begin() as tx:
-        if not is_admin(admin_id, await tx.roles(admin_id), configured_admins):
-            raise NotAnAdmin(f"user {admin_id} is not an admin")
-        job = await load(tx, po_number)
-        if job.state not in NEEDS_REVIEW or job.draft_version != draft_version:
-            raise AlreadyResolved(po_number, job.state, job.draft_version)
-        if choice not in choices(job):
-            raise IllegalTransition(job.state, choice.value)
-        act = _ACTS[(job.state, choice)]
-        moved = await act(tx, job, f"user:{admin_id}", now, rules, {"choice": choice.value})
-        return Resolution(moved, choice, job.state)
+        admin = chosen.admin_id
+        if not is_admin(admin, await tx.roles(admin), configured_admins):
+            raise NotAnAdmin(f"user {admin} is not an admin")
+        job = await load(tx, chosen.po_number)
+        if job.state not in NEEDS_REVIEW or job.draft_version != chosen.draft_version:
+            raise AlreadyResolved(chosen.po_number, job.state, job.draft_version)
+        if chosen.choice not in choices(job):
+            raise IllegalTransition(job.state, chosen.choice.value)
+        act = _ACTS[(job.state, chosen.choice)]
+        detail = {"choice": chosen.choice.value, "note": NOTE}
+        moved = await act(tx, job, Stamp(f"user:{admin}", now), rules, detail)
+        return Resolution(moved, chosen.choice, job.state)
 
 
-_Act = Callable[[Tx, Job, str, datetime, Rules, dict[str, Any]], Awaitable[Job]]
+_Act = Callable[[Tx, Job, Stamp, Rules, dict[str, Any]], Awaitable[Job]]
 
 
-async def _mark_sent(
-    tx: Tx, job: Job, actor: str, now: datetime, _rules: Rules, detail: dict[str, Any]
-) -> Job:
-    return await settle_unknown(tx, job, Action.RECONCILE_SENT, actor, NOTE, now, detail)
+async def _mark_sent(tx: Tx, job: Job, stamp: Stamp, _rules: Rules, detail: dict[str, Any]) -> Job:
+    return await settle_unknown(tx, job, Action.RECONCILE_SENT, stamp, detail)
 
 
 async def _send_same_key(
-    tx: Tx, job: Job, actor: str, now: datetime, _rules: Rules, detail: dict[str, Any]
+    tx: Tx, job: Job, stamp: Stamp, _rules: Rules, detail: dict[str, Any]
 ) -> Job:
-    return await settle_unknown(tx, job, Action.RECONCILE_NOT_SENT, actor, NOTE, now, detail)
+    return await settle_unknown(tx, job, Action.RECONCILE_NOT_SENT, stamp, detail)
 
 
-async def _cancel(
-    tx: Tx, job: Job, actor: str, now: datetime, _rules: Rules, detail: dict[str, Any]
-) -> Job:
+async def _cancel(tx: Tx, job: Job, stamp: Stamp, _rules: Rules, detail: dict[str, Any]) -> Job:
     if job.state is State.UNKNOWN_OUTCOME:  # it may be at the supplier: settle that first
-        job = await settle_unknown(tx, job, Action.RECONCILE_FAILED, actor, NOTE, now, detail)
-    cancelled = await move(tx, job, Action.CANCEL, now, actor, {"note": NOTE, **detail})
-    await cancel_open_effects(tx, cancelled, now, "cancelled")
+        job = await settle_unknown(tx, job, Action.RECONCILE_FAILED, stamp, detail)
+    cancelled = await move(tx, job, Action.CANCEL, stamp, detail)
+    await cancel_open_effects(tx, cancelled, stamp.at, "cancelled")
     return cancelled
 
 
-async def _reissue(
-    tx: Tx, job: Job, actor: str, now: datetime, rules: Rules, detail: dict[str, Any]
-) -> Job:
+async def _reissue(tx: Tx, job: Job, stamp: Stamp, rules: Rules, detail: dict[str, Any]) -> Job:
     """The same content as a new draft version: a new key, and it needs a fresh approval."""
     assert job.draft_version is not None
     draft = await tx.draft(job.id, job.draft_version)
-    return await revise_in(tx, job, draft, actor, now, rules, NOTE, detail)
+    return await revise_in(tx, job, Revision(draft, detail), stamp, rules)
 
 
 # What each choice does in each queue state, in button order. No "Mark sent" for a failed send:

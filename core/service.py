@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import partial
 from typing import Any
 
-from core import effects
+from core.dispatch import cancel_open_effects, expire_job, settle_unknown_sends
 from core.drafts import Draft, draft_hash
 from core.errors import (
     AlreadyDecided,
@@ -17,28 +16,12 @@ from core.errors import (
     IllegalTransition,
     ReconcileRefused,
 )
-from core.jobs import WORKFLOW_VERSION, AuditEvent, Effect, Job, NewJob
-from core.notices import queue_cards, queue_refresh
-from core.policies import (
-    ApprovalPolicy,
-    Decision,
-    Outcome,
-    Role,
-    Verdict,
-    check_reviewer,
-    evaluate,
-)
+from core.jobs import AuditEvent, Effect, Job, NewJob, Stamp
+from core.notices import card_edits_for
+from core.policies import Decision, Outcome, Role, Rules, Verdict, check_reviewer, evaluate
 from core.ports import Store, Tx
-from core.retries import RetryPolicy
 from core.states import Action, State, next_state
-from core.workflow import (
-    cancel_open_effects,
-    expire_job,
-    load,
-    move,
-    retry_stale,
-    standing_decisions,
-)
+from core.workflow import ask_approvers, load, move, retry_on_stale, standing_decisions
 
 _DECIDED = frozenset(
     {
@@ -54,14 +37,6 @@ _DECIDED = frozenset(
 )
 
 
-@dataclass(frozen=True)
-class Rules:
-    """The policies in force, handed in by the shell's configuration."""
-
-    approval: ApprovalPolicy = field(default_factory=ApprovalPolicy)
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
-
-
 def _draft_fields(version: int, draft: Draft) -> dict[str, Any]:
     return {
         "draft_version": version,
@@ -71,12 +46,9 @@ def _draft_fields(version: int, draft: Draft) -> dict[str, Any]:
     }
 
 
+@retry_on_stale
 async def open_job(store: Store, new: NewJob, draft: Draft, now: datetime, rules: Rules) -> Job:
     """Record a request and its first draft, and ask for approval; repeats are harmless."""
-    return await retry_stale(partial(_open_once, store, new, draft, now, rules))
-
-
-async def _open_once(store: Store, new: NewJob, draft: Draft, now: datetime, rules: Rules) -> Job:
     async with store.begin() as tx:
         existing = await tx.job_by_po(draft.po_number)
         if existing is not None:
@@ -88,27 +60,22 @@ async def _open_once(store: Store, new: NewJob, draft: Draft, now: datetime, rul
 
 async def open_in(tx: Tx, new: NewJob, draft: Draft, now: datetime, rules: Rules) -> Job:
     """Insert a job with its first draft and ask for approval, inside `tx`."""
-    job = Job(
-        id=new.id, po_number=draft.po_number, state=State.RECEIVED, version=0,
-        requester_id=new.requester_id, input_ref=new.input_ref,
-        workflow_version=WORKFLOW_VERSION, source_versions=new.source_versions,
-        tool_results=new.tool_results, draft_version=None, draft_hash=None,
-        supplier_id=None, total_paisa=None, retry_count=0, decision_deadline=None,
-        created_at=now, updated_at=now,
-    )  # fmt: skip
-    await tx.insert_job(job)  # a PO number taken meanwhile raises StaleJob: re-read
-    actor = f"user:{new.requester_id}"
+    job = Job.received(new, draft.po_number, now)
+    await tx.insert_job(job)  # a PO number taken meanwhile raises InsertConflict: re-read
+    stamp = Stamp(f"user:{new.requester_id}", now)
     receive = {"input_ref": new.input_ref}
-    await tx.append_audit(AuditEvent(job.id, now, actor, "receive", None, job.state, receive))
-    job = await move(tx, job, Action.VALIDATE, now, actor)
-    job = await move(tx, job, Action.RESEARCH, now, actor, new.source_versions)
+    states = (None, job.state)
+    await tx.append_audit(
+        AuditEvent.stamped(stamp, "receive", receive, job_id=job.id, states=states)
+    )
+    job = await move(tx, job, Action.VALIDATE, stamp)
+    job = await move(tx, job, Action.RESEARCH, stamp, new.source_versions)
     await tx.insert_draft(job.id, 1, draft, now)
-    job = await move(tx, job, Action.DRAFT, now, actor, {"draft_version": 1},
-                     **_draft_fields(1, draft))  # fmt: skip
+    job = await move(tx, job, Action.DRAFT, stamp, {"draft_version": 1}, **_draft_fields(1, draft))
     basis = {"basis": rules.approval.basis(draft.total_paisa)}
-    job = await move(tx, job, Action.REQUEST_APPROVAL, now, actor, basis,
-                     decision_deadline=now + rules.approval.ttl)  # fmt: skip
-    await queue_cards(tx, job, now)
+    deadline = now + rules.approval.ttl
+    job = await move(tx, job, Action.REQUEST_APPROVAL, stamp, basis, decision_deadline=deadline)
+    await ask_approvers(tx, job, now)
     return job
 
 
@@ -117,54 +84,68 @@ async def open_in(tx: Tx, new: NewJob, draft: Draft, now: datetime, rules: Rules
 _UNCHANGED_KEEPS_VERSION = frozenset({State.DRAFTED, State.AWAITING_APPROVAL, State.APPROVED})
 
 
+@dataclass(frozen=True)
+class Revision:
+    """A new draft for a job, and what its audit event and job row say of it."""
+
+    draft: Draft
+    evidence: dict[str, Any] = field(default_factory=dict)  # joins the audit event
+    changes: dict[str, Any] = field(default_factory=dict)  # joins the job row's update
+
+    @classmethod
+    def noted(cls, draft: Draft, note: str | None) -> Revision:
+        """A revision a person or the review queue asked for, with their note, if any."""
+        return cls(draft, {"note": note} if note else {})
+
+
 async def revise(
-    store: Store, po_number: str, draft: Draft, actor: str, now: datetime, rules: Rules,
-    note: str | None = None,
-) -> Job:  # fmt: skip
+    store: Store, po_number: str, revision: Revision, stamp: Stamp, rules: Rules
+) -> Job:
     """Store a new draft version; earlier approvals stop counting and open sends are cancelled."""
     async with store.begin() as tx:
-        return await revise_in(tx, await load(tx, po_number), draft, actor, now, rules, note)
+        return await revise_in(tx, await load(tx, po_number), revision, stamp, rules)
 
 
-async def reissue(
-    store: Store, po_number: str, actor: str, note: str, now: datetime, rules: Rules
-) -> Job:
+async def reissue(store: Store, po_number: str, note: str, stamp: Stamp, rules: Rules) -> Job:
     """Issue an EXPIRED or FAILED job's draft again as a new version, to be approved afresh."""
     async with store.begin() as tx:
         job = await load(tx, po_number)
         if job.state in _UNCHANGED_KEEPS_VERSION or job.draft_version is None:
             raise IllegalTransition(job.state, "reissue")
         draft = await tx.draft(job.id, job.draft_version)
-        return await revise_in(tx, job, draft, actor, now, rules, note)
+        return await revise_in(tx, job, Revision.noted(draft, note), stamp, rules)
 
 
-async def revise_in(
-    tx: Tx,
-    job: Job,
-    draft: Draft,
-    actor: str,
-    now: datetime,
-    rules: Rules,
-    note: str | None,
-    evidence: dict[str, Any] | None = None,
-    **changes: Any,
-) -> Job:
-    """Store a new draft version of `job` inside `tx` (unchanged drafts are a no-op);
-    `evidence` joins the audit event, `changes` the job row."""
+async def revise_in(tx: Tx, job: Job, revision: Revision, stamp: Stamp, rules: Rules) -> Job:
+    """Store a new draft version of `job` inside `tx` (an unchanged draft is a no-op)."""
+    draft = revision.draft
     if draft.po_number != job.po_number:
         raise DraftChanged("a revision cannot change the PO number")
     if job.draft_hash == draft_hash(draft) and job.state in _UNCHANGED_KEEPS_VERSION:
         return job
     next_state(job.state, Action.REVISE)  # nothing is written for a job that cannot revise
     version = (job.draft_version or 0) + 1
-    await tx.insert_draft(job.id, version, draft, now)
-    await cancel_open_effects(tx, job, now, "superseded by a new draft version")
-    detail = {"draft_version": version, **({"note": note} if note else {}), **(evidence or {})}
-    job = await move(tx, job, Action.REVISE, now, actor, detail,
-                     decision_deadline=now + rules.approval.ttl,
-                     **_draft_fields(version, draft), **changes)  # fmt: skip
-    await queue_cards(tx, job, now)  # the new version needs new cards; the old ones go stale
+    await tx.insert_draft(job.id, version, draft, stamp.at)
+    await cancel_open_effects(tx, job, stamp.at, "superseded by a new draft version")
+    detail = {"draft_version": version, **revision.evidence}
+    changes = {"decision_deadline": stamp.at + rules.approval.ttl, **revision.changes}
+    job = await move(
+        tx, job, Action.REVISE, stamp, detail, **_draft_fields(version, draft), **changes
+    )
+    await ask_approvers(tx, job, stamp.at)  # the new version needs new cards; old ones go stale
     return job
+
+
+@dataclass(frozen=True)
+class Review:
+    """An authenticated reviewer's decision on one exact draft version and hash."""
+
+    po_number: str
+    reviewer_id: int  # from the update Telegram signed, never from text
+    verdict: Verdict
+    draft_version: int
+    draft_hash: str
+    reason: str | None = None  # a rejection's, for the requester
 
 
 @dataclass(frozen=True)
@@ -176,208 +157,144 @@ class DecisionResult:
     outcome: Outcome
 
 
-async def decide(
-    store: Store,
-    po_number: str,
-    reviewer_id: int,
-    verdict: Verdict,
-    draft_version: int,
-    reviewed_hash: str,
-    now: datetime,
-    rules: Rules,
-    reason: str | None = None,
-) -> DecisionResult:
-    """Record an authenticated reviewer's decision on one exact draft version and hash."""
-    once = partial(_decide_once, store, po_number, reviewer_id, verdict, draft_version,
-                   reviewed_hash, now, rules, reason)  # fmt: skip
-    return await retry_stale(once)
+async def _refuse(tx: Tx, job: Job, review: Review, now: datetime) -> list[Decision]:
+    """Raise the ApprovalError that refuses `review` now (IllegalTransition for a job not yet
+    drafted); the standing decisions on the job otherwise."""
+    check_reviewer(await tx.roles(review.reviewer_id), review.reviewer_id, job.requester_id)
+    decisions = await standing_decisions(tx, job.id)  # the revoked count no more
+    if job.state in _DECIDED:
+        raise AlreadyDecided(f"{job.po_number} is already {job.state.value}")
+    if job.state is State.EXPIRED:
+        raise ApprovalExpired(f"{job.po_number} expired; it needs a new draft")
+    next_state(job.state, Action.APPROVE)  # a job not yet drafted cannot be decided
+    if (job.draft_version, job.draft_hash) != (review.draft_version, review.draft_hash):
+        raise DraftChanged(
+            f"{job.po_number} changed to version {job.draft_version}; review the new draft"
+        )
+    mine = (review.reviewer_id, review.draft_version, review.draft_hash)
+    if any((d.reviewer_id, d.draft_version, d.draft_hash) == mine for d in decisions):
+        raise AlreadyDecided("you already decided this draft")
+    if job.decision_deadline is not None and now >= job.decision_deadline:
+        raise ApprovalExpired(f"{job.po_number} expired before this decision")
+    return decisions
 
 
-async def _decide_once(
-    store: Store,
-    po_number: str,
-    reviewer_id: int,
-    verdict: Verdict,
-    draft_version: int,
-    reviewed_hash: str,
-    now: datetime,
-    rules: Rules,
-    reason: str | None,
-) -> DecisionResult:
+async def may_decide(store: Store, review: Review, now: datetime, *, reading: bool) -> None:
+    """Raise what would refuse `review` now, writing nothing: the check a tap makes before it
+    asks for a reason (Reject). `reading`: the reviewer only wants to read the draft (Details),
+    so only who they are is checked."""
     async with store.begin() as tx:
-        job = await load(tx, po_number)
-        check_reviewer(await tx.roles(reviewer_id), reviewer_id, job.requester_id)
-        decisions = await standing_decisions(tx, job.id)  # the revoked count no more
-        if job.state in _DECIDED:
-            raise AlreadyDecided(f"{po_number} is already {job.state.value}")
-        if job.state is State.EXPIRED:
-            raise ApprovalExpired(f"{po_number} expired; it needs a new draft")
-        next_state(job.state, Action.APPROVE)  # a job not yet drafted cannot be decided
-        if (job.draft_version, job.draft_hash) != (draft_version, reviewed_hash):
-            raise DraftChanged(
-                f"{po_number} changed to version {job.draft_version}; review the new draft"
-            )
-        if any(
-            (d.reviewer_id, d.draft_version, d.draft_hash)
-            == (reviewer_id, draft_version, reviewed_hash)
-            for d in decisions
-        ):
-            raise AlreadyDecided("you already decided this draft")
-        if job.decision_deadline is None or now < job.decision_deadline:
-            return await _record(tx, job, decisions, reviewer_id, verdict, now, rules, reason)
-        # Too late: the expiry is committed, then the reviewer is told.
-        await expire_job(tx, job, now, "runner", "approval window closed")
-    raise ApprovalExpired(f"{po_number} expired before this decision")
+        job = await load(tx, review.po_number)
+        if reading:
+            roles = await tx.roles(review.reviewer_id)
+            check_reviewer(roles, review.reviewer_id, job.requester_id)
+            return
+        await _refuse(tx, job, review, now)
+
+
+@retry_on_stale
+async def decide(store: Store, review: Review, now: datetime, rules: Rules) -> DecisionResult:
+    """Record an authenticated reviewer's decision on one exact draft version and hash."""
+    async with store.begin() as tx:
+        job = await load(tx, review.po_number)
+        try:
+            decisions = await _refuse(tx, job, review, now)
+        except ApprovalExpired:
+            if job.state is not State.AWAITING_APPROVAL:
+                raise
+            # Too late: the expiry is committed with this transaction, then the reviewer is told.
+            await expire_job(tx, job, Stamp("runner", now), "approval window closed")
+        else:
+            return await _record(tx, job, decisions, review, now, rules)
+    raise ApprovalExpired(f"{review.po_number} expired before this decision")
 
 
 async def _record(
-    tx: Tx,
-    job: Job,
-    decisions: list[Decision],
-    reviewer_id: int,
-    verdict: Verdict,
-    now: datetime,
-    rules: Rules,
-    reason: str | None,
+    tx: Tx, job: Job, decisions: list[Decision], review: Review, now: datetime, rules: Rules
 ) -> DecisionResult:
+    """Insert the decision and move the job as the policy now says."""
     assert job.draft_version is not None and job.draft_hash is not None
     assert job.total_paisa is not None
     decision = Decision(
-        job.id,
-        reviewer_id,
-        Role.APPROVER,
-        verdict,
-        job.draft_version,
-        job.draft_hash,
-        now,
-        now + rules.approval.ttl,
-        rules.approval.basis(job.total_paisa),
-        reason,
+        job_id=job.id,
+        reviewer_id=review.reviewer_id,
+        reviewer_role=Role.APPROVER,
+        verdict=review.verdict,
+        draft_version=job.draft_version,
+        draft_hash=job.draft_hash,
+        at=now,
+        expires_at=now + rules.approval.ttl,
+        policy_basis=rules.approval.basis(job.total_paisa),
+        reason=review.reason,
     )
     await tx.insert_decision(decision)
+    live = [*decisions, decision]
     outcome = evaluate(
-        rules.approval,
-        job.total_paisa,
-        [*decisions, decision],
-        job.draft_version,
-        job.draft_hash,
-        now,
+        rules.approval, job.total_paisa, live, job.draft_version, job.draft_hash, now
     )
-    actor = f"user:{reviewer_id}"
+    stamp = Stamp(f"user:{review.reviewer_id}", now)
     detail = {
-        "verdict": verdict.value,
+        "verdict": review.verdict.value,
         "draft_version": job.draft_version,
         "draft_hash": job.draft_hash,
         "basis": decision.policy_basis,
     }
     if outcome is Outcome.APPROVED:
-        job = await move(tx, job, Action.APPROVE, now, actor, detail)
-        await tx.insert_effect(_send_effect(job, now))
+        job = await move(tx, job, Action.APPROVE, stamp, detail)
+        await tx.insert_effect(Effect.send_po(job, now))
     elif outcome is Outcome.REJECTED:
-        job = await move(tx, job, Action.REJECT, now, actor, detail)
+        job = await move(tx, job, Action.REJECT, stamp, detail)
     else:
-        job = await tx.update_job(job, updated_at=now)
-        await tx.append_audit(
-            AuditEvent(
-                job.id,
-                now,
-                actor,
-                "record_approval",
-                job.state,
-                job.state,
-                {"job_version": job.version, **detail},
-            )
-        )
-        await queue_refresh(tx, job, now)  # every card shows the approvals counted so far
+        job = await _counted(tx, job, stamp, detail)
     return DecisionResult(job, decision, outcome)
 
 
-def _send_effect(job: Job, now: datetime) -> Effect:
-    assert job.draft_version is not None and job.draft_hash is not None
-    key = effects.send_po_key(job.po_number, job.draft_version, job.draft_hash)
-    return Effect(
-        key,
-        job.id,
-        "send-po",
-        job.draft_version,
-        job.draft_hash,
-        effects.EffectStatus.PENDING,
-        0,
-        0,
-        now,
-        None,
-        None,
-        None,
-        None,
-        None,
-        None,
-        now,
-        now,
+async def _counted(tx: Tx, job: Job, stamp: Stamp, detail: dict[str, Any]) -> Job:
+    """An approval that does not yet meet the policy: audited, and every card shows it."""
+    job = await tx.update_job(job, updated_at=stamp.at)
+    counted = {"job_version": job.version, **detail}
+    states = (job.state, job.state)
+    await tx.append_audit(
+        AuditEvent.stamped(stamp, "record_approval", counted, job_id=job.id, states=states)
     )
+    await tx.insert_notice(card_edits_for(job, stamp.at))
+    return job
 
 
+@retry_on_stale
 async def expire_due(store: Store, now: datetime, limit: int = 100) -> list[Job]:
     """Expire requests whose approval window closed without a decision; a request a tap or
     another process moved meanwhile is read again."""
-    return await retry_stale(partial(_expire_due_once, store, now, limit))
-
-
-async def _expire_due_once(store: Store, now: datetime, limit: int) -> list[Job]:
+    stamp = Stamp("runner", now)
     async with store.begin() as tx:
         due = await tx.jobs_past_deadline(State.AWAITING_APPROVAL, now, limit)
-        return [await expire_job(tx, job, now, "runner", "approval window closed") for job in due]
+        return [await expire_job(tx, job, stamp, "approval window closed") for job in due]
 
 
-async def cancel(store: Store, po_number: str, actor: str, note: str, now: datetime) -> Job:
+async def cancel(store: Store, po_number: str, note: str, stamp: Stamp) -> Job:
     """Withdraw a request that has not been sent; open sends are cancelled with it."""
     async with store.begin() as tx:
         job = await load(tx, po_number)
         next_state(job.state, Action.CANCEL)
-        await cancel_open_effects(tx, job, now, "cancelled")
-        return await move(tx, job, Action.CANCEL, now, actor, {"note": note})
+        await cancel_open_effects(tx, job, stamp.at, "cancelled")
+        return await move(tx, job, Action.CANCEL, stamp, {"note": note})
 
 
-async def reconcile(
-    store: Store, po_number: str, action: Action, actor: str, note: str, now: datetime
-) -> Job:
+async def reconcile(store: Store, po_number: str, finding: Action, note: str, stamp: Stamp) -> Job:
     """Record a person's finding on an unknown outcome: sent, not sent, or failed."""
     async with store.begin() as tx:
         job = await load(tx, po_number)
         if job.state is not State.UNKNOWN_OUTCOME:
             raise ReconcileRefused(f"{po_number} is {job.state.value}, not UNKNOWN_OUTCOME")
-        return await settle_unknown(tx, job, action, actor, note, now)
+        return await settle_unknown(tx, job, finding, stamp, {"note": note})
 
 
 async def settle_unknown(
-    tx: Tx,
-    job: Job,
-    action: Action,
-    actor: str,
-    note: str,
-    now: datetime,
-    detail: dict[str, Any] | None = None,
+    tx: Tx, job: Job, finding: Action, stamp: Stamp, detail: dict[str, Any]
 ) -> Job:
-    """Move an UNKNOWN_OUTCOME job on a person's finding, and settle its send to match."""
+    """Move an UNKNOWN_OUTCOME job on a person's finding (`detail` has their note), and settle
+    its send to match."""
     # The job first: its compare-and-set is what a concurrent finding loses on.
-    moved = await move(tx, job, action, now, actor, {"note": note, **(detail or {})})
-    settlements: dict[Action, dict[str, Any]] = {
-        Action.RECONCILE_SENT: {
-            "status": effects.EffectStatus.SUCCEEDED,
-            "result": {"reconciled_by": actor, "note": note},
-        },
-        # A person's decision to send again starts a fresh retry budget, on the same row:
-        # the same key and Message-ID.
-        Action.RECONCILE_NOT_SENT: {
-            "status": effects.EffectStatus.PENDING,
-            "next_attempt_at": now,
-            "attempts": 0,
-            "first_attempt_at": None,
-        },
-        Action.RECONCILE_FAILED: {"status": effects.EffectStatus.FAILED, "last_error": note},
-    }
-    for effect in await tx.effects_for(job.id):
-        if effect.status is effects.EffectStatus.UNKNOWN:
-            await tx.update_effect(
-                effect, lease_owner=None, lease_until=None, updated_at=now, **settlements[action]
-            )
+    moved = await move(tx, job, finding, stamp, detail)
+    await settle_unknown_sends(tx, job, finding, stamp, str(detail.get("note", "")))
     return moved

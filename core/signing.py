@@ -18,18 +18,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
+from core.drafts import HASH_PREFIX
+from core.errors import ExpiredToken, InvalidToken
 from core.policies import Role
 
 # 96 bits: far beyond guessing, and 16 characters in base64url.
 TAG_BYTES = 12
 CALLBACK_LIMIT = 64  # bytes: Telegram refuses longer callback_data (BUTTON_DATA_INVALID)
 START_LIMIT = 64  # characters of [A-Za-z0-9_-]: Telegram drops a longer /start payload
-HASH_PREFIX = 12  # hex characters of the draft hash: names the draft on the card
 _START_ALPHABET = re.compile(r"^[A-Za-z0-9_-]+$")
-
-
-class InvalidToken(ValueError):
-    """Forged, altered, truncated or expired: the token is worth nothing."""
 
 
 class ButtonAction(StrEnum):
@@ -158,5 +155,5 @@ def verify_invite(secret: bytes, code: str | None, now: datetime) -> Invite:
     if role >= len(_ROLES):
         raise InvalidToken("unknown role")
     if now >= expires_at:
-        raise InvalidToken("expired")
+        raise ExpiredToken("expired")
     return Invite(_b64(nonce), _ROLES[role], expires_at)

@@ -40,10 +40,6 @@ class Table:
     decimal_comma: bool = False
 
 
-class UnreadableSheet(ValueError):
-    """The file is not a spreadsheet this product reads; the message is one plain sentence."""
-
-
 @dataclass(frozen=True)
 class Problem:
     """One thing wrong with a file, placed where a spreadsheet shows it (the header is 1)."""

@@ -85,7 +85,7 @@ class Terms:
     def __post_init__(self) -> None:
         index: dict[str, list[Offer]] = {}
         for offer in self.offers:
-            index.setdefault(sku_key(offer.sku), []).append(offer)
+            index.setdefault(match_key(offer.sku), []).append(offer)
         # cheapest first; the supplier id breaks ties so the choice never depends on file order
         ordered = {
             key: tuple(sorted(group, key=lambda o: (o.unit_price_paisa, o.supplier_id)))
@@ -95,22 +95,23 @@ class Terms:
 
     def offers_of(self, sku: str) -> tuple[Offer, ...]:
         """Every supplier's offer for a SKU, cheapest first."""
-        return self.by_sku.get(sku_key(sku), ())
+        return self.by_sku.get(match_key(sku), ())
 
     def offer(self, supplier_id: str, sku: str) -> Offer | None:
         """That supplier's offer for that SKU, if any."""
-        wanted = sku_key(supplier_id)
-        return next((o for o in self.offers_of(sku) if sku_key(o.supplier_id) == wanted), None)
+        wanted = match_key(supplier_id)
+        return next((o for o in self.offers_of(sku) if match_key(o.supplier_id) == wanted), None)
 
     def supplier(self, supplier_id: str) -> Supplier | None:
         """The supplier with that id (case-insensitive), if the terms name it."""
-        wanted = sku_key(supplier_id)
-        return next((s for k, s in self.suppliers.items() if sku_key(k) == wanted), None)
+        wanted = match_key(supplier_id)
+        return next((s for k, s in self.suppliers.items() if match_key(k) == wanted), None)
 
 
-def sku_key(code: str) -> str:
-    """SKUs and supplier ids match without regard to case, surrounding spaces, or invisible
-    format characters (a zero-width space pasted from a web page, a right-to-left mark)."""
+def match_key(code: str) -> str:
+    """What two codes are compared by: SKUs, supplier ids and e-mail addresses match without
+    regard to case, surrounding spaces, or invisible format characters (a zero-width space
+    pasted from a web page, a right-to-left mark)."""
     visible = "".join(c for c in code if unicodedata.category(c) != "Cf")
     return visible.strip().casefold()
 
@@ -254,15 +255,15 @@ def _check_consistent(
     seen: dict[tuple[str, str], int],
     problems: list[Problem],
 ) -> Supplier:
-    key = sku_key(supplier.supplier_id)
+    key = match_key(supplier.supplier_id)
     first = suppliers.setdefault(key, (supplier, row.number))
     if first[0].name != supplier.name:
         message = f"differs from line {first[1]} for supplier {first[0].supplier_id}"
         problems.append(Problem(row.number, "supplier_name", message, _LINE))
-    if sku_key(first[0].email) != sku_key(supplier.email):
+    if match_key(first[0].email) != match_key(supplier.email):
         message = f"differs from line {first[1]} for supplier {first[0].supplier_id}"
         problems.append(Problem(row.number, "supplier_email", message, _LINE))
-    pair = (key, sku_key(offer.sku))
+    pair = (key, match_key(offer.sku))
     if pair in seen:
         message = f"supplier {offer.supplier_id} already offers {offer.sku} on line {seen[pair]}"
         problems.append(Problem(row.number, "sku", message, _LINE))
@@ -274,6 +275,6 @@ def _check_consistent(
 def offers_by_supplier(terms: Terms) -> Mapping[str, list[Offer]]:
     """Each supplier's offers, by SKU."""
     grouped: dict[str, list[Offer]] = {s: [] for s in terms.suppliers}
-    for offer in sorted(terms.offers, key=lambda o: sku_key(o.sku)):
+    for offer in sorted(terms.offers, key=lambda o: match_key(o.sku)):
         grouped[offer.supplier_id].append(offer)
     return grouped

@@ -1,62 +1,84 @@
-"""The mechanics every use case shares: one audited compare-and-set move, and its retry."""
+"""The mechanics every use case shares: one audited compare-and-set move that owes its news in
+the same transaction, the approvers' cards, and the retry of a use case that lost a race."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
-from core import effects
-from core.errors import StaleJob, UnknownJob
-from core.jobs import AuditEvent, Job
-from core.notices import (
-    TOLD_TO_REQUESTER,
-    alerts_admins,
-    queue_alert,
-    queue_refresh,
-    queue_status,
-    refreshes_cards,
-)
+from core import notices
+from core.errors import InsertConflict, StaleJob, UnknownJob
+from core.jobs import AuditEvent, Job, Stamp
+from core.notices import Notice
 from core.policies import Decision, Role
 from core.ports import Tx
 from core.states import Action, next_state
 
+P = ParamSpec("P")
 T = TypeVar("T")
 # Concurrent writers on one job race on its version; a handful of re-reads settles them.
 CAS_ATTEMPTS = 5
+
+
+def retry_on_stale(use_case: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:
+    """Run a one-transaction use case again, from its first read, when a concurrent writer won:
+    a compare-and-set lost (StaleJob) or an insert beaten to its key (InsertConflict)."""
+
+    @functools.wraps(use_case)
+    async def again(*args: P.args, **kwargs: P.kwargs) -> T:
+        for attempt in range(1, CAS_ATTEMPTS + 1):
+            try:
+                return await use_case(*args, **kwargs)
+            except (StaleJob, InsertConflict):
+                if attempt == CAS_ATTEMPTS:
+                    raise
+        raise AssertionError("unreachable")
+
+    return again
 
 
 async def move(
     tx: Tx,
     job: Job,
     action: Action,
-    now: datetime,
-    actor: str,
+    stamp: Stamp,
     detail: dict[str, Any] | None = None,
     **changes: Any,
 ) -> Job:
     """Apply one transition with compare-and-set and its audit event, in `tx`."""
     target = next_state(job.state, action)
-    moved = await tx.update_job(job, state=target, updated_at=now, **changes)
+    moved = await tx.update_job(job, state=target, updated_at=stamp.at, **changes)
+    audit = {"job_version": moved.version, **(detail or {})}
+    states = (job.state, target)
     await tx.append_audit(
-        AuditEvent(
-            job.id,
-            now,
-            actor,
-            action.value,
-            job.state,
-            target,
-            {"job_version": moved.version, **(detail or {})},
-        )
+        AuditEvent.stamped(stamp, action.value, audit, job_id=job.id, states=states)
     )
     # In the same transaction: the news is owed if, and only if, it happened.
-    if action in TOLD_TO_REQUESTER:
-        await queue_status(tx, moved, now)
-    if refreshes_cards(job.state, action):
-        await queue_refresh(tx, moved, now)
-    if alerts_admins(target):
-        await queue_alert(tx, moved, now, target.value)
+    owed: list[Notice] = []
+    if action in notices.TOLD_TO_REQUESTER:
+        owed.append(notices.status_for(moved, stamp.at))
+    if notices.refreshes_cards(job.state, action):
+        owed.append(notices.card_edits_for(moved, stamp.at))
+    if notices.alerts_admins(target):
+        owed.append(notices.alert_for(moved, stamp.at, target.value))
+    for notice in owed:
+        await tx.insert_notice(notice)
     return moved
+
+
+async def ask_approvers(tx: Tx, job: Job, now: datetime) -> list[Notice]:
+    """Owe an approval card for the job's current draft to every approver but the requester."""
+    assert job.draft_version is not None
+    owed = []
+    for approver in await tx.holders(Role.APPROVER):
+        if approver == job.requester_id:
+            continue  # nobody approves their own request, so nobody is asked to
+        card = notices.card_for(job, approver, now)
+        await tx.insert_notice(card)
+        owed.append(card)
+    return owed
 
 
 async def load(tx: Tx, po_number: str) -> Job:
@@ -65,37 +87,6 @@ async def load(tx: Tx, po_number: str) -> Job:
     if job is None:
         raise UnknownJob(f"no purchase order {po_number}")
     return job
-
-
-async def retry_stale(once: Callable[[], Awaitable[T]]) -> T:
-    """Run a one-transaction use case again when a concurrent writer won the compare-and-set."""
-    for attempt in range(1, CAS_ATTEMPTS + 1):
-        try:
-            return await once()
-        except StaleJob:
-            if attempt == CAS_ATTEMPTS:
-                raise
-    raise AssertionError("unreachable")
-
-
-async def cancel_open_effects(tx: Tx, job: Job, now: datetime, why: str) -> None:
-    """Cancel every outbox row of the job that has not started sending."""
-    for effect in await tx.effects_for(job.id):
-        if effect.status in effects.OPEN_STATUSES:
-            await tx.update_effect(
-                effect,
-                status=effects.EffectStatus.CANCELLED,
-                lease_owner=None,
-                lease_until=None,
-                last_error=why,
-                updated_at=now,
-            )
-
-
-async def expire_job(tx: Tx, job: Job, now: datetime, actor: str, why: str) -> Job:
-    """Move a job to EXPIRED and cancel its open sends."""
-    await cancel_open_effects(tx, job, now, why)
-    return await move(tx, job, Action.EXPIRE, now, actor, {"reason": why})
 
 
 async def standing_decisions(tx: Tx, job_id: str) -> list[Decision]:

@@ -6,22 +6,24 @@ from dataclasses import asdict, fields
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import and_, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from core.errors import LeaseLost
-from core.notices import Notice, NoticeStatus
+from core.notices import Notice, NoticeKind, NoticeStatus
 from core.policies import Role
 from store import schema
-from store.leases import claim_rows
+from store.versioned import Lease, claim_rows, compare_and_set
 
 _FIELDS = [f.name for f in fields(Notice)]
 
 
 def _notice(row: Any) -> Notice:
     data = {name: row._mapping[name] for name in _FIELDS}
-    return Notice(**{**data, "status": NoticeStatus(data["status"])})
+    return Notice(
+        **{**data, "kind": NoticeKind(data["kind"]), "status": NoticeStatus(data["status"])}
+    )
 
 
 class NoticeQueries:
@@ -40,19 +42,18 @@ class NoticeQueries:
 
     async def insert_notice(self, notice: Notice) -> None:
         """Owe a Telegram message; a notice with the same key already owed stays as it is."""
-        values = {**asdict(notice), "status": notice.status.value}
+        values = {**asdict(notice), "kind": notice.kind.value, "status": notice.status.value}
         insert = (postgresql if self._postgres else sqlite).insert(schema.notices).values(values)
         await self.conn.execute(insert.on_conflict_do_nothing(index_elements=["key"]))
 
     async def claim_notices(
-        self, now: datetime, owner: str, lease_until: datetime, limit: int,
-        job_id: str | None = None,
-    ) -> list[Notice]:  # fmt: skip
+        self, now: datetime, owner: str, lease_until: datetime, limit: int, job_id: str | None
+    ) -> list[Notice]:
         """Lease due pending notices (of one job, if given), and claimed ones whose lease ran
         out, to `owner`."""
         t = schema.notices
         among = None if job_id is None else t.c.job_id == job_id
-        rows = await claim_rows(self.conn, t, now, owner, lease_until, limit, among)
+        rows = await claim_rows(self.conn, t, now, Lease(owner, lease_until), limit, among)
         return [_notice(row) for row in rows]
 
     async def update_notice(self, notice: Notice, **changes: Any) -> Notice:
@@ -60,13 +61,8 @@ class NoticeQueries:
         if "status" in changes:
             changes["status"] = NoticeStatus(changes["status"]).value
         t = schema.notices
-        query = (
-            update(t)
-            .where(t.c.key == notice.key, t.c.version == notice.version)
-            .values(version=t.c.version + 1, **changes)
-            .returning(*t.c)
-        )
-        row = (await self.conn.execute(query)).first()
+        read_at = and_(t.c.key == notice.key, t.c.version == notice.version)
+        row = await compare_and_set(self.conn, t, read_at, **changes)
         if row is None:
             raise LeaseLost(f"{notice.key} changed under this sender")
         return _notice(row)

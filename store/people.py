@@ -9,8 +9,8 @@ from sqlalchemy import insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from core.people import TelegramUser
 from core.policies import Role
+from core.users import TelegramUser
 from store import schema
 
 

@@ -11,11 +11,11 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from core.drafts import Draft
-from core.errors import StaleJob
+from core.errors import InsertConflict
 from core.intake import History, PastLine
 from core.jobs import Job
 from core.states import State
-from core.terms import Offer, Supplier, Terms, sku_key
+from core.terms import Offer, Supplier, Terms, match_key
 from store import schema
 from store.rows import job_from_row
 from store.sealing import Sealer
@@ -95,7 +95,7 @@ class PurchasingQueries:
                 )
             )
         except IntegrityError as error:  # a concurrent import stored this version first
-            raise StaleJob("another import stored this terms version meanwhile") from error
+            raise InsertConflict("another import stored this terms version meanwhile") from error
         await self.conn.execute(
             insert(schema.terms_suppliers),
             [
@@ -138,19 +138,13 @@ class PurchasingQueries:
                 insert(t).values(id=_HEAD, current_version=version, updated_at=at)
             )
         except IntegrityError as error:  # a concurrent first import: retry on its result
-            raise StaleJob("another import created the terms head meanwhile") from error
+            raise InsertConflict("another import created the terms head meanwhile") from error
 
     async def terms_record(self, version: str) -> dict[str, Any] | None:
         """A stored version's row (import time, who, counts), or None."""
         t = schema.terms_versions
         row = (await self.conn.execute(select(t).where(t.c.id == version))).first()
         return None if row is None else dict(row._mapping)
-
-    async def terms_versions(self, limit: int) -> list[dict[str, object]]:
-        """Stored versions, newest first, with their counts and import times."""
-        t = schema.terms_versions
-        query = select(t).order_by(t.c.imported_at.desc(), t.c.id.desc()).limit(limit)
-        return [dict(row._mapping) for row in await self.conn.execute(query)]
 
     async def terms_redrafts(self, actor: str) -> list[tuple[Job, dict[str, Any]]]:
         """Jobs re-drafted or cancelled by `actor` (a terms version), with the event's detail."""
@@ -176,7 +170,7 @@ class PurchasingQueries:
     async def insert_submission(
         self, requester_id: int, sha256: str, name: str, po_numbers: list[str], at: datetime
     ) -> None:
-        """Remember a sheet's POs; the same sheet submitted concurrently raises StaleJob."""
+        """Remember a sheet's POs; the same sheet submitted concurrently raises InsertConflict."""
         try:
             await self.conn.execute(
                 insert(schema.submissions).values(
@@ -188,7 +182,7 @@ class PurchasingQueries:
                 )
             )
         except IntegrityError as error:
-            raise StaleJob("the same sheet was submitted meanwhile") from error
+            raise InsertConflict("the same sheet was submitted meanwhile") from error
 
     async def next_po_serial(self, year: int) -> int:
         """The next PO serial of `year`; the row lock makes it unique across processes."""
@@ -205,7 +199,7 @@ class PurchasingQueries:
         try:
             await self.conn.execute(insert(t).values(year=year, last_serial=1))
         except IntegrityError as error:  # another process opened the year first
-            raise StaleJob(f"PO serials for {year} were started meanwhile") from error
+            raise InsertConflict(f"PO serials for {year} were started meanwhile") from error
         return 1
 
     async def insert_order_lines(self, job_id: str, version: int, draft: Draft) -> None:
@@ -228,7 +222,7 @@ class PurchasingQueries:
     async def history(self, pairs: Iterable[tuple[str, str]]) -> History:
         """For each (supplier, SKU) pair, the line of the last PO that was sent with it."""
         pairs = list(pairs)
-        wanted = {(sku_key(s), sku_key(k)) for s, k in pairs}
+        wanted = {(match_key(s), match_key(k)) for s, k in pairs}
         if not wanted:
             return {}
         lines, jobs = schema.order_lines, schema.jobs
@@ -251,7 +245,7 @@ class PurchasingQueries:
         )
         found: dict[tuple[str, str], PastLine] = {}
         for row in await self.conn.execute(query):
-            pair = (sku_key(row.supplier_id), sku_key(row.sku))
+            pair = (match_key(row.supplier_id), match_key(row.sku))
             if pair in wanted:  # later rows overwrite: the last sent PO wins
                 found[pair] = PastLine(row.po_number, row.unit_price_paisa, row.quantity)
         return found

@@ -8,26 +8,34 @@ from dataclasses import asdict, fields
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, delete, func, insert, or_, select, update
+from sqlalchemy import and_, delete, func, insert, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from core.drafts import Draft, canonical_bytes, draft_hash, from_canonical
 from core.effects import EffectStatus
-from core.errors import AlreadyDecided, LeaseLost, StaleJob, StoredDataError, UnknownJob
-from core.jobs import AuditEvent, Effect, Job
+from core.errors import (
+    AlreadyDecided,
+    InsertConflict,
+    LeaseLost,
+    StaleJob,
+    StoredDataError,
+    UnknownJob,
+)
+from core.jobs import AuditEvent, Effect, Job, Stamp
 from core.policies import Decision, Role, Verdict
 from core.states import State
 from core.terms import Terms
 from store import schema
-from store.leases import claim_rows
 from store.notices import NoticeQueries
 from store.people import PeopleQueries
 from store.purchasing import PurchasingQueries
 from store.rows import job_from_row
 from store.sealing import Sealer
+from store.versioned import Lease, claim_rows, compare_and_set
 
 _EFFECT_FIELDS = [f.name for f in fields(Effect)]
+_DECISION_FIELDS = [f.name for f in fields(Decision)]
 
 
 def _effect(row: Any) -> Effect:
@@ -36,18 +44,13 @@ def _effect(row: Any) -> Effect:
 
 
 def _decision(row: Any) -> Decision:
-    m = row._mapping
+    data = {name: row._mapping[name] for name in _DECISION_FIELDS}
     return Decision(
-        m["job_id"],
-        m["reviewer_id"],
-        Role(m["reviewer_role"]),
-        Verdict(m["verdict"]),
-        m["draft_version"],
-        m["draft_hash"],
-        m["at"],
-        m["expires_at"],
-        m["policy_basis"],
-        m["reason"],
+        **{
+            **data,
+            "reviewer_role": Role(data["reviewer_role"]),
+            "verdict": Verdict(data["verdict"]),
+        }
     )
 
 
@@ -89,32 +92,27 @@ class SqlTx(PurchasingQueries, PeopleQueries, NoticeQueries):
         return [job_from_row(row) for row in await self.conn.execute(query)]
 
     async def insert_job(self, job: Job) -> None:
-        """Add a new job row; a PO number taken by a concurrent request raises StaleJob."""
+        """Add a new job row; a PO number taken by a concurrent request raises InsertConflict."""
         try:
             await self.conn.execute(
                 insert(schema.jobs).values(**{**asdict(job), "state": job.state.value})
             )
         except IntegrityError as error:
-            raise StaleJob(f"{job.po_number} was taken meanwhile") from error
+            raise InsertConflict(f"{job.po_number} was taken meanwhile") from error
 
     async def update_job(self, job: Job, **changes: Any) -> Job:
         """Compare-and-set on (id, state, version); bump version; raise StaleJob on a miss."""
         if "state" in changes:
             changes["state"] = State(changes["state"]).value
         t = schema.jobs
-        query = (
-            update(t)
-            .where(t.c.id == job.id, t.c.state == job.state.value, t.c.version == job.version)
-            .values(version=t.c.version + 1, **changes)
-            .returning(*t.c)
-        )
-        row = (await self.conn.execute(query)).first()
+        read_at = and_(t.c.id == job.id, t.c.state == job.state.value, t.c.version == job.version)
+        row = await compare_and_set(self.conn, t, read_at, **changes)
         if row is None:
             raise StaleJob(f"job {job.po_number} moved on from {job.state.value} v{job.version}")
         return job_from_row(row)
 
     async def insert_draft(self, job_id: str, version: int, draft: Draft, at: datetime) -> None:
-        """Append one immutable draft version, its body sealed; StaleJob if a concurrent
+        """Append one immutable draft version, its body sealed; InsertConflict if a concurrent
         writer stored that version first (PostgreSQL makes the loser wait, then refuses it)."""
         try:
             await self.conn.execute(
@@ -130,7 +128,9 @@ class SqlTx(PurchasingQueries, PeopleQueries, NoticeQueries):
                 )
             )
         except IntegrityError as error:
-            raise StaleJob(f"draft v{version} of job {job_id} was stored meanwhile") from error
+            raise InsertConflict(
+                f"draft v{version} of job {job_id} was stored meanwhile"
+            ) from error
         await self.insert_order_lines(job_id, version, draft)
 
     async def draft(self, job_id: str, version: int) -> Draft:
@@ -200,13 +200,8 @@ class SqlTx(PurchasingQueries, PeopleQueries, NoticeQueries):
         if "status" in changes:
             changes["status"] = EffectStatus(changes["status"]).value
         t = schema.effects
-        query = (
-            update(t)
-            .where(t.c.key == effect.key, t.c.version == effect.version)
-            .values(version=t.c.version + 1, **changes)
-            .returning(*t.c)
-        )
-        row = (await self.conn.execute(query)).first()
+        read_at = and_(t.c.key == effect.key, t.c.version == effect.version)
+        row = await compare_and_set(self.conn, t, read_at, **changes)
         if row is None:
             raise LeaseLost(f"{effect.key} changed under this runner")
         return _effect(row)
@@ -215,7 +210,7 @@ class SqlTx(PurchasingQueries, PeopleQueries, NoticeQueries):
         self, now: datetime, owner: str, lease_until: datetime, limit: int
     ) -> list[Effect]:
         """Lease due pending rows, and claimed rows whose lease ran out, to `owner`."""
-        rows = await claim_rows(self.conn, schema.effects, now, owner, lease_until, limit)
+        rows = await claim_rows(self.conn, schema.effects, now, Lease(owner, lease_until), limit)
         return [_effect(row) for row in rows]
 
     async def stalled(self, now: datetime, limit: int) -> list[Effect]:
@@ -255,8 +250,8 @@ class SqlTx(PurchasingQueries, PeopleQueries, NoticeQueries):
             )
         )
         await self.append_audit(
-            AuditEvent(
-                None, now, by, "grant_role", None, None, {"user_id": user_id, "role": role.value}
+            AuditEvent.stamped(
+                Stamp(by, now), "grant_role", {"user_id": user_id, "role": role.value}
             )
         )
         return True
@@ -269,13 +264,9 @@ class SqlTx(PurchasingQueries, PeopleQueries, NoticeQueries):
         t = schema.user_roles
         await self.conn.execute(delete(t).where(t.c.user_id == user_id))
         await self.append_audit(
-            AuditEvent(
-                None,
-                now,
-                by,
+            AuditEvent.stamped(
+                Stamp(by, now),
                 "revoke_roles",
-                None,
-                None,
                 {"user_id": user_id, "roles": sorted(r.value for r in held)},
             )
         )
@@ -315,13 +306,13 @@ class SqlTx(PurchasingQueries, PeopleQueries, NoticeQueries):
         rows = await self.conn.execute(select(t).where(t.c.job_id == job_id).order_by(t.c.id))
         return [
             AuditEvent(
-                r.job_id,
-                r.at,
-                r.actor,
-                r.action,
-                r.from_state and State(r.from_state),
-                r.to_state and State(r.to_state),
-                r.detail,
+                job_id=r.job_id,
+                at=r.at,
+                actor=r.actor,
+                action=r.action,
+                from_state=r.from_state and State(r.from_state),
+                to_state=r.to_state and State(r.to_state),
+                detail=r.detail,
             )
             for r in rows
         ]

@@ -11,11 +11,12 @@ from typing import Annotated, Any
 import typer
 
 from bot import bootstrap, reports
-from bot.cli.common import JsonFlag, TelegramId, actor, fail, need_note, with_store
+from bot.cli.common import JsonFlag, TelegramId, actor, fail, need_note, stamp, with_store
 from bot.cli.purchasing import sheets_app, suppliers_app
 from bot.clock import utcnow
-from bot.config import ConfigError, Settings, write_env_file
+from bot.config import Settings, write_env_file
 from core import service, workflow
+from core.errors import ConfigError
 from core.jobs import Job
 from core.policies import Role
 from core.states import NEEDS_REVIEW, Action, State
@@ -183,7 +184,7 @@ def jobs_reconcile(
         raise fail("give exactly one of --sent, --not-sent, --failed")
     need_note(note)
     job = with_store(
-        lambda _s, store: service.reconcile(store, po_number, chosen[0], actor(), note, utcnow())
+        lambda _s, store: service.reconcile(store, po_number, chosen[0], note, stamp())
     )
     typer.echo(f"{job.po_number} is now {job.state.value}")
 
@@ -198,7 +199,7 @@ def jobs_reissue(
     need_note(note)
 
     async def work(settings: Settings, store: SqlStore) -> Job:
-        return await service.reissue(store, po_number, actor(), note, utcnow(), settings.rules())
+        return await service.reissue(store, po_number, note, stamp(), settings.rules())
 
     job = with_store(work)
     typer.echo(f"{job.po_number} v{job.draft_version} is now {job.state.value}")
@@ -211,7 +212,7 @@ def jobs_cancel(
 ) -> None:
     """Withdraw a job that has not been sent."""
     need_note(note)
-    job = with_store(lambda _s, store: service.cancel(store, po_number, actor(), note, utcnow()))
+    job = with_store(lambda _s, store: service.cancel(store, po_number, note, stamp()))
     typer.echo(f"{job.po_number} is now {job.state.value}")
 
 

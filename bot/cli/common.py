@@ -11,8 +11,10 @@ import typer
 from sqlalchemy.exc import DBAPIError
 
 from bot import bootstrap
-from bot.config import ConfigError, Settings, load_settings
-from core.errors import ManzooriError
+from bot.clock import utcnow
+from bot.config import Settings, load_settings
+from core.errors import ConfigError, ManzooriError
+from core.jobs import Stamp
 from store.sql import SqlStore
 
 T = TypeVar("T")
@@ -23,6 +25,11 @@ TelegramId = Annotated[int, typer.Argument(min=1, help="A Telegram user id.")]
 def actor() -> str:
     """Who runs this command, for the audit trail."""
     return f"cli:{getpass.getuser()}"
+
+
+def stamp() -> Stamp:
+    """Who runs this command, and now: what the audit trail records of a move it makes."""
+    return Stamp(actor(), utcnow())
 
 
 def fail(message: str) -> typer.Exit:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import uuid
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated
@@ -12,13 +11,14 @@ import typer
 
 from bot import texts
 from bot.cli.common import actor, fail, with_store
-from bot.clock import utcnow
+from bot.clock import numbering, utcnow
 from bot.config import Settings
 from bot.spreadsheets import read_csv_text, read_sheet
 from core import purchasing
+from core.errors import UnreadableSheet
 from core.intake import NO_TERMS
 from core.sheets import too_big
-from core.tables import Table, UnreadableSheet
+from core.tables import Table
 from store.sql import SqlStore
 
 suppliers_app = typer.Typer(no_args_is_help=True, help="Approved supplier terms.")
@@ -115,10 +115,8 @@ def sheets_submit(
 
     async def work(settings: Settings, store: SqlStore) -> purchasing.Submission:
         now = utcnow()
-        year = now.astimezone(settings.tz).year
-        return await purchasing.submit_sheet(
-            store, requester, sheet, now, year, settings.rules(), lambda: str(uuid.uuid4())
-        )
+        names = numbering(now, settings.tz)
+        return await purchasing.submit_sheet(store, requester, sheet, now, settings.rules(), names)
 
     result = with_store(work)
     typer.echo(texts.submission(result, sheet.name))

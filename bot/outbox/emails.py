@@ -17,6 +17,7 @@ from email.message import EmailMessage
 
 from core.drafts import Draft, DraftLine
 from core.effects import message_id
+from core.errors import ConfigError
 from core.jobs import SendOrder
 from core.money import format_pkr, to_rupees
 from core.tables import neutralise
@@ -32,7 +33,7 @@ def sender_domain(mail_from: str) -> str:
     address = email.utils.parseaddr(mail_from)[1]
     local, at, domain = address.rpartition("@")
     if not (local and at and domain):
-        raise ValueError("mail_from has no domain after '@'")
+        raise ConfigError("MAIL_FROM has no domain after '@'")
     return domain
 
 

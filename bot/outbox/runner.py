@@ -5,35 +5,32 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import random
 import signal
-import socket
-from collections.abc import Callable
-from datetime import datetime, timedelta
-from typing import Any, Protocol
+from datetime import timedelta
+from enum import StrEnum
+from typing import Any
 
-from bot.clock import utcnow
+from bot.clock import Runtime
 from core import dispatch, purchasing, service
+from core.dispatch import Attempted
 from core.errors import AmbiguousSendError, LeaseLost, SendError
 from core.jobs import Effect, SendOrder
-from core.service import Rules
-from store.sql import SqlStore
+from core.policies import Rules
+from core.ports import Sender, ShellStore
 
 log = logging.getLogger(__name__)
 
-# Where a crash test may kill the runner (MANZOORI_FAULT_POINT); see tests/integration.
-FAULT_POINTS = ("after_claim", "after_marker", "after_accept", "after_record")
 # Rows one pass claims: small, so a runner that dies strands few rows until their lease ends.
 BATCH = 10
 
 
-class Sender(Protocol):
-    """Performs one effect; raises core.errors.SendError subclasses when it fails."""
+class FaultPoint(StrEnum):
+    """Where a crash test may have the runner SIGKILL itself (MANZOORI_FAULT_POINT)."""
 
-    provider_idempotent: bool
-
-    async def send(self, order: SendOrder) -> dict[str, Any]:
-        """Deliver the order and return a small JSON-able receipt."""
+    AFTER_CLAIM = "after_claim"  # rows leased, no marker yet
+    AFTER_MARKER = "after_marker"  # the attempt marker committed, the sender not called
+    AFTER_ACCEPT = "after_accept"  # the server took the mail, nothing recorded
+    AFTER_RECORD = "after_record"  # the result recorded
 
 
 class OutboxRunner:
@@ -41,21 +38,20 @@ class OutboxRunner:
 
     def __init__(
         self,
-        store: SqlStore,
+        store: ShellStore,
         sender: Sender,
         rules: Rules,
         *,
         lease: timedelta,
-        owner: str | None = None,
-        fault_point: str | None = None,
-        clock: Callable[[], datetime] = utcnow,
-        rand: Callable[[], float] = random.random,
+        fault_point: FaultPoint | None = None,
+        runtime: Runtime | None = None,
     ) -> None:
         self.store, self.sender, self.rules, self.lease = store, sender, rules, lease
-        self.owner = owner or f"{socket.gethostname()}:{os.getpid()}"
-        self.fault_point, self.clock, self.rand = fault_point, clock, rand
+        self.fault_point = fault_point
+        self.runtime = runtime or Runtime.of_process()
+        self.owner = self.runtime.owner
 
-    def _fault(self, point: str) -> None:
+    def _fault(self, point: FaultPoint) -> None:
         """Crash tests: die here, as a power cut or OOM kill would, with no cleanup."""
         if self.fault_point == point:
             log.warning("fault point %s reached: killing runner %s", point, self.owner)
@@ -63,14 +59,14 @@ class OutboxRunner:
 
     async def run_once(self) -> int:
         """One pass: expire, re-draft on new terms, recover lost attempts, claim and send."""
-        now = self.clock()
+        now = self.runtime.now()
         await service.expire_due(self.store, now)
         for item in await purchasing.apply_terms(self.store, now, self.rules):
             log.info("%s re-drafted on new terms: now %s", item.po_number, item.job.state.value)
         await dispatch.recover_stalled(self.store, now, self.sender.provider_idempotent)
         claimed = await dispatch.claim(self.store, now, self.owner, self.lease, BATCH)
         if claimed:
-            self._fault("after_claim")
+            self._fault(FaultPoint.AFTER_CLAIM)
         for effect in claimed:
             await self._attempt(effect)
         return len(claimed)
@@ -79,27 +75,22 @@ class OutboxRunner:
         """Marker, send, result: three steps, each durable before the next."""
         try:
             order = await dispatch.start_attempt(
-                self.store, effect.key, self.owner, self.clock(), self.lease, self.rules
+                self.store, effect.key, self.owner, self.runtime.now(), self.lease, self.rules
             )
         except LeaseLost:
             log.info("lease on %s lost before the attempt; another runner has it", effect.key)
             return
         if order is None:
             return
-        self._fault("after_marker")
+        self._fault(FaultPoint.AFTER_MARKER)
         result, error = await self._send(order)
         if error is None:
-            self._fault("after_accept")
+            self._fault(FaultPoint.AFTER_ACCEPT)
         try:
+            attempted = Attempted(self.owner, result, error)
+            now, rand = self.runtime.now(), self.runtime.rand()
             state = await dispatch.finish_attempt(
-                self.store,
-                order,
-                self.owner,
-                self.clock(),
-                self.rules,
-                self.rand(),
-                result=result,
-                error=error,
+                self.store, order, attempted, now, self.rules, rand
             )
         except LeaseLost:
             # Recovery or a person moved the row on while this attempt ran: say loudly what
@@ -107,7 +98,7 @@ class OutboxRunner:
             log.error("late result for %s dropped: %s", effect.key, result or error)
             return
         log.info("%s -> %s", effect.key, state.value)
-        self._fault("after_record")
+        self._fault(FaultPoint.AFTER_RECORD)
 
     async def _send(self, order: SendOrder) -> tuple[dict[str, Any] | None, SendError | None]:
         """Call the sender; every failure comes back classified, never raised."""
@@ -122,7 +113,7 @@ class OutboxRunner:
     async def open_work(self) -> int:
         """Rows that are due, leased or mid-attempt: what `run_until_idle` waits for."""
         async with self.store.begin() as tx:
-            return await tx.open_work(self.clock())
+            return await tx.open_work(self.runtime.now())
 
     async def run_until_idle(self, poll: float, max_seconds: float | None = None) -> None:
         """Run passes until nothing is due or in flight (used by tests, the demo and cron)."""

@@ -20,20 +20,51 @@ import asyncio
 import email.utils
 import logging
 import re
+from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any
 
 import aiosmtplib
 from aiosmtplib import errors as smtp_errors
 
 from bot.outbox.emails import render_po_email, sender_domain
-from core.errors import AmbiguousSendError, PermanentSendError, SendError, TransientSendError
+from core.errors import (
+    AmbiguousSendError,
+    ConfigError,
+    PermanentSendError,
+    SendError,
+    TransientSendError,
+)
 from core.jobs import SendOrder
 
 log = logging.getLogger(__name__)
 
-TlsMode = Literal["none", "starttls", "tls"]
-_TLS_MODES = ("none", "starttls", "tls")
+
+class TlsMode(StrEnum):
+    """How the connection to the SMTP server is secured (SMTP_TLS)."""
+
+    NONE = "none"  # plain text: a relay on the same host or network
+    STARTTLS = "starttls"  # plain text, then STARTTLS before anything is said (port 587)
+    TLS = "tls"  # TLS from the first byte (port 465)
+
+
+@dataclass(frozen=True)
+class SmtpServer:
+    """Where the mail goes and how to log in; `timeout` bounds one whole send, in seconds."""
+
+    host: str
+    port: int
+    tls: TlsMode = TlsMode.STARTTLS
+    timeout: float = 30.0
+    username: str | None = None
+    password: str | None = None  # no login without a username
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "tls", TlsMode(self.tls))
+        if self.timeout <= 0:
+            raise ConfigError("SMTP_TIMEOUT_SECONDS must be positive")
+
+
 # Server replies may echo an address ("550 <bob@example.com>: no such user"); errors and
 # receipts end up in the database and the audit trail, which hold ids, not personal data.
 _ADDRESS = re.compile(r"[^\s<>@]+@[^\s<>]+")
@@ -137,32 +168,16 @@ class SmtpSender:
     # SMTP servers do not de-duplicate by key: a blind resend can deliver a second copy.
     provider_idempotent = False
 
-    def __init__(
-        self,
-        *,
-        host: str,
-        port: int,
-        username: str | None = None,
-        password: str | None = None,
-        tls: TlsMode = "starttls",
-        timeout: float = 30.0,
-        mail_from: str,
-        buyer_name: str = "Manzoori",
-    ) -> None:
-        if tls not in _TLS_MODES:
-            raise ValueError(f"tls must be one of {', '.join(_TLS_MODES)}, got {tls!r}")
-        if timeout <= 0:
-            raise ValueError("timeout must be positive")
-        self.host, self.port, self.tls, self.timeout = host, port, tls, timeout
-        self.username, self._password = username, password
-        self.mail_from, self.buyer_name = mail_from, buyer_name
+    def __init__(self, server: SmtpServer, *, mail_from: str, buyer_name: str = "Manzoori") -> None:
+        self.server, self.mail_from, self.buyer_name = server, mail_from, buyer_name
         self._envelope_from = email.utils.parseaddr(mail_from)[1]
         sender_domain(mail_from)  # fail at start-up, not at the first send
         if not self._envelope_from.isascii():
-            raise ValueError("mail_from must be an ASCII address (SMTPUTF8 is not used)")
+            raise ConfigError("MAIL_FROM must be an ASCII address (SMTPUTF8 is not used)")
 
     def __repr__(self) -> str:
-        return f"SmtpSender(host={self.host!r}, port={self.port}, tls={self.tls!r})"
+        server = self.server
+        return f"SmtpSender(host={server.host!r}, port={server.port}, tls={server.tls.value!r})"
 
     async def send(self, order: SendOrder) -> dict[str, Any]:
         """Deliver one purchase-order e-mail; raise a classified SendError when it did not go."""
@@ -177,7 +192,7 @@ class SmtpSender:
         try:
             # `timeout` bounds the whole conversation, not only each command, so one send
             # always ends well inside the runner's lease (config enforces lease > timeout).
-            async with asyncio.timeout(self.timeout):
+            async with asyncio.timeout(self.server.timeout):
                 await self._open(client)
                 phase = Phase.ENVELOPE
                 await client.mail(self._envelope_from)
@@ -202,22 +217,23 @@ class SmtpSender:
     def _client(self) -> aiosmtplib.SMTP:
         # start_tls=False and no credentials here: _open runs each step itself, so a failure
         # is always seen in the phase it happened in.
+        server = self.server
         return aiosmtplib.SMTP(
-            hostname=self.host,
-            port=self.port,
-            timeout=self.timeout,
-            use_tls=self.tls == "tls",
+            hostname=server.host,
+            port=server.port,
+            timeout=server.timeout,
+            use_tls=server.tls is TlsMode.TLS,
             start_tls=False,
         )
 
     async def _open(self, client: aiosmtplib.SMTP) -> None:
         await client.connect()
         await _greet(client)
-        if self.tls == "starttls":
+        if self.server.tls is TlsMode.STARTTLS:
             await client.starttls()
             await _greet(client)  # RFC 3207: what the server said before TLS no longer counts
-        if self.username is not None:
-            await client.login(self.username, self._password or "")
+        if self.server.username is not None:
+            await client.login(self.server.username, self.server.password or "")
 
 
 async def _greet(client: aiosmtplib.SMTP) -> None:

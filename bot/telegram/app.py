@@ -35,8 +35,9 @@ from bot.telegram.decisions import NOT_VALID, REASON_REPLY, answer_tap, on_reaso
 from bot.telegram.orders import history, sheet, status
 from bot.telegram.people import help_command, invite, promote, revoke, start, users
 from bot.telegram.queue import on_queue_tap, queue_command
-from core.signing import InvalidToken, verify_button
-from store.sql import SqlStore
+from core.errors import ConfigError, InvalidToken
+from core.ports import ShellStore
+from core.signing import verify_button
 
 log = logging.getLogger(__name__)
 
@@ -123,11 +124,11 @@ async def start_updates(
     )  # fmt: skip
 
 
-def build_application(settings: Settings, store: SqlStore) -> Application:  # type: ignore[type-arg]
+def build_application(settings: Settings, store: ShellStore) -> Application:  # type: ignore[type-arg]
     """The PTB application, pointed at TELEGRAM_API_URL, with every handler registered."""
     token = settings.telegram_bot_token
     if token is None:
-        raise ValueError("TELEGRAM_BOT_TOKEN is required to run the bot")
+        raise ConfigError("TELEGRAM_BOT_TOKEN is required to run the bot")
     url = settings.telegram_api_url.rstrip("/")
     app = (
         ApplicationBuilder()

@@ -8,17 +8,18 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
-from datetime import datetime, tzinfo
+from datetime import tzinfo
+
+from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
 from bot.texts import local_time
-from core.drafts import Draft, mask_email
+from core.delivery import CardFacts, Outcome
+from core.drafts import Draft, mask_email, short_hash
 from core.flags import describe
 from core.jobs import Job
 from core.money import format_pkr
-from core.policies import Decision, Verdict
-from core.signing import HASH_PREFIX, Button, ButtonAction, sign_button
+from core.policies import Verdict
+from core.signing import Button, ButtonAction, sign_button
 from core.states import State
 
 # A phone screen shows about this many lines before the buttons scroll away.
@@ -30,19 +31,6 @@ _FLAGS_SHOWN = 12
 MESSAGE_LIMIT = 4096  # characters Telegram takes in one message, after entity parsing
 
 APPROVE_TEXT, REJECT_TEXT, DETAILS_TEXT = "✅ Approve", "❌ Reject", "📄 Details"
-
-
-@dataclass(frozen=True)
-class CardFacts:
-    """Everything a card shows, gathered by the caller from the store."""
-
-    job: Job
-    draft: Draft
-    requester: str  # the requester's name as Telegram gave it, or their id
-    sheet_name: str
-    terms_imported_at: datetime | None
-    approvals: int  # standing approvals of this draft version so far
-    required: int  # approvals the policy needs for this total
 
 
 def _e(text: object) -> str:
@@ -119,40 +107,30 @@ def _evidence(facts: CardFacts, tz: tzinfo) -> list[str]:
     return [
         f"📎 {terms}; sheet {_e(_cut(facts.sheet_name, 60))}",
         f"Requested by {_e(facts.requester)}",
-        f"Draft v{job.draft_version} · {_e((job.draft_hash or '')[:HASH_PREFIX])}"
+        f"Draft v{job.draft_version} · {_e(short_hash(job.draft_hash or ''))}"
         + (f" · expires {_e(local_time(deadline, tz))}" if deadline else ""),
     ]
 
 
-def outcome_html(facts: CardFacts, version: int, headline_html: str) -> str:
-    """A decided, expired or superseded card of draft `version`: what happened on top (HTML
-    the caller escaped), the PO summary below."""
-    draft = facts.draft
+def outcome_html(outcome: Outcome, tz: tzinfo) -> str:
+    """A decided, expired or superseded card: what happened on top, the PO summary below."""
+    draft = outcome.draft
     return "\n".join(
         [
-            headline_html,
-            f"🧾 <b>{_e(facts.job.po_number)}</b> v{version} · "
+            headline_html(outcome, tz),
+            f"🧾 <b>{_e(outcome.job.po_number)}</b> v{outcome.version} · "
             f"{_e(draft.supplier_name)} · {_e(format_pkr(draft.total_paisa))}",
         ]
     )
 
 
-def headline_html(
-    job: Job,
-    version: int,
-    decisions: list[Decision],
-    names: Mapping[int, str],
-    mine: list[Decision],
-    tz: tzinfo,
-    tally: tuple[int, int],
-) -> str:
-    """What happened, for the top of a card of draft `version` that can no longer be tapped;
-    `mine` are the card holder's decisions on that version, `tally` the approvals so far and
-    those needed while the draft still waits."""
+def headline_html(outcome: Outcome, tz: tzinfo) -> str:
+    """What happened, for the top of a card that can no longer be tapped."""
+    job, version, names = outcome.job, outcome.version, outcome.names
     if job.draft_version != version:
         follows = ": a new card follows" if job.state is State.AWAITING_APPROVAL else ""
         return f"🔁 <b>Superseded</b> by v{job.draft_version}{follows}"
-    on_this = [d for d in decisions if d.draft_version == version]
+    on_this = [d for d in outcome.decisions if d.draft_version == version]
     approvals = [d for d in on_this if d.verdict is Verdict.APPROVE]
     rejections = [d for d in on_this if d.verdict is Verdict.REJECT]
     if job.state is State.REJECTED and rejections:
@@ -164,10 +142,10 @@ def headline_html(
         return f"⌛ <b>Expired</b>{when}: no decision in time, nothing was sent"
     if job.state is State.CANCELLED:
         return "🚫 <b>Cancelled</b>: nothing was sent"
-    if job.state is State.AWAITING_APPROVAL and mine:
-        so_far, needed = tally
+    if job.state is State.AWAITING_APPROVAL and outcome.mine:
+        so_far, needed = outcome.tally
         return (
-            f"🕓 You approved at {_e(local_time(mine[-1].at, tz))}: "
+            f"🕓 You approved at {_e(local_time(outcome.mine[-1].at, tz))}: "
             f"👥 {so_far} of {needed} approvals, waiting for another approver"
         )
     if approvals and job.state is not State.AWAITING_APPROVAL:
@@ -176,15 +154,25 @@ def headline_html(
     return f"ℹ️ <b>{_e(job.state.value.replace('_', ' ').capitalize())}</b>"
 
 
-def card_buttons(secret: bytes, job: Job) -> list[list[tuple[str, str]]]:
-    """Approve and Reject on one row, Details below; each carries signed callback data."""
+def signed_markup(
+    secret: bytes, job: Job, rows: list[list[tuple[str, ButtonAction]]]
+) -> InlineKeyboardMarkup:
+    """Buttons by row, each carrying signed callback data for its action on the job's current
+    draft version and hash."""
     assert job.draft_version is not None and job.draft_hash is not None
-    prefix = job.draft_hash[:HASH_PREFIX]
+    prefix = short_hash(job.draft_hash)
 
-    def data(action: ButtonAction) -> str:
-        return sign_button(secret, Button(action, job.id, job.draft_version or 0, prefix))
+    def button(text: str, action: ButtonAction) -> InlineKeyboardButton:
+        signed = Button(action, job.id, job.draft_version or 0, prefix)
+        return InlineKeyboardButton(text, callback_data=sign_button(secret, signed))
 
-    return [
-        [(APPROVE_TEXT, data(ButtonAction.APPROVE)), (REJECT_TEXT, data(ButtonAction.REJECT))],
-        [(DETAILS_TEXT, data(ButtonAction.DETAILS))],
+    return InlineKeyboardMarkup([[button(text, action) for text, action in row] for row in rows])
+
+
+def card_markup(secret: bytes, job: Job) -> InlineKeyboardMarkup:
+    """A card's Approve and Reject on one row, Details below."""
+    rows = [
+        [(APPROVE_TEXT, ButtonAction.APPROVE), (REJECT_TEXT, ButtonAction.REJECT)],
+        [(DETAILS_TEXT, ButtonAction.DETAILS)],
     ]
+    return signed_markup(secret, job, rows)

@@ -11,7 +11,7 @@ from telegram.ext import ContextTypes
 from bot.config import Settings
 from bot.telegram.cards import MESSAGE_LIMIT
 from core.policies import Role
-from store.sql import SqlStore
+from core.ports import ShellStore
 
 
 @dataclass(frozen=True)
@@ -19,7 +19,7 @@ class Deps:
     """The settings and the store, for every handler."""
 
     settings: Settings
-    store: SqlStore
+    store: ShellStore
 
 
 def deps_of(context: ContextTypes.DEFAULT_TYPE) -> Deps:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import re
-from datetime import datetime
 
 from telegram import CallbackQuery, ForceReply, Message, Update
 from telegram.error import BadRequest
@@ -18,21 +17,24 @@ from bot.clock import utcnow
 from bot.outbox.emails import render_csv
 from bot.telegram.context import Deps, deps_of
 from bot.telegram.notices import NoticeRunner
+from bot.texts import TIME_OF_DAY, local_time
 from core import service
 from core.drafts import draft_hash
 from core.errors import (
-    AlreadyDecided,
+    ApprovalError,
     ApprovalExpired,
     DraftChanged,
+    IllegalTransition,
+    InvalidToken,
     NotAnApprover,
     SelfApproval,
     UnknownJob,
 )
 from core.jobs import Job
-from core.policies import Outcome, Verdict, check_reviewer
-from core.signing import Button, ButtonAction, InvalidToken, verify_button
-from core.states import State
-from store.sql import SqlTx
+from core.policies import Outcome, Verdict
+from core.ports import ShellTx
+from core.service import Review
+from core.signing import Button, ButtonAction, verify_button
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +78,8 @@ async def on_reason(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     if job is None:
         await message.reply_text(NOT_VALID)
         return
-    text, decided = await _decide(deps, user.id, job, Verdict.REJECT, version, reviewed, reason)
+    review = Review(po, user.id, Verdict.REJECT, version, reviewed, reason)
+    text, decided = await _decide(deps, job, review)
     await message.reply_text(text)
     if decided:
         deliver_now(context, deps, job.id)  # the requester's news is in the outbox
@@ -90,36 +93,36 @@ async def on_tap(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     checked = await verified(query, deps)
     if checked is None:
         return
-    button, job = checked
-    refusal = await _refusal(deps, user.id, job, button)  # checked again where a decision is
-    if refusal is not None:  # recorded; here so that Details and the reason prompt are too
-        await answer_tap(query, refusal)
+    button, job, reviewed = checked
+    verdict = Verdict.REJECT if button.action is ButtonAction.REJECT else Verdict.APPROVE
+    review = Review(job.po_number, user.id, verdict, button.draft_version, reviewed)
+    if button.action is ButtonAction.APPROVE:
+        text, decided = await _decide(deps, job, review)
+        await answer_tap(query, text)
+        if decided:
+            deliver_now(context, deps, job.id)
         return
-    if button.action is ButtonAction.DETAILS:
+    refusal = await _refusal(deps, job, review, reading=button.action is ButtonAction.DETAILS)
+    if refusal is not None:  # checked again where a decision is recorded
+        await answer_tap(query, refusal)
+    elif button.action is ButtonAction.DETAILS:
         await answer_tap(query, "Sending the whole PO as a CSV file…")
         await _details(context, deps, user.id, job.id, button.draft_version)
-        return
-    if button.action is ButtonAction.REJECT:
+    elif button.action is ButtonAction.REJECT:
         await answer_tap(query, "Why reject it? Reply to my next message with the reason.")
         await context.bot.send_message(
-            user.id, f"{REASON_PROMPT} {job.po_number} v{button.draft_version}?",
+            user.id,
+            f"{REASON_PROMPT} {job.po_number} v{button.draft_version}?",
             reply_markup=ForceReply(input_field_placeholder="The reason, for the requester"),
-        )  # fmt: skip
-        return
-    if button.action is not ButtonAction.APPROVE:
+        )
+    else:
         await answer_tap(query, NOT_VALID)
-        return
-    text, decided = await _decide(
-        deps, user.id, job, Verdict.APPROVE, button.draft_version, job.draft_hash or ""
-    )  # another version: DraftChanged
-    await answer_tap(query, text)
-    if decided:
-        deliver_now(context, deps, job.id)
 
 
-async def verified(query: CallbackQuery, deps: Deps) -> tuple[Button, Job] | None:
-    """A button's signed data, checked before any database work, and the job it names; None,
-    with the tap answered "not valid", for forged, altered or unknown data."""
+async def verified(query: CallbackQuery, deps: Deps) -> tuple[Button, Job, str] | None:
+    """A button's signed data, checked before any database work, the job it names and the hash
+    of the draft version it was signed for; None, with the tap answered "not valid", for
+    forged, altered or unknown data."""
     try:
         button = verify_button(deps.settings.secret, query.data)
     except InvalidToken:
@@ -134,36 +137,10 @@ async def verified(query: CallbackQuery, deps: Deps) -> tuple[Button, Job] | Non
     if job is None or not signed_for.startswith(button.hash_prefix):
         await answer_tap(query, NOT_VALID)
         return None
-    return button, job
+    return button, job, signed_for
 
 
-async def _refusal(deps: Deps, user_id: int, job: Job, button: Button) -> str | None:
-    """Why this person may not use this card's button now, as the tap's answer; None if they
-    may. Details needs an approver; Reject, like Approve, a card that can still be decided."""
-    async with deps.store.begin() as tx:
-        roles = await tx.roles(user_id)
-    try:
-        check_reviewer(roles, user_id, job.requester_id)
-    except NotAnApprover:
-        return "You are not an approver."
-    except SelfApproval:
-        return "You cannot approve your own request."
-    if button.action is not ButtonAction.REJECT:
-        return None  # Approve: the engine's decision answers the rest
-    if button.draft_version != job.draft_version:
-        return f"This card was superseded by v{job.draft_version}."
-    deadline = job.decision_deadline
-    if job.state is State.EXPIRED or (deadline is not None and utcnow() >= deadline):
-        return "This request expired."
-    async with deps.store.begin() as tx:
-        mine = [d for d in await tx.decisions(job.id)
-                if (d.reviewer_id, d.draft_version) == (user_id, button.draft_version)]  # fmt: skip
-    if job.state is not State.AWAITING_APPROVAL or mine:
-        return await _already(deps, user_id, job.po_number, button.draft_version)
-    return None
-
-
-async def _hash_of(tx: SqlTx, job: Job, version: int) -> str:
+async def _hash_of(tx: ShellTx, job: Job, version: int) -> str:
     """The hash of the job's draft `version` (an old card names an old one), or ""."""
     if version == job.draft_version:
         return job.draft_hash or ""
@@ -172,53 +149,61 @@ async def _hash_of(tx: SqlTx, job: Job, version: int) -> str:
     return ""
 
 
-async def _decide(
-    deps: Deps,
-    user_id: int,
-    job: Job,
-    verdict: Verdict,
-    version: int,
-    reviewed: str,
-    reason: str | None = None,
-) -> tuple[str, bool]:
+async def _decide(deps: Deps, job: Job, review: Review) -> tuple[str, bool]:
     """Record the decision; the answer for the decider, and whether anything was recorded
     (notices to deliver)."""
-    po = job.po_number
     try:
-        result = await service.decide(deps.store, po, user_id, verdict, version, reviewed,
-                                      utcnow(), deps.settings.rules(), reason)  # fmt: skip
-    except NotAnApprover:
-        return "You are not an approver.", False
-    except SelfApproval:
-        own = "approve" if verdict is Verdict.APPROVE else "decide"
-        return f"You cannot {own} your own request.", False
-    except DraftChanged:
-        return f"This card was superseded by v{job.draft_version}.", False
+        result = await service.decide(deps.store, review, utcnow(), deps.settings.rules())
     except ApprovalExpired:
-        return "This request expired.", True
-    except AlreadyDecided:
-        return await _already(deps, user_id, po, version), False
-    if verdict is Verdict.REJECT:
-        return f"Rejected {po}. The requester is told your reason.", True
+        return "This request expired.", True  # the expiry it found is news
+    except (ApprovalError, IllegalTransition) as refused:
+        return await _refused(deps, job, review, refused), False
+    if review.verdict is Verdict.REJECT:
+        return f"Rejected {job.po_number}. The requester is told your reason.", True
     if result.outcome is Outcome.APPROVED:
         return "Approved — e-mailing the supplier.", True
     return "Needs a second approver. Your approval is recorded.", True
+
+
+async def _refusal(deps: Deps, job: Job, review: Review, *, reading: bool) -> str | None:
+    """Why this person may not use this card's button now, as the tap's answer; None if they
+    may (core.service.may_decide: the checks a decision makes, without recording one)."""
+    try:
+        await service.may_decide(deps.store, review, utcnow(), reading=reading)
+    except (ApprovalError, IllegalTransition) as refused:
+        return await _refused(deps, job, review, refused)
+    return None
+
+
+async def _refused(deps: Deps, job: Job, review: Review, refused: Exception) -> str:
+    """What a refused decision is called in the tap's answer."""
+    match refused:
+        case NotAnApprover():
+            return "You are not an approver."
+        case SelfApproval():
+            own = "approve" if review.verdict is Verdict.APPROVE else "decide"
+            return f"You cannot {own} your own request."
+        case DraftChanged():
+            return f"This card was superseded by v{job.draft_version}."
+        case ApprovalExpired():
+            return "This request expired."
+        case _:
+            return await _already(deps, review.reviewer_id, job.po_number, review.draft_version)
 
 
 async def _already(deps: Deps, user_id: int, po: str, version: int) -> str:
     async with deps.store.begin() as tx:
         job = await tx.job_by_po(po)
         assert job is not None
-        mine = [d for d in await tx.decisions(job.id)
-                if d.reviewer_id == user_id and d.draft_version == version]  # fmt: skip
+        mine = [
+            d
+            for d in await tx.decisions(job.id)
+            if d.reviewer_id == user_id and d.draft_version == version
+        ]
     if mine:
         done = "approved" if mine[-1].verdict is Verdict.APPROVE else "rejected"
-        return f"Already {done} by you at {_hm(mine[-1].at, deps)}."
+        return f"Already {done} by you at {local_time(mine[-1].at, deps.settings.tz, TIME_OF_DAY)}."
     return f"Already decided: {job.po_number} is {job.state.value.lower().replace('_', ' ')}."
-
-
-def _hm(moment: datetime, deps: Deps) -> str:
-    return f"{moment.astimezone(deps.settings.tz):%H:%M}"
 
 
 async def answer_tap(query: CallbackQuery, text: str) -> None:

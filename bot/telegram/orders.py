@@ -4,22 +4,21 @@ admin's /history reads one PO's trail."""
 from __future__ import annotations
 
 import hashlib
-import uuid
 
 from telegram import Update
 from telegram.ext import ContextTypes
 
 from bot import reports
-from bot.clock import utcnow
+from bot.clock import numbering, utcnow
 from bot.spreadsheets import read_sheet
 from bot.telegram.context import Deps, deps_of, holding, reply, roles_of
 from bot.telegram.texts import status_list, stranger
 from bot.texts import submission
 from core import purchasing
+from core.errors import UnreadableSheet
 from core.policies import Role
 from core.purchasing import Sheet, Submission
 from core.sheets import too_big
-from core.tables import UnreadableSheet
 
 # A phone screen's worth; older POs are in `manzoori jobs list`.
 STATUS_LIMIT = 10
@@ -52,12 +51,11 @@ async def sheet(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
 
 
 async def _submit(deps: Deps, requester_id: int, upload: Sheet) -> Submission:
-    now = utcnow()
-    year = now.astimezone(deps.settings.tz).year
+    now, settings = utcnow(), deps.settings
+    names = numbering(now, settings.tz)
     return await purchasing.submit_sheet(
-        deps.store, requester_id, upload, now, year, deps.settings.rules(),
-        lambda: str(uuid.uuid4()),
-    )  # fmt: skip
+        deps.store, requester_id, upload, now, settings.rules(), names
+    )
 
 
 async def status(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:

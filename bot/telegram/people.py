@@ -66,10 +66,9 @@ async def invite(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         return
     now = utcnow()
     try:
-        code = await people.create_invite(
-            deps.store, user.id, Role(wanted), now, os.urandom(9), deps.settings.secret,
-            deps.settings.manzoori_admin_ids,
-        )  # fmt: skip
+        key = people.InviteKey(deps.settings.secret, os.urandom(9))
+        admins = deps.settings.manzoori_admin_ids
+        code = await people.create_invite(deps.store, user.id, Role(wanted), now, key, admins)
     except NotAnAdmin:
         await reply(update, "Only admins can invite people.")
         return

@@ -12,12 +12,13 @@ import logging
 from dataclasses import dataclass
 from datetime import tzinfo
 
-from telegram import CallbackQuery, InlineKeyboardButton, InlineKeyboardMarkup, Update, User
+from telegram import CallbackQuery, InlineKeyboardMarkup, Update, User
 from telegram.constants import ParseMode
 from telegram.error import BadRequest, TelegramError
 from telegram.ext import ContextTypes
 
 from bot.clock import utcnow
+from bot.telegram.cards import signed_markup
 from bot.telegram.context import Deps, deps_of
 from bot.telegram.decisions import NOT_VALID, answer_tap, deliver_now, verified
 from bot.texts import local_time
@@ -27,10 +28,10 @@ from core.errors import AlreadyResolved, IllegalTransition, NotAnAdmin
 from core.jobs import Effect, Job
 from core.money import format_pkr
 from core.people import is_admin
+from core.ports import ShellTx
 from core.review import Choice, Resolution
-from core.signing import HASH_PREFIX, Button, ButtonAction, sign_button
+from core.signing import ButtonAction
 from core.states import NEEDS_REVIEW, State
-from store.sql import SqlTx
 
 log = logging.getLogger(__name__)
 
@@ -71,13 +72,13 @@ def _e(text: object) -> str:
     return html.escape(str(text), quote=False)
 
 
-async def queue_items(tx: SqlTx, limit: int) -> tuple[list[QueueItem], int]:
+async def queue_items(tx: ShellTx, limit: int) -> tuple[list[QueueItem], int]:
     """The oldest `limit` POs in the queue, and how many more there are."""
     jobs = await tx.jobs_in_states(NEEDS_REVIEW)
     return [await _item(tx, job) for job in jobs[:limit]], max(len(jobs) - limit, 0)
 
 
-async def _item(tx: SqlTx, job: Job) -> QueueItem:
+async def _item(tx: ShellTx, job: Job) -> QueueItem:
     draft = await tx.draft(job.id, job.draft_version) if job.draft_version else None
     known = await tx.telegram_user(job.requester_id)
     sends = [e for e in await tx.effects_for(job.id) if e.draft_version == job.draft_version]
@@ -119,13 +120,7 @@ def item_markup(secret: bytes, job: Job) -> InlineKeyboardMarkup | None:
     offered = review.choices(job)
     if not offered or job.draft_version is None or job.draft_hash is None:
         return None
-    prefix = job.draft_hash[:HASH_PREFIX]
-    row = []
-    for choice in offered:
-        text, action = BUTTONS[choice]
-        data = sign_button(secret, Button(action, job.id, job.draft_version, prefix))
-        row.append(InlineKeyboardButton(text, callback_data=data))
-    return InlineKeyboardMarkup([row])
+    return signed_markup(secret, job, [[BUTTONS[choice] for choice in offered]])
 
 
 async def queue_command(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
@@ -160,7 +155,7 @@ async def on_queue_tap(update: Update, context: ContextTypes.DEFAULT_TYPE) -> No
     checked = await verified(query, deps)
     if checked is None:
         return
-    button, job = checked
+    button, job, _signed_for = checked
     choice = _CHOICE_OF.get(button.action)
     if choice is None:
         await answer_tap(query, NOT_VALID)
@@ -178,8 +173,9 @@ async def _resolve(
     """The answer for the tapper, and the message's new headline (None: leave it alone)."""
     settings, now = deps.settings, utcnow()
     try:
-        done = await review.resolve(deps.store, job.po_number, version, choice, user.id,
-                                    settings.manzoori_admin_ids, now, settings.rules())  # fmt: skip
+        chosen = review.AdminChoice(job.po_number, version, choice, user.id)
+        admins = settings.manzoori_admin_ids
+        done = await review.resolve(deps.store, chosen, admins, now, settings.rules())
     except NotAnAdmin:
         return ONLY_ADMINS, None
     except AlreadyResolved as moved:

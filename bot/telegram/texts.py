@@ -10,9 +10,9 @@ from bot.texts import local_time
 from core.jobs import Job
 from core.money import format_pkr
 from core.notices import UNREACHABLE
-from core.people import TelegramUser
 from core.policies import Role
 from core.states import State
+from core.users import TelegramUser
 
 _ROLE_HELP = {
     Role.REQUESTER: [

@@ -11,12 +11,13 @@ from datetime import timedelta
 from bot.bootstrap import run_forever
 from bot.clock import utcnow
 from bot.outbox.runner import OutboxRunner
-from bot.outbox.smtp import SmtpSender
+from bot.outbox.smtp import SmtpSender, SmtpServer
 from bot.spreadsheets import read_csv_text
 from bot.telegram.cards import APPROVE_TEXT, REJECT_TEXT
 from bot.telegram.notices import NoticeRunner
 from core import purchasing, service
 from core.policies import Verdict
+from core.service import Review
 from core.states import State
 from tests.e2e.test_cards_bot import submitted
 from tests.e2e.test_decisions_bot import PO, answer, cards_out, job_and_decisions
@@ -158,8 +159,12 @@ async def test_cards_are_edited_even_if_the_bot_died_right_after_the_decision(
         _ali, ali_card, _sana, sana_card = await cards_out(botapi, run)
         job, _, _ = await job_and_decisions(run)
         # The decision commits, then the process dies before any edit: as a tap would leave it.
-        await service.decide(run.store, PO, APPROVER_B, Verdict.REJECT, 1, job.draft_hash,
-                             utcnow(), run.settings.rules(), "wrong month")  # fmt: skip
+        await service.decide(
+            run.store,
+            Review(PO, APPROVER_B, Verdict.REJECT, 1, job.draft_hash, reason="wrong month"),
+            utcnow(),
+            run.settings.rules(),
+        )
         assert botapi.message(APPROVER_A, ali_card.message_id).edited is False
         notices = NoticeRunner(run.store, run.app.bot, run.settings)
         assert await notices.run_once() == 2  # the card edits and the requester's news
@@ -179,8 +184,10 @@ async def test_admins_are_alerted_when_a_po_needs_manual_review(botapi, db_url, 
         await answer(botapi, ali.tap(ali_card, APPROVE_TEXT))
         assert (await requester.next_message()).text.startswith(f"{PO} was approved")
         smtp_sink.script("DATA", "250 2.0.0 Ok: queued", delay=1.0)  # answers after we gave up
-        sender = SmtpSender(host=smtp_sink.host, port=smtp_sink.port, tls="none", timeout=0.3,
-                            mail_from="orders@shop.example")  # fmt: skip
+        sender = SmtpSender(
+            SmtpServer(host=smtp_sink.host, port=smtp_sink.port, tls="none", timeout=0.3),
+            mail_from="orders@shop.example",
+        )
         await outbox_of(run, sender).run_once()
         job, _, _ = await job_and_decisions(run)
         assert job.state is State.UNKNOWN_OUTCOME

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import timedelta
 
-from bot.clock import utcnow
+from bot.clock import Runtime, utcnow
 from bot.telegram.cards import APPROVE_TEXT, DETAILS_TEXT, REJECT_TEXT
 from bot.telegram.notices import NoticeRunner
-from core.notices import NoticeStatus
+from core.notices import NoticeKind, NoticeStatus
 from core.policies import Role
 from core.signing import ButtonAction, verify_button
 from tests.e2e.test_people_bot import ADMIN, running_bot, said
@@ -109,7 +109,9 @@ async def test_429_and_5xx_while_cards_go_out_deliver_each_card_once(
         botapi.fail_next("sendMessage", status=429, retry_after=1, chat_id=APPROVER_A)
         botapi.fail_next("sendMessage", status=502, chat_id=APPROVER_B)
         clock = Clock(utcnow())  # the notices were owed at the real time
-        runner = NoticeRunner(run.store, run.app.bot, run.settings, clock=clock, rand=lambda: 0.0)
+        runner = NoticeRunner(
+            run.store, run.app.bot, run.settings, runtime=Runtime(now=clock, rand=lambda: 0.0)
+        )
         await runner.run_once()  # the rate limiter waits out the 429; the 502 is retried later
         owed, _ = await notices(run)
         assert owed[APPROVER_A].status is NoticeStatus.SENT
@@ -135,7 +137,9 @@ async def test_a_card_whose_retries_run_out_is_reported_to_the_admins(
         await submitted(botapi, run)
         botapi.fail_next("sendMessage", times=10, status=502, chat_id=APPROVER_B)
         clock = Clock(utcnow())
-        runner = NoticeRunner(run.store, run.app.bot, run.settings, clock=clock, rand=lambda: 0.0)
+        runner = NoticeRunner(
+            run.store, run.app.bot, run.settings, runtime=Runtime(now=clock, rand=lambda: 0.0)
+        )
         await runner.run_once()
         clock.advance(minutes=5)
         await runner.run_once()  # the second and last attempt
@@ -161,14 +165,19 @@ async def test_a_notice_that_breaks_is_backed_off_and_the_batch_goes_on(
         owed, job = await notices(run)
         card = owed[APPROVER_A]
         earlier = card.next_attempt_at - timedelta(minutes=1)
-        broken = replace(card, key="broken:1", kind="mystery", next_attempt_at=earlier)
+        broken = replace(  # news of a state that does not exist: its delivery breaks
+            card, key="broken:1", kind=NoticeKind.STATUS, event="MYSTERY", next_attempt_at=earlier
+        )
         async with run.store.begin() as tx:
             await tx.insert_notice(broken)  # first in the batch: due the earliest
         clock = Clock(utcnow())
-        runner = NoticeRunner(run.store, run.app.bot, run.settings, clock=clock, rand=lambda: 0.0)
+        runner = NoticeRunner(
+            run.store, run.app.bot, run.settings, runtime=Runtime(now=clock, rand=lambda: 0.0)
+        )
         assert await runner.run_once() == 3
         assert "approval needed" in (await ali.next_message()).text
         async with run.store.begin() as tx:
             [after] = [n for n in await tx.notices_for(job.id) if n.key == "broken:1"]
         assert after.status is NoticeStatus.PENDING and after.attempts == 1
-        assert "unknown kind 'mystery'" in after.last_error and after.next_attempt_at > clock()
+        assert "'MYSTERY' is not a valid State" in after.last_error
+        assert after.next_attempt_at > clock()

@@ -7,7 +7,7 @@ import io
 from datetime import timedelta
 
 from bot.outbox.runner import OutboxRunner
-from bot.outbox.smtp import SmtpSender
+from bot.outbox.smtp import SmtpSender, SmtpServer
 from bot.telegram.cards import APPROVE_TEXT, DETAILS_TEXT, REJECT_TEXT
 from bot.telegram.decisions import NOT_VALID
 from bot.telegram.notices import NoticeRunner
@@ -197,8 +197,10 @@ async def test_the_requester_hears_when_the_po_is_approved_and_sent(
         requester = botapi.user(REQUESTER, "Bilal")
         requester.skip_messages()
         await answer(botapi, ali.tap(ali_card, APPROVE_TEXT))
-        sender = SmtpSender(host=smtp_sink.host, port=smtp_sink.port, tls="none", timeout=5.0,
-                            mail_from="orders@shop.example")  # fmt: skip
+        sender = SmtpSender(
+            SmtpServer(host=smtp_sink.host, port=smtp_sink.port, tls="none", timeout=5.0),
+            mail_from="orders@shop.example",
+        )
         outbox = OutboxRunner(run.store, sender, run.settings.rules(), lease=timedelta(seconds=60))
         assert await outbox.run_once() == 1
         notices = NoticeRunner(run.store, run.app.bot, run.settings)

@@ -9,7 +9,7 @@ from dataclasses import replace
 from bot.clock import utcnow
 from bot.telegram.cards import APPROVE_TEXT
 from bot.telegram.notices import NoticeRunner
-from core.notices import NoticeStatus, queue_refresh
+from core.notices import NoticeStatus, card_edits_for
 from core.policies import Role
 from core.states import State
 from tests.e2e.test_cards_bot import SHEET
@@ -74,7 +74,8 @@ async def test_an_edit_that_changes_nothing_counts_as_done(botapi, db_url, store
         await botapi.wait_for(lambda: botapi.message(APPROVER_A, ali_card.message_id).edited)
         async with run.store.begin() as tx:  # owed once more, as after a crash before the mark
             job = await tx.job_by_po(PO)
-            again = await queue_refresh(tx, replace(job, version=job.version + 1), utcnow())
+            again = card_edits_for(replace(job, version=job.version + 1), utcnow())
+            await tx.insert_notice(again)
         before = len(botapi.message(APPROVER_A, ali_card.message_id).versions)
         assert await NoticeRunner(run.store, run.app.bot, run.settings).run_once() == 1
         unchanged = [c for c in botapi.calls_to("editMessageText") if c.status == 400]

@@ -20,8 +20,9 @@ from core.errors import (
     SelfApproval,
     UnknownJob,
 )
-from core.policies import ApprovalPolicy, Outcome, Role, Verdict
-from core.service import Rules
+from core.jobs import Stamp
+from core.policies import ApprovalPolicy, Outcome, Role, Rules, Verdict
+from core.service import Review, Revision
 from core.states import Action, State
 from tests.factories import (
     APPROVER_A,
@@ -44,7 +45,10 @@ async def opened(store, draft=None):
 
 async def approve(store, job, reviewer, at=T0, verdict=Verdict.APPROVE):
     return await service.decide(
-        store, job.po_number, reviewer, verdict, job.draft_version, job.draft_hash, at, RULES
+        store,
+        Review(job.po_number, reviewer, verdict, job.draft_version, job.draft_hash),
+        at,
+        RULES,
     )
 
 
@@ -165,12 +169,20 @@ async def test_admin_role_alone_cannot_approve(store):
 async def test_approval_of_v2_does_not_authorise_v3(store):
     job, _draft = await opened(store, make_draft(unit_price_paisa=BIG))
     v2 = await service.revise(
-        store, job.po_number, make_draft(unit_price_paisa=BIG, quantity=5), "user:1001", T0, RULES
+        store,
+        job.po_number,
+        Revision(make_draft(unit_price_paisa=BIG, quantity=5)),
+        Stamp("user:1001", T0),
+        RULES,
     )
     assert v2.draft_version == 2
     await approve(store, v2, APPROVER_A)
     v3 = await service.revise(
-        store, job.po_number, make_draft(unit_price_paisa=BIG, quantity=6), "user:1001", T0, RULES
+        store,
+        job.po_number,
+        Revision(make_draft(unit_price_paisa=BIG, quantity=6)),
+        Stamp("user:1001", T0),
+        RULES,
     )
     assert v3.state is State.AWAITING_APPROVAL and v3.draft_version == 3
     # The v2 approval does not count towards v3: B alone leaves it pending.
@@ -178,7 +190,7 @@ async def test_approval_of_v2_does_not_authorise_v3(store):
     assert result.outcome is Outcome.PENDING
     with pytest.raises(DraftChanged):
         await service.decide(
-            store, job.po_number, APPROVER_A, Verdict.APPROVE, 2, v2.draft_hash, T0, RULES
+            store, Review(job.po_number, APPROVER_A, Verdict.APPROVE, 2, v2.draft_hash), T0, RULES
         )
 
 
@@ -187,7 +199,7 @@ async def test_draft_changed_after_approval_blocks_sending(store):
     approved = (await approve(store, job, APPROVER_A)).job
     assert approved.state is State.APPROVED
     revised = await service.revise(
-        store, job.po_number, make_draft(quantity=9), "user:1001", T0, RULES
+        store, job.po_number, Revision(make_draft(quantity=9)), Stamp("user:1001", T0), RULES
     )
     assert revised.state is State.AWAITING_APPROVAL
     [effect] = await effects_of(store, job)
@@ -198,7 +210,9 @@ async def test_draft_changed_after_approval_blocks_sending(store):
 
 async def test_unchanged_revision_keeps_version(store):
     job, draft = await opened(store)
-    same = await service.revise(store, job.po_number, draft, "user:1001", T0, RULES)
+    same = await service.revise(
+        store, job.po_number, Revision(draft), Stamp("user:1001", T0), RULES
+    )
     assert (same.draft_version, same.version) == (1, job.version)
 
 
@@ -206,7 +220,7 @@ async def test_stale_hash_is_refused(store):
     job, _ = await opened(store)
     with pytest.raises(DraftChanged):
         await service.decide(
-            store, job.po_number, APPROVER_A, Verdict.APPROVE, 1, "0" * 64, T0, RULES
+            store, Review(job.po_number, APPROVER_A, Verdict.APPROVE, 1, "0" * 64), T0, RULES
         )
 
 
@@ -254,33 +268,37 @@ async def test_two_sweeps_at_once_expire_each_request_once(store):
 
 async def test_unknown_po_is_refused(store):
     with pytest.raises(UnknownJob):
-        await service.decide(store, "PO-NOPE", APPROVER_A, Verdict.APPROVE, 1, "0" * 64, T0, RULES)
+        await service.decide(
+            store, Review("PO-NOPE", APPROVER_A, Verdict.APPROVE, 1, "0" * 64), T0, RULES
+        )
 
 
 async def test_cancelled_job_cannot_be_approved_or_reconciled(store):
     job, _ = await opened(store)
-    cancelled = await service.cancel(store, job.po_number, "cli", "duplicate order", T0)
+    cancelled = await service.cancel(store, job.po_number, "duplicate order", Stamp("cli", T0))
     assert cancelled.state is State.CANCELLED
     with pytest.raises(AlreadyDecided):
         await approve(store, job, APPROVER_A)
     with pytest.raises(ReconcileRefused):
-        await service.reconcile(store, job.po_number, Action.RECONCILE_SENT, "cli", "x", T0)
+        await service.reconcile(store, job.po_number, Action.RECONCILE_SENT, "x", Stamp("cli", T0))
     with pytest.raises(IllegalTransition):
-        await service.cancel(store, job.po_number, "cli", "again", T0)
+        await service.cancel(store, job.po_number, "again", Stamp("cli", T0))
 
 
 async def test_expired_request_reissued_unchanged_needs_and_gets_a_new_approval(store):
     job, draft = await opened(store)
     await service.expire_due(store, T0 + timedelta(hours=25))
     later = T0 + timedelta(hours=26)
-    again = await service.revise(store, job.po_number, draft, "user:1001", later, RULES)
+    again = await service.revise(
+        store, job.po_number, Revision(draft), Stamp("user:1001", later), RULES
+    )
     assert (again.state, again.draft_version, again.draft_hash) == (
         State.AWAITING_APPROVAL,
         2,
         job.draft_hash,
     )
     result = await service.decide(
-        store, job.po_number, APPROVER_A, Verdict.APPROVE, 2, again.draft_hash, later, RULES
+        store, Review(job.po_number, APPROVER_A, Verdict.APPROVE, 2, again.draft_hash), later, RULES
     )
     assert result.job.state is State.APPROVED
     [effect] = await effects_of(store, job)

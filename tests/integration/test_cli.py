@@ -26,17 +26,18 @@ from alembic.script import ScriptDirectory
 from cryptography.fernet import Fernet
 from sqlalchemy import select
 
-from bot.clock import utcnow
+from bot.clock import Runtime, utcnow
 from bot.config import Settings
 from bot.outbox.runner import OutboxRunner
-from bot.outbox.smtp import SmtpSender
+from bot.outbox.smtp import SmtpSender, SmtpServer
 from core import dispatch, service
+from core.dispatch import Attempted
 from core.effects import EffectStatus, message_id, send_po_key
 from core.errors import AmbiguousSendError, PermanentSendError, SendError
 from core.jobs import AuditEvent, Effect, Job
 from core.money import format_pkr
-from core.policies import Role, Verdict
-from core.service import Rules
+from core.policies import Role, Rules, Verdict
+from core.service import Review
 from core.states import State
 from store import schema
 from store.engine import make_engine
@@ -149,7 +150,10 @@ async def approved(store: SqlStore, po: str, at: datetime, reason: str | None = 
     """A request for `po` approved by APPROVER_A, its send due at `at`."""
     job = await awaiting(store, po, at)
     result = await service.decide(
-        store, po, APPROVER_A, Verdict.APPROVE, 1, job.draft_hash or "", at, RULES, reason
+        store,
+        Review(po, APPROVER_A, Verdict.APPROVE, 1, job.draft_hash or "", reason=reason),
+        at,
+        RULES,
     )
     assert result.job.state is State.APPROVED
     return result.job
@@ -169,7 +173,7 @@ async def attempted(
     order = await dispatch.start_attempt(store, effect.key, "test-runner", at, LEASE, RULES)
     assert order is not None
     return await dispatch.finish_attempt(
-        store, order, "test-runner", at, RULES, 0.5, result=result, error=error
+        store, order, Attempted("test-runner", result=result, error=error), at, RULES, 0.5
     )
 
 
@@ -188,8 +192,10 @@ def stored(db_url: str, po: str) -> tuple[Job, list[Effect], list[AuditEvent]]:
 
 def smtp_runner(store: SqlStore, host: str, port: int, timeout: float) -> OutboxRunner:
     """An in-process runner sending through the sink, with the given SMTP timeout."""
-    sender = SmtpSender(host=host, port=port, tls="none", timeout=timeout, mail_from=MAIL_FROM)
-    return OutboxRunner(store, sender, RULES, lease=LEASE, owner="test-runner")
+    sender = SmtpSender(
+        SmtpServer(host=host, port=port, tls="none", timeout=timeout), mail_from=MAIL_FROM
+    )
+    return OutboxRunner(store, sender, RULES, lease=LEASE, runtime=Runtime(owner="test-runner"))
 
 
 # --- db upgrade -----------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from core import purchasing, service
 from core.errors import DraftChanged
 from core.intake import NO_TERMS
 from core.policies import Verdict
+from core.service import Review
 from core.states import State
 from store import schema
 from store.sql import SqlStore
@@ -184,8 +185,12 @@ def test_new_terms_while_manzoori_run_holds_the_database(cli, db_url, tmp_path, 
         assert "CHG-65W: new terms price Rs 6,500.50, was Rs 6,600.00 (-1.5%)" in said
 
         async def approve(store: SqlStore, version: int, hash_: str):
-            return await service.decide(store, f"PO-{YEAR}-0001", APPROVER_A, Verdict.APPROVE,
-                                        version, hash_, utcnow(), RULES)  # fmt: skip
+            return await service.decide(
+                store,
+                Review(f"PO-{YEAR}-0001", APPROVER_A, Verdict.APPROVE, version, hash_),
+                utcnow(),
+                RULES,
+            )
 
         with pytest.raises(DraftChanged):  # the card for v2 no longer counts
             with_store(db_url, lambda store: approve(store, 2, job.draft_hash))

@@ -20,8 +20,8 @@ from cryptography.fernet import Fernet
 from bot.dev.smtp import running_sink
 from core import service, workflow
 from core.effects import EffectStatus, message_id
-from core.policies import Verdict
-from core.service import Rules
+from core.policies import Rules, Verdict
+from core.service import Review
 from core.states import State
 from store.engine import make_engine
 from store.sql import SqlStore
@@ -85,7 +85,7 @@ async def _approve(db_url: str, po_numbers: list[str]) -> None:
         for po in po_numbers:
             job = await service.open_job(store, new_job(), make_draft(po), now, Rules())
             await service.decide(
-                store, po, APPROVER_A, Verdict.APPROVE, 1, job.draft_hash, now, Rules()
+                store, Review(po, APPROVER_A, Verdict.APPROVE, 1, job.draft_hash), now, Rules()
             )
     finally:
         await store.close()

@@ -26,7 +26,7 @@ NEWCOMER, SECOND = 5001, 5002
 
 async def invite(store, role=Role.APPROVER, by=ADMIN, at=T0):
     return await people.create_invite(
-        store, by, role, at, os.urandom(9), SECRET, frozenset({ADMIN})
+        store, by, role, at, people.InviteKey(SECRET, os.urandom(9)), frozenset({ADMIN})
     )
 
 
@@ -81,7 +81,8 @@ async def test_expired_forged_and_foreign_codes_are_refused(store):
     with pytest.raises(InviteRefused, match="has expired"):
         await people.redeem_invite(store, SECRET, code, NEWCOMER, T0 + people.INVITE_TTL)
     for bad in (code[:-1], code[::-1], "hello", await people.create_invite(
-        store, ADMIN, Role.APPROVER, T0, os.urandom(9), b"other" * 8, frozenset({ADMIN})
+        store, ADMIN, Role.APPROVER, T0, people.InviteKey(b"other" * 8, os.urandom(9)),
+        frozenset({ADMIN}),
     )):  # fmt: skip
         with pytest.raises(InviteRefused, match="is not valid"):
             await people.redeem_invite(store, SECRET, bad, NEWCOMER, T0)

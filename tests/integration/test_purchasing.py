@@ -17,8 +17,9 @@ import pytest
 from sqlalchemy import select, text
 from sqlalchemy.exc import DBAPIError
 
+from bot.clock import Runtime
 from bot.outbox.runner import OutboxRunner
-from bot.outbox.smtp import SmtpSender
+from bot.outbox.smtp import SmtpSender, SmtpServer
 from core import purchasing, service
 from core.drafts import Flag
 from core.effects import EffectStatus
@@ -26,9 +27,9 @@ from core.errors import DraftChanged, NotARequester
 from core.flags import FlagCode
 from core.intake import NO_TERMS
 from core.jobs import WORKFLOW_VERSION
-from core.policies import Role, Verdict
-from core.purchasing import Sheet
-from core.service import Rules
+from core.policies import Role, Rules, Verdict
+from core.purchasing import Numbering, Sheet
+from core.service import Review
 from core.states import State
 from core.tables import Row, Table
 from core.terms import REQUIRED
@@ -112,7 +113,9 @@ async def imported(store, offers=OFFERS, at=T0, **layout) -> str:
 
 
 async def submit(store, the_sheet, requester=REQUESTER, at=T0, year=2026):
-    return await purchasing.submit_sheet(store, requester, the_sheet, at, year, RULES, new_id)
+    return await purchasing.submit_sheet(
+        store, requester, the_sheet, at, RULES, Numbering(year, new_id)
+    )
 
 
 async def submitted(store, the_sheet, **kwargs):
@@ -123,7 +126,10 @@ async def submitted(store, the_sheet, **kwargs):
 
 async def decide(store, job, reviewer=APPROVER_A, verdict=Verdict.APPROVE, at=T0, **kw):
     return await service.decide(
-        store, job.po_number, reviewer, verdict, job.draft_version, job.draft_hash, at, RULES, **kw
+        store,
+        Review(job.po_number, reviewer, verdict, job.draft_version, job.draft_hash, **kw),
+        at,
+        RULES,
     )
 
 
@@ -146,16 +152,15 @@ async def reload(store, job):
 
 def runner_for(store, sink, clock=None) -> OutboxRunner:
     sender = SmtpSender(
-        host=sink.host, port=sink.port, tls="none", timeout=2.0, mail_from="orders@shop.example"
+        SmtpServer(host=sink.host, port=sink.port, tls="none", timeout=2.0),
+        mail_from="orders@shop.example",
     )
     return OutboxRunner(
         store,
         sender,
         RULES,
         lease=timedelta(seconds=60),
-        owner="runner-test",
-        clock=clock or Clock(),
-        rand=lambda: 0.5,
+        runtime=Runtime(owner="runner-test", now=clock or Clock(), rand=lambda: 0.5),
     )
 
 
@@ -176,7 +181,8 @@ async def test_first_import_creates_a_version_with_its_counts(store):
     assert VERSION_ID.match(result.version)
     assert result.version.startswith("20261129T090000Z-")
     async with store.begin() as tx:
-        [row] = await tx.terms_versions(10)
+        row = await tx.terms_record(result.version)
+        assert row is not None
         assert await tx.terms_version() == result.version
     assert row["id"] == result.version and row["imported_by"] == "cli:admin"
     assert (row["supplier_count"], row["offer_count"]) == (2, 4)
@@ -584,7 +590,7 @@ async def test_the_last_sent_po_is_the_one_compared_with(store, smtp_sink):
 
 async def test_price_history_ignores_the_case_of_supplier_ids(store, smtp_sink):
     """New terms that spell "SUP-A" as "sup-a" still find the POs sent to it, as supplier ids
-    match without regard to case everywhere else (core.terms.sku_key)."""
+    match without regard to case everywhere else (core.terms.match_key)."""
     await imported(store)
     [sent] = await submitted(store, sheet((CBL, "10", "SUP-A", "")))
     await send(store, smtp_sink, sent)
@@ -788,7 +794,9 @@ async def test_terms_and_order_lines_refuse_changes(store):
     assert after == before
     async with store.begin() as tx:
         terms = await tx.current_terms()
-        [row] = await tx.terms_versions(1)
+        assert terms is not None
+        row = await tx.terms_record(terms.version)
+        assert row is not None
     assert terms.offer("SUP-A", CBL).unit_price_paisa == 25_000
     assert terms.supplier("SUP-A").name == A_NAME and row["imported_by"] == "cli:admin"
 

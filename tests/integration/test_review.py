@@ -11,9 +11,11 @@ from datetime import timedelta
 
 import pytest
 
+from bot.clock import Runtime
 from bot.outbox.runner import OutboxRunner
-from bot.outbox.smtp import SmtpSender
+from bot.outbox.smtp import SmtpSender, SmtpServer
 from core import dispatch, review, service
+from core.dispatch import Attempted
 from core.effects import EffectStatus
 from core.errors import (
     AlreadyResolved,
@@ -23,9 +25,9 @@ from core.errors import (
     PermanentSendError,
     UnknownJob,
 )
-from core.policies import ApprovalPolicy, Role, Verdict
-from core.review import NOTE, Choice
-from core.service import Rules
+from core.policies import ApprovalPolicy, Role, Rules, Verdict
+from core.review import NOTE, AdminChoice, Choice
+from core.service import Review
 from core.states import State
 from store.engine import make_engine
 from store.sql import SqlStore
@@ -48,12 +50,15 @@ async def in_queue(store, state: State, po: str = PO):
     """A PO approved and tried once: the attempt ends ambiguous (UNKNOWN_OUTCOME) or refused
     for good (FAILED_FINAL)."""
     job = await service.open_job(store, new_job(), make_draft(po), T0, RULES)
-    await service.decide(store, po, APPROVER_A, Verdict.APPROVE, 1, job.draft_hash, T0, RULES)
+    await service.decide(
+        store, Review(po, APPROVER_A, Verdict.APPROVE, 1, job.draft_hash), T0, RULES
+    )
     [claimed] = await dispatch.claim(store, T0, "runner-a", LEASE, 10)
     order = await dispatch.start_attempt(store, claimed.key, "runner-a", T0, LEASE, RULES)
     assert order is not None
-    got = await dispatch.finish_attempt(store, order, "runner-a", T0, RULES, 0.5,
-                                        error=_ERRORS[state])  # fmt: skip
+    got = await dispatch.finish_attempt(
+        store, order, Attempted("runner-a", error=_ERRORS[state]), T0, RULES, 0.5
+    )
     assert got is state
     return await snapshot(store, po)
 
@@ -66,7 +71,9 @@ async def snapshot(store, po: str = PO):
 
 
 async def resolve(store, choice: Choice, admin: int = ADMIN, version: int = 1, po: str = PO):
-    return await review.resolve(store, po, version, choice, admin, CONFIGURED, LATER, RULES)
+    return await review.resolve(
+        store, AdminChoice(po, version, choice, admin), CONFIGURED, LATER, RULES
+    )
 
 
 @pytest.mark.parametrize(
@@ -173,12 +180,15 @@ async def test_a_po_waiting_for_approval_was_never_in_the_queue(store):
 async def test_a_choice_naming_an_older_version_is_refused_when_the_po_is_back(store):
     await in_queue(store, State.FAILED_FINAL)
     job = (await resolve(store, Choice.SEND_AGAIN)).job  # v2
-    await service.decide(store, PO, APPROVER_B, Verdict.APPROVE, 2, job.draft_hash, LATER, RULES)
+    await service.decide(
+        store, Review(PO, APPROVER_B, Verdict.APPROVE, 2, job.draft_hash), LATER, RULES
+    )
     [claimed] = await dispatch.claim(store, LATER, "runner-a", LEASE, 10)
     order = await dispatch.start_attempt(store, claimed.key, "runner-a", LATER, LEASE, RULES)
     assert order is not None
-    await dispatch.finish_attempt(store, order, "runner-a", LATER, RULES, 0.5,
-                                  error=_ERRORS[State.FAILED_FINAL])  # fmt: skip
+    await dispatch.finish_attempt(
+        store, order, Attempted("runner-a", error=_ERRORS[State.FAILED_FINAL]), LATER, RULES, 0.5
+    )
     with pytest.raises(AlreadyResolved) as refused:  # the v1 message's button
         await resolve(store, Choice.CANCEL, version=1)
     assert (refused.value.state, refused.value.draft_version) == (State.FAILED_FINAL, 2)
@@ -249,10 +259,14 @@ async def test_two_admins_at_once_make_one_resolution(store, db_url, state, firs
     calls = zip(stores, (first, second), (ADMIN, OTHER_ADMIN), strict=True)
     try:
         results = await asyncio.gather(
-            *(review.resolve(_RacingStore(s, meet), PO, 1, c, a, CONFIGURED, LATER, RULES)
-              for s, c, a in calls),
+            *(
+                review.resolve(
+                    _RacingStore(s, meet), AdminChoice(PO, 1, c, a), CONFIGURED, LATER, RULES
+                )
+                for s, c, a in calls
+            ),
             return_exceptions=True,
-        )  # fmt: skip
+        )
     finally:
         for s in stores:
             await s.close()
@@ -271,17 +285,26 @@ async def test_two_admins_at_once_make_one_resolution(store, db_url, state, firs
 
 
 def _runner(store, sink, at):
-    sender = SmtpSender(host=sink.host, port=sink.port, tls="none", timeout=0.3,
-                        mail_from="orders@shop.example")  # fmt: skip
-    return OutboxRunner(store, sender, RULES, lease=LEASE, owner="runner-a", clock=lambda: at,
-                        rand=lambda: 0.5)  # fmt: skip
+    sender = SmtpSender(
+        SmtpServer(host=sink.host, port=sink.port, tls="none", timeout=0.3),
+        mail_from="orders@shop.example",
+    )
+    return OutboxRunner(
+        store,
+        sender,
+        RULES,
+        lease=LEASE,
+        runtime=Runtime(owner="runner-a", now=lambda: at, rand=lambda: 0.5),
+    )
 
 
 async def test_send_again_after_an_unknown_outcome_mails_the_supplier_once_with_the_same_key(
     store, smtp_sink
 ):
     job = await service.open_job(store, new_job(), make_draft(), T0, RULES)
-    await service.decide(store, PO, APPROVER_A, Verdict.APPROVE, 1, job.draft_hash, T0, RULES)
+    await service.decide(
+        store, Review(PO, APPROVER_A, Verdict.APPROVE, 1, job.draft_hash), T0, RULES
+    )
     smtp_sink.script("DATA", "554 5.0.0 Lost it", delay=1.0)  # answers after the sender gave up
     await _runner(store, smtp_sink, T0).run_once()
     job, [send], _ = await snapshot(store)
@@ -304,7 +327,9 @@ async def test_send_again_after_a_refused_send_waits_for_a_fresh_approval_then_m
     job = (await resolve(store, Choice.SEND_AGAIN)).job
     runner = _runner(store, smtp_sink, LATER)
     assert await runner.run_once() == 0  # v2 is not approved yet
-    await service.decide(store, PO, APPROVER_B, Verdict.APPROVE, 2, job.draft_hash, LATER, RULES)
+    await service.decide(
+        store, Review(PO, APPROVER_B, Verdict.APPROVE, 2, job.draft_hash), LATER, RULES
+    )
     assert await runner.run_once() == 1
     job, sends, _ = await snapshot(store)
     assert job.state is State.SENT

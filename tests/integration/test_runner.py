@@ -7,13 +7,16 @@ from datetime import timedelta
 
 import pytest
 
+from bot.clock import Runtime
 from bot.dev.smtp import running_sink
 from bot.outbox.runner import OutboxRunner
-from bot.outbox.smtp import SmtpSender
+from bot.outbox.smtp import SmtpSender, SmtpServer
 from core import service
+from core.dispatch import Attempted
 from core.effects import EffectStatus, message_id
-from core.policies import ApprovalPolicy, Verdict
-from core.service import Rules
+from core.jobs import Stamp
+from core.policies import ApprovalPolicy, Rules, Verdict
+from core.service import Review, Revision
 from core.states import Action, State
 from tests.factories import APPROVER_A, APPROVER_B, FAST_RETRY, T0, Clock, make_draft, new_job
 
@@ -33,17 +36,18 @@ def sink():
 
 def runner_for(store, sink, clock, owner="runner-a", timeout=2.0):
     sender = SmtpSender(
-        host=sink.host, port=sink.port, tls="none", timeout=timeout, mail_from=f"orders@{DOMAIN}"
+        SmtpServer(host=sink.host, port=sink.port, tls="none", timeout=timeout),
+        mail_from=f"orders@{DOMAIN}",
     )
     return OutboxRunner(
-        store, sender, RULES, lease=LEASE, owner=owner, clock=clock, rand=lambda: 0.5
+        store, sender, RULES, lease=LEASE, runtime=Runtime(owner=owner, now=clock, rand=lambda: 0.5)
     )
 
 
 async def approved_job(store, po="PO-2026-001", at=T0):
     job = await service.open_job(store, new_job(), make_draft(po), at, RULES)
     result = await service.decide(
-        store, po, APPROVER_A, Verdict.APPROVE, 1, job.draft_hash, at, RULES
+        store, Review(po, APPROVER_A, Verdict.APPROVE, 1, job.draft_hash), at, RULES
     )
     assert result.job.state is State.APPROVED
     return result.job
@@ -145,9 +149,8 @@ async def test_late_answer_after_data_is_unknown_and_never_resent(store, sink):
         store,
         job.po_number,
         Action.RECONCILE_SENT,
-        "cli:ops",
         "supplier confirmed receipt by phone",
-        clock(),
+        Stamp("cli:ops", clock()),
     )
     assert sent.state is State.SENT
 
@@ -163,7 +166,11 @@ async def test_reconcile_not_sent_sends_once_with_the_same_message_id(store, sin
     await asyncio.sleep(1.0)
     assert sink.messages == []
     job = await service.reconcile(
-        store, job.po_number, Action.RECONCILE_NOT_SENT, "cli:ops", "supplier has nothing", clock()
+        store,
+        job.po_number,
+        Action.RECONCILE_NOT_SENT,
+        "supplier has nothing",
+        Stamp("cli:ops", clock()),
     )
     assert job.state is State.APPROVED
     assert await runner.run_once() == 1
@@ -179,14 +186,11 @@ async def test_rejected_job_is_never_picked_up(store, sink):
     job = await service.open_job(store, new_job(), make_draft(), T0, RULES)
     await service.decide(
         store,
-        job.po_number,
-        APPROVER_A,
-        Verdict.REJECT,
-        1,
-        job.draft_hash,
+        Review(
+            job.po_number, APPROVER_A, Verdict.REJECT, 1, job.draft_hash, reason="wrong supplier"
+        ),
         T0,
         RULES,
-        reason="wrong supplier",
     )
     runner = runner_for(store, sink, clock)
     for _ in range(3):
@@ -221,14 +225,16 @@ async def test_approval_by_an_approver_revoked_since_cannot_send(store, sink):
 async def test_draft_changed_after_approval_sends_nothing(store, sink):
     clock = Clock()
     job = await approved_job(store)
-    await service.revise(store, job.po_number, make_draft(quantity=40), "user:1001", T0, RULES)
+    await service.revise(
+        store, job.po_number, Revision(make_draft(quantity=40)), Stamp("user:1001", T0), RULES
+    )
     assert await runner_for(store, sink, clock).run_once() == 0
     job, [effect] = await current(store, job)
     assert job.state is State.AWAITING_APPROVAL and effect.status is EffectStatus.CANCELLED
     assert sink.messages == []
     # the new version needs its own approval, and gets its own key
     result = await service.decide(
-        store, job.po_number, APPROVER_B, Verdict.APPROVE, 2, job.draft_hash, T0, RULES
+        store, Review(job.po_number, APPROVER_B, Verdict.APPROVE, 2, job.draft_hash), T0, RULES
     )
     assert result.job.state is State.APPROVED
     await runner_for(store, sink, clock).run_once()
@@ -276,7 +282,7 @@ async def test_attempt_whose_runner_vanished_goes_to_unknown_outcome(store, sink
     assert sink.messages == []
     # the ghost's late success is proof enough: the job is reconciled to SENT
     state = await dispatch.finish_attempt(
-        store, order, "ghost", clock(), RULES, 0.5, result={"smtp_code": 250}
+        store, order, Attempted("ghost", result={"smtp_code": 250}), clock(), RULES, 0.5
     )
     assert state is State.SENT
 
@@ -285,11 +291,13 @@ async def test_dead_lettered_send_reissued_needs_a_new_approval_then_sends_once(
     clock = Clock()
     job = await approved_job(store)
     runner = await dead_letter(store, sink, clock)
-    job = await service.reissue(store, job.po_number, "cli:ops", "relay is back", clock(), RULES)
+    job = await service.reissue(
+        store, job.po_number, "relay is back", Stamp("cli:ops", clock()), RULES
+    )
     assert (job.state, job.draft_version) == (State.AWAITING_APPROVAL, 2)
     assert await runner.run_once() == 0  # the new version is not approved yet
     await service.decide(
-        store, job.po_number, APPROVER_B, Verdict.APPROVE, 2, job.draft_hash, clock(), RULES
+        store, Review(job.po_number, APPROVER_B, Verdict.APPROVE, 2, job.draft_hash), clock(), RULES
     )
     assert await runner.run_once() == 1
     job, effects = await current(store, job)
@@ -311,11 +319,14 @@ async def test_lost_attempt_is_retried_when_the_provider_dedupes_the_key(store, 
 
     [claimed] = await dispatch.claim(store, clock(), "ghost", LEASE, 10)
     assert await dispatch.start_attempt(store, claimed.key, "ghost", clock(), LEASE, RULES)
-    sender = KeyDedupingSmtp(
-        host=sink.host, port=sink.port, tls="none", timeout=2.0, mail_from=f"orders@{DOMAIN}"
-    )
+    server = SmtpServer(host=sink.host, port=sink.port, tls="none", timeout=2.0)
+    sender = KeyDedupingSmtp(server, mail_from=f"orders@{DOMAIN}")
     runner = OutboxRunner(
-        store, sender, RULES, lease=LEASE, owner="runner-a", clock=clock, rand=lambda: 0.5
+        store,
+        sender,
+        RULES,
+        lease=LEASE,
+        runtime=Runtime(owner="runner-a", now=clock, rand=lambda: 0.5),
     )
     clock.advance(seconds=61)
     await runner.run_once()  # recovery: FAILED_RETRYABLE, due now; then sent in the same pass

@@ -29,7 +29,14 @@ from aiosmtplib.errors import (
 )
 
 from bot.dev.smtp import SmtpSink
-from bot.outbox.smtp import SMTP_ERROR_RULES, Phase, SmtpSender, TlsMode, classify_smtp_error
+from bot.outbox.smtp import (
+    SMTP_ERROR_RULES,
+    Phase,
+    SmtpSender,
+    SmtpServer,
+    TlsMode,
+    classify_smtp_error,
+)
 from core.drafts import Draft, DraftLine, draft_hash
 from core.effects import EffectStatus, message_id, send_po_key
 from core.errors import AmbiguousSendError, PermanentSendError, SendError, TransientSendError
@@ -75,10 +82,7 @@ def make_order(lines: tuple[DraftLine, ...] = LINES, version: int = 3) -> SendOr
 def make_sender(sink: SmtpSink, timeout: float = 5.0, tls: TlsMode = "none") -> SmtpSender:
     """A sender pointed at the sink, without TLS unless asked."""
     return SmtpSender(
-        host=sink.host,
-        port=sink.port,
-        tls=tls,
-        timeout=timeout,
+        SmtpServer(host=sink.host, port=sink.port, tls=tls, timeout=timeout),
         mail_from=MAIL_FROM,
         buyer_name="Manzoori Traders",
     )
@@ -260,7 +264,9 @@ async def test_connection_refused_is_transient() -> None:
     with socket.socket() as probe:  # a port that was free a moment ago and has no listener
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    sender = SmtpSender(host="127.0.0.1", port=port, tls="none", timeout=FAST, mail_from=MAIL_FROM)
+    sender = SmtpSender(
+        SmtpServer(host="127.0.0.1", port=port, tls="none", timeout=FAST), mail_from=MAIL_FROM
+    )
     with pytest.raises(TransientSendError) as raised:
         await sender.send(make_order())
 

@@ -40,10 +40,12 @@ from hypothesis.stateful import (
 )
 from sqlalchemy import select, text
 
+from bot.clock import Runtime
 from bot.dev.smtp import SmtpSink, running_sink
 from bot.outbox.runner import OutboxRunner
-from bot.outbox.smtp import SmtpSender
+from bot.outbox.smtp import SmtpSender, SmtpServer
 from core import dispatch, service
+from core.dispatch import Attempted
 from core.drafts import draft_hash
 from core.effects import OPEN_STATUSES, EffectStatus, message_id, send_po_key
 from core.errors import (
@@ -59,9 +61,9 @@ from core.errors import (
     SendError,
     UnknownJob,
 )
-from core.jobs import Effect, Job, NewJob, SendOrder
-from core.policies import ApprovalPolicy, Decision, Outcome, Role, Verdict, evaluate
-from core.service import Rules
+from core.jobs import Effect, Job, NewJob, SendOrder, Stamp
+from core.policies import ApprovalPolicy, Decision, Outcome, Role, Rules, Verdict, evaluate
+from core.service import Review, Revision
 from core.states import TRANSITIONS, Action, State
 from store import schema
 from store.engine import make_engine
@@ -338,10 +340,9 @@ class Workflow(RuleBasedStateMachine):
         self.store = SqlStore(make_engine(url), Fernet.generate_key())
         self.run(self._prepare(url))
         self.sender = SmtpSender(
-            host=world.sink.host,
-            port=world.sink.port,
-            tls="none",
-            timeout=CLIENT_TIMEOUT,
+            SmtpServer(
+                host=world.sink.host, port=world.sink.port, tls="none", timeout=CLIENT_TIMEOUT
+            ),
             mail_from=f"orders@{self.domain}",
         )
         self.runner = OutboxRunner(
@@ -349,9 +350,7 @@ class Workflow(RuleBasedStateMachine):
             self.sender,
             RULES,
             lease=LEASE,
-            owner="runner",
-            clock=self.clock,
-            rand=lambda: 0.5,
+            runtime=Runtime(owner="runner", now=self.clock, rand=lambda: 0.5),
         )
         self.ghosts = self.cancels = self.role_changes = 0
         self.zombies: list[Zombie] = []
@@ -493,7 +492,9 @@ class Workflow(RuleBasedStateMachine):
         """The requester sends a new draft (or the same one again)."""
         job = self.snap.jobs.get(po)
         draft = make_draft(po, quantity=quantity, unit_price_paisa=price)
-        call = service.revise(self.store, po, draft, "user:1001", self.clock(), RULES)
+        call = service.revise(
+            self.store, po, Revision(draft), Stamp("user:1001", self.clock()), RULES
+        )
         if job is None:
             return self.refused(UnknownJob, call)
         if job.draft_hash == draft_hash(draft) and job.state in _UNCHANGED_KEEPS_VERSION:
@@ -555,7 +556,9 @@ class Workflow(RuleBasedStateMachine):
                 version -= 1
                 reviewed = self.snap.drafts[(job.id, version)][0]
         refusal = decide_refusal(self.snap, job, reviewer, version, reviewed, now)
-        call = service.decide(self.store, po, reviewer, verdict, version, reviewed, now, RULES)
+        call = service.decide(
+            self.store, Review(po, reviewer, verdict, version, reviewed), now, RULES
+        )
         if refusal is not None:
             self.refused(refusal, call)
             if refusal is ApprovalExpired and job and job.state is State.AWAITING_APPROVAL:
@@ -600,7 +603,7 @@ class Workflow(RuleBasedStateMachine):
             closed[0] if closed else self.snap.jobs.get(po)
         )
         po = job.po_number if job else po
-        call = service.reissue(self.store, po, "cli:ops", "again", self.clock(), RULES)
+        call = service.reissue(self.store, po, "again", Stamp("cli:ops", self.clock()), RULES)
         if job is None:
             return self.refused(UnknownJob, call)
         keeps = job.state in _UNCHANGED_KEEPS_VERSION  # nothing to issue again: it is current
@@ -609,7 +612,7 @@ class Workflow(RuleBasedStateMachine):
     def cancel(self, po: str) -> None:
         """An admin withdraws a request."""
         job = self.snap.jobs.get(po)
-        call = service.cancel(self.store, po, "cli:ops", "withdrawn", self.clock())
+        call = service.cancel(self.store, po, "withdrawn", Stamp("cli:ops", self.clock()))
         if job is None:
             return self.refused(UnknownJob, call)
         if (job.state, Action.CANCEL) not in TRANSITIONS:
@@ -715,7 +718,12 @@ class Workflow(RuleBasedStateMachine):
         zombie = self.zombies.pop(0)
         effect = self.snap.effects[zombie.order.effect.key]
         call = dispatch.finish_attempt(
-            self.store, zombie.order, zombie.owner, self.clock(), RULES, 0.5, result=zombie.result
+            self.store,
+            zombie.order,
+            Attempted(zombie.owner, result=zombie.result),
+            self.clock(),
+            RULES,
+            0.5,
         )
         late = effect.version != zombie.order.effect.version
         if late and effect.status is not EffectStatus.UNKNOWN:
@@ -736,7 +744,7 @@ class Workflow(RuleBasedStateMachine):
         unknown = self.in_state(State.UNKNOWN_OUTCOME)
         if not unknown:
             job = self.snap.jobs.get(po)
-            call = service.reconcile(self.store, po, action, "cli:ops", "", self.clock())
+            call = service.reconcile(self.store, po, action, "", Stamp("cli:ops", self.clock()))
             return self.refused(UnknownJob if job is None else ReconcileRefused, call)
         job = next((j for j in unknown if j.po_number == po), unknown[0])
         [effect] = [e for e in self.snap.effects_of(job) if e.status is EffectStatus.UNKNOWN]
@@ -749,7 +757,9 @@ class Workflow(RuleBasedStateMachine):
         else:
             action, state = Action.RECONCILE_NOT_SENT, State.APPROVED
         now = self.clock()
-        moved = self.run(service.reconcile(self.store, job.po_number, action, "cli:ops", "", now))
+        moved = self.run(
+            service.reconcile(self.store, job.po_number, action, "", Stamp("cli:ops", now))
+        )
         assert moved.state is state
         self.seen(f"reconcile: {action.value}")
 

@@ -17,8 +17,8 @@ from core import service
 from core.drafts import canonical_bytes
 from core.effects import EffectStatus
 from core.errors import LeaseLost, StaleJob, StoredDataError
-from core.policies import Verdict
-from core.service import Rules
+from core.policies import Rules, Verdict
+from core.service import Review
 from core.states import State
 from store.migrate import alembic_config, current
 from store.schema import metadata
@@ -28,7 +28,9 @@ from tests.factories import APPROVER_A, T0, make_draft, new_job
 async def approved(store, po="PO-2026-001"):
     job = await service.open_job(store, new_job(), make_draft(po), T0, Rules())
     return (
-        await service.decide(store, po, APPROVER_A, Verdict.APPROVE, 1, job.draft_hash, T0, Rules())
+        await service.decide(
+            store, Review(po, APPROVER_A, Verdict.APPROVE, 1, job.draft_hash), T0, Rules()
+        )
     ).job
 
 

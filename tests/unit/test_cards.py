@@ -12,13 +12,13 @@ from bot.telegram.cards import (
     DETAILS_TEXT,
     MESSAGE_LIMIT,
     REJECT_TEXT,
-    CardFacts,
-    card_buttons,
     card_html,
+    card_markup,
     headline_html,
     outcome_html,
     visible_length,
 )
+from core.delivery import CardFacts, Outcome
 from core.drafts import Draft, DraftLine, Flag
 from core.flags import FlagCode
 from core.jobs import WORKFLOW_VERSION, Job
@@ -136,14 +136,15 @@ def test_long_pos_list_fifteen_lines_and_stay_inside_one_message():
 
 
 def test_buttons_carry_verifiable_data_for_this_job_and_version():
-    rows = card_buttons(SECRET, job(draft()))
-    assert [[text for text, _ in row] for row in rows] == [
+    rows = card_markup(SECRET, job(draft())).inline_keyboard
+    assert [[button.text for button in row] for row in rows] == [
         [APPROVE_TEXT, REJECT_TEXT],
         [DETAILS_TEXT],
     ]
     actions = []
     for row in rows:
-        for _, data in row:
+        for data in (button.callback_data for button in row):
+            assert isinstance(data, str)
             assert len(data.encode()) <= 64
             button = verify_button(SECRET, data)
             assert (button.job_id, button.draft_version, button.hash_prefix) == (
@@ -156,17 +157,29 @@ def test_buttons_carry_verifiable_data_for_this_job_and_version():
 
 
 def test_an_outcome_keeps_the_summary_under_the_headline():
-    text = outcome_html(facts(draft()), 2, "✅ <b>Approved</b> by Ali at 10:42 PKT")
+    approved = replace(job(draft()), state=State.APPROVED)
+    ali = decision(1, Verdict.APPROVE)
+    outcome = Outcome(approved, draft(), 2, (ali,), {1: "Ali"}, (), (1, 1))
+    text = outcome_html(outcome, PKT)
     assert parsed(text).text.splitlines() == [
-        "✅ Approved by Ali at 10:42 PKT",
+        "✅ Approved by Ali at 29 Nov 2026, 14:00 PKT",
         '🧾 PO-2026-0042 v2 · Hall Road <Traders> & "Sons" · Rs 1,351.50',
     ]
 
 
 def decision(reviewer: int, verdict: Verdict, version: int = 2, minutes: int = 0) -> Decision:
     at = T0 + timedelta(minutes=minutes)
-    return Decision(JOB_ID, reviewer, Role.APPROVER, verdict, version, "cc905f2486c4", at,
-                    at + timedelta(days=1), "single")  # fmt: skip
+    return Decision(
+        job_id=JOB_ID,
+        reviewer_id=reviewer,
+        reviewer_role=Role.APPROVER,
+        verdict=verdict,
+        draft_version=version,
+        draft_hash="cc905f2486c4",
+        at=at,
+        expires_at=at + timedelta(days=1),
+        policy_basis="single",
+    )
 
 
 NAMES = {1: "Ali <boss>", 2: "Sana & co"}
@@ -174,7 +187,8 @@ NAMES = {1: "Ali <boss>", 2: "Sana & co"}
 
 def headline(state: State, decisions=(), mine=(), version: int = 2, **changes) -> str:
     j = replace(job(draft()), state=state, **changes)
-    text = headline_html(j, version, list(decisions), NAMES, list(mine), PKT, (1, 2))
+    outcome = Outcome(j, draft(), version, tuple(decisions), NAMES, tuple(mine), (1, 2))
+    text = headline_html(outcome, PKT)
     assert parsed(text).stack == []  # balanced, and every name escaped
     return parsed(text).text
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from cryptography.fernet import Fernet
 
-from bot.config import ConfigError, Settings, load_settings, write_env_file
-from core.policies import ApprovalPolicy
+from bot.config import Settings, load_settings, write_env_file
+from core.errors import ConfigError
+from core.policies import ApprovalPolicy, Rules
 from core.retries import RetryPolicy
-from core.service import Rules
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ENV_NAMES = [name.upper() for name in Settings.model_fields]

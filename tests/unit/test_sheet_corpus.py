@@ -23,10 +23,11 @@ import pytest
 
 from bot.spreadsheets import read_csv_text, read_sheet
 from core.drafts import Draft
+from core.errors import UnreadableSheet
 from core.flags import FlagCode, describe
 from core.intake import Order, build_draft, check_sheet
 from core.sheets import MAX_DATA_ROWS, MAX_SHEET_BYTES, too_big
-from core.tables import Row, Table, UnreadableSheet, summarise
+from core.tables import Row, Table, summarise
 from core.terms import REQUIRED, Terms, parse_terms
 from tests.xlsx import xlsx_bytes
 

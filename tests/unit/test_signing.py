@@ -9,13 +9,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from core.errors import InvalidToken
 from core.policies import Role
 from core.signing import (
     CALLBACK_LIMIT,
     START_LIMIT,
     Button,
     ButtonAction,
-    InvalidToken,
     sign_button,
     sign_invite,
     verify_button,

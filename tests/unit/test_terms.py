@@ -12,8 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bot.spreadsheets import EMPTY_FILE, read_csv_text
-from core.tables import Row, Table, UnreadableSheet, summarise
-from core.terms import Offer, content_hash, parse_terms, sku_key, version_id
+from core.errors import UnreadableSheet
+from core.tables import Row, Table, summarise
+from core.terms import Offer, content_hash, match_key, parse_terms, version_id
 
 DATA = Path(__file__).parent.parent / "data" / "terms"
 CASES = tomllib.loads((DATA / "cases.toml").read_text())["case"]
@@ -87,7 +88,7 @@ def test_version_id_names_the_import_time_and_the_content():
 
 
 def test_codes_match_without_case_or_spaces():
-    assert sku_key(" Cbl-USBC-1m ") == sku_key("CBL-USBC-1M")
+    assert match_key(" Cbl-USBC-1m ") == match_key("CBL-USBC-1M")
 
 
 def test_amounts_beyond_any_order_are_refused_before_they_reach_the_database():

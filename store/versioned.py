@@ -1,8 +1,10 @@
-"""Leasing due outbox rows: the one claim both outboxes (supplier e-mail, Telegram) share."""
+"""Rows with a version column: the one compare-and-set update they share, and the lease claim
+both outboxes (supplier e-mail, Telegram) use."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -10,16 +12,37 @@ from sqlalchemy import ColumnElement, Row, Table, and_, or_, select, true, updat
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 
+@dataclass(frozen=True)
+class Lease:
+    """Who claims outbox rows, and until when they are theirs."""
+
+    owner: str
+    until: datetime
+
+
+async def compare_and_set(
+    conn: AsyncConnection, table: Table, where: ColumnElement[bool], **changes: Any
+) -> Row[Any] | None:
+    """Update the one row `where` names (its key and the version it was read at) with
+    `changes`, bumping its version; the new row, or None when another writer got there first."""
+    query = (
+        update(table)
+        .where(where)
+        .values(version=table.c.version + 1, **changes)
+        .returning(*table.c)
+    )
+    return (await conn.execute(query)).first()
+
+
 async def claim_rows(
     conn: AsyncConnection,
     table: Table,
     now: datetime,
-    owner: str,
-    lease_until: datetime,
+    lease: Lease,
     limit: int,
     among: ColumnElement[bool] | None = None,
 ) -> Sequence[Row[Any]]:
-    """Lease due pending rows, and claimed rows whose lease ran out, to `owner`.
+    """Lease due pending rows, and claimed rows whose lease ran out, to `lease.owner`.
 
     The table has key, status ('pending'/'claimed'), next_attempt_at, lease_owner, lease_until,
     version and updated_at. On PostgreSQL several runners share it: each takes rows nobody else
@@ -43,8 +66,13 @@ async def claim_rows(
     claim = (
         update(t)
         .where(t.c.key.in_(keys), due)
-        .values(status="claimed", lease_owner=owner, lease_until=lease_until,
-                version=t.c.version + 1, updated_at=now)
+        .values(
+            status="claimed",
+            lease_owner=lease.owner,
+            lease_until=lease.until,
+            version=t.c.version + 1,
+            updated_at=now,
+        )
         .returning(*t.c)
-    )  # fmt: skip
+    )
     return list(await conn.execute(claim))

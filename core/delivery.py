@@ -1,0 +1,298 @@
+"""Use cases of the Telegram outbox (core.notices): what a due notice should say now, and what
+becomes of it once the shell has tried to send it. The shell only renders and sends.
+
+A notice is read when it is delivered, not when it was owed, so a late or repeated delivery
+shows what is true then: a card for a draft that no longer waits is not sent, news that a PO
+needs a person is dropped once somebody acted, an edit shows the decisions made so far.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Any
+
+from core.drafts import Draft
+from core.jobs import Job
+from core.notices import (
+    EVERYONE,
+    UNDELIVERED,
+    UNREACHABLE,
+    Notice,
+    NoticeKind,
+    NoticeStatus,
+    alert_for,
+    card_edits_for,
+    fanned_out,
+    is_moot,
+)
+from core.policies import ApprovalPolicy, Decision, Role, Verdict
+from core.ports import Store, Tx
+from core.retries import ErrorClass, RetryPolicy, decide
+from core.states import State
+from core.workflow import standing_decisions
+
+
+class Failure(StrEnum):
+    """Why Telegram did not take a message, as the shell's boundary classified it."""
+
+    BLOCKED = "blocked"  # the user blocked the bot: write no more until they return
+    NEVER_STARTED = "never_started"  # the user never pressed Start: the bot may not write
+    REFUSED = "refused"  # any other refusal of the request: sending it again cannot help
+    NOT_MODIFIED = "not_modified"  # an edit to what the message already says: nothing to do
+    TOO_OLD = "too_old"  # a tap answered too late, or a message too old to edit
+    FLOOD = "flood"  # 429: wait `retry_after`, then try again
+    TRANSIENT = "transient"  # a network error, a 5xx, or the unforeseen: back off and retry
+
+
+# Failures that end a notice for good; an approver's card that ends so is news for the admins.
+_FINAL = frozenset({Failure.BLOCKED, Failure.NEVER_STARTED, Failure.REFUSED, Failure.TOO_OLD})
+
+
+@dataclass(frozen=True)
+class Undelivered:
+    """A failed delivery: its classified cause, Telegram's words (for the row), and for a flood
+    how long to wait."""
+
+    failure: Failure
+    detail: str
+    retry_after: timedelta | None = None
+
+
+@dataclass(frozen=True)
+class CardFacts:
+    """Everything a card of a waiting draft shows."""
+
+    job: Job
+    draft: Draft
+    requester: str  # the requester's name as Telegram gave it, or their id
+    sheet_name: str
+    terms_imported_at: datetime | None
+    approvals: int  # standing approvals of this draft version so far
+    required: int  # approvals the policy needs for this total
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What happened to a card that can no longer be tapped, for its headline."""
+
+    job: Job
+    draft: Draft  # the card's own draft version
+    version: int
+    decisions: tuple[Decision, ...]  # every decision on the job, oldest first
+    names: dict[int, str]  # reviewers' names as Telegram gave them
+    mine: tuple[Decision, ...]  # the card holder's decisions on this version
+    tally: tuple[int, int]  # approvals so far and needed, while the draft still waits
+
+
+@dataclass(frozen=True)
+class CardEdit:
+    """One delivered card and what it should show now: the full card with its buttons while
+    its approver may still tap it (`waiting`), else what happened (`outcome`)."""
+
+    card: Notice
+    waiting: CardFacts | None
+    outcome: Outcome | None
+
+
+@dataclass(frozen=True)
+class News:
+    """A plain message to send: a requester's (state, reason) or an admin's (event, approver)."""
+
+    job: Job
+    state: State | None = None  # a requester's: where their PO is now
+    reason: str | None = None  # a rejection's reason
+    event: str = ""  # an admin's: the state the PO entered, or UNREACHABLE / UNDELIVERED
+    approver: str | None = None  # whose card did not go out, by name and id
+
+
+async def claim(
+    store: Store, now: datetime, owner: str, lease: timedelta, limit: int, job_id: str | None
+) -> list[Notice]:
+    """Lease due notices (of one job, if given) to `owner`."""
+    async with store.begin() as tx:
+        return await tx.claim_notices(now, owner, now + lease, limit, job_id)
+
+
+async def keep_lease(store: Store, notice: Notice, now: datetime, lease: timedelta) -> Notice:
+    """Renew a lease half gone (a batch can wait out several floods), so that no other process
+    sends the same card meanwhile; LeaseLost if another has it already."""
+    if notice.lease_until is None or notice.lease_until - now > lease / 2:
+        return notice
+    async with store.begin() as tx:
+        return await tx.update_notice(notice, lease_until=now + lease, updated_at=now)
+
+
+async def settle(tx: Tx, notice: Notice, status: NoticeStatus, now: datetime, **more: Any) -> None:
+    """Record where the notice ended up and give up its lease."""
+    await tx.update_notice(
+        notice, status=status, lease_owner=None, lease_until=None, updated_at=now, **more
+    )
+
+
+async def card_to_send(
+    store: Store, notice: Notice, now: datetime, policy: ApprovalPolicy
+) -> CardFacts | None:
+    """The card a CARD notice delivers; None, and the notice cancelled, if its draft was
+    decided, expired or re-drafted before the card went out."""
+    async with store.begin() as tx:
+        job = await tx.job(notice.job_id)
+        facts = await card_facts(tx, job, notice.draft_version, policy)
+        if facts is None:
+            await settle(tx, notice, NoticeStatus.CANCELLED, now)
+        return facts
+
+
+async def card_sent(
+    store: Store, notice: Notice, message_id: int, shown: Job, now: datetime
+) -> None:
+    """A card went out showing `shown`; if the job was decided meanwhile, that decision's
+    edits may have missed this card, so it is owed one more."""
+    async with store.begin() as tx:
+        attempts = notice.attempts + 1
+        await settle(tx, notice, NoticeStatus.SENT, now, message_id=message_id, attempts=attempts)
+        job = await tx.job(notice.job_id)
+        if job.version != shown.version:
+            await tx.insert_notice(card_edits_for(job, now, late_card=notice.user_id))
+
+
+async def sent(store: Store, notice: Notice, message_id: int | None, now: datetime) -> None:
+    """A notice delivered (an edit pass has no one message id)."""
+    async with store.begin() as tx:
+        attempts = notice.attempts + 1
+        await settle(tx, notice, NoticeStatus.SENT, now, message_id=message_id, attempts=attempts)
+
+
+async def news_to_send(store: Store, notice: Notice, now: datetime) -> News | None:
+    """What a STATUS or an admin's ALERT notice says; None, and the notice cancelled, if the
+    news that a PO needs a person is moot by now."""
+    async with store.begin() as tx:
+        job = await tx.job(notice.job_id)
+        if is_moot(notice, job):
+            await settle(tx, notice, NoticeStatus.CANCELLED, now)
+            return None
+        if notice.kind is NoticeKind.STATUS:
+            state = State(notice.event)
+            reason = await _rejection_reason(tx, job) if state is State.REJECTED else None
+            return News(job, state=state, reason=reason)
+        event, _, whom = notice.event.partition(":")
+        approver = None
+        if whom:  # an approver's card did not go out
+            known = await tx.telegram_user(int(whom))
+            approver = f"{known.first_name if known else 'An approver'} (Telegram id {whom})"
+        return News(job, event=event, approver=approver)
+
+
+async def _rejection_reason(tx: Tx, job: Job) -> str | None:
+    rejections = [d for d in await tx.decisions(job.id) if d.verdict is Verdict.REJECT]
+    return rejections[-1].reason if rejections else None
+
+
+async def fan_out(store: Store, alert: Notice, now: datetime, configured: frozenset[int]) -> int:
+    """Turn an ALERT owed to EVERYONE into one notice per admin (configured or holding the
+    role), unless it is moot; how many admins it went to."""
+    assert alert.kind is NoticeKind.ALERT and alert.user_id == EVERYONE
+    async with store.begin() as tx:
+        if is_moot(alert, await tx.job(alert.job_id)):
+            await settle(tx, alert, NoticeStatus.CANCELLED, now)
+            return 0
+        admins = set(configured) | set(await tx.holders(Role.ADMIN))
+        for admin in sorted(admins):
+            await tx.insert_notice(fanned_out(alert, admin, now))
+        await settle(tx, alert, NoticeStatus.SENT, now)
+        return len(admins)
+
+
+async def undelivered(
+    store: Store,
+    notice: Notice,
+    why: Undelivered,
+    now: datetime,
+    policy: RetryPolicy,
+    rand: float,
+) -> NoticeStatus:
+    """Record a failed delivery: wait out a flood, give up on a refusal (marking a user who
+    blocked the bot), back off on anything else until `policy`'s caps (`rand`: this try's
+    jitter). An approver's card given up on is news for the admins."""
+    attempts = notice.attempts + 1
+    if why.failure is Failure.FLOOD:
+        status, retry_at = NoticeStatus.PENDING, now + (why.retry_after or timedelta())
+    elif why.failure in _FINAL:
+        status, retry_at = NoticeStatus.FAILED, now
+    else:
+        verdict = decide(policy, ErrorClass.TRANSIENT, attempts, notice.created_at, now, rand)
+        status = NoticeStatus.FAILED if verdict.retry_at is None else NoticeStatus.PENDING
+        retry_at = verdict.retry_at or now
+    async with store.begin() as tx:
+        tried = {"attempts": attempts, "next_attempt_at": retry_at, "last_error": why.detail[:300]}
+        await settle(tx, notice, status, now, **tried)
+        if status is not NoticeStatus.FAILED:
+            return status
+        if why.failure is Failure.BLOCKED:
+            await tx.mark_blocked(notice.user_id, now)
+        if notice.kind is NoticeKind.CARD:  # an approver the admins must chase
+            event = UNREACHABLE if why.failure in _FINAL else UNDELIVERED
+            job = await tx.job(notice.job_id)
+            await tx.insert_notice(alert_for(job, now, f"{event}:{notice.user_id}"))
+    return status
+
+
+async def card_facts(tx: Tx, job: Job, version: int, policy: ApprovalPolicy) -> CardFacts | None:
+    """What a card of draft `version` shows, or None if that draft no longer waits."""
+    if job.state is not State.AWAITING_APPROVAL or job.draft_version != version:
+        return None
+    assert job.draft_version is not None and job.total_paisa is not None
+    draft = await tx.draft(job.id, job.draft_version)
+    requester = await tx.telegram_user(job.requester_id)
+    terms = await tx.terms_record(draft.terms_version)
+    approvals = sum(
+        1
+        for d in await standing_decisions(tx, job.id)
+        if d.verdict is Verdict.APPROVE
+        and (d.draft_version, d.draft_hash) == (job.draft_version, job.draft_hash)
+    )
+    return CardFacts(
+        job=job,
+        draft=draft,
+        requester=requester.first_name if requester else f"user {job.requester_id}",
+        sheet_name=str(job.source_versions.get("sheet_name", job.input_ref)),
+        terms_imported_at=terms["imported_at"] if terms else None,
+        approvals=approvals,
+        required=policy.required(job.total_paisa),
+    )
+
+
+async def card_edits(store: Store, job_id: str, policy: ApprovalPolicy) -> list[CardEdit]:
+    """Each delivered card of the job with what it should show now: the full card while its
+    approver may still tap it, else what happened."""
+    async with store.begin() as tx:
+        job = await tx.job(job_id)
+        cards = [
+            n
+            for n in await tx.notices_for(job_id)
+            if n.kind is NoticeKind.CARD and n.status is NoticeStatus.SENT and n.message_id
+        ]
+        decisions = tuple(await tx.decisions(job_id))
+        names = {}
+        for reviewer in {d.reviewer_id for d in decisions}:
+            known = await tx.telegram_user(reviewer)
+            names[reviewer] = known.first_name if known else f"user {reviewer}"
+        waiting: dict[int, CardFacts | None] = {}
+        drafts: dict[int, Draft] = {}
+        for version in {card.draft_version for card in cards}:  # a card shows its version's
+            waiting[version] = await card_facts(tx, job, version, policy)
+            drafts[version] = await tx.draft(job.id, version)
+    edits = []
+    for card in cards:
+        version, facts = card.draft_version, waiting[card.draft_version]
+        mine = tuple(
+            d for d in decisions if (d.reviewer_id, d.draft_version) == (card.user_id, version)
+        )
+        if facts is not None and not mine:  # this approver may still tap: keep the buttons
+            edits.append(CardEdit(card, facts, None))
+            continue
+        tally = (facts.approvals, facts.required) if facts else (0, 1)
+        outcome = Outcome(job, drafts[version], version, decisions, names, mine, tally)
+        edits.append(CardEdit(card, None, outcome))
+    return edits

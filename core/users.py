@@ -1,0 +1,14 @@
+"""The people the bot has met, as the store remembers them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class TelegramUser:
+    """Someone the bot has met; `reachable`: started the bot and has not blocked it."""
+
+    user_id: int
+    first_name: str
+    reachable: bool
