@@ -14,7 +14,7 @@ from telegram.ext import Application
 
 from bot.config import Settings
 from bot.decisions import NOT_VALID
-from bot.devbotapi import Emulator
+from bot.dev.botapi import Emulator
 from bot.telegram_app import build_application, start_updates
 from core.policies import Role
 from store import schema
