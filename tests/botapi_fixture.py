@@ -1,4 +1,4 @@
-"""The `botapi` fixture: a Telegram Bot API emulator (bot/devbotapi.py) for one test.
+"""The `botapi` fixture: a Telegram Bot API emulator (bot/dev/botapi/) for one test.
 
 Import it where it is needed, or once in tests/conftest.py to offer it to every test:
 
@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from bot.devbotapi import Emulator
+from bot.dev.botapi import Emulator
 
 
 @pytest.fixture(name="botapi")

@@ -1,7 +1,7 @@
 """`make demo` / `manzoori demo`: the whole story in Telegram, on this machine, with no accounts.
 
 The real bot runs in-process, as `manzoori run` runs it: the PTB application polling a local Bot
-API emulator (bot.devbotapi), the notice runner delivering cards and requesters' news, and the
+API emulator (bot.dev.botapi), the notice runner delivering cards and requesters' news, and the
 outbox runner e-mailing suppliers through a local SMTP sink (bot.dev.smtp). Scripted people type,
 send sheets and tap buttons; the transcript shows what each of them sees. SQLite and fresh keys;
 the database is left in the demo folder to inspect. A step that does not happen within
@@ -29,8 +29,8 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
 from bot.bootstrap import build_store, running, setup_logging
 from bot.clock import utcnow
 from bot.config import Settings
+from bot.dev.botapi import EmulatedUser, Emulator, Message
 from bot.dev.smtp import running_sink
-from bot.devbotapi import EmulatedUser, Emulator, Message
 from bot.spreadsheets import read_csv_text
 from bot.telegram.cards import APPROVE_TEXT, REJECT_TEXT
 from bot.texts import terms_import

@@ -12,7 +12,7 @@ from sqlalchemy import select
 
 from bot.bootstrap import Running, running
 from bot.config import Settings
-from bot.devbotapi import Emulator
+from bot.dev.botapi import Emulator
 from bot.telegram.decisions import NOT_VALID
 from core.policies import Role
 from store import schema

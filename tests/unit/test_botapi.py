@@ -26,7 +26,7 @@ from telegram.error import (
 from telegram.ext import Application, CallbackQueryHandler, CommandHandler, ContextTypes
 from telegram.request import HTTPXRequest
 
-from bot.devbotapi import (
+from bot.dev.botapi import (
     NOT_MODIFIED,
     QUERY_TOO_OLD,
     EntityParseError,
