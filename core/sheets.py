@@ -124,8 +124,10 @@ def _read_row(
     elif not text_of(raw_quantity).strip():
         problems.append(Problem(row.number, "quantity", "is empty"))
     elif isinstance(raw_quantity, date | time | timedelta):  # Excel turned "10/3" into a date
-        message = (f"{quote(raw_quantity)} is a date, not a whole number; format the column "
-                   "as Number and type the quantity again")  # fmt: skip
+        message = (
+            f"{quote(raw_quantity)} is a date, not a whole number; format the column "
+            "as Number and type the quantity again"
+        )
         problems.append(Problem(row.number, "quantity", message))
     elif quantity is None:
         message = f"{quote(raw_quantity)} is not a whole number"

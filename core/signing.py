@@ -93,9 +93,13 @@ def sign_button(secret: bytes, button: Button) -> str:
     if not re.fullmatch(f"[0-9a-f]{{{HASH_PREFIX}}}", button.hash_prefix):
         raise ValueError("hash_prefix must be lowercase hex of the draft hash")
     body = ".".join(
-        (button.action.value, _b64(_uuid_bytes(button.job_id)),
-         format(button.draft_version, "x"), button.hash_prefix)
-    )  # fmt: skip
+        (
+            button.action.value,
+            _b64(_uuid_bytes(button.job_id)),
+            format(button.draft_version, "x"),
+            button.hash_prefix,
+        )
+    )
     token = f"{body}.{_b64(_tag(_key(secret, b'button'), body.encode()))}"
     assert len(token.encode()) <= CALLBACK_LIMIT
     return token

@@ -36,10 +36,13 @@ class PeopleQueries:
         """Record an invitation that has been handed out."""
         await self.conn.execute(
             insert(schema.invites).values(
-                id=invite_id, role=role.value, created_by=created_by, created_at=at,
+                id=invite_id,
+                role=role.value,
+                created_by=created_by,
+                created_at=at,
                 expires_at=expires_at,
             )
-        )  # fmt: skip
+        )
 
     async def use_invite(self, invite_id: str, user_id: int, at: datetime) -> Role | None:
         """Mark an unused, unexpired invitation used by `user_id` (compare-and-set on used_by);
@@ -82,11 +85,16 @@ class PeopleQueries:
         """Everyone holding a role, with what the bot knows of them, by user id."""
         roles, users = schema.user_roles, schema.telegram_users
         rows = await self.conn.execute(
-            select(roles.c.user_id, roles.c.role, users.c.first_name, users.c.started_at,
-                   users.c.blocked_at)
+            select(
+                roles.c.user_id,
+                roles.c.role,
+                users.c.first_name,
+                users.c.started_at,
+                users.c.blocked_at,
+            )
             .outerjoin(users, users.c.user_id == roles.c.user_id)
             .order_by(roles.c.user_id, roles.c.role)
-        )  # fmt: skip
+        )
         found: dict[int, tuple[TelegramUser | None, set[Role]]] = {}
         for row in rows:
             known = None if row.first_name is None else _user(row)

@@ -136,8 +136,10 @@ class Story:
         try:
             return cast(T, await self.emu.wait_for(check, STEP_TIMEOUT))
         except AssertionError:
-            calls = "\n".join(f"  {c.method} {c.status} {c.description or ''}".rstrip()
-                              for c in self.emu.calls[-8:])  # fmt: skip
+            calls = "\n".join(
+                f"  {c.method} {c.status} {c.description or ''}".rstrip()
+                for c in self.emu.calls[-8:]
+            )
             raise StepFailed(
                 f"{what}: did not happen within {STEP_TIMEOUT:g} s\n"
                 f"the bot's last calls to the Bot API:\n{calls}"
@@ -333,8 +335,10 @@ async def play(folder: Path) -> Path:
         port, inbox = sink.port, sink.messages
         settings = demo_settings(emu, port, database)
         keep_keys(folder, settings)
-        print(f"Manzoori demo: Bot API emulator on 127.0.0.1:{emu.port}, "
-              f"SMTP sink on 127.0.0.1:{port}, SQLite at {database}")  # fmt: skip
+        print(
+            f"Manzoori demo: Bot API emulator on 127.0.0.1:{emu.port}, "
+            f"SMTP sink on 127.0.0.1:{port}, SQLite at {database}"
+        )
         store = build_store(settings)
         try:
             await upgrade(store.engine)

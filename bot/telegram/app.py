@@ -9,7 +9,6 @@ only from the update Telegram signed for us (`effective_user`), never from text 
 from __future__ import annotations
 
 import logging
-import os
 from datetime import timedelta
 from urllib.parse import urlsplit
 
@@ -40,10 +39,6 @@ from core.ports import ShellStore
 from core.signing import verify_button
 
 log = logging.getLogger(__name__)
-
-# Opt in now to PTB 23's durations as timedelta (RetryAfter.retry_after and others): our code
-# reads both forms, and PTB 22 warns on every 429 otherwise. PTB reads it at each use.
-os.environ.setdefault("PTB_TIMEDELTA", "true")
 
 
 # Updates handled at once, so that one person's slow request (a Details upload, a sheet's
@@ -117,11 +112,13 @@ async def start_updates(
         return
     assert settings.webhook_secret is not None  # the settings refuse a URL without it
     await app.updater.start_webhook(
-        listen=settings.webhook_listen, port=settings.webhook_port,
+        listen=settings.webhook_listen,
+        port=settings.webhook_port,
         url_path=urlsplit(settings.webhook_url).path.lstrip("/"),
-        webhook_url=settings.webhook_url, bootstrap_retries=-1,
+        webhook_url=settings.webhook_url,
+        bootstrap_retries=-1,
         secret_token=settings.webhook_secret.get_secret_value(),
-    )  # fmt: skip
+    )
 
 
 def build_application(settings: Settings, store: ShellStore) -> Application:  # type: ignore[type-arg]
@@ -141,10 +138,17 @@ def build_application(settings: Settings, store: ShellStore) -> Application:  # 
     )
     app.bot_data["deps"] = Deps(settings, store)
     app.add_handler(TypeHandler(Update, claim), group=-1)
-    for name, callback in (("start", start), ("help", help_command), ("invite", invite),
-                           ("users", users), ("promote", promote), ("revoke", revoke),
-                           ("status", status), ("history", history),
-                           ("queue", queue_command)):  # fmt: skip
+    for name, callback in (
+        ("start", start),
+        ("help", help_command),
+        ("invite", invite),
+        ("users", users),
+        ("promote", promote),
+        ("revoke", revoke),
+        ("status", status),
+        ("history", history),
+        ("queue", queue_command),
+    ):
         app.add_handler(CommandHandler(name, callback))
     # The review queue's buttons (core.signing: action letter, then "."), before the cards'.
     app.add_handler(CallbackQueryHandler(on_queue_tap, pattern=r"^[sgc]\."))

@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import logging
 import re
+from dataclasses import dataclass
 
-from telegram import CallbackQuery, ForceReply, Message, Update
+from telegram import CallbackQuery, ForceReply, Message, Update, User
 from telegram.error import BadRequest
 from telegram.ext import ContextTypes, filters
 
 from bot.clock import utcnow
 from bot.outbox.emails import render_csv
 from bot.telegram.context import Deps, deps_of
+from bot.telegram.errors import classify
 from bot.telegram.notices import NoticeRunner
 from bot.texts import TIME_OF_DAY, local_time
 from core import service
@@ -87,13 +89,11 @@ async def on_reason(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
 
 async def on_tap(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     """A card's button: Approve or Details (Reject asks for a reason first)."""
-    query, user = update.callback_query, update.effective_user
-    assert query is not None and user is not None
-    deps = deps_of(context)
-    checked = await verified(query, deps)
-    if checked is None:
+    tap = await checked_tap(update, context)
+    if tap is None:
         return
-    button, job, reviewed = checked
+    query, user, deps, button, job = tap.query, tap.user, tap.deps, tap.button, tap.job
+    reviewed = tap.signed_for
     verdict = Verdict.REJECT if button.action is ButtonAction.REJECT else Verdict.APPROVE
     review = Review(job.po_number, user.id, verdict, button.draft_version, reviewed)
     if button.action is ButtonAction.APPROVE:
@@ -119,10 +119,23 @@ async def on_tap(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         await answer_tap(query, NOT_VALID)
 
 
-async def verified(query: CallbackQuery, deps: Deps) -> tuple[Button, Job, str] | None:
-    """A button's signed data, checked before any database work, the job it names and the hash
-    of the draft version it was signed for; None, with the tap answered "not valid", for
-    forged, altered or unknown data."""
+@dataclass(frozen=True)
+class Tap:
+    """A tap whose signed data checked out: who tapped what, on which job."""
+
+    query: CallbackQuery
+    user: User  # from the update Telegram signed
+    deps: Deps
+    button: Button
+    job: Job
+    signed_for: str  # the hash of the draft version the button was signed for
+
+
+async def checked_tap(update: Update, context: ContextTypes.DEFAULT_TYPE) -> Tap | None:
+    """The tap, its button's signed data checked before any database work; None, with the
+    tap answered "not valid", for forged, altered or unknown data."""
+    query, user, deps = update.callback_query, update.effective_user, deps_of(context)
+    assert query is not None and user is not None
     try:
         button = verify_button(deps.settings.secret, query.data)
     except InvalidToken:
@@ -137,7 +150,7 @@ async def verified(query: CallbackQuery, deps: Deps) -> tuple[Button, Job, str] 
     if job is None or not signed_for.startswith(button.hash_prefix):
         await answer_tap(query, NOT_VALID)
         return None
-    return button, job, signed_for
+    return Tap(query, user, deps, button, job, signed_for)
 
 
 async def _hash_of(tx: ShellTx, job: Job, version: int) -> str:
@@ -210,8 +223,8 @@ async def answer_tap(query: CallbackQuery, text: str) -> None:
     """Answer a tap; a query that is too old already timed out on the phone: nothing to do."""
     try:
         await query.answer(text)
-    except BadRequest as error:
-        log.info("tap not answered: %s", error)
+    except BadRequest as error:  # too old, or answered already: nobody is waiting any more
+        log.info("tap not answered: %s", classify(error).detail)
 
 
 async def _details(
@@ -221,9 +234,11 @@ async def _details(
         job = await tx.job(job_id)
         draft = await tx.draft(job_id, version)
     await context.bot.send_document(
-        user_id, render_csv(draft).encode(), filename=f"{job.po_number}-v{version}.csv",
+        user_id,
+        render_csv(draft).encode(),
+        filename=f"{job.po_number}-v{version}.csv",
         caption=f"{job.po_number} v{version}: {len(draft.lines):,} lines",
-    )  # fmt: skip
+    )
 
 
 def deliver_now(context: ContextTypes.DEFAULT_TYPE, deps: Deps, job_id: str) -> None:

@@ -112,8 +112,11 @@ async def promote(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         text = f"I have not met user {target}: they must send me /start first."
     else:
         who = f"User {target} ({done.user.first_name})"
-        text = (f"{who} is now an admin. /revoke {target} takes it back." if done.promoted
-                else f"{who} is already an admin.")  # fmt: skip
+        text = (
+            f"{who} is now an admin. /revoke {target} takes it back."
+            if done.promoted
+            else f"{who} is already an admin."
+        )
     await reply(update, text)
     if done.promoted:  # best effort: /help says the same whenever they ask
         try:

@@ -14,15 +14,17 @@ from datetime import tzinfo
 
 from telegram import CallbackQuery, InlineKeyboardMarkup, Update, User
 from telegram.constants import ParseMode
-from telegram.error import BadRequest, TelegramError
+from telegram.error import TelegramError
 from telegram.ext import ContextTypes
 
 from bot.clock import utcnow
 from bot.telegram.cards import signed_markup
 from bot.telegram.context import Deps, deps_of
-from bot.telegram.decisions import NOT_VALID, answer_tap, deliver_now, verified
+from bot.telegram.decisions import NOT_VALID, answer_tap, checked_tap, deliver_now
+from bot.telegram.errors import classify
 from bot.texts import local_time
 from core import review
+from core.delivery import Failure
 from core.effects import message_id
 from core.errors import AlreadyResolved, IllegalTransition, NotAnAdmin
 from core.jobs import Effect, Job
@@ -140,22 +142,20 @@ async def queue_command(update: Update, context: ContextTypes.DEFAULT_TYPE) -> N
     )
     for item in items:
         await message.reply_text(
-            item_html(item, settings.tz, settings.mail_domain), parse_mode=ParseMode.HTML,
+            item_html(item, settings.tz, settings.mail_domain),
+            parse_mode=ParseMode.HTML,
             reply_markup=item_markup(settings.secret, item.job),
-        )  # fmt: skip
+        )
     if more:
         await message.reply_text(f"… and {more} more. Handle these, then send /queue again.")
 
 
 async def on_queue_tap(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     """A queue button: Mark sent, Send again or Cancel; the data is checked before anything."""
-    query, user = update.callback_query, update.effective_user
-    assert query is not None and user is not None
-    deps = deps_of(context)
-    checked = await verified(query, deps)
-    if checked is None:
+    tap = await checked_tap(update, context)
+    if tap is None:
         return
-    button, job, _signed_for = checked
+    query, user, deps, button, job = tap.query, tap.user, tap.deps, tap.button, tap.job
     choice = _CHOICE_OF.get(button.action)
     if choice is None:
         await answer_tap(query, NOT_VALID)
@@ -229,8 +229,7 @@ async def _edit(query: CallbackQuery, text: str) -> None:
     """Show the outcome in place of the buttons; an edit that changes nothing is fine."""
     try:
         await query.edit_message_text(text, parse_mode=ParseMode.HTML)
-    except BadRequest as error:
-        if "not modified" not in str(error).lower():
-            log.warning("queue message not edited: %s", error)
     except TelegramError as error:
-        log.warning("queue message not edited: %s", error)
+        why = classify(error)
+        if why.failure is not Failure.NOT_MODIFIED:
+            log.warning("queue message not edited: %s", why.detail)
