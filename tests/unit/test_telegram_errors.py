@@ -31,7 +31,7 @@ def test_every_exception_class_telegram_error_exports_is_mapped():
         (
             ptb.Forbidden("Forbidden: bot can't initiate conversation with a user"),
             Failure.NEVER_STARTED,
-        ),  # fmt: skip
+        ),
         (ptb.Forbidden("Forbidden: user is deactivated"), Failure.NEVER_STARTED),
         (
             ptb.BadRequest(
