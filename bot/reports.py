@@ -7,8 +7,9 @@ from typing import Any
 
 from bot.texts import TIMESTAMP, local_time
 from core.effects import message_id
-from core.jobs import Job
+from core.jobs import AuditEvent, Effect, Job
 from core.money import format_pkr
+from core.policies import Decision
 from core.ports import ShellTx
 
 
@@ -35,9 +36,6 @@ async def job_detail(tx: ShellTx, job: Job, mail_domain: str) -> dict[str, Any]:
     Each send shows its Message-ID, which the supplier or the mail server's log can be
     searched for when an outcome has to be reconciled.
     """
-    decisions = await tx.decisions(job.id)
-    effects = await tx.effects_for(job.id)
-    trail = await tx.audit(job.id)
     return {
         **job_summary(job),
         "job_id": job.id,
@@ -47,44 +45,47 @@ async def job_detail(tx: ShellTx, job: Job, mail_domain: str) -> dict[str, Any]:
         "retry_count": job.retry_count,
         "decision_deadline": _iso(job.decision_deadline),
         "created_at": _iso(job.created_at),
-        "approvals": [
-            {
-                "reviewer_id": d.reviewer_id,
-                "role": d.reviewer_role.value,
-                "decision": d.verdict.value,
-                "draft_version": d.draft_version,
-                "draft_hash": d.draft_hash,
-                "at": _iso(d.at),
-                "expires_at": _iso(d.expires_at),
-                "policy_basis": d.policy_basis,
-                "reason": d.reason,
-            }
-            for d in decisions
-        ],
-        "effects": [
-            {
-                "idempotency_key": e.key,
-                "message_id": message_id(e.key, mail_domain),
-                "status": e.status.value,
-                "attempts": e.attempts,
-                "next_attempt_at": _iso(e.next_attempt_at),
-                "started_at": _iso(e.started_at),
-                "last_error": e.last_error,
-                "result": e.result,
-            }
-            for e in effects
-        ],
-        "audit": [
-            {
-                "at": _iso(a.at),
-                "actor": a.actor,
-                "action": a.action,
-                "from_state": a.from_state and a.from_state.value,
-                "to_state": a.to_state and a.to_state.value,
-                "detail": a.detail,
-            }
-            for a in trail
-        ],
+        "approvals": [_approval(d) for d in await tx.decisions(job.id)],
+        "effects": [_send(e, mail_domain) for e in await tx.effects_for(job.id)],
+        "audit": [_event(a) for a in await tx.audit(job.id)],
+    }
+
+
+def _approval(d: Decision) -> dict[str, Any]:
+    return {
+        "reviewer_id": d.reviewer_id,
+        "role": d.reviewer_role.value,
+        "decision": d.verdict.value,
+        "draft_version": d.draft_version,
+        "draft_hash": d.draft_hash,
+        "at": _iso(d.at),
+        "expires_at": _iso(d.expires_at),
+        "policy_basis": d.policy_basis,
+        "reason": d.reason,
+    }
+
+
+def _send(e: Effect, mail_domain: str) -> dict[str, Any]:
+    return {
+        "idempotency_key": e.key,
+        "message_id": message_id(e.key, mail_domain),
+        "status": e.status.value,
+        "attempts": e.attempts,
+        "next_attempt_at": _iso(e.next_attempt_at),
+        "started_at": _iso(e.started_at),
+        "last_error": e.last_error,
+        "result": e.result,
+    }
+
+
+def _event(a: AuditEvent) -> dict[str, Any]:
+    return {
+        "at": _iso(a.at),
+        "actor": a.actor,
+        "action": a.action,
+        "from_state": a.from_state and a.from_state.value,
+        "to_state": a.to_state and a.to_state.value,
+        "detail": a.detail,
     }
 
 
