@@ -74,7 +74,7 @@ class CardFacts:
 
 
 @dataclass(frozen=True)
-class Outcome:
+class CardOutcome:
     """What happened to a card that can no longer be tapped, for its headline."""
 
     job: Job
@@ -93,7 +93,7 @@ class CardEdit:
 
     card: Notice
     waiting: CardFacts | None
-    outcome: Outcome | None
+    outcome: CardOutcome | None
 
 
 @dataclass(frozen=True)
@@ -281,8 +281,8 @@ async def card_edits(store: Store, job_id: str, policy: ApprovalPolicy) -> list[
         waiting: dict[int, CardFacts | None] = {}
         drafts: dict[int, Draft] = {}
         for version in {card.draft_version for card in cards}:  # a card shows its version's
-            waiting[version] = await card_facts(tx, job, version, policy)
-            drafts[version] = await tx.draft(job.id, version)
+            facts = waiting[version] = await card_facts(tx, job, version, policy)
+            drafts[version] = facts.draft if facts else await tx.draft(job.id, version)
     edits = []
     for card in cards:
         version, facts = card.draft_version, waiting[card.draft_version]
@@ -293,6 +293,6 @@ async def card_edits(store: Store, job_id: str, policy: ApprovalPolicy) -> list[
             edits.append(CardEdit(card, facts, None))
             continue
         tally = (facts.approvals, facts.required) if facts else (0, 1)
-        outcome = Outcome(job, drafts[version], version, decisions, names, mine, tally)
+        outcome = CardOutcome(job, drafts[version], version, decisions, names, mine, tally)
         edits.append(CardEdit(card, None, outcome))
     return edits

@@ -13,7 +13,7 @@ from datetime import tzinfo
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
 from bot.texts import local_time
-from core.delivery import CardFacts, Outcome
+from core.delivery import CardFacts, CardOutcome
 from core.drafts import Draft, mask_email, short_hash
 from core.flags import describe
 from core.jobs import Job
@@ -112,7 +112,7 @@ def _evidence(facts: CardFacts, tz: tzinfo) -> list[str]:
     ]
 
 
-def outcome_html(outcome: Outcome, tz: tzinfo) -> str:
+def outcome_html(outcome: CardOutcome, tz: tzinfo) -> str:
     """A decided, expired or superseded card: what happened on top, the PO summary below."""
     draft = outcome.draft
     return "\n".join(
@@ -124,7 +124,7 @@ def outcome_html(outcome: Outcome, tz: tzinfo) -> str:
     )
 
 
-def headline_html(outcome: Outcome, tz: tzinfo) -> str:
+def headline_html(outcome: CardOutcome, tz: tzinfo) -> str:
     """What happened, for the top of a card that can no longer be tapped."""
     job, version, names = outcome.job, outcome.version, outcome.names
     if job.draft_version != version:

@@ -18,7 +18,7 @@ from bot.telegram.cards import (
     outcome_html,
     visible_length,
 )
-from core.delivery import CardFacts, Outcome
+from core.delivery import CardFacts, CardOutcome
 from core.drafts import Draft, DraftLine, Flag
 from core.flags import FlagCode
 from core.jobs import WORKFLOW_VERSION, Job
@@ -159,7 +159,7 @@ def test_buttons_carry_verifiable_data_for_this_job_and_version():
 def test_an_outcome_keeps_the_summary_under_the_headline():
     approved = replace(job(draft()), state=State.APPROVED)
     ali = decision(1, Verdict.APPROVE)
-    outcome = Outcome(approved, draft(), 2, (ali,), {1: "Ali"}, (), (1, 1))
+    outcome = CardOutcome(approved, draft(), 2, (ali,), {1: "Ali"}, (), (1, 1))
     text = outcome_html(outcome, PKT)
     assert parsed(text).text.splitlines() == [
         "✅ Approved by Ali at 29 Nov 2026, 14:00 PKT",
@@ -187,7 +187,7 @@ NAMES = {1: "Ali <boss>", 2: "Sana & co"}
 
 def headline(state: State, decisions=(), mine=(), version: int = 2, **changes) -> str:
     j = replace(job(draft()), state=state, **changes)
-    outcome = Outcome(j, draft(), version, tuple(decisions), NAMES, tuple(mine), (1, 2))
+    outcome = CardOutcome(j, draft(), version, tuple(decisions), NAMES, tuple(mine), (1, 2))
     text = headline_html(outcome, PKT)
     assert parsed(text).stack == []  # balanced, and every name escaped
     return parsed(text).text
