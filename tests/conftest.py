@@ -7,18 +7,15 @@ import os
 from collections.abc import AsyncIterator
 
 import pytest
-from cryptography.fernet import Fernet
 from sqlalchemy import text
 
-from core.policies import Role
 from store.engine import make_engine
 from store.migrate import upgrade
 from store.schema import metadata
 from store.sql import SqlStore
-from tests.botapi_fixture import botapi_fixture  # noqa: F401 - provides the `botapi` fixture
-from tests.factories import APPROVER_A, APPROVER_B, REQUESTER, T0
+from tests.helpers.botapi import botapi_fixture  # noqa: F401 - provides the `botapi` fixture
+from tests.helpers.store import DATA_KEY, grant_cast
 
-DATA_KEY = Fernet.generate_key()
 POSTGRES_URL = os.environ.get("TEST_POSTGRES_URL")
 _TABLES = ", ".join(metadata.tables)  # every table, so no test sees another's rows
 _pg_ready = False
@@ -65,14 +62,6 @@ def db_url(request: pytest.FixtureRequest, tmp_path) -> str:
         _pg_ready = True
     asyncio.run(_truncate(POSTGRES_URL))
     return POSTGRES_URL
-
-
-async def grant_cast(store: SqlStore) -> None:
-    """Register the usual cast: one requester and two approvers."""
-    async with store.begin() as tx:
-        await tx.grant(REQUESTER, Role.REQUESTER, "test", T0)
-        await tx.grant(APPROVER_A, Role.APPROVER, "test", T0)
-        await tx.grant(APPROVER_B, Role.APPROVER, "test", T0)
 
 
 @pytest.fixture

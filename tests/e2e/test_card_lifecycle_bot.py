@@ -18,11 +18,19 @@ from bot.telegram.notices import NoticeRunner
 from core import purchasing, service
 from core.policies import Verdict
 from core.states import State
-from tests.e2e.test_cards_bot import submitted
-from tests.e2e.test_decisions_bot import PO, answer, cards_out, job_and_decisions
-from tests.e2e.test_people_bot import ADMIN, BotRun, running_bot, said
-from tests.e2e.test_sheets_bot import TERMS
-from tests.factories import APPROVER_A, APPROVER_B, REQUESTER, T0
+from tests.helpers.bot import (
+    ADMIN,
+    PO,
+    TERMS,
+    BotRun,
+    answer,
+    cards_out,
+    job_and_decisions,
+    running_bot,
+    said,
+    submitted,
+)
+from tests.helpers.factories import APPROVER_A, APPROVER_B, REQUESTER, T0
 
 
 async def card_now(botapi, chat: int, card):

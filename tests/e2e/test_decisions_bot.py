@@ -13,34 +13,16 @@ from bot.telegram.decisions import NOT_VALID
 from bot.telegram.notices import NoticeRunner
 from core.policies import Role, Verdict
 from core.states import State
-from tests.e2e.test_cards_bot import submitted
-from tests.e2e.test_people_bot import ADMIN, running_bot, said
-from tests.e2e.test_sheets_bot import YEAR
-from tests.factories import APPROVER_A, APPROVER_B, REQUESTER, T0
-
-PO = f"PO-{YEAR}-0001"
-
-
-async def cards_out(botapi, run):
-    """The sheet is submitted and both approvers hold their card."""
-    ali = botapi.user(APPROVER_A, "Ali", started=True)
-    sana = botapi.user(APPROVER_B, "Sana", started=True)
-    async with run.store.begin() as tx:
-        await tx.met(APPROVER_A, "Ali", T0, started=True)
-        await tx.met(APPROVER_B, "Sana", T0, started=True)
-    await submitted(botapi, run)
-    assert await NoticeRunner(run.store, run.app.bot, run.settings).run_once() == 2
-    return ali, await ali.next_message(), sana, await sana.next_message()
-
-
-async def answer(botapi, query_id):
-    return (await botapi.wait_for(lambda: botapi.callback_answer(query_id))).text
-
-
-async def job_and_decisions(run):
-    async with run.store.begin() as tx:
-        job = await tx.job_by_po(PO)
-        return job, await tx.decisions(job.id), await tx.effects_for(job.id)
+from tests.helpers.bot import (
+    ADMIN,
+    PO,
+    answer,
+    cards_out,
+    job_and_decisions,
+    running_bot,
+    said,
+)
+from tests.helpers.factories import APPROVER_A, APPROVER_B, REQUESTER, T0
 
 
 async def test_approve_answers_at_once_and_edits_every_card(botapi, db_url, store):

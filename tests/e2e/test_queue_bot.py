@@ -9,9 +9,9 @@ from bot.telegram.decisions import NOT_VALID
 from bot.telegram.notices import NoticeRunner
 from bot.telegram.queue import EMPTY, NOT_AN_ADMIN, ONLY_ADMINS
 from core.states import State
-from tests.e2e.test_people_bot import ADMIN, running_bot
-from tests.factories import APPROVER_A, REQUESTER, T0
-from tests.integration.test_review import PO, in_queue, snapshot
+from tests.helpers.bot import ADMIN, running_bot
+from tests.helpers.factories import APPROVER_A, REQUESTER, T0
+from tests.helpers.review import PO, in_queue, snapshot
 
 MARK_SENT, SEND_AGAIN, CANCEL = "✅ Mark sent", "🔁 Send again", "🚫 Cancel"
 

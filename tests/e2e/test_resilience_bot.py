@@ -12,11 +12,16 @@ from bot.telegram.notices import NoticeRunner
 from core.notices import NoticeStatus, queue_refresh
 from core.policies import Role
 from core.states import State
-from tests.e2e.test_cards_bot import SHEET
-from tests.e2e.test_decisions_bot import PO, cards_out, job_and_decisions
-from tests.e2e.test_people_bot import running_bot, said
-from tests.e2e.test_sheets_bot import with_terms
-from tests.factories import APPROVER_A, APPROVER_B, REQUESTER, T0
+from tests.helpers.bot import (
+    PO,
+    SHEET,
+    cards_out,
+    job_and_decisions,
+    running_bot,
+    said,
+    with_terms,
+)
+from tests.helpers.factories import APPROVER_A, APPROVER_B, REQUESTER, T0
 
 SECOND_PO = PO[:-1] + "2"
 TWO_SUPPLIERS = b"sku,quantity,notes\nCBL-USBC-1M,20,\nTEA-500G,3,for Eid\n"

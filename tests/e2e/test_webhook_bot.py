@@ -10,10 +10,8 @@ from cryptography.fernet import Fernet
 from bot.telegram.cards import APPROVE_TEXT
 from bot.telegram.notices import NoticeRunner
 from core.states import State
-from tests.e2e.test_cards_bot import SHEET
-from tests.e2e.test_people_bot import running_bot, said
-from tests.e2e.test_sheets_bot import with_terms
-from tests.factories import APPROVER_A, APPROVER_B, REQUESTER, T0
+from tests.helpers.bot import SHEET, running_bot, said, with_terms
+from tests.helpers.factories import APPROVER_A, APPROVER_B, REQUESTER, T0
 
 SECRET = "s3cret_Token-for-tests"
 

@@ -23,7 +23,7 @@ from core.errors import (
 from core.policies import ApprovalPolicy, Outcome, Role, Verdict
 from core.service import Rules
 from core.states import Action, State
-from tests.factories import (
+from tests.helpers.factories import (
     APPROVER_A,
     APPROVER_B,
     OUTSIDER,

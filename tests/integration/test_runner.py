@@ -15,7 +15,15 @@ from core.effects import EffectStatus, message_id
 from core.policies import ApprovalPolicy, Verdict
 from core.service import Rules
 from core.states import Action, State
-from tests.factories import APPROVER_A, APPROVER_B, FAST_RETRY, T0, Clock, make_draft, new_job
+from tests.helpers.factories import (
+    APPROVER_A,
+    APPROVER_B,
+    FAST_RETRY,
+    T0,
+    Clock,
+    make_draft,
+    new_job,
+)
 
 RULES = Rules(
     approval=ApprovalPolicy(ttl=timedelta(hours=24)),

@@ -33,7 +33,7 @@ from bot.devbotapi import (
     parse_html,
     parse_markdown_v2,
 )
-from tests.botapi_fixture import botapi_fixture  # noqa: F401 - provides `botapi`
+from tests.helpers.botapi import botapi_fixture  # noqa: F401 - provides `botapi`
 
 ALICE = 1001
 

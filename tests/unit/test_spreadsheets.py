@@ -26,7 +26,7 @@ from bot.spreadsheets import (
     read_sheet,
 )
 from core.tables import Row, Table, UnreadableSheet
-from tests.xlsx import part_text, replace_part, xlsx_bytes
+from tests.helpers.xlsx import part_text, replace_part, xlsx_bytes
 
 OLE2_FILE = bytes.fromhex("D0CF11E0A1B11AE1") + bytes(504)
 SHEET1 = "xl/worksheets/sheet1.xml"
