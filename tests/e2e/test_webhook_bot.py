@@ -10,7 +10,7 @@ from cryptography.fernet import Fernet
 from bot.telegram.cards import APPROVE_TEXT
 from bot.telegram.notices import NoticeRunner
 from core.states import State
-from tests.helpers.bot import SHEET, running_bot, said, with_terms
+from tests.helpers.bot import SHEET, deliveries_done, running_bot, said, with_terms
 from tests.helpers.factories import APPROVER_A, APPROVER_B, REQUESTER, T0
 
 SECRET = "s3cret_Token-for-tests"
@@ -79,6 +79,7 @@ async def test_two_webhook_processes_on_one_database_act_once(botapi, db_url, st
         repeat = await botapi.post_to_webhook(botapi.callback_query(tap).update_id, url=urls[0])
         assert repeat.status == 200
         await botapi.wait_for(lambda: botapi.message(APPROVER_B, sana_card.message_id).edited)
+        await deliveries_done(one)  # both processes: one bot, so the same task names
         async with store.begin() as tx:
             jobs = await tx.jobs_in_states(set(State))
             assert [j.state for j in jobs] == [State.APPROVED]

@@ -1,8 +1,10 @@
 """The real bot over HTTP against the Bot API emulator (bot/devbotapi.py), and the steps the
-end-to-end tests share: supplier terms imported, a sheet submitted, cards out, a tap answered."""
+end-to-end tests share: supplier terms imported, a sheet submitted, cards out, a tap answered,
+and a wait for what a tap delivers in the background."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import datetime
@@ -101,3 +103,26 @@ async def job_and_decisions(run):
     async with run.store.begin() as tx:
         job = await tx.job_by_po(PO)
         return job, await tx.decisions(job.id), await tx.effects_for(job.id)
+
+
+async def deliveries_done(run: BotRun, timeout: float = 10.0) -> None:
+    """Wait until the bot has handled every update it has taken and has finished the
+    deliveries those started: a decision's handler answers the tap, then delivers the card
+    edits and the requester's news in a task of its own (bot.telegram.decisions.deliver_now,
+    named "deliver-<job id>"). An answer the test has seen is no sign that they are done, nor
+    even started, so a test that then runs a notice pass of its own, or asserts on what the
+    tap delivers, waits here first.
+
+    Both kinds of task run in this loop, made by PTB's Application.create_task, so they are
+    found by name among asyncio's tasks, and waited for until no new one appears.
+    """
+    handling = f"Application:{run.app.bot.id}:process_concurrent_update"
+    this = asyncio.current_task()
+
+    def busy(task: asyncio.Task[Any]) -> bool:
+        name = task.get_name()
+        return task is not this and (name == handling or name.startswith("deliver-"))
+
+    async with asyncio.timeout(timeout):
+        while pending := {task for task in asyncio.all_tasks() if busy(task)}:
+            await asyncio.wait(pending)
