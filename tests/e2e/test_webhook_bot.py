@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 
 from cryptography.fernet import Fernet
 
@@ -12,14 +11,9 @@ from bot.telegram.notices import NoticeRunner
 from core.states import State
 from tests.helpers.bot import SHEET, deliveries_done, running_bot, said, with_terms
 from tests.helpers.factories import APPROVER_A, APPROVER_B, REQUESTER, T0
+from tests.helpers.net import free_port
 
 SECRET = "s3cret_Token-for-tests"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 async def test_updates_arrive_by_webhook_and_forged_posts_are_refused(botapi, db_url, store):
