@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -56,6 +57,20 @@ async def _truncate(url: str) -> None:
     async with engine.begin() as conn:
         await conn.execute(text(f"TRUNCATE {_TABLES} RESTART IDENTITY CASCADE"))
     await engine.dispose()
+
+
+@pytest.fixture(autouse=True)
+def _spawning_is_slow(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A test that starts a process must carry the `slow` marker, which `make test-fast` leaves
+    out: in any other test, starting one fails it."""
+    if request.node.get_closest_marker("slow") is not None:
+        return
+
+    def refuse(self: subprocess.Popen[bytes], args: object, *_: object, **__: object) -> None:
+        self._child_created = False  # what Popen.__del__ reads
+        raise AssertionError(f"this test starts a process ({args!r}): mark it slow")
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", refuse)
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
