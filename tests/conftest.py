@@ -4,24 +4,25 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
+import subprocess
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
-from cryptography.fernet import Fernet
 from sqlalchemy import text
 
-from core.policies import Role
 from store.engine import make_engine
 from store.migrate import upgrade
 from store.schema import metadata
 from store.sql import SqlStore
-from tests.botapi_fixture import botapi_fixture  # noqa: F401 - provides the `botapi` fixture
-from tests.factories import APPROVER_A, APPROVER_B, REQUESTER, T0
+from tests.helpers.botapi import botapi_fixture  # noqa: F401 - provides the `botapi` fixture
+from tests.helpers.store import DATA_KEY, grant_cast
 
-DATA_KEY = Fernet.generate_key()
 POSTGRES_URL = os.environ.get("TEST_POSTGRES_URL")
 _TABLES = ", ".join(metadata.tables)  # every table, so no test sees another's rows
 _pg_ready = False
+_sqlite_template: Path | None = None
 
 
 async def _reset_postgres(url: str) -> None:
@@ -40,6 +41,17 @@ async def _migrate_sqlite(url: str) -> None:
     await engine.dispose()
 
 
+def _migrated_sqlite(factory: pytest.TempPathFactory) -> Path:
+    """Once per session: an empty SQLite file migrated to head, which each test copies (a
+    migration costs about 80 ms, a copy next to nothing)."""
+    global _sqlite_template
+    if _sqlite_template is None:
+        path = factory.mktemp("sqlite-template") / "manzoori.db"
+        asyncio.run(_migrate_sqlite(f"sqlite+aiosqlite:///{path}"))
+        _sqlite_template = path
+    return _sqlite_template
+
+
 async def _truncate(url: str) -> None:
     engine = make_engine(url)
     async with engine.begin() as conn:
@@ -47,17 +59,33 @@ async def _truncate(url: str) -> None:
     await engine.dispose()
 
 
+@pytest.fixture(autouse=True)
+def _spawning_is_slow(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A test that starts a process must carry the `slow` marker, which `make test-fast` leaves
+    out: in any other test, starting one fails it."""
+    if request.node.get_closest_marker("slow") is not None:
+        return
+
+    def refuse(self: subprocess.Popen[bytes], args: object, *_: object, **__: object) -> None:
+        self._child_created = False  # what Popen.__del__ reads
+        raise AssertionError(f"this test starts a process ({args!r}): mark it slow")
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", refuse)
+
+
 @pytest.fixture(params=["sqlite", "postgres"])
-def db_url(request: pytest.FixtureRequest, tmp_path) -> str:
+def db_url(
+    request: pytest.FixtureRequest, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> str:
     """A migrated, empty database; PostgreSQL variants skip without TEST_POSTGRES_URL.
 
     Synchronous on purpose, so subprocess tests (crash, CLI) can use it as well.
     """
     global _pg_ready
     if request.param == "sqlite":
-        url = f"sqlite+aiosqlite:///{tmp_path / 'manzoori.db'}"
-        asyncio.run(_migrate_sqlite(url))
-        return url
+        path = tmp_path / "manzoori.db"
+        shutil.copyfile(_migrated_sqlite(tmp_path_factory), path)
+        return f"sqlite+aiosqlite:///{path}"
     if not POSTGRES_URL:
         pytest.skip("TEST_POSTGRES_URL is not set")
     if not _pg_ready:
@@ -65,14 +93,6 @@ def db_url(request: pytest.FixtureRequest, tmp_path) -> str:
         _pg_ready = True
     asyncio.run(_truncate(POSTGRES_URL))
     return POSTGRES_URL
-
-
-async def grant_cast(store: SqlStore) -> None:
-    """Register the usual cast: one requester and two approvers."""
-    async with store.begin() as tx:
-        await tx.grant(REQUESTER, Role.REQUESTER, "test", T0)
-        await tx.grant(APPROVER_A, Role.APPROVER, "test", T0)
-        await tx.grant(APPROVER_B, Role.APPROVER, "test", T0)
 
 
 @pytest.fixture

@@ -11,19 +11,8 @@ from bot.telegram.notices import NoticeRunner
 from core.notices import NoticeKind, NoticeStatus
 from core.policies import Role
 from core.signing import ButtonAction, verify_button
-from tests.e2e.test_people_bot import ADMIN, running_bot, said
-from tests.e2e.test_sheets_bot import YEAR, with_terms
-from tests.factories import APPROVER_A, APPROVER_B, REQUESTER, T0, Clock
-
-SHEET = b"sku,quantity,notes\nCHG-65W,3,for <b>Eid</b> & more\n"
-
-
-async def submitted(botapi, run) -> None:
-    """The requester sends a sheet through the bot; one PO waits for approval."""
-    await with_terms(run.store)
-    requester = botapi.user(REQUESTER, "Bilal")
-    requester.send_document(SHEET, "restock.csv", "text/csv")
-    assert (await said(requester)).startswith("restock.csv accepted; 1 purchase order")
+from tests.helpers.bot import ADMIN, YEAR, running_bot, said, submitted
+from tests.helpers.factories import APPROVER_A, APPROVER_B, REQUESTER, T0, Clock
 
 
 async def notices(run):

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from bot.telegram.cards import APPROVE_TEXT, DETAILS_TEXT
 from core.states import State
-from tests.e2e.test_decisions_bot import answer, cards_out, job_and_decisions
-from tests.e2e.test_people_bot import running_bot
-from tests.factories import APPROVER_A, REQUESTER
+from tests.helpers.bot import answer, cards_out, job_and_decisions, running_bot
+from tests.helpers.factories import APPROVER_A, REQUESTER
 
 # Longer than any answer may take here, shorter than PTB's timeouts for an upload.
 STALL = 2.0

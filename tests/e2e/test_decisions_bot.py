@@ -13,34 +13,17 @@ from bot.telegram.decisions import NOT_VALID
 from bot.telegram.notices import NoticeRunner
 from core.policies import Role, Verdict
 from core.states import State
-from tests.e2e.test_cards_bot import submitted
-from tests.e2e.test_people_bot import ADMIN, running_bot, said
-from tests.e2e.test_sheets_bot import YEAR
-from tests.factories import APPROVER_A, APPROVER_B, REQUESTER, T0
-
-PO = f"PO-{YEAR}-0001"
-
-
-async def cards_out(botapi, run):
-    """The sheet is submitted and both approvers hold their card."""
-    ali = botapi.user(APPROVER_A, "Ali", started=True)
-    sana = botapi.user(APPROVER_B, "Sana", started=True)
-    async with run.store.begin() as tx:
-        await tx.met(APPROVER_A, "Ali", T0, started=True)
-        await tx.met(APPROVER_B, "Sana", T0, started=True)
-    await submitted(botapi, run)
-    assert await NoticeRunner(run.store, run.app.bot, run.settings).run_once() == 2
-    return ali, await ali.next_message(), sana, await sana.next_message()
-
-
-async def answer(botapi, query_id):
-    return (await botapi.wait_for(lambda: botapi.callback_answer(query_id))).text
-
-
-async def job_and_decisions(run):
-    async with run.store.begin() as tx:
-        job = await tx.job_by_po(PO)
-        return job, await tx.decisions(job.id), await tx.effects_for(job.id)
+from tests.helpers.bot import (
+    ADMIN,
+    PO,
+    answer,
+    cards_out,
+    deliveries_done,
+    job_and_decisions,
+    running_bot,
+    said,
+)
+from tests.helpers.factories import APPROVER_A, APPROVER_B, REQUESTER, T0
 
 
 async def test_approve_answers_at_once_and_edits_every_card(botapi, db_url, store):
@@ -49,7 +32,7 @@ async def test_approve_answers_at_once_and_edits_every_card(botapi, db_url, stor
         query = ali.tap(ali_card, APPROVE_TEXT)
         assert await answer(botapi, query) == "Approved — e-mailing the supplier."
         assert botapi.callback_answer(query).age < 1.0
-        await botapi.wait_for(lambda: botapi.message(APPROVER_B, sana_card.message_id).edited)
+        await deliveries_done(run)  # the edits follow the answer
         for chat, card in ((APPROVER_A, ali_card), (APPROVER_B, sana_card)):
             now = botapi.message(chat, card.message_id)
             assert now.text.startswith("✅ Approved by Ali at ") and now.buttons == []
@@ -197,6 +180,7 @@ async def test_the_requester_hears_when_the_po_is_approved_and_sent(
         requester = botapi.user(REQUESTER, "Bilal")
         requester.skip_messages()
         await answer(botapi, ali.tap(ali_card, APPROVE_TEXT))
+        await deliveries_done(run)  # "approved" goes out after the answer, beside the handler
         sender = SmtpSender(
             SmtpServer(host=smtp_sink.host, port=smtp_sink.port, tls="none", timeout=5.0),
             mail_from="orders@shop.example",
@@ -229,8 +213,9 @@ async def test_details_and_reject_are_for_approvers_who_may_still_decide(botapi,
         assert botapi.documents(APPROVER_B) == [] and botapi.documents(424242) == []
         assert len(stranger.messages()) == 1  # no reason prompt either
 
+        stale = ali_card.button(REJECT_TEXT).callback_data  # approving edits the buttons away
         await answer(botapi, ali.tap(ali_card, APPROVE_TEXT))
-        query = ali.tap(ali_card, REJECT_TEXT)  # the stale card, after approving it
+        query = ali.tap_data(ali_card, stale)  # the stale card, after approving it
         assert (await answer(botapi, query)).startswith("Already approved by you at ")
         assert [m.text for m in ali.messages() if m.text.startswith("Reason for")] == []
         job, decisions, _ = await job_and_decisions(run)

@@ -10,8 +10,7 @@ from bot.telegram.app import MESSAGE_FAILED, TAP_FAILED
 from bot.telegram.cards import APPROVE_TEXT
 from core import service
 from core.states import State
-from tests.e2e.test_decisions_bot import answer, cards_out, job_and_decisions
-from tests.e2e.test_people_bot import ADMIN, running_bot, said
+from tests.helpers.bot import ADMIN, answer, cards_out, job_and_decisions, running_bot, said
 
 # What the injected fault says: it must reach the log and never the person.
 INTERNALS = "connection to 10.0.0.7 refused (password=hunter2)"

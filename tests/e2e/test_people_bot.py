@@ -3,57 +3,17 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
-from cryptography.fernet import Fernet
 from sqlalchemy import select
 
-from bot.bootstrap import Running, running
-from bot.config import Settings
-from bot.dev.botapi import Emulator
 from bot.telegram.decisions import NOT_VALID
 from core.policies import Role
 from store import schema
-from store.engine import make_engine
 from store.sql import SqlStore
-from tests.conftest import DATA_KEY
+from tests.helpers.bot import ADMIN, running_bot, said
 
-ADMIN, NEWCOMER, SECOND, STRANGER = 9001, 5001, 5002, 6666
-
-
-# What `running_bot` yields: the bot, its store, settings and runners (bot.bootstrap.Running).
-BotRun = Running
-
-
-@asynccontextmanager
-async def running_bot(botapi: Emulator, db_url: str, **overrides: Any) -> AsyncIterator[BotRun]:
-    """The application on the emulator, started as `manzoori run` starts it (long polling, or a
-    webhook server when WEBHOOK_* settings are among the `overrides` of the test's settings),
-    with a short long poll for quick tests; the runners' passes are the test's to drive."""
-    settings = Settings(
-        **{
-            "_env_file": None,
-            "database_url": db_url,
-            "manzoori_secret_key": Fernet.generate_key().decode(),
-            "manzoori_data_key": DATA_KEY.decode(),
-            "manzoori_admin_ids": frozenset({ADMIN}),
-            "telegram_bot_token": botapi.token,
-            "telegram_api_url": f"http://127.0.0.1:{botapi.port}",
-            **overrides,  # the same secret key as another process, say
-        }
-    )
-    store = SqlStore(make_engine(db_url), DATA_KEY)
-    try:
-        async with running(settings, store, loops=False, long_poll=1) as run:
-            yield run
-    finally:
-        await store.close()
-
-
-async def said(user) -> str:
-    return (await user.next_message()).text
+NEWCOMER, SECOND, STRANGER = 5001, 5002, 6666
 
 
 async def roles(store: SqlStore, user_id: int) -> frozenset[Role]:

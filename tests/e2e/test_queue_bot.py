@@ -3,15 +3,13 @@ end over HTTP against the Bot API emulator."""
 
 from __future__ import annotations
 
-import asyncio
-
 from bot.telegram.decisions import NOT_VALID
 from bot.telegram.notices import NoticeRunner
 from bot.telegram.queue import EMPTY, NOT_AN_ADMIN, ONLY_ADMINS
 from core.states import State
-from tests.e2e.test_people_bot import ADMIN, running_bot
-from tests.factories import APPROVER_A, REQUESTER, T0
-from tests.integration.test_review import PO, in_queue, snapshot
+from tests.helpers.bot import ADMIN, deliveries_done, running_bot
+from tests.helpers.factories import APPROVER_A, REQUESTER, T0
+from tests.helpers.review import PO, in_queue, snapshot
 
 MARK_SENT, SEND_AGAIN, CANCEL = "✅ Mark sent", "🔁 Send again", "🚫 Cancel"
 
@@ -161,8 +159,9 @@ async def test_cancel_on_an_unknown_outcome_tells_the_requester_once_and_alerts_
         assert [e.action for e in trail[-2:]] == ["reconcile_failed", "cancel"]
         # The moves owed news of UNKNOWN_OUTCOME and FAILED_FINAL too; a person has acted
         # since, so only the cancellation is said, and no admin is asked to look at it.
+        await deliveries_done(run)  # what the tap's handler delivers, then the rest
         notices = NoticeRunner(run.store, run.app.bot, run.settings)
-        while await notices.run_once():  # with what the tap's handler delivers meanwhile
+        while await notices.run_once():
             pass
         cancelled = await botapi.wait_for(
             lambda: [m for m in requester.messages() if m.text.endswith("cancelled.")]
@@ -171,12 +170,4 @@ async def test_cancel_on_an_unknown_outcome_tells_the_requester_once_and_alerts_
             f"{PO} was approved; the e-mail to the supplier goes out now.",
             cancelled[0].text,
         ]
-
-        async def settled():
-            async with run.store.begin() as tx:
-                owed = await tx.notices_for(job.id)
-            return all(n.status.value in ("sent", "cancelled") for n in owed)
-
-        while not await settled():  # the tap's handler may still be delivering
-            await asyncio.sleep(0.05)
         assert [m.text for m in admin.messages() if "needs you" in m.text] == []  # no alert

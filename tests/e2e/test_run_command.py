@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from tests.factories import REQUESTER
-from tests.integration.test_cli import base_env
+from tests.helpers.cli import base_env
+from tests.helpers.factories import REQUESTER
 
 pytestmark = pytest.mark.slow  # spawns `manzoori run`
 

@@ -2,24 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-from pathlib import Path
-from zoneinfo import ZoneInfo
-
-from bot.spreadsheets import NOT_A_SHEET, read_csv_text
-from core import purchasing
+from bot.spreadsheets import NOT_A_SHEET
 from core.states import State
-from tests.e2e.test_people_bot import running_bot, said
-from tests.factories import APPROVER_A, REQUESTER, T0
-from tests.xlsx import xlsx_bytes
-
-TERMS = Path(__file__).parent.parent / "data" / "terms" / "good.csv"
-YEAR = datetime.now(ZoneInfo("Asia/Karachi")).year
-
-
-async def with_terms(store) -> None:
-    result = await purchasing.import_terms(store, read_csv_text(TERMS.read_bytes()), T0, "test")
-    assert result.created
+from tests.helpers.bot import YEAR, running_bot, said, with_terms
+from tests.helpers.factories import APPROVER_A, REQUESTER
+from tests.helpers.xlsx import xlsx_bytes
 
 
 async def test_a_requester_gets_one_po_per_supplier_and_the_same_file_back(botapi, db_url, store):

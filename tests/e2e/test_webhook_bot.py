@@ -3,25 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 
 from cryptography.fernet import Fernet
 
 from bot.telegram.cards import APPROVE_TEXT
 from bot.telegram.notices import NoticeRunner
 from core.states import State
-from tests.e2e.test_cards_bot import SHEET
-from tests.e2e.test_people_bot import running_bot, said
-from tests.e2e.test_sheets_bot import with_terms
-from tests.factories import APPROVER_A, APPROVER_B, REQUESTER, T0
+from tests.helpers.bot import SHEET, deliveries_done, running_bot, said, with_terms
+from tests.helpers.factories import APPROVER_A, APPROVER_B, REQUESTER, T0
+from tests.helpers.net import free_port
 
 SECRET = "s3cret_Token-for-tests"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 async def test_updates_arrive_by_webhook_and_forged_posts_are_refused(botapi, db_url, store):
@@ -81,6 +73,7 @@ async def test_two_webhook_processes_on_one_database_act_once(botapi, db_url, st
         repeat = await botapi.post_to_webhook(botapi.callback_query(tap).update_id, url=urls[0])
         assert repeat.status == 200
         await botapi.wait_for(lambda: botapi.message(APPROVER_B, sana_card.message_id).edited)
+        await deliveries_done(one)  # both processes: one bot, so the same task names
         async with store.begin() as tx:
             jobs = await tx.jobs_in_states(set(State))
             assert [j.state for j in jobs] == [State.APPROVED]

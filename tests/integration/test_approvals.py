@@ -24,7 +24,7 @@ from core.jobs import Stamp
 from core.policies import ApprovalPolicy, Outcome, Role, Rules, Verdict
 from core.service import Review, Revision
 from core.states import Action, State
-from tests.factories import (
+from tests.helpers.factories import (
     APPROVER_A,
     APPROVER_B,
     OUTSIDER,

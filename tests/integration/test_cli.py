@@ -8,18 +8,11 @@ for several commands.
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
 import sqlite3
-import subprocess
-import sys
-from collections.abc import Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 from alembic.script import ScriptDirectory
@@ -27,7 +20,6 @@ from cryptography.fernet import Fernet
 from sqlalchemy import select
 
 from bot.clock import Runtime, utcnow
-from bot.config import Settings
 from bot.outbox.runner import OutboxRunner
 from bot.outbox.smtp import SmtpSender, SmtpServer
 from core import dispatch, service
@@ -36,75 +28,24 @@ from core.effects import EffectStatus, message_id, send_po_key
 from core.errors import AmbiguousSendError, PermanentSendError, SendError
 from core.jobs import AuditEvent, Effect, Job
 from core.money import format_pkr
-from core.policies import Role, Rules, Verdict
+from core.policies import Role, Verdict
 from core.service import Review
 from core.states import State
 from store import schema
-from store.engine import make_engine
 from store.migrate import alembic_config
 from store.sql import SqlStore
-from tests.conftest import DATA_KEY, grant_cast
-from tests.factories import APPROVER_A, make_draft, new_job
+from tests.helpers.cli import DOMAIN, MAIL_FROM, RULES, Cli, base_env, ok, with_store
+from tests.helpers.factories import APPROVER_A, make_draft, new_job
+from tests.helpers.store import grant_cast
 
 pytestmark = pytest.mark.slow  # every test spawns `manzoori` subprocesses
 
-T = TypeVar("T")
-# The defaults of Settings (one day to decide, dual approval above PKR 500,000), so the CLI's
-# runner judges the approvals made here by the same rules.
-RULES = Rules()
 LEASE = timedelta(seconds=60)
-DOMAIN = "shop.example"
-MAIL_FROM = f"orders@{DOMAIN}"
 # A personal address that must reach the supplier's inbox and nothing an admin prints.
 RECIPIENT = "priya.sales@hall-road.example"
-# Generous for one CLI command; the runner itself is bounded by --max-seconds.
-SUBPROCESS_TIMEOUT = 60
 
 
 # --- running the CLI ------------------------------------------------------------------------
-
-
-def base_env(db_url: str) -> dict[str, str]:
-    """This process's environment minus every setting, plus a database, keys and MAIL_FROM."""
-    env = {k: v for k, v in os.environ.items() if k.lower() not in Settings.model_fields}
-    env.update(
-        DATABASE_URL=db_url,
-        MANZOORI_DATA_KEY=DATA_KEY.decode(),
-        MANZOORI_SECRET_KEY=Fernet.generate_key().decode(),
-        MAIL_FROM=MAIL_FROM,
-    )
-    return env
-
-
-@dataclass(frozen=True)
-class Cli:
-    """`manzoori` in a directory without a .env, with a given environment."""
-
-    cwd: Path
-    env: dict[str, str]
-
-    def __call__(self, *args: str, **env: object) -> subprocess.CompletedProcess[str]:
-        """Run `manzoori ARGS`; keyword arguments set (or, with None, remove) variables."""
-        full = dict(self.env)
-        for name, value in env.items():
-            if value is None:
-                full.pop(name, None)
-            else:
-                full[name] = str(value)
-        return subprocess.run(
-            [sys.executable, "-m", "bot.cli", *args],
-            cwd=self.cwd,
-            env=full,
-            capture_output=True,
-            text=True,
-            timeout=SUBPROCESS_TIMEOUT,
-            check=False,
-        )
-
-    def all(self, *commands: tuple[str, ...]) -> list[subprocess.CompletedProcess[str]]:
-        """Run independent commands side by side (start-up dominates), results in order."""
-        with ThreadPoolExecutor(len(commands)) as pool:
-            return list(pool.map(lambda args: self(*args), commands))
 
 
 @pytest.fixture
@@ -118,26 +59,7 @@ def plain(text: str) -> str:
     return " ".join(text.replace("│", " ").split())
 
 
-def ok(result: subprocess.CompletedProcess[str]) -> str:
-    """The stdout of a command that must have succeeded."""
-    assert result.returncode == 0, f"exit {result.returncode}\n{result.stderr}"
-    return result.stdout
-
-
 # --- setting up state in-process ------------------------------------------------------------
-
-
-def with_store(db_url: str, work: Callable[[SqlStore], Awaitable[T]]) -> T:
-    """Run `work` on a store over the test database, then dispose of the engine."""
-
-    async def main() -> T:
-        store = SqlStore(make_engine(db_url), DATA_KEY)
-        try:
-            return await work(store)
-        finally:
-            await store.close()
-
-    return asyncio.run(main())
 
 
 async def awaiting(store: SqlStore, po: str, at: datetime) -> Job:

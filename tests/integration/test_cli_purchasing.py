@@ -26,9 +26,9 @@ from core.service import Review
 from core.states import State
 from store import schema
 from store.sql import SqlStore
-from tests.conftest import grant_cast
-from tests.factories import APPROVER_A, REQUESTER
-from tests.integration.test_cli import RULES, Cli, base_env, ok, with_store
+from tests.helpers.cli import RULES, Cli, base_env, ok, with_store
+from tests.helpers.factories import APPROVER_A, REQUESTER
+from tests.helpers.store import grant_cast
 
 pytestmark = pytest.mark.slow  # every test spawns `manzoori` subprocesses
 # PO numbers carry the year in Pakistan, as the CLI computes it.

@@ -25,8 +25,8 @@ from core.service import Review
 from core.states import State
 from store.engine import make_engine
 from store.sql import SqlStore
-from tests.conftest import DATA_KEY, grant_cast
-from tests.factories import APPROVER_A, make_draft, new_job
+from tests.helpers.factories import APPROVER_A, make_draft, new_job
+from tests.helpers.store import DATA_KEY, grant_cast
 
 pytestmark = pytest.mark.slow
 DOMAIN = "shop.example"

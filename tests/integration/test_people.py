@@ -15,8 +15,8 @@ from core.errors import InviteRefused, NotAnAdmin
 from core.policies import Role
 from store.engine import make_engine
 from store.sql import SqlStore
-from tests.conftest import DATA_KEY
-from tests.factories import APPROVER_A, T0
+from tests.helpers.factories import APPROVER_A, T0
+from tests.helpers.store import DATA_KEY
 
 SECRET = b"s" * 32
 ADMIN = 9001  # configured in MANZOORI_ADMIN_IDS

@@ -36,8 +36,8 @@ from core.terms import REQUIRED
 from store import schema
 from store.engine import make_engine
 from store.sql import SqlStore
-from tests.conftest import DATA_KEY
-from tests.factories import APPROVER_A, APPROVER_B, REQUESTER, T0, Clock
+from tests.helpers.factories import APPROVER_A, APPROVER_B, REQUESTER, T0, Clock
+from tests.helpers.store import DATA_KEY
 
 RULES = Rules()
 T1 = T0 + timedelta(hours=1)

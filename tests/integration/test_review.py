@@ -19,55 +19,23 @@ from core.dispatch import Attempted
 from core.effects import EffectStatus
 from core.errors import (
     AlreadyResolved,
-    AmbiguousSendError,
     IllegalTransition,
     NotAnAdmin,
-    PermanentSendError,
     UnknownJob,
 )
-from core.policies import ApprovalPolicy, Role, Rules, Verdict
+from core.policies import Role, Verdict
 from core.review import NOTE, AdminChoice, Choice
 from core.service import Review
 from core.states import State
 from store.engine import make_engine
 from store.sql import SqlStore
-from tests.conftest import DATA_KEY
-from tests.factories import APPROVER_A, APPROVER_B, FAST_RETRY, REQUESTER, T0, make_draft, new_job
+from tests.helpers.factories import APPROVER_A, APPROVER_B, REQUESTER, T0, make_draft, new_job
+from tests.helpers.review import LEASE, PO, RULES, SEND_ERRORS, in_queue, snapshot
+from tests.helpers.store import DATA_KEY
 
-RULES = Rules(approval=ApprovalPolicy(ttl=timedelta(hours=24)), retry=FAST_RETRY)
-LEASE = timedelta(seconds=60)
 ADMIN, OTHER_ADMIN = 9001, 9002  # the first from the configuration, the second by role
 CONFIGURED = frozenset({ADMIN})
-PO = "PO-2026-001"
 LATER = T0 + timedelta(minutes=30)
-_ERRORS = {
-    State.UNKNOWN_OUTCOME: AmbiguousSendError("connection lost after DATA"),
-    State.FAILED_FINAL: PermanentSendError("550 5.1.1 No such user", code=550),
-}
-
-
-async def in_queue(store, state: State, po: str = PO):
-    """A PO approved and tried once: the attempt ends ambiguous (UNKNOWN_OUTCOME) or refused
-    for good (FAILED_FINAL)."""
-    job = await service.open_job(store, new_job(), make_draft(po), T0, RULES)
-    await service.decide(
-        store, Review(po, APPROVER_A, Verdict.APPROVE, 1, job.draft_hash), T0, RULES
-    )
-    [claimed] = await dispatch.claim(store, T0, "runner-a", LEASE, 10)
-    order = await dispatch.start_attempt(store, claimed.key, "runner-a", T0, LEASE, RULES)
-    assert order is not None
-    got = await dispatch.finish_attempt(
-        store, order, Attempted("runner-a", error=_ERRORS[state]), T0, RULES, 0.5
-    )
-    assert got is state
-    return await snapshot(store, po)
-
-
-async def snapshot(store, po: str = PO):
-    """The job, its sends and its audit trail, as stored now."""
-    async with store.begin() as tx:
-        job = await tx.job_by_po(po)
-        return job, await tx.effects_for(job.id), await tx.audit(job.id)
 
 
 async def resolve(store, choice: Choice, admin: int = ADMIN, version: int = 1, po: str = PO):
@@ -187,7 +155,12 @@ async def test_a_choice_naming_an_older_version_is_refused_when_the_po_is_back(s
     order = await dispatch.start_attempt(store, claimed.key, "runner-a", LATER, LEASE, RULES)
     assert order is not None
     await dispatch.finish_attempt(
-        store, order, Attempted("runner-a", error=_ERRORS[State.FAILED_FINAL]), LATER, RULES, 0.5
+        store,
+        order,
+        Attempted("runner-a", error=SEND_ERRORS[State.FAILED_FINAL]),
+        LATER,
+        RULES,
+        0.5,
     )
     with pytest.raises(AlreadyResolved) as refused:  # the v1 message's button
         await resolve(store, Choice.CANCEL, version=1)

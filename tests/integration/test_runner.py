@@ -18,7 +18,15 @@ from core.jobs import Stamp
 from core.policies import ApprovalPolicy, Rules, Verdict
 from core.service import Review, Revision
 from core.states import Action, State
-from tests.factories import APPROVER_A, APPROVER_B, FAST_RETRY, T0, Clock, make_draft, new_job
+from tests.helpers.factories import (
+    APPROVER_A,
+    APPROVER_B,
+    FAST_RETRY,
+    T0,
+    Clock,
+    make_draft,
+    new_job,
+)
 
 RULES = Rules(
     approval=ApprovalPolicy(ttl=timedelta(hours=24)),

@@ -69,7 +69,7 @@ from store import schema
 from store.engine import make_engine
 from store.migrate import upgrade
 from store.sql import SqlStore
-from tests.factories import (
+from tests.helpers.factories import (
     APPROVER_A,
     APPROVER_B,
     FAST_RETRY,

@@ -22,7 +22,7 @@ from core.service import Review
 from core.states import State
 from store.migrate import alembic_config, current
 from store.schema import metadata
-from tests.factories import APPROVER_A, T0, make_draft, new_job
+from tests.helpers.factories import APPROVER_A, T0, make_draft, new_job
 
 
 async def approved(store, po="PO-2026-001"):

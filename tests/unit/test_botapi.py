@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dtm
-import socket
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -33,7 +32,8 @@ from bot.dev.botapi import (
     parse_html,
     parse_markdown_v2,
 )
-from tests.botapi_fixture import botapi_fixture  # noqa: F401 - provides `botapi`
+from tests.helpers.botapi import botapi_fixture  # noqa: F401 - provides `botapi`
+from tests.helpers.net import free_port
 
 ALICE = 1001
 
@@ -64,13 +64,6 @@ async def running(app: Application, **webhook: Any) -> AsyncIterator[Application
         finally:
             await app.updater.stop()
             await app.stop()
-
-
-def free_port() -> int:
-    """A TCP port nobody listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 # -- the parsers, alone -----------------------------------------------------------------------

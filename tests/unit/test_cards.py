@@ -25,7 +25,7 @@ from core.jobs import WORKFLOW_VERSION, Job
 from core.policies import Decision, Role, Verdict
 from core.signing import ButtonAction, verify_button
 from core.states import State
-from tests.factories import T0
+from tests.helpers.factories import T0
 
 PKT = ZoneInfo("Asia/Karachi")
 SECRET = b"s" * 32

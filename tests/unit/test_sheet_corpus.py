@@ -29,7 +29,7 @@ from core.intake import Order, build_draft, check_sheet
 from core.sheets import MAX_DATA_ROWS, MAX_SHEET_BYTES, too_big
 from core.tables import Row, Table, summarise
 from core.terms import REQUIRED, Terms, parse_terms
-from tests.xlsx import xlsx_bytes
+from tests.helpers.xlsx import xlsx_bytes
 
 DATA = Path(__file__).parent.parent / "data"
 SHEETS = DATA / "sheets"

@@ -27,7 +27,7 @@ from bot.spreadsheets import (
 )
 from core.errors import UnreadableSheet
 from core.tables import Row, Table
-from tests.xlsx import part_text, replace_part, xlsx_bytes
+from tests.helpers.xlsx import part_text, replace_part, xlsx_bytes
 
 OLE2_FILE = bytes.fromhex("D0CF11E0A1B11AE1") + bytes(504)
 SHEET1 = "xl/worksheets/sheet1.xml"

@@ -9,7 +9,7 @@ from core.drafts import Draft, DraftLine
 from core.jobs import WORKFLOW_VERSION, Job
 from core.purchasing import Submission
 from core.states import State
-from tests.factories import T0
+from tests.helpers.factories import T0
 
 DRAFT = Draft(
     po_number="PO-2026-0007",

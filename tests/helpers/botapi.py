@@ -2,7 +2,7 @@
 
 Import it where it is needed, or once in tests/conftest.py to offer it to every test:
 
-    from tests.botapi_fixture import botapi_fixture  # noqa: F401 - provides the `botapi` fixture
+    from tests.helpers.botapi import botapi_fixture  # noqa: F401 - provides the `botapi` fixture
 
 The function has another name than the fixture so that tests taking a `botapi` argument do not
 shadow the import (ruff's F811).

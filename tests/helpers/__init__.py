@@ -1,0 +1,10 @@
+"""Shared test machinery, imported by test modules (which never import each other):
+
+- factories: drafts, jobs, the usual cast's ids and a clock the test moves;
+- store: the data key of every test store and the cast registered in it;
+- review: a PO put in the manual-review queue, and what is stored about it;
+- xlsx: real .xlsx bytes and hand-edited parts;
+- botapi: the `botapi` fixture (the Bot API emulator), offered to every test by conftest.py;
+- bot: the bot running against the emulator, and the end-to-end steps built on it;
+- cli: `manzoori` as a subprocess, and in-process setup of the database it uses.
+"""

@@ -1,0 +1,128 @@
+"""The real bot over HTTP against the Bot API emulator (bot/dev/botapi), and the steps the
+end-to-end tests share: supplier terms imported, a sheet submitted, cards out, a tap answered,
+and a wait for what a tap delivers in the background."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from cryptography.fernet import Fernet
+
+from bot.bootstrap import Running, running
+from bot.config import Settings
+from bot.dev.botapi import Emulator
+from bot.spreadsheets import read_csv_text
+from bot.telegram.notices import NoticeRunner
+from core import purchasing
+from store.engine import make_engine
+from store.sql import SqlStore
+from tests.helpers.factories import APPROVER_A, APPROVER_B, REQUESTER, T0
+from tests.helpers.store import DATA_KEY
+
+ADMIN = 9001  # the one admin of the configuration (MANZOORI_ADMIN_IDS)
+TERMS = Path(__file__).parent.parent / "data" / "terms" / "good.csv"
+# PO numbers carry the year in Pakistan, as the bot computes it.
+YEAR = datetime.now(ZoneInfo("Asia/Karachi")).year
+PO = f"PO-{YEAR}-0001"
+SHEET = b"sku,quantity,notes\nCHG-65W,3,for <b>Eid</b> & more\n"
+
+
+# What `running_bot` yields: the bot, its store, settings and runners (bot.bootstrap.Running).
+BotRun = Running
+
+
+@asynccontextmanager
+async def running_bot(botapi: Emulator, db_url: str, **overrides: Any) -> AsyncIterator[BotRun]:
+    """The application on the emulator, started as `manzoori run` starts it (long polling, or a
+    webhook server when WEBHOOK_* settings are among the `overrides` of the test's settings),
+    with a short long poll for quick tests; the runners' passes are the test's to drive."""
+    settings = Settings(
+        **{
+            "_env_file": None,
+            "database_url": db_url,
+            "manzoori_secret_key": Fernet.generate_key().decode(),
+            "manzoori_data_key": DATA_KEY.decode(),
+            "manzoori_admin_ids": frozenset({ADMIN}),
+            "telegram_bot_token": botapi.token,
+            "telegram_api_url": f"http://127.0.0.1:{botapi.port}",
+            **overrides,  # the same secret key as another process, say
+        }
+    )
+    store = SqlStore(make_engine(db_url), DATA_KEY)
+    try:
+        async with running(settings, store, loops=False, long_poll=1) as run:
+            yield run
+    finally:
+        await store.close()
+
+
+async def said(user) -> str:
+    """The text of the bot's next message to this emulated user."""
+    return (await user.next_message()).text
+
+
+async def with_terms(store) -> None:
+    """The supplier terms of tests/data/terms/good.csv, imported."""
+    result = await purchasing.import_terms(store, read_csv_text(TERMS.read_bytes()), T0, "test")
+    assert result.created
+
+
+async def submitted(botapi, run) -> None:
+    """The requester sends a sheet through the bot; one PO waits for approval."""
+    await with_terms(run.store)
+    requester = botapi.user(REQUESTER, "Bilal")
+    requester.send_document(SHEET, "restock.csv", "text/csv")
+    assert (await said(requester)).startswith("restock.csv accepted; 1 purchase order")
+
+
+async def cards_out(botapi, run):
+    """The sheet is submitted and both approvers hold their card."""
+    ali = botapi.user(APPROVER_A, "Ali", started=True)
+    sana = botapi.user(APPROVER_B, "Sana", started=True)
+    async with run.store.begin() as tx:
+        await tx.met(APPROVER_A, "Ali", T0, started=True)
+        await tx.met(APPROVER_B, "Sana", T0, started=True)
+    await submitted(botapi, run)
+    assert await NoticeRunner(run.store, run.app.bot, run.settings).run_once() == 2
+    return ali, await ali.next_message(), sana, await sana.next_message()
+
+
+async def answer(botapi, query_id):
+    """The text the bot answered this tap with, once it has."""
+    return (await botapi.wait_for(lambda: botapi.callback_answer(query_id))).text
+
+
+async def job_and_decisions(run):
+    """The PO's job, its decisions and its sends, as stored now."""
+    async with run.store.begin() as tx:
+        job = await tx.job_by_po(PO)
+        return job, await tx.decisions(job.id), await tx.effects_for(job.id)
+
+
+async def deliveries_done(run: BotRun, timeout: float = 10.0) -> None:
+    """Wait until the bot has handled every update it has taken and has finished the
+    deliveries those started: a decision's handler answers the tap, then delivers the card
+    edits and the requester's news in a task of its own (bot.telegram.decisions.deliver_now,
+    named "deliver-<job id>"). An answer the test has seen is no sign that they are done, nor
+    even started, so a test that then runs a notice pass of its own, or asserts on what the
+    tap delivers, waits here first.
+
+    Both kinds of task run in this loop, made by PTB's Application.create_task, so they are
+    found by name among asyncio's tasks, and waited for until no new one appears.
+    """
+    handling = f"Application:{run.app.bot.id}:process_concurrent_update"
+    this = asyncio.current_task()
+
+    def busy(task: asyncio.Task[Any]) -> bool:
+        name = task.get_name()
+        return task is not this and (name == handling or name.startswith("deliver-"))
+
+    async with asyncio.timeout(timeout):
+        while pending := {task for task in asyncio.all_tasks() if busy(task)}:
+            await asyncio.wait(pending)
