@@ -16,8 +16,9 @@ uv:
 install: uv
 	uv sync --frozen
 
+# Every test, with coverage of core/, store/ and bot/ and its floor ([tool.coverage.report]).
 test: install
-	uv run pytest -q $(PYTEST_ARGS)
+	uv run pytest -q --cov --cov-report=term:skip-covered $(PYTEST_ARGS)
 
 lint: install
 	uv run ruff check .
@@ -29,5 +30,5 @@ demo: install
 
 # Leaves .venv alone: removing it would only make the next target reinstall everything.
 clean:
-	rm -rf .pytest_cache .ruff_cache .mypy_cache build dist
+	rm -rf .pytest_cache .ruff_cache .mypy_cache .coverage .coverage.* build dist
 	find . -path ./.venv -prune -o -type d -name __pycache__ -prune -exec rm -rf {} +
