@@ -6,7 +6,7 @@ export PATH := $(HOME)/.local/bin:$(PATH)
 # Extra pytest arguments, e.g. `make test PYTEST_ARGS="-k config -x"`.
 PYTEST_ARGS ?=
 
-.PHONY: uv install test lint demo clean
+.PHONY: uv install check lint test test-fast demo clean
 
 uv:
 	@command -v uv >/dev/null 2>&1 || python3 -m pip install --quiet uv \
@@ -16,14 +16,21 @@ uv:
 install: uv
 	uv sync --frozen
 
+# The quality gates: lint, formatting, types (mypy's files are in pyproject.toml). CI runs it.
+check: install
+	uv run ruff check .
+	uv run ruff format --check .
+	uv run mypy
+
+lint: check  # the old name
+
 # Every test, with coverage of core/, store/ and bot/ and its floor ([tool.coverage.report]).
 test: install
 	uv run pytest -q --cov --cov-report=term:skip-covered $(PYTEST_ARGS)
 
-lint: install
-	uv run ruff check .
-	uv run ruff format --check .
-	uv run mypy
+# The suite without the tests that spawn processes (marked slow): a quick loop while working.
+test-fast: install
+	uv run pytest -q -m "not slow" $(PYTEST_ARGS)
 
 demo: install
 	uv run manzoori demo
