@@ -6,7 +6,7 @@ export PATH := $(HOME)/.local/bin:$(PATH)
 # Extra pytest arguments, e.g. `make test PYTEST_ARGS="-k config -x"`.
 PYTEST_ARGS ?=
 
-.PHONY: uv install test lint demo clean
+.PHONY: uv install check lint test test-fast demo clean
 
 uv:
 	@command -v uv >/dev/null 2>&1 || python3 -m pip install --quiet uv \
@@ -16,18 +16,28 @@ uv:
 install: uv
 	uv sync --frozen
 
-test: install
-	uv run pytest -q $(PYTEST_ARGS)
-
-lint: install
+# The quality gates: lint, formatting, types (mypy's files are in pyproject.toml). CI runs it.
+check: install
 	uv run ruff check .
 	uv run ruff format --check .
 	uv run mypy
+
+lint: check  # the old name
+
+# Every test, with coverage of core/, store/ and bot/ and its floor ([tool.coverage.report]);
+# a run given PYTEST_ARGS (a subset, say) reports coverage without holding it to the floor.
+test: install
+	uv run pytest -q --cov --cov-report=term:skip-covered \
+		$(if $(strip $(PYTEST_ARGS)),--cov-fail-under=0) $(PYTEST_ARGS)
+
+# The suite without the tests that spawn processes (marked slow): a quick loop while working.
+test-fast: install
+	uv run pytest -q -m "not slow" $(PYTEST_ARGS)
 
 demo: install
 	uv run manzoori demo
 
 # Leaves .venv alone: removing it would only make the next target reinstall everything.
 clean:
-	rm -rf .pytest_cache .ruff_cache .mypy_cache build dist
+	rm -rf .pytest_cache .ruff_cache .mypy_cache .coverage .coverage.* build dist
 	find . -path ./.venv -prune -o -type d -name __pycache__ -prune -exec rm -rf {} +
