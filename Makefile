@@ -6,7 +6,7 @@ export PATH := $(HOME)/.local/bin:$(PATH)
 # Extra pytest arguments, e.g. `make test PYTEST_ARGS="-k config -x"`.
 PYTEST_ARGS ?=
 
-.PHONY: uv install check lint test test-fast demo clean
+.PHONY: uv install check test test-fast demo clean
 
 uv:
 	@command -v uv >/dev/null 2>&1 || python3 -m pip install --quiet uv \
@@ -21,8 +21,6 @@ check: install
 	uv run ruff check .
 	uv run ruff format --check .
 	uv run mypy
-
-lint: check  # the old name
 
 # Every test, with coverage of core/, store/ and bot/ and its floor ([tool.coverage.report]);
 # a run given PYTEST_ARGS (a subset, say) reports coverage without holding it to the floor.
