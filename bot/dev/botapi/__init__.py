@@ -13,7 +13,7 @@ for the bot: ``wait_for``, ``EmulatedUser.next_message`` and ``post_to_webhook``
 await in the test's loop, so the bot keeps running while the test waits. Never block the test's
 loop (time.sleep, a synchronous HTTP call to the bot's webhook): the bot runs in that loop.
 
-Usage (the ``botapi`` fixture of tests/botapi_fixture.py is ``with Emulator() as emu``)::
+Usage (the ``botapi`` fixture of tests/helpers/botapi.py is ``with Emulator() as emu``)::
 
     app = botapi.application_builder().build()  # token, base_url and base_file_url set
     app.add_handler(CommandHandler("start", start))
