@@ -37,8 +37,20 @@ UNDECODABLE = (
     'This file could not be read as UTF-8 or Windows-1252 text: save it from Excel as "CSV UTF-8".'
 )
 MALFORMED_CSV = (
-    'This CSV file could not be read: check that every quotation mark (") is closed, '
-    "then save it again."
+    'Row {row} of this CSV file could not be read: check its quotation marks ("), then save '
+    "the file again."
+)
+UNCLOSED_QUOTE = (
+    'Row {row}: a quotation mark (") opened in this row is never closed, so every row after it '
+    "would be lost: close it, then save the file again."
+)
+CELL_TOO_LONG = (
+    "Row {row}: a cell holds more than {limit:,} characters, far more than any sheet needs: "
+    "check that row, then save the file again."
+)
+MIXED_ENCODING = (
+    "Row {row} of this file is not UTF-8 text like the rest of it: save it from Excel as "
+    '"CSV UTF-8" and send it again.'
 )
 DAMAGED_WORKBOOK = (
     "This Excel workbook is damaged or incomplete: open it in Excel, save it again as .xlsx, "
@@ -67,6 +79,10 @@ _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 # Control bytes are the same in UTF-8 and Windows-1252; text never holds any but tab, CR, LF.
 _CONTROL_BYTES = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _DELIMITERS = (",", ";", "\t")
+# A well-formed UTF-8 sequence beyond ASCII: a file that holds one is UTF-8, whatever else is in it.
+_UTF8_SEQUENCE = re.compile(
+    rb"[\xc2-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}|[\xf0-\xf4][\x80-\xbf]{3}"
+)
 # A missing part raises KeyError, an unknown compression method NotImplementedError, and a
 # malformed row or cell reference ValueError.
 _BROKEN_PACKAGE = (BadZipFile, zlib.error, EOFError, NotImplementedError, KeyError, ValueError)
@@ -114,27 +130,44 @@ def _read_csv(data: bytes, not_text: str) -> Table:
         raise UnreadableSheet(not_text)
     text = _decode(data.removeprefix(_UTF8_BOM))
     delimiter = _delimiter(text)
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    # strict: a quotation mark left open at the end of the file is an error, not a cell that
+    # silently swallows every later row.
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
     rows: list[Row] = []
+    number = 0
     try:
         # A record is a row as a spreadsheet shows it, even when a quoted cell spans lines.
         for number, record in enumerate(reader, start=1):
             if any(cell.strip() for cell in record):
                 rows.append(Row(number, tuple(record)))
     except csv.Error as error:
-        raise UnreadableSheet(MALFORMED_CSV) from error
+        raise UnreadableSheet(_malformed(number + 1, str(error))) from error
     # Excel writes semicolons where the decimal mark is a comma (1.000,50).
     return Table(tuple(rows), decimal_comma=delimiter == ";")
 
 
+def _malformed(row: int, why: str) -> str:
+    """The sentence for a CSV record the csv module refused, naming the row it starts on."""
+    if "field larger than field limit" in why:
+        return CELL_TOO_LONG.format(row=row, limit=csv.field_size_limit())
+    if "unexpected end of data" in why:
+        return UNCLOSED_QUOTE.format(row=row)
+    return MALFORMED_CSV.format(row=row)
+
+
 def _decode(data: bytes) -> str:
-    """The text as UTF-8, else as Windows-1252 (what Excel's plain "CSV" writes), both strict."""
-    for encoding in ("utf-8", "cp1252"):
-        try:
-            return data.decode(encoding)
-        except UnicodeDecodeError:
-            continue
-    raise UnreadableSheet(UNDECODABLE)
+    """The text as UTF-8; as Windows-1252 (what Excel's plain "CSV" writes) only when nothing in
+    it is UTF-8 beyond ASCII, since a UTF-8 file with one stray byte would turn to mojibake."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        if _UTF8_SEQUENCE.search(data):
+            row = data.count(b"\n", 0, error.start) + 1
+            raise UnreadableSheet(MIXED_ENCODING.format(row=row)) from error
+    try:
+        return data.decode("cp1252")
+    except UnicodeDecodeError:
+        raise UnreadableSheet(UNDECODABLE) from None
 
 
 def _delimiter(text: str) -> str:

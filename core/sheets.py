@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import date, time, timedelta
 
 from core.tables import (
+    OVERSIZE,
     Cell,
     Problem,
     Row,
@@ -133,9 +134,11 @@ def _read_row(
         message = f"{quote(raw_quantity)} is not a whole number"
         problems.append(Problem(row.number, "quantity", message))
     elif quantity < 1:
-        problems.append(Problem(row.number, "quantity", f"{quantity} must be at least 1"))
+        shown = quote(raw_quantity) if quantity <= -OVERSIZE else str(quantity)
+        problems.append(Problem(row.number, "quantity", f"{shown} must be at least 1"))
     elif quantity > MAX_QUANTITY:
-        message = f"{quantity:,} is more than the {MAX_QUANTITY:,} one row can order"
+        shown = quote(raw_quantity) if quantity >= OVERSIZE else f"{quantity:,}"
+        message = f"{shown} is more than the {MAX_QUANTITY:,} one row can order"
         problems.append(Problem(row.number, "quantity", message))
     if len(note) > MAX_NOTE:
         message = f"is {len(note)} characters long; the limit is {MAX_NOTE}"

@@ -168,9 +168,18 @@ def _point_decimal(text: str, decimal_comma: bool) -> str:
     return text.translate(str.maketrans(",.", ".,")) if decimal_comma else text
 
 
+# No real quantity or price is written with more characters than this. A longer digit string
+# is not converted: Python refuses to print an int of over 4,300 digits (a reply quoting one
+# would crash), and turning a 5 MB one into a number costs seconds.
+MAX_NUMBER_TEXT = 24
+# What a longer, well-formed digit string counts as: more than any limit, and short to print.
+OVERSIZE: int = 10**MAX_NUMBER_TEXT
+
+
 def whole_number(cell: Cell, decimal_comma: bool = False) -> int | None:
     """The cell as a whole number, or None: "12", " 12 ", 12, 12.0 and "1,200" are whole
-    ("1.200" where the decimal mark is a comma)."""
+    ("1.200" where the decimal mark is a comma); a digit string too long to be a real number
+    is OVERSIZE, whatever its digits."""
     if isinstance(cell, bool) or cell is None:
         return None
     if isinstance(cell, int):
@@ -182,6 +191,8 @@ def whole_number(cell: Cell, decimal_comma: bool = False) -> int | None:
     text = _point_decimal(cell.strip(), decimal_comma)
     if not re.fullmatch(r"[+-]?(\d{1,3}(,\d{3})+|\d+)(\.0*)?", text):
         return None
+    if len(text) > MAX_NUMBER_TEXT:
+        return -OVERSIZE if text.startswith("-") else OVERSIZE
     return int(Decimal(text.replace(",", "")))
 
 
@@ -195,6 +206,8 @@ def rupees_to_paisa(cell: Cell, decimal_comma: bool = False) -> int | None:
         text = repr(cell) if isinstance(cell, float) else str(cell)
     if not re.fullmatch(r"[+-]?(\d{1,3}(,\d{3})+|\d+)(\.\d+)?", text):
         return None
+    if len(text) > MAX_NUMBER_TEXT:
+        return -OVERSIZE if text.startswith("-") else OVERSIZE
     try:
         amount = Decimal(text.replace(",", ""))
     except InvalidOperation:  # pragma: no cover - the pattern above admits only decimals

@@ -16,10 +16,12 @@ from datetime import UTC, datetime
 
 from core.drafts import is_email, is_identifier, mask_email
 from core.tables import (
+    OVERSIZE,
     Problem,
     Row,
     Table,
     cell,
+    quote,
     read_header,
     rupees_to_paisa,
     stray_cells,
@@ -212,7 +214,7 @@ def _price(row: Row, columns: dict[str, int], bad: _Bad, decimal_comma: bool) ->
     if paisa is None:
         bad(
             "unit_price_pkr",
-            f'"{text_of(raw).strip()[:40]}" is not an amount in rupees with at '
+            f"{quote(text_of(raw).strip())} is not an amount in rupees with at "
             "most two decimals, like 1250.50",
         )
     elif paisa < 0:
@@ -234,11 +236,12 @@ def _limits(
         if raw and (number is None or number < 1):
             bad(
                 column,
-                f'"{raw[:40]}" is not a whole number of at least 1 (leave it empty for no limit)',
+                f"{quote(raw)} is not a whole number of at least 1 (leave it empty for no limit)",
             )
             number = None
         elif number is not None and number > MAX_LIMIT:
-            bad(column, f"{number:,} is more than the limit of {MAX_LIMIT:,}")
+            shown = quote(raw) if number >= OVERSIZE else f"{number:,}"
+            bad(column, f"{shown} is more than the limit of {MAX_LIMIT:,}")
             number = None
         limits[column] = number
     low, high = limits["min_qty"] or 1, limits["max_qty"]

@@ -285,3 +285,31 @@ def test_a_quantity_beyond_any_order_is_a_row_problem():
     orders, problems = check_sheet(sheet(("CHG-65W", "1000001", "", "")), good_terms())
     assert orders == []
     assert problems == ["Row 2, quantity: 1,000,001 is more than the 1,000,000 one row can order"]
+
+
+def test_a_quantity_of_thousands_of_digits_is_a_short_problem_not_a_crash():
+    huge, negative = "9" * 5_000, "-" + "7" * 5_000
+    table = sheet(
+        ("CBL-USBC-1M", huge, "", ""),
+        ("PB-20K", negative, "", ""),
+        ("TEA-500G", "2,000,000", "", ""),
+    )
+    _orders, problems = check_sheet(table, good_terms())
+    assert problems == [
+        f'Row 2, quantity: "{"9" * 39}…" is more than the 1,000,000 one row can order',
+        f'Row 3, quantity: "-{"7" * 38}…" must be at least 1',
+        "Row 4, quantity: 2,000,000 is more than the 1,000,000 one row can order",
+    ]
+    assert sum(len(line) for line in problems) < 300  # one short line each, however long the cell
+
+
+def test_terms_with_a_limit_of_thousands_of_digits_get_a_short_problem():
+    header = (
+        "supplier_id,supplier_name,supplier_email,sku,description,unit_price_pkr,min_qty,max_qty"
+    )
+    line = f"S-1,Saddar,orders@saddar.example,A-1,Cable,10,1,{'5' * 5_000}"
+    terms, problems = parse_terms(read_csv_text(f"{header}\n{line}\n".encode()))
+    assert terms is None
+    assert [str(p) for p in problems] == [
+        f'Line 2, max_qty: "{"5" * 39}…" is more than the limit of 1,000,000,000'
+    ]

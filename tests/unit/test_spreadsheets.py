@@ -13,14 +13,17 @@ import xlsxwriter
 
 from bot import spreadsheets
 from bot.spreadsheets import (
+    CELL_TOO_LONG,
     DAMAGED_WORKBOOK,
     EMPTY_FILE,
     MALFORMED_CSV,
+    MIXED_ENCODING,
     NOT_A_SHEET,
     NOT_CSV,
     OLD_OR_PROTECTED,
     TOO_LARGE,
     TOO_SPREAD_OUT,
+    UNCLOSED_QUOTE,
     UNDECODABLE,
     read_csv_text,
     read_sheet,
@@ -67,7 +70,10 @@ def test_every_sentence_is_one_sentence() -> None:
         NOT_CSV,
         OLD_OR_PROTECTED,
         UNDECODABLE,
-        MALFORMED_CSV,
+        MALFORMED_CSV.format(row=7),
+        UNCLOSED_QUOTE.format(row=7),
+        CELL_TOO_LONG.format(row=7, limit=131_072),
+        MIXED_ENCODING.format(row=7),
         DAMAGED_WORKBOOK,
         TOO_LARGE,
         TOO_SPREAD_OUT,
@@ -184,9 +190,35 @@ def test_csv_cells_are_kept_exactly_and_formulas_are_text() -> None:
     assert table.rows[1] == Row(2, (" A-1 ", "=1+1"), frozenset())
 
 
-def test_an_unclosed_quote_swallowing_the_file_is_malformed() -> None:
-    data = b'sku,note\nA-1,"' + b"x" * 200_000 + b"\n"
-    assert refusal(data) == MALFORMED_CSV
+def test_a_cell_past_the_csv_field_limit_is_named_by_its_row() -> None:
+    data = b'sku,note\nA-1,ok\nA-2,"' + b"x" * 200_000 + b'"\n'
+    assert refusal(data) == (
+        "Row 3: a cell holds more than 131,072 characters, far more than any sheet needs: "
+        "check that row, then save the file again."
+    )
+
+
+@pytest.mark.parametrize(
+    ("data", "row"),
+    [
+        # the quote opens in a row's last cell and the file ends without closing it
+        (b'sku,quantity,notes\nA-1,2,ok\nA-2,3,"to the Saddar branch\nA-3,4,x\nA-4,5,y\n', 3),
+        # a quoted cell that spans lines is one row, so the next row's number follows it
+        (b'sku,quantity,notes\nA-1,2,"two\nlines"\nA-2,3,"never closed\n', 3),
+        (b'sku,quantity\n"A-1,2\n', 2),  # in the first data row
+    ],
+)
+def test_an_unclosed_quote_names_the_row_where_it_opened_and_loses_no_row(data, row) -> None:
+    assert refusal(data) == UNCLOSED_QUOTE.format(row=row)
+
+
+def test_text_after_a_closing_quote_names_its_row() -> None:
+    assert refusal(b'sku,quantity\nA-1,2\n"A-2"x,3\n') == MALFORMED_CSV.format(row=3)
+
+
+def test_mostly_utf8_with_one_stray_windows_1252_byte_is_not_read_as_windows_1252() -> None:
+    data = "sku,quantity,notes\nA-1,2,دکان\nA-2,3,Caf".encode() + b"\xe9\n"
+    assert refusal(data) == MIXED_ENCODING.format(row=3)
 
 
 def test_terms_csv_reads_like_an_order_csv() -> None:
