@@ -9,7 +9,6 @@ from __future__ import annotations
 import csv
 import functools
 import io
-import posixpath
 import re
 import zipfile
 import zlib
@@ -21,6 +20,7 @@ from zipfile import BadZipFile
 import python_calamine
 
 from core.errors import UnreadableSheet
+from core.sheets import MAX_DATA_ROWS
 from core.tables import Cell, Row, Table
 
 EMPTY_FILE = "The file is empty."
@@ -60,6 +60,18 @@ TOO_LARGE = (
     "This workbook is too large once unpacked (over 100 MB): keep only the rows you need, "
     "or save it as CSV."
 )
+UNUSUAL_PARTS = (
+    "This Excel workbook names its parts in a way Excel never does: open it in Excel, save it "
+    "again as .xlsx, and send it again."
+)
+LONG_SHARED_TEXT = (
+    "A cell of this workbook holds more than {limit:,} characters, far more than any sheet "
+    "needs: delete that text, or save the sheet as CSV."
+)
+TOO_MUCH_TEXT = (
+    "This workbook repeats so much text that it would take over {limit:,} characters once read: "
+    "keep only the rows you need, or save it as CSV."
+)
 TOO_SPREAD_OUT = (
     "The first sheet of this workbook spans too many cells: delete anything far below or to "
     "the right of your table, or save it as CSV."
@@ -70,6 +82,11 @@ MAX_UNPACKED_BYTES = 100 * 1024 * 1024
 # calamine holds the whole rectangle from A1 to the last filled cell in memory, so a single
 # stray cell at XFD1048576 would ask for billions of cells; refuse before it tries.
 MAX_CELLS = 2_000_000
+# The longest valid cell is a 300-character note; no cell, in CSV or XLSX, needs more than this.
+MAX_CELL_CHARS = 10_000
+# calamine writes out a shared string once per cell that refers to it, so one long string
+# referred to by many cells would cost gigabytes; what a sheet may spell out in total.
+MAX_SHEET_TEXT = 64 * 1024 * 1024
 
 _ZIP_MAGIC = b"PK\x03\x04"
 _OLE2_MAGIC = bytes.fromhex("D0CF11E0A1B11AE1")
@@ -97,13 +114,17 @@ _ROW_TAGS, _CELL_TAGS, _FORMULA_TAGS, _VALUE_TAGS = (
     frozenset(f"{{{namespace}}}{name}" for namespace in _SHEET_NAMESPACES for name in names)
     for names in (["row"], ["c"], ["f"], ["v", "is"])
 )
+_STRING_ITEM_TAGS = frozenset(f"{{{namespace}}}si" for namespace in _SHEET_NAMESPACES)
+# A part name as Excel writes one: printable ASCII without a backslash (nor NUL, nor spaces).
+_PLAIN_NAME = re.compile(r"[!-\[\]-~]+")
 
 
 def read_sheet(data: bytes) -> Table:
     """A CSV or XLSX file's first sheet as rows; raise UnreadableSheet with one plain sentence.
 
     The content decides, not the file's name: an .xlsx renamed .csv is still read as a
-    workbook, and a binary renamed .csv is still refused.
+    workbook, and a binary renamed .csv is still refused. Reading stops one row past the
+    limit of rows to order, and the Table says so (`more_rows`).
     """
     if not data.removeprefix(_UTF8_BOM):
         raise UnreadableSheet(EMPTY_FILE)
@@ -111,7 +132,8 @@ def read_sheet(data: bytes) -> Table:
         return _read_xlsx(data)
     if data.startswith(_OLE2_MAGIC):
         raise UnreadableSheet(OLD_OR_PROTECTED)
-    return _read_csv(data, NOT_A_SHEET)
+    # The header, the rows allowed, and one more to know that there are too many.
+    return _read_csv(data, NOT_A_SHEET, 1 + MAX_DATA_ROWS + 1)
 
 
 def read_csv_text(data: bytes) -> Table:
@@ -119,11 +141,12 @@ def read_csv_text(data: bytes) -> Table:
     if not data.removeprefix(_UTF8_BOM):
         raise UnreadableSheet(EMPTY_FILE)
     # A workbook (zip or OLE2) has NUL bytes in its first few bytes, so it is refused as binary.
-    return _read_csv(data, NOT_CSV)
+    return _read_csv(data, NOT_CSV, None)
 
 
-def _read_csv(data: bytes, not_text: str) -> Table:
-    """CSV bytes as rows numbered by record; `not_text` is the sentence for binary content."""
+def _read_csv(data: bytes, not_text: str, keep: int | None) -> Table:
+    """CSV bytes as rows numbered by record; `not_text` is the sentence for binary content;
+    after `keep` non-empty rows (None: no limit) reading stops and the table is marked cut."""
     if data.startswith(_UTF16_BOMS):
         raise UnreadableSheet(UNDECODABLE)
     if _CONTROL_BYTES.search(data):
@@ -134,22 +157,28 @@ def _read_csv(data: bytes, not_text: str) -> Table:
     # silently swallows every later row.
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
     rows: list[Row] = []
-    number = 0
+    number, cut = 0, False
     try:
         # A record is a row as a spreadsheet shows it, even when a quoted cell spans lines.
         for number, record in enumerate(reader, start=1):
-            if any(cell.strip() for cell in record):
-                rows.append(Row(number, tuple(record)))
+            if not any(cell.strip() for cell in record):
+                continue
+            if len(rows) == keep:
+                cut = True
+                break
+            if any(len(cell) > MAX_CELL_CHARS for cell in record):
+                raise UnreadableSheet(CELL_TOO_LONG.format(row=number, limit=MAX_CELL_CHARS))
+            rows.append(Row(number, tuple(record)))
     except csv.Error as error:
         raise UnreadableSheet(_malformed(number + 1, str(error))) from error
     # Excel writes semicolons where the decimal mark is a comma (1.000,50).
-    return Table(tuple(rows), decimal_comma=delimiter == ";")
+    return Table(tuple(rows), decimal_comma=delimiter == ";", more_rows=cut)
 
 
 def _malformed(row: int, why: str) -> str:
     """The sentence for a CSV record the csv module refused, naming the row it starts on."""
     if "field larger than field limit" in why:
-        return CELL_TOO_LONG.format(row=row, limit=csv.field_size_limit())
+        return CELL_TOO_LONG.format(row=row, limit=MAX_CELL_CHARS)
     if "unexpected end of data" in why:
         return UNCLOSED_QUOTE.format(row=row)
     return MALFORMED_CSV.format(row=row)
@@ -180,26 +209,70 @@ def _delimiter(text: str) -> str:
 
 
 def _read_xlsx(data: bytes) -> Table:
-    """The first worksheet of an XLSX workbook, with its formula cells marked."""
+    """The first worksheet of an XLSX workbook, with its formula cells marked.
+
+    Every guard reads exactly the parts calamine reads (the names are refused unless already
+    normal), and refuses before calamine materialises anything too large.
+    """
     with _zip_errors(), zipfile.ZipFile(io.BytesIO(data)) as archive:
+        _refuse_unusual_names(archive)
         if sum(info.file_size for info in archive.infolist()) > MAX_UNPACKED_BYTES:
             raise UnreadableSheet(TOO_LARGE)
         # A .docx, .ods or .xlsb is a zip too, but not a workbook read here.
         if "xl/workbook.xml" not in archive.namelist():
             raise UnreadableSheet(NOT_A_SHEET)
+        parts = _sheet_parts(archive)  # before calamine follows the same targets
         with _calamine_errors():
             workbook = python_calamine.CalamineWorkbook.from_filelike(io.BytesIO(data))
         first = _first_worksheet(workbook)
         if first is None:
             return Table(())
         index, name = first
-        scan = _scan_sheet(archive, _sheet_part(archive, name))
-    if scan.last_row * scan.last_column > MAX_CELLS:
-        raise UnreadableSheet(TOO_SPREAD_OUT)
+        if name not in parts:
+            raise UnreadableSheet(DAMAGED_WORKBOOK)
+        longest = _longest_shared_string(archive)
+        scan = _scan_sheet(archive, parts[name])
+    _refuse_oversized(scan, longest)
+    if scan.filled_rows > 1 + MAX_DATA_ROWS:
+        return Table((), more_rows=True)  # the header and the rows allowed, and more
     with _calamine_errors():
         # Without skip_empty_area, grid[0] is row 1 and column 0 is A, however far data starts.
         grid = workbook.get_sheet_by_index(index).to_python(skip_empty_area=False)
-    return Table(tuple(_xlsx_rows(grid, scan.formulas)))
+    return Table(tuple(_xlsx_rows(grid, scan)))
+
+
+def _refuse_oversized(scan: _SheetScan, longest_shared: int) -> None:
+    """Refuse a sheet whose cells reach too far or would spell out too much text."""
+    if scan.long_cell_row is not None:
+        raise UnreadableSheet(CELL_TOO_LONG.format(row=scan.long_cell_row, limit=MAX_CELL_CHARS))
+    if scan.last_row * scan.last_column > MAX_CELLS:
+        raise UnreadableSheet(TOO_SPREAD_OUT)
+    # Each cell of type "s" costs at most the longest shared string: a bound, not a sum, so
+    # no list of string lengths is kept.
+    if scan.shared_cells * longest_shared > MAX_SHEET_TEXT:
+        raise UnreadableSheet(TOO_MUCH_TEXT.format(limit=MAX_SHEET_TEXT))
+
+
+def _refuse_unusual_names(archive: zipfile.ZipFile) -> None:
+    """Refuse members whose names are not plain relative paths, or that appear twice.
+
+    Python's zipfile and calamine's zip reader would otherwise disagree on which member a
+    name means (one cuts a name at a NUL byte, the other does not; a duplicate is the first
+    member to one reader and the last to the other).
+    """
+    names = [info.orig_filename for info in archive.infolist()]
+    if len(set(names)) != len(names):
+        raise UnreadableSheet(UNUSUAL_PARTS)
+    for name in names:
+        if not _normal(name.removesuffix("/")):  # a directory entry ends with "/"
+            raise UnreadableSheet(UNUSUAL_PARTS)
+
+
+def _normal(path: str) -> bool:
+    """Whether a part name is already normal: printable ASCII segments, none empty, . or .."""
+    if not _PLAIN_NAME.fullmatch(path):
+        return False
+    return all(segment not in ("", ".", "..") for segment in path.split("/"))
 
 
 @contextmanager
@@ -231,21 +304,73 @@ def _first_worksheet(workbook: python_calamine.CalamineWorkbook) -> tuple[int, s
     return None
 
 
-def _sheet_part(archive: zipfile.ZipFile, name: str) -> str:
-    """The zip path of the worksheet called `name`, via workbook.xml and its relationships."""
-    sheets = _parse_part(archive, "xl/workbook.xml").iter()
-    sheet = next((e for e in sheets if _local(e.tag) == "sheet" and e.get("name") == name), None)
-    # r:id's namespace differs between transitional and strict OOXML; its local name does not.
-    attributes = {} if sheet is None else sheet.attrib
-    rel_id = next((value for key, value in attributes.items() if _local(key) == "id"), None)
+def _sheet_parts(archive: zipfile.ZipFile) -> dict[str, str]:
+    """The zip path of every sheet by name, via workbook.xml and its relationships, resolved
+    as calamine resolves them; refuse a target that is not already a normal part name."""
+    sheets = [e for e in _parse_part(archive, "xl/workbook.xml").iter() if _local(e.tag) == "sheet"]
     links = _parse_part(archive, "xl/_rels/workbook.xml.rels").iter()
-    targets = {e.get("Id"): e.get("Target") for e in links if _local(e.tag) == "Relationship"}
-    target = targets.get(rel_id) if rel_id is not None else None
-    if target is None:
-        raise UnreadableSheet(DAMAGED_WORKBOOK)
-    if target.startswith("/"):
-        return target[1:]
-    return posixpath.normpath(posixpath.join("xl", target))
+    relationships = [e for e in links if _local(e.tag) == "Relationship"]
+    targets = {e.get("Id"): e.get("Target") for e in relationships}
+    names = [sheet.get("name") for sheet in sheets]
+    # Two sheets of one name, or two relationships of one id, could each be read as either.
+    if len(targets) != len(relationships) or len(set(names)) != len(names):
+        raise UnreadableSheet(UNUSUAL_PARTS)
+    parts: dict[str, str] = {}
+    for sheet in sheets:
+        # r:id's namespace differs between transitional and strict OOXML; its local name not.
+        rel_id = next((value for key, value in sheet.attrib.items() if _local(key) == "id"), None)
+        target = targets.get(rel_id)
+        name = sheet.get("name")
+        if target is None or name is None:
+            raise UnreadableSheet(DAMAGED_WORKBOOK)
+        parts[name] = _resolve(target)
+    return parts
+
+
+def _resolve(target: str) -> str:
+    """A worksheet's zip path as calamine finds it: "/xl/…" and "xl/…" as they are, anything
+    else under xl/; refused unless that is already normal, so no reader normalises it."""
+    # No "..", ".", "//" or backslash: calamine and posixpath would resolve them differently.
+    # "/xl/…" is allowed because openpyxl writes it, and every reader strips the one "/".
+    if target.startswith("/xl/"):
+        path = target[1:]
+    elif target.startswith("xl/"):
+        path = target
+    else:
+        path = f"xl/{target}"
+    if not _normal(path):
+        raise UnreadableSheet(UNUSUAL_PARTS)
+    return path
+
+
+def _longest_shared_string(archive: zipfile.ZipFile) -> int:
+    """Characters in the longest shared string; refuse one longer than any cell may be."""
+    if "xl/sharedStrings.xml" not in archive.namelist():  # calamine reads this one name
+        return 0
+    scan = _StringScan()
+    _feed(archive, "xl/sharedStrings.xml", scan)
+    return scan.longest
+
+
+class _StringScan:
+    """Parser target for the shared strings: the length of each <si>, kept only as a maximum."""
+
+    def __init__(self) -> None:
+        self.longest = 0
+        self._length = 0
+
+    def start(self, tag: str, attributes: dict[str, str]) -> None:
+        """A new string item starts; runs and phonetic text inside it add to its length."""
+        if tag in _STRING_ITEM_TAGS:
+            self._length = 0
+
+    def data(self, text: str) -> None:
+        """Count the text (whitespace between items too: an over-estimate, never an under)."""
+        self._length += len(text)
+        if self._length > self.longest:
+            self.longest = self._length
+            if self._length > MAX_CELL_CHARS:  # stop now: the rest need not be read
+                raise UnreadableSheet(LONG_SHARED_TEXT.format(limit=MAX_CELL_CHARS))
 
 
 def _parse_part(archive: zipfile.ZipFile, part: str) -> ElementTree.Element:
@@ -259,45 +384,100 @@ def _parse_part(archive: zipfile.ZipFile, part: str) -> ElementTree.Element:
 def _scan_sheet(archive: zipfile.ZipFile, part: str) -> _SheetScan:
     """Stream a worksheet's XML: which cells hold a formula, and how far filled cells reach."""
     scan = _SheetScan()
-    # A parser target builds no tree, so memory stays flat however long the sheet is; expat is
+    _feed(archive, part, scan)
+    return scan
+
+
+def _feed(archive: zipfile.ZipFile, part: str, target: object) -> None:
+    """Stream one part of the package through a parser target, in 64 KB pieces."""
+    # A parser target builds no tree, so memory stays flat however long the part is; expat is
     # safe here for the reasons given in _parse_part.
-    parser = ElementTree.XMLParser(target=scan)  # noqa: S314
+    parser = ElementTree.XMLParser(target=target)  # noqa: S314
     with _zip_errors(), archive.open(part) as stream:
         while chunk := stream.read(1 << 16):
             parser.feed(chunk)
         parser.close()
-    return scan
 
 
 class _SheetScan:
-    """Parser target for a worksheet: formula columns by row number, and the filled extent."""
+    """Parser target for a worksheet: formula cells, the filled extent and rows, the cells
+    that refer to a shared string, and the first row with a cell longer than any may be."""
 
     def __init__(self) -> None:
         self.formulas: dict[int, set[int]] = {}
+        # 1-based (first row, first column, last row, last column) of array, spilled and
+        # shared formulas: every cell in one is computed, not only the cell holding the <f>.
+        self.ranges: list[tuple[int, int, int, int]] = []
         self.last_row = 0
         self.last_column = 0
+        self.filled_rows = 0
+        self.shared_cells = 0
+        self.long_cell_row: int | None = None
         self._row = 0
         self._column = 0  # 1-based column of the cell being read
+        self._filled_row = 0  # the last row counted in filled_rows
+        self._length = 0  # characters of text since the current cell opened
 
     def start(self, tag: str, attributes: dict[str, str]) -> None:
         """Follow rows and cells; an <f>, <v> or <is> belongs to the cell just opened."""
-        # Only `start` is defined, so expat never calls back for ends or text: that is the speed.
+        # No `end` is defined, so expat never calls back for ends: that is the speed.
         if tag in _CELL_TAGS:
             self._row, self._column = _position(attributes.get("r"), self._row, self._column + 1)
+            self._length = 0
+            if attributes.get("t") == "s":
+                self.shared_cells += 1
+            if "cm" in attributes:  # cell metadata: Excel's mark of a dynamic-array formula
+                self._formula()
         elif tag in _FORMULA_TAGS:  # also a shared formula's bare <f t="shared" si="0"/>
-            self.formulas.setdefault(self._row, set()).add(self._column - 1)
-            self._stretch()
+            self._formula()
+            if "ref" in attributes:
+                self.ranges.append(_range(attributes["ref"]))
         elif tag in _VALUE_TAGS:  # a cell with only a style holds nothing
             self._stretch()
         elif tag in _ROW_TAGS:  # `r` may be left out: then it is the next row
             self._row, self._column = int(attributes.get("r") or self._row + 1), 0
+            self._length = 0
+
+    def data(self, text: str) -> None:
+        """Count the text of the current cell: its value, inline string or formula."""
+        # Text after a row's last cell counts towards that cell too: an over-estimate by the
+        # few characters between tags that Excel writes, never an under-estimate.
+        self._length += len(text)
+        if self._length > MAX_CELL_CHARS and self.long_cell_row is None:
+            self.long_cell_row = self._row
+
+    def _formula(self) -> None:
+        """The current cell is computed."""
+        self.formulas.setdefault(self._row, set()).add(self._column - 1)
+        self._stretch()
 
     def _stretch(self) -> None:
         """The current cell holds something: the extent reaches at least this far."""
+        if self._row != self._filled_row:
+            self._filled_row = self._row
+            self.filled_rows += 1
         if self._row > self.last_row:
             self.last_row = self._row
         if self._column > self.last_column:
             self.last_column = self._column
+
+    def formula_columns(self, row: int) -> frozenset[int]:
+        """0-based columns of the row's computed cells, ranges included (within the extent)."""
+        columns = set(self.formulas.get(row, ()))
+        for top, left, bottom, right in self.ranges:
+            if top <= row <= bottom:
+                columns.update(range(left - 1, min(right, self.last_column)))
+        return frozenset(columns)
+
+
+def _range(reference: str) -> tuple[int, int, int, int]:
+    """1-based corners of "B2:C9" (or of the single cell "B2")."""
+    first, _, last = reference.partition(":")
+    top, left = _position(first, 0, 0)
+    bottom, right = _position(last or first, 0, 0)
+    if top < 1 or bottom < top or right < left:
+        raise UnreadableSheet(DAMAGED_WORKBOOK)
+    return top, left, bottom, right
 
 
 def _position(reference: str | None, row: int, next_column: int) -> tuple[int, int]:
@@ -325,14 +505,14 @@ def _local(name: str) -> str:
     return name.rpartition("}")[2]
 
 
-def _xlsx_rows(grid: Sequence[Sequence[Cell]], formulas: dict[int, set[int]]) -> Iterator[Row]:
+def _xlsx_rows(grid: Sequence[Sequence[Cell]], scan: _SheetScan) -> Iterator[Row]:
     """Rows that hold a value or a formula, numbered as the sheet numbers them."""
     # calamine leaves out a formula cell whose cached value is empty, even in a row of its own;
     # such rows come from the XML scan so the caller can still report the formula.
-    for number in sorted(set(range(1, len(grid) + 1)).union(formulas)):
+    for number in sorted(set(range(1, len(grid) + 1)).union(scan.formulas)):
         values = grid[number - 1] if number <= len(grid) else ()
         cells: list[Cell] = [None if value == "" else value for value in values]
-        columns = formulas.get(number, set())
+        columns = scan.formula_columns(number)
         if columns:
             cells.extend([None] * (max(columns) + 1 - len(cells)))
         if columns or any(_filled(cell) for cell in cells):

@@ -19,6 +19,7 @@ from core.tables import (
     Row,
     Table,
     cell,
+    column_letter,
     quote,
     read_header,
     stray_cells,
@@ -31,6 +32,11 @@ OPTIONAL = ("supplier_id", "notes")
 # What one Telegram upload or one approval card can reasonably carry.
 MAX_SHEET_BYTES = 5 * 1024 * 1024
 MAX_DATA_ROWS = 10_000
+TOO_MANY_ROWS = (
+    f"The sheet has more than {MAX_DATA_ROWS:,} rows to order; the limit is {MAX_DATA_ROWS:,}. "
+    "Split it into smaller sheets."
+)
+HEADER_FORMULA = "cell {cell} holds a formula; type the column name itself instead"
 # No restock line is this large; the cap keeps every total inside a 64-bit integer of paisa
 # (1,000,000 units x Rs 1,000,000 x 10,000 lines < 2**63).
 MAX_QUANTITY = 1_000_000
@@ -62,6 +68,9 @@ def too_big(size: int) -> str | None:
 
 def read_items(table: Table) -> tuple[list[Item], list[Problem]]:
     """Check the header and every row; return the items and every problem found."""
+    # First: a file cut at the limit was not read to its end, so nothing else about it is known.
+    if table.more_rows:
+        return [], [Problem(0, None, TOO_MANY_ROWS)]
     if not table.rows:
         return [], [
             Problem(
@@ -72,20 +81,23 @@ def read_items(table: Table) -> tuple[list[Item], list[Problem]]:
             )
         ]
     header, *rows = table.rows
+    # A header cell computed by a formula (a spilled array, say) could rename any column.
+    if header.formulas:
+        return [], [
+            Problem(
+                header.number,
+                None,
+                HEADER_FORMULA.format(cell=f"{column_letter(index)}{header.number}"),
+            )
+            for index in sorted(header.formulas)
+        ]
     columns, problems = read_header(header, REQUIRED, OPTIONAL)
     if problems:
         return [], problems
     if not rows:
         return [], [Problem(0, None, "The sheet has a header but no rows to order.")]
-    if len(rows) > MAX_DATA_ROWS:
-        return [], [
-            Problem(
-                0,
-                None,
-                f"The sheet has {len(rows):,} rows to order; the limit is "
-                f"{MAX_DATA_ROWS:,}. Split it into smaller sheets.",
-            )
-        ]
+    if len(rows) > MAX_DATA_ROWS:  # a reader that does not cut at the limit
+        return [], [Problem(0, None, TOO_MANY_ROWS)]
     items = []
     for row in rows:
         row_problems = _formulas(row, columns)

@@ -38,6 +38,9 @@ class Table:
     rows: tuple[Row, ...]
     # A semicolon CSV comes from a locale that writes 1.000,50: "," is the decimal mark there.
     decimal_comma: bool = False
+    # The file holds more non-empty rows than a sheet may have, and reading stopped: `rows` is
+    # then only the part read (or nothing), so a 5 MB file costs no more than the limit.
+    more_rows: bool = False
 
 
 @dataclass(frozen=True)

@@ -181,7 +181,8 @@ def test_a_note_survives_windows_1252_exactly() -> None:
 # --- Limits ---------------------------------------------------------------------------------
 
 ROW_LIMIT_LINE = (
-    "The sheet has 10,001 rows to order; the limit is 10,000. Split it into smaller sheets."
+    "The sheet has more than 10,000 rows to order; the limit is 10,000. Split it into smaller "
+    "sheets."
 )
 
 

@@ -190,12 +190,24 @@ def test_csv_cells_are_kept_exactly_and_formulas_are_text() -> None:
     assert table.rows[1] == Row(2, (" A-1 ", "=1+1"), frozenset())
 
 
-def test_a_cell_past_the_csv_field_limit_is_named_by_its_row() -> None:
-    data = b'sku,note\nA-1,ok\nA-2,"' + b"x" * 200_000 + b'"\n'
+@pytest.mark.parametrize(
+    "length",
+    [
+        spreadsheets.MAX_CELL_CHARS + 1,  # just over the limit every reader shares
+        200_000,  # over the csv module's own field limit too
+    ],
+)
+def test_a_cell_past_the_csv_field_limit_is_named_by_its_row(length: int) -> None:
+    data = b'sku,note\nA-1,ok\nA-2,"' + b"x" * length + b'"\n'
     assert refusal(data) == (
-        "Row 3: a cell holds more than 131,072 characters, far more than any sheet needs: "
+        "Row 3: a cell holds more than 10,000 characters, far more than any sheet needs: "
         "check that row, then save the file again."
     )
+
+
+def test_a_cell_of_exactly_the_limit_is_read() -> None:
+    data = b"sku,note\nA-1," + b"x" * spreadsheets.MAX_CELL_CHARS + b"\n"
+    assert len(read_sheet(data).rows[1].cells[1]) == spreadsheets.MAX_CELL_CHARS
 
 
 @pytest.mark.parametrize(
