@@ -13,6 +13,7 @@ from bot import texts
 from bot.cli.common import actor, fail, with_store
 from bot.clock import numbering, utcnow
 from bot.config import Settings
+from bot.parsing import parse_isolated
 from bot.spreadsheets import read_csv_text, read_sheet
 from core import purchasing
 from core.errors import UnreadableSheet
@@ -36,7 +37,7 @@ def _load(path: Path, *, terms: bool = False) -> tuple[bytes, Table]:
     if refusal:
         raise fail(refusal)
     try:
-        return data, (read_csv_text(data) if terms else read_sheet(data))
+        return data, parse_isolated(read_csv_text if terms else read_sheet, data)
     except UnreadableSheet as error:
         raise fail(str(error)) from None
 

@@ -29,6 +29,7 @@ from telegram.ext import (
 
 from bot.clock import utcnow
 from bot.config import Settings
+from bot.parsing import SheetParser
 from bot.telegram.context import Deps, deps_of
 from bot.telegram.decisions import NOT_VALID, REASON_REPLY, answer_tap, on_reason, on_tap
 from bot.telegram.orders import history, sheet, status
@@ -136,7 +137,7 @@ def build_application(settings: Settings, store: ShellStore) -> Application:  # 
         .concurrent_updates(CONCURRENT_UPDATES)
         .build()
     )
-    app.bot_data["deps"] = Deps(settings, store)
+    app.bot_data["deps"] = Deps(settings, store, SheetParser())
     app.add_handler(TypeHandler(Update, claim), group=-1)
     for name, callback in (
         ("start", start),

@@ -3,12 +3,13 @@ that fit Telegram's limit, and the roles a sender holds."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from telegram import Update, User
 from telegram.ext import ContextTypes
 
 from bot.config import Settings
+from bot.parsing import SheetParser
 from bot.telegram.cards import MESSAGE_LIMIT
 from core.policies import Role
 from core.ports import ShellStore
@@ -16,10 +17,12 @@ from core.ports import ShellStore
 
 @dataclass(frozen=True)
 class Deps:
-    """The settings and the store, for every handler."""
+    """The settings, the store and the sheet parser, for every handler."""
 
     settings: Settings
     store: ShellStore
+    # One per application: its semaphore is the cap on parses in flight across all users.
+    parser: SheetParser = field(default_factory=SheetParser)
 
 
 def deps_of(context: ContextTypes.DEFAULT_TYPE) -> Deps:

@@ -10,7 +10,6 @@ from telegram.ext import ContextTypes
 
 from bot import reports
 from bot.clock import numbering, utcnow
-from bot.spreadsheets import read_sheet
 from bot.telegram.context import Deps, deps_of, holding, reply, roles_of
 from bot.telegram.texts import status_list, stranger
 from bot.texts import submission
@@ -41,7 +40,7 @@ async def sheet(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         await reply(update, too_large)
         return
     try:
-        table = read_sheet(data)
+        table = await deps.parser.sheet(data)
     except UnreadableSheet as refused:
         await reply(update, str(refused))
         return

@@ -1,0 +1,235 @@
+"""Uploaded files are parsed in a short-lived worker process, never in the bot's own.
+
+The worker is forked from a fork server that has `bot.spreadsheets` (and calamine) already
+imported, so starting one is cheap. It limits its own address space and CPU time before it
+reads a byte, and the parent gives it a wall-clock timeout: a file that makes the parser abort
+(calamine is Rust; a panic aborts the process), run out of memory, spin or hang costs only that
+upload, which is refused with PARSE_FAILED or PARSE_TIMEOUT. The worker parses hostile bytes,
+so what it sends back is not trusted either: it is read with a size cap and unpickled with an
+Unpickler that can only build a Table of plain cells, or a refusal sentence.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import io
+import logging
+import multiprocessing
+import os
+import pickle
+import resource
+from collections.abc import Callable
+from dataclasses import dataclass
+from multiprocessing import forkserver, popen_forkserver, process, reduction, spawn, util
+from multiprocessing.connection import Connection
+from multiprocessing.context import set_spawning_popen
+from typing import Any
+
+from bot.spreadsheets import read_csv_text, read_sheet
+from core.errors import UnreadableSheet
+from core.tables import Row, Table
+
+logger = logging.getLogger(__name__)
+
+PARSE_FAILED = (
+    "This file could not be read safely: save it as CSV, or send fewer rows, and send it again."
+)
+PARSE_TIMEOUT = (
+    "Reading this file took too long: save it as CSV, or send fewer rows, and send it again."
+)
+
+Reader = Callable[[bytes], Table]
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one worker may use: address space, CPU time, and wall-clock time to answer."""
+
+    # A 5 MB sheet of 10,000 rows needs about 150 MB; the rest is headroom, not permission.
+    memory_bytes: int = 1024 * 1024 * 1024
+    # Such a sheet parses in well under a second of CPU.
+    cpu_seconds: int = 20
+    # Beyond the CPU limit: a worker that waits (on a lock, on swap) is killed all the same.
+    timeout: float = 30.0
+
+
+# A Table of 10,000 rows pickles to a few MB; anything far larger did not come from a sheet.
+MAX_RESULT_BYTES = 64 * 1024 * 1024
+
+_CONTEXT = multiprocessing.get_context("forkserver")
+# The fork server imports the readers once; every worker is forked from it with them loaded.
+_CONTEXT.set_forkserver_preload(["bot.parsing"])
+
+
+class SheetParser:
+    """Parses uploads in isolated workers, at most `limit` at a time across the process."""
+
+    def __init__(self, *, limit: int = 2, limits: Limits | None = None) -> None:
+        self._slots = asyncio.Semaphore(limit)
+        self._limits = limits or Limits()
+
+    async def sheet(self, data: bytes) -> Table:
+        """A restock sheet (CSV or XLSX) as read_sheet reads it; UnreadableSheet if refused."""
+        return await self.run(read_sheet, data)
+
+    async def terms(self, data: bytes) -> Table:
+        """A supplier terms CSV as read_csv_text reads it; UnreadableSheet if refused."""
+        return await self.run(read_csv_text, data)
+
+    async def run(self, reader: Reader, data: bytes) -> Table:
+        """`reader(data)` in a worker; waits for a free slot, never blocks the event loop."""
+        async with self._slots:
+            # The waiting (poll, recv, join) happens in a thread; the loop stays free.
+            return await asyncio.to_thread(parse_isolated, reader, data, self._limits)
+
+
+def parse_isolated(reader: Reader, data: bytes, limits: Limits | None = None) -> Table:
+    """`reader(data)` in a fresh worker process, for callers without an event loop (the CLI).
+
+    `reader` is a module-level function (it is pickled by name). Raises UnreadableSheet with
+    the reader's sentence, PARSE_TIMEOUT, or PARSE_FAILED when the worker died or lied.
+    """
+    limits = limits or Limits()
+    receiver, sender = _CONTEXT.Pipe(duplex=False)
+    worker = _Worker(target=_work, args=(reader, data, sender, limits), daemon=True)
+    try:
+        worker.start()
+        sender.close()  # the worker holds its own copy; EOF now means it is gone
+        # poll is True as soon as the worker answers or dies (EOF), whichever comes first.
+        if not receiver.poll(limits.timeout):
+            logger.warning("sheet worker %s timed out after %.1f s", worker.pid, limits.timeout)
+            raise UnreadableSheet(PARSE_TIMEOUT)
+        try:
+            payload = receiver.recv_bytes(maxlength=MAX_RESULT_BYTES)
+        except (EOFError, OSError):  # died without answering, or answered far too much
+            worker.join(limits.timeout)
+            logger.warning("sheet worker %s failed, exit code %s", worker.pid, worker.exitcode)
+            raise UnreadableSheet(PARSE_FAILED) from None
+        return _unpacked(payload)
+    finally:
+        if worker.is_alive():
+            worker.kill()
+        if worker.pid is not None:
+            worker.join()
+        receiver.close()
+
+
+def _work(reader: Reader, data: bytes, sender: Connection, limits: Limits) -> None:
+    """In the worker: limit this process, read the file, send back the table or the refusal."""
+    resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
+    resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # an abort leaves no core file behind
+    result: Table | str
+    try:
+        result = reader(data)
+    except UnreadableSheet as refused:
+        result = str(refused)
+    # Anything else propagates: the worker exits non-zero and the parent says PARSE_FAILED.
+    sender.send_bytes(pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
+    sender.close()
+
+
+# Everything a Table of cells is built from; pickle opcodes build tuples, frozensets, str,
+# numbers, bools and None without asking for a class.
+_ALLOWED = {
+    ("core.tables", "Table"): Table,
+    ("core.tables", "Row"): Row,
+    ("datetime", "date"): datetime.date,
+    ("datetime", "datetime"): datetime.datetime,
+    ("datetime", "time"): datetime.time,
+    ("datetime", "timedelta"): datetime.timedelta,
+    ("builtins", "frozenset"): frozenset,
+    ("builtins", "set"): set,
+    ("builtins", "tuple"): tuple,
+}
+_CELL_TYPES = (str, int, float, bool, datetime.date, datetime.time, datetime.timedelta)
+
+
+class _TableUnpickler(pickle.Unpickler):
+    """Builds only the classes a Table is made of; any other global is refused."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        """The allowed class, or UnpicklingError."""
+        allowed = _ALLOWED.get((module, name))
+        if allowed is None:
+            raise pickle.UnpicklingError(f"{module}.{name} is not part of a table")
+        return allowed
+
+
+def _unpacked(payload: bytes) -> Table:
+    """The worker's answer as a Table, or its refusal raised; PARSE_FAILED if malformed."""
+    try:
+        result = _TableUnpickler(io.BytesIO(payload)).load()
+    except Exception:  # any malformed answer is the same failure
+        logger.warning("sheet worker sent an answer that is not a table")
+        raise UnreadableSheet(PARSE_FAILED) from None
+    if isinstance(result, str):
+        raise UnreadableSheet(result)
+    if not _well_formed(result):
+        logger.warning("sheet worker sent a table of the wrong shape")
+        raise UnreadableSheet(PARSE_FAILED)
+    assert isinstance(result, Table)
+    return result
+
+
+def _well_formed(table: object) -> bool:
+    """Whether the object is a Table exactly as a reader builds one: rows of plain cells."""
+    if type(table) is not Table or not isinstance(table.rows, tuple):
+        return False
+    if type(table.decimal_comma) is not bool or type(table.more_rows) is not bool:
+        return False
+    return all(_well_formed_row(row) for row in table.rows)
+
+
+def _well_formed_row(row: object) -> bool:
+    """Whether the object is a Row of cells a reader produces."""
+    return (
+        type(row) is Row
+        and type(row.number) is int
+        and isinstance(row.cells, tuple)
+        and all(value is None or isinstance(value, _CELL_TYPES) for value in row.cells)
+        and isinstance(row.formulas, frozenset)
+        and all(type(column) is int for column in row.formulas)
+    )
+
+
+class _WorkerPopen(popen_forkserver.Popen):
+    """The fork server's Popen, except that the worker does not re-run the parent's __main__.
+
+    multiprocessing re-imports the parent's main script in every child; for `manzoori` that is
+    the whole CLI and bot (over a second), and the worker needs none of it, only `_work`, whose
+    module the fork server has already imported.
+    """
+
+    def _launch(self, process_obj: Any) -> None:
+        prep_data = spawn.get_preparation_data(process_obj._name)
+        prep_data.pop("init_main_from_path", None)
+        prep_data.pop("init_main_from_name", None)
+        buffer = io.BytesIO()
+        set_spawning_popen(self)
+        try:
+            reduction.dump(prep_data, buffer)
+            reduction.dump(process_obj, buffer)
+        finally:
+            set_spawning_popen(None)
+        fds = self._fds  # type: ignore[attr-defined]  # set by popen_forkserver.Popen.__init__
+        self.sentinel, writer = forkserver.connect_to_new_process(fds)
+        # As the stdlib does: a duplicate of the data pipe's write end is the parent's
+        # sentinel for the child, closed when this Popen is collected.
+        parent_writer = os.dup(writer)
+        close_fds = util.close_fds  # type: ignore[attr-defined]  # not in typeshed's util
+        self.finalizer = util.Finalize(self, close_fds, (parent_writer, self.sentinel))
+        with open(writer, "wb", closefd=True) as stream:
+            stream.write(buffer.getbuffer())
+        self.pid = forkserver.read_signed(self.sentinel)
+
+
+class _Worker(process.BaseProcess):
+    """A forkserver process started through _WorkerPopen."""
+
+    _start_method = "forkserver"
+
+    @staticmethod
+    def _Popen(process_obj: Any) -> _WorkerPopen:  # the name multiprocessing calls
+        return _WorkerPopen(process_obj)
