@@ -86,7 +86,7 @@ MAX_CELLS = 2_000_000
 MAX_CELL_CHARS = 10_000
 # calamine writes out a shared string once per cell that refers to it, so one long string
 # referred to by many cells would cost gigabytes; what a sheet may spell out in total.
-MAX_SHEET_TEXT = 64 * 1024 * 1024
+MAX_SHEET_TEXT = 64_000_000
 
 _ZIP_MAGIC = b"PK\x03\x04"
 _OLE2_MAGIC = bytes.fromhex("D0CF11E0A1B11AE1")
@@ -132,8 +132,8 @@ def read_sheet(data: bytes) -> Table:
         return _read_xlsx(data)
     if data.startswith(_OLE2_MAGIC):
         raise UnreadableSheet(OLD_OR_PROTECTED)
-    # The header, the rows allowed, and one more to know that there are too many.
-    return _read_csv(data, NOT_A_SHEET, 1 + MAX_DATA_ROWS + 1)
+    # The header and the rows allowed; a further non-empty row marks the table cut.
+    return _read_csv(data, NOT_A_SHEET, 1 + MAX_DATA_ROWS)
 
 
 def read_csv_text(data: bytes) -> Table:
