@@ -3,23 +3,25 @@ that fit Telegram's limit, and the roles a sender holds."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from telegram import Update, User
 from telegram.ext import ContextTypes
 
 from bot.config import Settings
 from bot.telegram.cards import MESSAGE_LIMIT
+from bot.telegram.fairness import Guards
 from core.policies import Role
 from core.ports import ShellStore
 
 
 @dataclass(frozen=True)
 class Deps:
-    """The settings and the store, for every handler."""
+    """The settings and the store, for every handler, and this process's fair-share guards."""
 
     settings: Settings
     store: ShellStore
+    guards: Guards = field(default_factory=Guards)
 
 
 def deps_of(context: ContextTypes.DEFAULT_TYPE) -> Deps:
