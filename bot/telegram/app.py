@@ -83,10 +83,13 @@ async def claim(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
 
 
 async def _turn_away(deps: Deps, update: Update, user: User) -> None:
-    """The stranger's refusal, once per period (STRANGER_PERIOD); everything else they send
-    is dropped unanswered, so a flood of strangers costs a read each and no write."""
-    if not deps.guards.strangers.first(user.id, time.monotonic()):
+    """The stranger's refusal, once per period (STRANGER_PERIOD) and within the strangers'
+    shared budget (STRANGER_REPLIES); everything else they send is dropped unanswered, so a
+    flood of strangers costs a read each, no write, and few messages."""
+    guards, now = deps.guards, time.monotonic()
+    if guards.strangers.seen(user.id, now) or not guards.stranger_replies.take(now):
         return
+    guards.strangers.note(user.id, now)
     if update.callback_query is not None:
         await answer_tap(update.callback_query, STRANGER_TAP)
     else:

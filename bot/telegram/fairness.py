@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Awaitable, Hashable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -124,19 +124,38 @@ class Recently:
         self.period, self.cap = period, cap
         self._seen: OrderedDict[Hashable, float] = OrderedDict()
 
-    def first(self, key: Hashable, now: float) -> bool:
-        """True if `key` was not seen in the last period (and note it seen at `now`)."""
+    def seen(self, key: Hashable, now: float) -> bool:
+        """Whether `key` was noted in the last period."""
         while self._seen and next(iter(self._seen.values())) <= now - self.period:
             self._seen.popitem(last=False)  # expired: insertion order is time order
-        if key in self._seen:
-            return False
+        return key in self._seen
+
+    def note(self, key: Hashable, now: float) -> None:
+        """Remember `key` as seen at `now`, forgetting the oldest beyond `cap`."""
+        self._seen.pop(key, None)
         self._seen[key] = now
         if len(self._seen) > self.cap:
             self._seen.popitem(last=False)
-        return True
 
     def __len__(self) -> int:
         return len(self._seen)
+
+
+class Budget:
+    """At most `count` uses in any `period` seconds, shared by everyone."""
+
+    def __init__(self, count: int, period: float) -> None:
+        self.count, self.period = count, period
+        self._uses: deque[float] = deque()
+
+    def take(self, now: float) -> bool:
+        """Use one if any is left in the window ending at `now`."""
+        while self._uses and self._uses[0] <= now - self.period:
+            self._uses.popleft()
+        if len(self._uses) >= self.count:
+            return False
+        self._uses.append(now)
+        return True
 
 
 class InFlight:
@@ -191,6 +210,11 @@ STRANGER_PERIOD = 600.0
 # Strangers remembered at once; beyond that the oldest may hear the refusal again (memory
 # stays bounded under a flood of new accounts).
 STRANGER_CAP = 10_000
+# Refusals to strangers in all, per STRANGER_WINDOW seconds: every message the bot sends
+# passes one rate limiter (30 a second), and a flood of new accounts must not spend the
+# share that approval cards need; beyond it strangers are not answered at all.
+STRANGER_REPLIES = 10
+STRANGER_WINDOW = 10.0
 # Details files remembered by Telegram file_id: a few hundred open POs' worth of ids.
 DETAILS_FILES = 512
 
@@ -200,6 +224,9 @@ class Guards:
     """The per-process state of the fair shares, kept in the handlers' Deps."""
 
     strangers: Recently = field(default_factory=lambda: Recently(STRANGER_PERIOD, STRANGER_CAP))
+    stranger_replies: Budget = field(
+        default_factory=lambda: Budget(STRANGER_REPLIES, STRANGER_WINDOW)
+    )
     sheets: InFlight = field(default_factory=InFlight)  # requester ids
     details: InFlight = field(default_factory=InFlight)  # (approver id, job id, version)
     # (job id, version) -> DetailsFile, so later taps resend by file_id
