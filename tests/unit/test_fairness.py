@@ -53,9 +53,7 @@ async def settle() -> None:
 
 def submit(processor: FairProcessor, handlers: Handlers, update: Update) -> asyncio.Task[None]:
     """Hand the update to the processor as PTB's Application does: one task per update."""
-    return asyncio.create_task(
-        processor.process_update(update, handlers.handle(update.update_id))
-    )
+    return asyncio.create_task(processor.process_update(update, handlers.handle(update.update_id)))
 
 
 async def test_one_sender_has_two_updates_in_flight_and_the_rest_wait_in_order() -> None:
