@@ -110,13 +110,17 @@ class Tx(Protocol):
         """A job's notices, oldest first."""
 
     async def met(self, user_id: int, first_name: str, at: datetime, *, started: bool) -> None:
-        """Remember a user's name; `started`: they sent /start, so the bot may write to them."""
+        """Remember the name of someone who holds a role (never a stranger's); `started`: they
+        sent /start, so the bot may write to them."""
 
     async def mark_blocked(self, user_id: int, at: datetime) -> None:
         """Telegram said the user blocked the bot: write to them no more until they return."""
 
     async def claim_update(self, update_id: int, at: datetime) -> bool:
         """True the first time an update id is seen; a redelivery gets False."""
+
+    async def release_update(self, update_id: int) -> None:
+        """Forget a claimed update id: its handler failed, so a redelivery is handled again."""
 
     async def jobs_in_states(self, states: Collection[State]) -> list[Job]:
         """Every job in one of `states`, oldest first."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import delete, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -58,7 +58,8 @@ class PeopleQueries:
         return None if role is None else Role(role)
 
     async def met(self, user_id: int, first_name: str, at: datetime, *, started: bool) -> None:
-        """Remember a user's name; `started`: they sent /start, so the bot may write to them."""
+        """Remember the name of someone who holds a role (the caller checks: a stranger's name
+        is never stored); `started`: they sent /start, so the bot may write to them."""
         t = schema.telegram_users
         values: dict[str, Any] = {"first_name": first_name[:64], "updated_at": at}
         if started:
@@ -109,3 +110,8 @@ class PeopleQueries:
             query.on_conflict_do_nothing(index_elements=[t.c.update_id])
         )
         return bool(result.rowcount)
+
+    async def release_update(self, update_id: int) -> None:
+        """Forget a claimed update id: its handler failed, so a redelivery is handled again."""
+        t = schema.processed_updates
+        await self.conn.execute(delete(t).where(t.c.update_id == update_id))

@@ -2,17 +2,21 @@
 
 Every update first passes `claim`, which records its id: Telegram may deliver an update more
 than once, and a repeat is dropped before any handler sees it. A button tap's signed data is
-checked before that, so a forged tap costs no database work at all. Who the sender is comes
-only from the update Telegram signed for us (`effective_user`), never from text in a message.
+checked before that, so a forged tap costs no database work at all; a stranger (no role, no
+invitation in hand) costs one read and no write, and hears from us once per period. If a
+handler fails, `release` forgets the claim, so a redelivery is handled. Who the sender is
+comes only from the update Telegram signed for us (`effective_user`), never from text in a
+message. Updates are handled side by side, fairly (bot.telegram.fairness).
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from datetime import timedelta
 from urllib.parse import urlsplit
 
-from telegram import Update
+from telegram import Update, User
 from telegram.error import TelegramError
 from telegram.ext import (
     AIORateLimiter,
@@ -30,11 +34,13 @@ from telegram.ext import (
 from bot.clock import utcnow
 from bot.config import Settings
 from bot.parsing import SheetParser
-from bot.telegram.context import Deps, deps_of
+from bot.telegram.context import Deps, deps_of, reply, roles_of
 from bot.telegram.decisions import NOT_VALID, REASON_REPLY, answer_tap, on_reason, on_tap
+from bot.telegram.fairness import FairProcessor
 from bot.telegram.orders import history, sheet, status
 from bot.telegram.people import help_command, invite, promote, revoke, start, users
 from bot.telegram.queue import on_queue_tap, queue_command
+from bot.telegram.texts import stranger
 from core.errors import ConfigError, InvalidToken
 from core.ports import ShellStore
 from core.signing import verify_button
@@ -42,12 +48,9 @@ from core.signing import verify_button
 log = logging.getLogger(__name__)
 
 
-# Updates handled at once, so that one person's slow request (a Details upload, a sheet's
-# download, a /queue of twenty messages) does not delay everyone else's tap.
-# Every use case is safe side by side already, as it is across processes. Bounded because a
-# sheet may hold 5 MB in memory, and more would only queue for the database pool's 15
-# connections (SQLAlchemy's default 5 + 10).
-CONCURRENT_UPDATES = 16
+# A stranger's tap is answered in a callback answer (at most 200 characters): short, and it
+# says how to get the id an admin needs.
+STRANGER_TAP = "You are not registered. Send me /start to get the id your admin needs."
 # After a handler failed. True however far it got: a tap that counted does not count twice,
 # a sheet sent again returns the POs it made, and nothing here names the internals.
 TAP_FAILED = (
@@ -58,20 +61,59 @@ MESSAGE_FAILED = "Something went wrong on our side. Try again in a minute."
 
 
 async def claim(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-    """Refuse a forged button before any database work; drop an update already handled
-    (Telegram delivered it again)."""
+    """Refuse a forged button before any database work; turn a stranger away without writing
+    anything; drop an update already handled (Telegram delivered it again)."""
     deps, user, query = deps_of(context), update.effective_user, update.callback_query
     if query is not None and not _signed(deps, query.data):
         await answer_tap(query, NOT_VALID)
         raise ApplicationHandlerStop
+    if user is None or user.is_bot:
+        raise ApplicationHandlerStop  # a channel post, say: nobody to answer, nothing to keep
+    roles = await roles_of(deps, user.id)
+    if not roles and _redeeming(update) is None:
+        await _turn_away(deps, update, user)
+        raise ApplicationHandlerStop
     async with deps.store.begin() as tx:
         fresh = await tx.claim_update(update.update_id, utcnow())
-        if fresh and user is not None and not user.is_bot:
+        if fresh and roles:  # an invitee's name is kept once their invitation gave a role
             started = bool(update.message and (update.message.text or "").startswith("/start"))
             await tx.met(user.id, user.first_name, utcnow(), started=started)
     if not fresh:
         log.info("update %s delivered again; ignored", update.update_id)
         raise ApplicationHandlerStop
+
+
+async def _turn_away(deps: Deps, update: Update, user: User) -> None:
+    """The stranger's refusal, once per period (STRANGER_PERIOD) and within the strangers'
+    shared budget (STRANGER_REPLIES); everything else they send is dropped unanswered, so a
+    flood of strangers costs a read each, no write, and few messages."""
+    guards, now = deps.guards, time.monotonic()
+    if guards.strangers.seen(user.id, now) or not guards.stranger_replies.take(now):
+        return
+    guards.strangers.note(user.id, now)
+    if update.callback_query is not None:
+        await answer_tap(update.callback_query, STRANGER_TAP)
+    else:
+        await reply(update, stranger(user.first_name, user.id))
+
+
+def _redeeming(update: Update) -> str | None:
+    """The invitation code of a "/start CODE" message, if it is one."""
+    words = (update.message.text or "").split() if update.message else []
+    return words[1] if len(words) == 2 and words[0] == "/start" else None
+
+
+async def release(update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
+    """After a handler failed: forget its update's claim, so that Telegram's redelivery (or a
+    tap made again) is handled instead of dropped as a repeat. Every use case is safe to run
+    twice; best effort: if even this fails, the claim expires with the purge."""
+    if not isinstance(update, Update):
+        return
+    try:
+        async with deps_of(context).store.begin() as tx:
+            await tx.release_update(update.update_id)
+    except Exception:  # the store is down or busy: the apology (on_error) still goes out
+        log.warning("claim of update %s not released", update.update_id, exc_info=True)
 
 
 def _signed(deps: Deps, data: str | None) -> bool:
@@ -134,10 +176,10 @@ def build_application(settings: Settings, store: ShellStore) -> Application:  # 
         .base_url(f"{url}/bot")
         .base_file_url(f"{url}/file/bot")
         .rate_limiter(AIORateLimiter(max_retries=3))
-        .concurrent_updates(CONCURRENT_UPDATES)
+        .concurrent_updates(FairProcessor())  # per person, taps apart (fairness.Shares)
         .build()
     )
-    app.bot_data["deps"] = Deps(settings, store, SheetParser())
+    app.bot_data["deps"] = Deps(settings, store, parser=SheetParser())
     app.add_handler(TypeHandler(Update, claim), group=-1)
     for name, callback in (
         ("start", start),
@@ -158,4 +200,5 @@ def build_application(settings: Settings, store: ShellStore) -> Application:  # 
     app.add_handler(MessageHandler(filters.Document.ALL, sheet))
     app.add_handler(MessageHandler(filters.ALL, help_command))  # anything else: help
     app.add_error_handler(on_error)
+    app.add_error_handler(release)
     return app

@@ -11,18 +11,21 @@ from telegram.ext import ContextTypes
 from bot.config import Settings
 from bot.parsing import SheetParser
 from bot.telegram.cards import MESSAGE_LIMIT
+from bot.telegram.fairness import Guards
 from core.policies import Role
 from core.ports import ShellStore
 
 
 @dataclass(frozen=True)
 class Deps:
-    """The settings, the store and the sheet parser, for every handler."""
+    """The settings, the store, the sheet parser and this process's fair-share guards, for
+    every handler."""
 
     settings: Settings
     store: ShellStore
     # One per application: its semaphore is the cap on parses in flight across all users.
     parser: SheetParser = field(default_factory=SheetParser)
+    guards: Guards = field(default_factory=Guards)
 
 
 def deps_of(context: ContextTypes.DEFAULT_TYPE) -> Deps:

@@ -46,6 +46,9 @@ NOT_VALID = "This button is not valid."
 REASON_PROMPT = "Reason for rejecting"
 _PROMPTED = re.compile(rf"^{REASON_PROMPT} (PO-[A-Za-z0-9-]+) v(\d+)\?$")
 _MAX_REASON = 500
+DETAILS_SENDING = "Sending the whole PO as a CSV file…"
+# A Details tap while the same approver's export of that PO version is still going out.
+DETAILS_IN_FLIGHT = "Already sending that file…"
 
 
 class _ReasonReply(filters.MessageFilter):
@@ -106,8 +109,7 @@ async def on_tap(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     if refusal is not None:  # checked again where a decision is recorded
         await answer_tap(query, refusal)
     elif button.action is ButtonAction.DETAILS:
-        await answer_tap(query, "Sending the whole PO as a CSV file…")
-        await _details(context, deps, user.id, job.id, button.draft_version)
+        await _details(context, tap)
     elif button.action is ButtonAction.REJECT:
         await answer_tap(query, "Why reject it? Reply to my next message with the reason.")
         await context.bot.send_message(
@@ -227,18 +229,40 @@ async def answer_tap(query: CallbackQuery, text: str) -> None:
         log.info("tap not answered: %s", classify(error).detail)
 
 
-async def _details(
-    context: ContextTypes.DEFAULT_TYPE, deps: Deps, user_id: int, job_id: str, version: int
-) -> None:
-    async with deps.store.begin() as tx:
-        job = await tx.job(job_id)
-        draft = await tx.draft(job_id, version)
-    await context.bot.send_document(
-        user_id,
-        render_csv(draft).encode(),
-        filename=f"{job.po_number}-v{version}.csv",
-        caption=f"{job.po_number} v{version}: {len(draft.lines):,} lines",
-    )
+@dataclass(frozen=True)
+class DetailsFile:
+    """A Details CSV Telegram holds already: sent again by its file_id, not rendered again."""
+
+    file_id: str
+    caption: str
+
+
+async def _details(context: ContextTypes.DEFAULT_TYPE, tap: Tap) -> None:
+    """The whole PO as a CSV file; one export per approver, PO and version at a time, and the
+    file Telegram already holds is sent again by its id."""
+    guards, user_id, version = tap.deps.guards, tap.user.id, tap.button.draft_version
+    with guards.details.hold((user_id, tap.job.id, version)) as mine:
+        if not mine:
+            await answer_tap(tap.query, DETAILS_IN_FLIGHT)
+            return
+        await answer_tap(tap.query, DETAILS_SENDING)
+        known = guards.details_files.get((tap.job.id, version))
+        if isinstance(known, DetailsFile):
+            await context.bot.send_document(user_id, known.file_id, caption=known.caption)
+            return
+        async with tap.deps.store.begin() as tx:
+            draft = await tx.draft(tap.job.id, version)
+        caption = f"{tap.job.po_number} v{version}: {len(draft.lines):,} lines"
+        sent = await context.bot.send_document(
+            user_id,
+            render_csv(draft).encode(),
+            filename=f"{tap.job.po_number}-v{version}.csv",
+            caption=caption,
+        )
+        if sent.document is not None:
+            guards.details_files.put(
+                (tap.job.id, version), DetailsFile(sent.document.file_id, caption)
+            )
 
 
 def deliver_now(context: ContextTypes.DEFAULT_TYPE, deps: Deps, job_id: str) -> None:

@@ -21,10 +21,27 @@ from core.sheets import too_big
 
 # A phone screen's worth; older POs are in `manzoori jobs list`.
 STATUS_LIMIT = 10
+# A requester's second sheet while the first is still being downloaded, read or submitted:
+# refused at once rather than queued, so one person's burst holds one sheet's memory.
+SHEET_IN_FLIGHT = (
+    "Your previous sheet is still being checked; send this one again after I answer it."
+)
 
 
 async def sheet(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-    """A requester's CSV or XLSX: one PO per supplier, or every row problem, or the earlier POs."""
+    """A requester's CSV or XLSX: one PO per supplier, or every row problem, or the earlier POs;
+    refused at once while the same person's previous sheet is still being checked."""
+    deps, user = deps_of(context), update.effective_user
+    assert user is not None
+    with deps.guards.sheets.hold(user.id) as mine:
+        if not mine:
+            await reply(update, SHEET_IN_FLIGHT)
+            return
+        await _sheet(update, context)
+
+
+async def _sheet(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+    """One sheet: downloaded, read and submitted, with the reply saying how it went."""
     deps, user, message = deps_of(context), update.effective_user, update.effective_message
     assert user is not None and message is not None and message.document is not None
     roles = await roles_of(deps, user.id)

@@ -23,6 +23,12 @@ log = logging.getLogger(__name__)
 
 # A Telegram user id as typed after a command: ASCII digits, no more than a BIGINT holds.
 USER_ID = re.compile(r"[0-9]{1,18}")
+# The bot keeps no record of people without a role (bot.telegram.app.claim), so only someone
+# who holds one can be promoted: a mistyped id cannot become an admin.
+NOT_MET = (
+    "I do not know user {target}: only someone with a role can be promoted. "
+    "Invite them first (/invite requester), then promote them."
+)
 
 
 async def start(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
@@ -37,6 +43,8 @@ async def start(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         except InviteRefused as refused:
             await reply(update, str(refused))
             return
+        async with deps.store.begin() as tx:  # they hold a role now: their name may be kept
+            await tx.met(user.id, user.first_name, utcnow(), started=True)
         await reply(update, texts.registered(role))
         return
     roles = await roles_of(deps, user.id)
@@ -109,7 +117,7 @@ async def promote(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         await reply(update, "Only admins can promote people.")
         return
     if done.user is None:
-        text = f"I have not met user {target}: they must send me /start first."
+        text = NOT_MET.format(target=target)
     else:
         who = f"User {target} ({done.user.first_name})"
         text = (

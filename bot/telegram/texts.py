@@ -26,7 +26,7 @@ _ROLE_HELP = {
     Role.ADMIN: [
         "/invite approver or /invite requester: a single-use link (72 hours).",
         "/users: everyone and their roles.  /revoke ID: take someone's roles away at once.",
-        "/promote ID: make someone an admin (they must have written to me first).",
+        "/promote ID: make someone with a role an admin.",
         "/queue: purchase orders that need a person.  /history PO-…: a PO's audit trail.",
     ],
 }

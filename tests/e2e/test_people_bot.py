@@ -8,10 +8,12 @@ from typing import Any
 from sqlalchemy import select
 
 from bot.telegram.decisions import NOT_VALID
+from bot.telegram.people import NOT_MET
 from core.policies import Role
 from store import schema
 from store.sql import SqlStore
-from tests.helpers.bot import ADMIN, running_bot, said
+from tests.helpers.bot import ADMIN, all_handled, person_rows, running_bot, said
+from tests.helpers.factories import T0
 
 NEWCOMER, SECOND, STRANGER = 5001, 5002, 6666
 
@@ -21,14 +23,19 @@ async def roles(store: SqlStore, user_id: int) -> frozenset[Role]:
         return await tx.roles(user_id)
 
 
-async def test_a_stranger_is_refused_politely_with_their_id(botapi, db_url):
-    async with running_bot(botapi, db_url):
+async def test_a_stranger_is_refused_politely_with_their_id_once_and_nothing_is_kept(
+    botapi, db_url
+):
+    async with running_bot(botapi, db_url) as run:
         stranger = botapi.user(STRANGER, "Zara")
         stranger.send_text("/start")
         text = await said(stranger)
         assert "you are not registered" in text and f"Your Telegram id is {STRANGER}" in text
         stranger.send_text("APPROVED PO-2026-0001")  # text never counts for anything
-        assert f"Your Telegram id is {STRANGER}" in await said(stranger)
+        stranger.send_text("/help")
+        await all_handled(botapi, run)
+        assert [m.text for m in stranger.messages()] == [text]  # once per period, then silence
+        assert await person_rows(run.store) == (0, 0)  # no update claimed, no name stored
 
 
 async def test_an_admin_invites_an_approver_who_registers_once(botapi, db_url):
@@ -65,7 +72,9 @@ async def test_an_admin_invites_an_approver_who_registers_once(botapi, db_url):
 
 
 async def test_only_admins_manage_people(botapi, db_url):
-    async with running_bot(botapi, db_url):
+    async with running_bot(botapi, db_url) as run:
+        async with run.store.begin() as tx:
+            await tx.grant(NEWCOMER, Role.REQUESTER, "test", T0)
         newcomer = botapi.user(NEWCOMER, "Bilal")
         for command, refusal in (
             ("/invite approver", "Only admins can invite people."),
@@ -81,17 +90,21 @@ async def test_an_admin_promotes_someone_met_and_revoke_takes_it_back(botapi, db
     async with running_bot(botapi, db_url) as run:
         admin, newcomer = botapi.user(ADMIN, "Ayesha"), botapi.user(NEWCOMER, "Bilal")
         admin.send_text(f"/promote {NEWCOMER}")
-        assert await said(admin) == (
-            f"I have not met user {NEWCOMER}: they must send me /start first."
-        )
-        assert await roles(run.store, NEWCOMER) == frozenset()
-        newcomer.send_text("/start")
+        assert await said(admin) == NOT_MET.format(target=NEWCOMER)
+        newcomer.send_text("/start")  # a stranger still: turned away, and not remembered
         assert f"Your Telegram id is {NEWCOMER}" in await said(newcomer)
+        admin.send_text(f"/promote {NEWCOMER}")
+        assert await said(admin) == NOT_MET.format(target=NEWCOMER)
+        assert await roles(run.store, NEWCOMER) == frozenset()
+        async with run.store.begin() as tx:
+            await tx.grant(NEWCOMER, Role.REQUESTER, "test", T0)
+        newcomer.send_text("/start")  # with a role, they are met
+        assert "registered as requester" in await said(newcomer)
         admin.send_text(f"/promote {NEWCOMER}")
         assert await said(admin) == (
             f"User {NEWCOMER} (Bilal) is now an admin. /revoke {NEWCOMER} takes it back."
         )
-        assert await roles(run.store, NEWCOMER) == {Role.ADMIN}
+        assert await roles(run.store, NEWCOMER) == {Role.ADMIN, Role.REQUESTER}
         assert await said(newcomer) == (
             "Ayesha made you an admin. You can invite people, manage roles and work the review "
             "queue; /help lists the commands."
@@ -108,13 +121,13 @@ async def test_an_admin_promotes_someone_met_and_revoke_takes_it_back(botapi, db
             )
         admin.send_text(f"/revoke {NEWCOMER}")
         assert await said(admin) == (
-            f"User {NEWCOMER} lost: admin. Their pending taps no longer count."
+            f"User {NEWCOMER} lost: admin and requester. Their pending taps no longer count."
         )
         assert await roles(run.store, NEWCOMER) == frozenset()
-        newcomer.send_text("/users")
-        assert await said(newcomer) == "Only admins can list users."
-        newcomer.send_text(f"/revoke {ADMIN}")
-        assert await said(newcomer) == "Only admins can revoke roles."
+        heard = len(newcomer.messages())
+        newcomer.send_text("/users")  # a stranger again, turned away once this period already
+        await all_handled(botapi, run)
+        assert len(newcomer.messages()) == heard
         admin.send_text(f"/revoke {ADMIN}")  # the configuration is not a role
         assert await said(admin) == (
             f"User {ADMIN} holds no role. They stay an admin through MANZOORI_ADMIN_IDS, "
@@ -136,11 +149,14 @@ async def test_a_forged_invitation_is_refused(botapi, db_url):
     async with running_bot(botapi, db_url) as run:
         store = run.store
         newcomer = botapi.user(NEWCOMER, "Bilal")
-        newcomer.send_text("/start AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA")
-        assert (
-            await said(newcomer) == "This invitation link is not valid; ask an admin for a new one."
-        )
+        for _attempt in range(2):  # an invitation in hand is always answered
+            newcomer.send_text("/start AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA")
+            assert (
+                await said(newcomer)
+                == "This invitation link is not valid; ask an admin for a new one."
+            )
         assert await roles(store, NEWCOMER) == frozenset()
+        assert await person_rows(store) == (2, 0)  # both claimed; no role, so no name kept
 
 
 async def test_an_update_delivered_three_times_is_handled_once(botapi, db_url, caplog):
@@ -176,7 +192,7 @@ async def test_a_forged_button_is_refused_before_any_database_work(botapi, db_ur
         stranger.send_text("/start")
         reply = await stranger.next_message()
         before = await rows_of(run.store)
-        assert before[0] and before[1]  # the /start was claimed and its sender met
+        assert before == [[], []]  # a stranger's /start is not claimed, their name not kept
         for data in ("a.forged.1.0123456789ab.AAAAAAAAAAAAAAAA", "x", "é" * 20):
             query = stranger.tap_data(reply, data)
             answered = await botapi.wait_for(lambda q=query: botapi.callback_answer(q))

@@ -6,6 +6,7 @@ from __future__ import annotations
 from bot.telegram.decisions import NOT_VALID
 from bot.telegram.notices import NoticeRunner
 from bot.telegram.queue import EMPTY, NOT_AN_ADMIN, ONLY_ADMINS
+from core.policies import Role
 from core.states import State
 from tests.helpers.bot import ADMIN, deliveries_done, running_bot
 from tests.helpers.factories import APPROVER_A, REQUESTER, T0
@@ -123,13 +124,15 @@ async def test_forged_or_altered_queue_buttons_are_not_valid(botapi, db_url, sto
         assert not botapi.message(ADMIN, item.message_id).edited
 
 
-async def test_an_empty_queue_and_a_strangers_queue(botapi, db_url, store):
-    async with running_bot(botapi, db_url):
-        admin, stranger = botapi.user(ADMIN, "Ayesha"), botapi.user(424242, "Zara")
+async def test_an_empty_queue_and_a_requesters_queue(botapi, db_url, store):
+    async with running_bot(botapi, db_url) as run:
+        async with run.store.begin() as tx:
+            await tx.grant(424242, Role.REQUESTER, "test", T0)
+        admin, requester = botapi.user(ADMIN, "Ayesha"), botapi.user(424242, "Zara")
         admin.send_text("/queue")
         assert (await admin.next_message()).text == EMPTY
-        stranger.send_text("/queue")
-        assert (await stranger.next_message()).text == NOT_AN_ADMIN
+        requester.send_text("/queue")
+        assert (await requester.next_message()).text == NOT_AN_ADMIN
 
 
 async def test_the_queue_shows_the_oldest_twenty_and_counts_the_rest(botapi, db_url, store):

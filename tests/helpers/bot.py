@@ -13,6 +13,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from cryptography.fernet import Fernet
+from sqlalchemy import func, select
 
 from bot.bootstrap import Running, running
 from bot.config import Settings
@@ -20,6 +21,7 @@ from bot.dev.botapi import Emulator
 from bot.spreadsheets import read_csv_text
 from bot.telegram.notices import NoticeRunner
 from core import purchasing
+from store import schema
 from store.engine import make_engine
 from store.sql import SqlStore
 from tests.helpers.factories import APPROVER_A, APPROVER_B, REQUESTER, T0
@@ -38,10 +40,13 @@ BotRun = Running
 
 
 @asynccontextmanager
-async def running_bot(botapi: Emulator, db_url: str, **overrides: Any) -> AsyncIterator[BotRun]:
+async def running_bot(
+    botapi: Emulator, db_url: str, store_class: type[SqlStore] = SqlStore, **overrides: Any
+) -> AsyncIterator[BotRun]:
     """The application on the emulator, started as `manzoori run` starts it (long polling, or a
     webhook server when WEBHOOK_* settings are among the `overrides` of the test's settings),
-    with a short long poll for quick tests; the runners' passes are the test's to drive."""
+    with a short long poll for quick tests; the runners' passes are the test's to drive.
+    `store_class`: a SqlStore subclass that fails on cue, say."""
     settings = Settings(
         **{
             "_env_file": None,
@@ -54,7 +59,7 @@ async def running_bot(botapi: Emulator, db_url: str, **overrides: Any) -> AsyncI
             **overrides,  # the same secret key as another process, say
         }
     )
-    store = SqlStore(make_engine(db_url), DATA_KEY)
+    store = store_class(make_engine(db_url), DATA_KEY)
     try:
         async with running(settings, store, loops=False, long_poll=1) as run:
             yield run
@@ -126,3 +131,25 @@ async def deliveries_done(run: BotRun, timeout: float = 10.0) -> None:
     async with asyncio.timeout(timeout):
         while pending := {task for task in asyncio.all_tasks() if busy(task)}:
             await asyncio.wait(pending)
+
+
+async def all_handled(botapi: Emulator, run: BotRun, timeout: float = 10.0) -> None:
+    """Wait until the bot has taken every update the emulator holds and has finished handling
+    them: the way to show that an update was dropped unanswered. An update is confirmed by the
+    next getUpdates, then sits in the application's queue until its handling task starts."""
+    assert run.app is not None
+    app = run.app
+    await botapi.wait_for(
+        lambda: not botapi.pending_update_ids and app.update_queue.empty(), timeout=timeout
+    )
+    await deliveries_done(run, timeout)
+
+
+async def person_rows(store: SqlStore) -> tuple[int, int]:
+    """How many rows processed_updates and telegram_users hold now."""
+    async with store.engine.connect() as conn:
+        counts = [
+            (await conn.execute(select(func.count()).select_from(table))).scalar_one()
+            for table in (schema.processed_updates, schema.telegram_users)
+        ]
+    return counts[0], counts[1]

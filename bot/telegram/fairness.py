@@ -1,0 +1,233 @@
+"""Fair shares of the bot's attention: one person cannot occupy every handler, a button tap
+never waits behind uploads, a stranger costs no database write and hears from us once per
+period, and one requester or approver has one slow export or sheet in flight at a time.
+
+Everything here is per process and in memory: it bounds what one process spends on one
+person; what must hold across processes (a decision counted once) is the database's job.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import OrderedDict, deque
+from collections.abc import Awaitable, Hashable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from telegram import Update
+from telegram.ext import BaseUpdateProcessor
+
+log = logging.getLogger(__name__)
+
+# PTB's own semaphore is taken before do_process_update: this bound only keeps a runaway
+# backlog finite; the real limits are the lanes and pools below.
+BACKLOG = 100_000
+
+
+@dataclass(frozen=True)
+class Shares:
+    """The limits of FairProcessor."""
+
+    per_user: int = 2  # one person's updates in flight; the rest of theirs wait in order
+    # One person's updates waiting or in flight beyond which more are dropped: no human taps
+    # or sends that fast, and each waiting update holds memory.
+    per_user_backlog: int = 64
+    # Taps have their own pool so that slow uploads and sheets cannot hold the slot a tap
+    # needs; together both stay under the database pool's 15 connections.
+    taps: int = 8
+    messages: int = 6
+
+
+class _Lane:
+    """One sender's semaphore, and how many of their updates hold or wait for it."""
+
+    def __init__(self, size: int) -> None:
+        self.semaphore = asyncio.Semaphore(size)
+        self.users = 0
+
+
+class FairProcessor(BaseUpdateProcessor):
+    """Handles updates concurrently: per sender at most `per_user` at once (acquired first,
+    so a waiting update holds no pool slot), then a slot of the taps' or the messages' pool."""
+
+    def __init__(self, shares: Shares = Shares()) -> None:
+        super().__init__(BACKLOG)
+        self.shares = shares
+        self._lanes: dict[Hashable, _Lane] = {}
+        self._taps = asyncio.BoundedSemaphore(shares.taps)
+        self._messages = asyncio.BoundedSemaphore(shares.messages)
+
+    @property
+    def lanes(self) -> int:
+        """Senders with an update waiting or in flight (the others cost no memory)."""
+        return len(self._lanes)
+
+    async def do_process_update(self, update: object, coroutine: Awaitable[Any]) -> None:
+        """Wait for the sender's lane, then for the pool of the update's kind; then handle."""
+        key = _sender(update)
+        lane = self._lanes.get(key)
+        if lane is None:
+            lane = self._lanes[key] = _Lane(self.shares.per_user)
+        if lane.users >= self.shares.per_user_backlog:
+            log.warning("update of a sender with %s updates waiting dropped", lane.users)
+            _discard(coroutine)
+            self._forget(key, lane)
+            return
+        lane.users += 1
+        try:
+            async with lane.semaphore, self._pool(update):
+                await coroutine
+        finally:
+            lane.users -= 1
+            self._forget(key, lane)
+
+    def _pool(self, update: object) -> asyncio.BoundedSemaphore:
+        tap = isinstance(update, Update) and update.callback_query is not None
+        return self._taps if tap else self._messages
+
+    def _forget(self, key: Hashable, lane: _Lane) -> None:
+        """Drop an idle lane, so that a stranger's one update leaves nothing behind."""
+        if lane.users == 0 and self._lanes.get(key) is lane:
+            del self._lanes[key]
+
+    async def initialize(self) -> None:
+        """Nothing to allocate: lanes come and go with their senders."""
+
+    async def shutdown(self) -> None:
+        """Nothing to free: the application awaits the updates still in flight."""
+
+
+def _sender(update: object) -> Hashable:
+    """Who an update comes from: the user, else the chat; everything else shares one lane."""
+    if isinstance(update, Update):
+        if update.effective_user is not None:
+            return ("user", update.effective_user.id)
+        if update.effective_chat is not None:
+            return ("chat", update.effective_chat.id)
+    return ("other",)
+
+
+def _discard(coroutine: Awaitable[Any]) -> None:
+    """Close a handler coroutine that will never run (no "never awaited" warning)."""
+    close = getattr(coroutine, "close", None)
+    if close is not None:
+        close()
+
+
+class Recently:
+    """Keys seen within `period` seconds, at most `cap` of them (the oldest go first): bounded
+    memory however many strangers write."""
+
+    def __init__(self, period: float, cap: int) -> None:
+        self.period, self.cap = period, cap
+        self._seen: OrderedDict[Hashable, float] = OrderedDict()
+
+    def seen(self, key: Hashable, now: float) -> bool:
+        """Whether `key` was noted in the last period."""
+        while self._seen and next(iter(self._seen.values())) <= now - self.period:
+            self._seen.popitem(last=False)  # expired: insertion order is time order
+        return key in self._seen
+
+    def note(self, key: Hashable, now: float) -> None:
+        """Remember `key` as seen at `now`, forgetting the oldest beyond `cap`."""
+        self._seen.pop(key, None)
+        self._seen[key] = now
+        if len(self._seen) > self.cap:
+            self._seen.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._seen)
+
+
+class Budget:
+    """At most `count` uses in any `period` seconds, shared by everyone."""
+
+    def __init__(self, count: int, period: float) -> None:
+        self.count, self.period = count, period
+        self._uses: deque[float] = deque()
+
+    def take(self, now: float) -> bool:
+        """Use one if any is left in the window ending at `now`."""
+        while self._uses and self._uses[0] <= now - self.period:
+            self._uses.popleft()
+        if len(self._uses) >= self.count:
+            return False
+        self._uses.append(now)
+        return True
+
+
+class InFlight:
+    """Keys of work under way in this process: a second start of the same work is refused."""
+
+    def __init__(self) -> None:
+        self._keys: set[Hashable] = set()
+
+    @contextmanager
+    def hold(self, key: Hashable) -> Iterator[bool]:
+        """Yield True and hold `key` until the block ends; False if it is held already."""
+        if key in self._keys:
+            yield False
+            return
+        self._keys.add(key)
+        try:
+            yield True
+        finally:
+            self._keys.discard(key)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+
+class Lru:
+    """A bounded mapping that forgets the least recently used entry first."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self._items: OrderedDict[Hashable, Any] = OrderedDict()
+
+    def get(self, key: Hashable) -> Any | None:
+        """The value, now the most recently used; None if absent."""
+        if key not in self._items:
+            return None
+        self._items.move_to_end(key)
+        return self._items[key]
+
+    def put(self, key: Hashable, value: Any) -> None:
+        """Keep `value`, forgetting the least recently used entry beyond `cap`."""
+        self._items[key] = value
+        self._items.move_to_end(key)
+        if len(self._items) > self.cap:
+            self._items.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+# A stranger hears the refusal once in this long; the rest of what they send is dropped.
+STRANGER_PERIOD = 600.0
+# Strangers remembered at once; beyond that the oldest may hear the refusal again (memory
+# stays bounded under a flood of new accounts).
+STRANGER_CAP = 10_000
+# Refusals to strangers in all, per STRANGER_WINDOW seconds: every message the bot sends
+# passes one rate limiter (30 a second), and a flood of new accounts must not spend the
+# share that approval cards need; beyond it strangers are not answered at all.
+STRANGER_REPLIES = 10
+STRANGER_WINDOW = 10.0
+# Details files remembered by Telegram file_id: a few hundred open POs' worth of ids.
+DETAILS_FILES = 512
+
+
+@dataclass
+class Guards:
+    """The per-process state of the fair shares, kept in the handlers' Deps."""
+
+    strangers: Recently = field(default_factory=lambda: Recently(STRANGER_PERIOD, STRANGER_CAP))
+    stranger_replies: Budget = field(
+        default_factory=lambda: Budget(STRANGER_REPLIES, STRANGER_WINDOW)
+    )
+    sheets: InFlight = field(default_factory=InFlight)  # requester ids
+    details: InFlight = field(default_factory=InFlight)  # (approver id, job id, version)
+    # (job id, version) -> DetailsFile, so later taps resend by file_id
+    details_files: Lru = field(default_factory=lambda: Lru(DETAILS_FILES))

@@ -1,0 +1,167 @@
+"""bot.telegram.fairness on its own: lanes per sender, pools per kind, bounded memory.
+
+Handlers here are coroutines that wait on events the test sets, and the test lets the loop
+run until nothing more can move (asyncio.sleep(0) a few times: no wall-clock waits), so what
+started and what waits is decided by the processor alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+
+from telegram import CallbackQuery, Chat, Message, Update, User
+
+from bot.telegram.fairness import Budget, FairProcessor, InFlight, Lru, Recently, Shares
+
+WHEN = datetime(2026, 11, 29, 9, 0, tzinfo=UTC)
+
+
+def message(update_id: int, user_id: int) -> Update:
+    """A text message from `user_id`."""
+    user = User(user_id, f"user{user_id}", False)
+    sent = Message(update_id, WHEN, Chat(user_id, Chat.PRIVATE), from_user=user, text="hi")
+    return Update(update_id, message=sent)
+
+
+def tap(update_id: int, user_id: int) -> Update:
+    """A button tap from `user_id`."""
+    user = User(user_id, f"user{user_id}", False)
+    return Update(update_id, callback_query=CallbackQuery(str(update_id), user, "chat"))
+
+
+class Handlers:
+    """Handler coroutines that record their start and finish when the test says so."""
+
+    def __init__(self) -> None:
+        self.started: list[int] = []
+        self.gates: dict[int, asyncio.Event] = {}
+
+    async def handle(self, update_id: int) -> None:
+        self.started.append(update_id)
+        await self.gates.setdefault(update_id, asyncio.Event()).wait()
+
+    def finish(self, update_id: int) -> None:
+        self.gates.setdefault(update_id, asyncio.Event()).set()
+
+
+async def settle() -> None:
+    """Let every runnable task run until it blocks again."""
+    for _ in range(20):
+        await asyncio.sleep(0)
+
+
+def submit(processor: FairProcessor, handlers: Handlers, update: Update) -> asyncio.Task[None]:
+    """Hand the update to the processor as PTB's Application does: one task per update."""
+    return asyncio.create_task(processor.process_update(update, handlers.handle(update.update_id)))
+
+
+async def test_one_sender_has_two_updates_in_flight_and_the_rest_wait_in_order() -> None:
+    processor, handlers = FairProcessor(Shares(per_user=2, taps=8, messages=8)), Handlers()
+    tasks = [submit(processor, handlers, message(n, 7)) for n in range(1, 6)]
+    await settle()
+    assert handlers.started == [1, 2]
+    handlers.finish(2)
+    await settle()
+    assert handlers.started == [1, 2, 3]  # the oldest waiting one goes next
+    for n in (1, 3, 4, 5):
+        handlers.finish(n)
+    await asyncio.gather(*tasks)
+    assert handlers.started == [1, 2, 3, 4, 5]
+    assert processor.lanes == 0  # an idle sender leaves nothing behind
+
+
+async def test_a_sender_waiting_for_their_lane_holds_no_slot_of_the_pool() -> None:
+    processor, handlers = FairProcessor(Shares(per_user=2, taps=8, messages=3)), Handlers()
+    busy = [submit(processor, handlers, message(n, 7)) for n in range(1, 21)]  # twenty from one
+    other = submit(processor, handlers, message(100, 8))  # someone else, after all of them
+    await settle()
+    assert handlers.started == [1, 2, 100]
+    for n in range(1, 21):
+        handlers.finish(n)
+    handlers.finish(100)
+    await asyncio.gather(*busy, other)
+
+
+async def test_taps_have_their_own_pool_that_messages_cannot_fill() -> None:
+    processor, handlers = FairProcessor(Shares(per_user=2, taps=2, messages=2)), Handlers()
+    uploads = [submit(processor, handlers, message(n, n)) for n in range(1, 6)]  # five people
+    taps = [submit(processor, handlers, tap(n, n)) for n in range(11, 14)]
+    await settle()
+    assert handlers.started == [1, 2, 11, 12]  # two uploads, and two taps beside them
+    handlers.finish(11)
+    await settle()
+    assert handlers.started[-1] == 13  # the next tap takes the tap's slot, not an upload
+    for n in (1, 2, 3, 4, 5, 12, 13):
+        handlers.finish(n)
+    await asyncio.gather(*uploads, *taps)
+    assert sorted(handlers.started) == [1, 2, 3, 4, 5, 11, 12, 13]
+
+
+async def test_updates_beyond_a_senders_backlog_are_dropped_and_never_run() -> None:
+    shares = Shares(per_user=1, per_user_backlog=3, taps=8, messages=8)
+    processor, handlers = FairProcessor(shares), Handlers()
+    tasks = [submit(processor, handlers, message(n, 7)) for n in range(1, 6)]
+    await settle()
+    assert [task.done() for task in tasks] == [False, False, False, True, True]
+    for n in range(1, 6):
+        handlers.finish(n)
+    await asyncio.gather(*tasks)
+    assert handlers.started == [1, 2, 3]
+    assert processor.lanes == 0
+
+
+async def test_a_failing_handler_frees_its_lane_and_slot() -> None:
+    processor = FairProcessor(Shares(per_user=1, taps=1, messages=1))
+
+    async def fails() -> None:
+        raise RuntimeError("handler failed")
+
+    failed = asyncio.create_task(processor.process_update(message(1, 7), fails()))
+    await asyncio.gather(failed, return_exceptions=True)
+    handlers = Handlers()
+    handlers.finish(2)
+    await submit(processor, handlers, message(2, 7))
+    assert handlers.started == [2] and processor.lanes == 0
+
+
+def test_recently_forgets_after_the_period_and_beyond_its_cap() -> None:
+    seen = Recently(period=600.0, cap=2)
+    assert not seen.seen(1, 0.0)
+    seen.note(1, 0.0)
+    assert seen.seen(1, 599.0)
+    assert not seen.seen(1, 600.0)  # a period later they may hear from us again
+    for key in (1, 2, 3):
+        seen.note(key, 700.0)
+    assert len(seen) == 2 and not seen.seen(1, 700.0) and seen.seen(3, 700.0)
+
+
+def test_a_budget_allows_count_uses_per_window() -> None:
+    budget = Budget(count=2, period=10.0)
+    assert [budget.take(t) for t in (0.0, 1.0, 2.0, 9.9)] == [True, True, False, False]
+    assert budget.take(10.0)  # the first use left the window
+
+
+def test_in_flight_refuses_a_second_hold_until_the_first_ends() -> None:
+    flights = InFlight()
+    with flights.hold("a") as first:
+        with flights.hold("a") as second, flights.hold("b") as other:
+            assert (first, second, other) == (True, False, True)
+        assert len(flights) == 1
+    assert len(flights) == 0
+    try:
+        with flights.hold("a"):
+            raise ValueError("the work failed")
+    except ValueError:
+        pass
+    with flights.hold("a") as again:
+        assert again  # released in finally
+
+
+def test_lru_forgets_the_least_recently_used() -> None:
+    files = Lru(cap=2)
+    files.put("a", 1)
+    files.put("b", 2)
+    assert files.get("a") == 1  # now "b" is the least recently used
+    files.put("c", 3)
+    assert (files.get("a"), files.get("b"), files.get("c"), len(files)) == (1, None, 3, 2)
