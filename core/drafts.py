@@ -17,7 +17,7 @@ _PO_NUMBER = re.compile(r"^[A-Za-z0-9]+(?:[._-][A-Za-z0-9]+)*$")
 # An address the sender can put, unchanged, in both the To header and RCPT TO (RFC 5321/5322):
 # a dot-atom local part of ASCII atext, less "%" and "!" (source routing some relays still
 # obey), and a host name of letter-digit-hyphen labels, at least two, the last starting with a
-# letter and two long (no IP literal, no trailing dot). No quoted local part, no comment, no encoded word.
+# letter and two long (no IP literal, no trailing dot). No quoting, comment or encoded word.
 _LOCAL_ATOM = r"[A-Za-z0-9#$&'*+/=?^_`{|}~-]+"
 _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 _TOP_LABEL = r"[A-Za-z][A-Za-z0-9-]{0,61}[A-Za-z0-9]"  # two characters at least
