@@ -1,4 +1,7 @@
-"""What the CLI prints about jobs: JSON-ready dictionaries and plain-text renderings."""
+"""What the CLI prints about jobs: JSON-ready dictionaries and plain-text renderings.
+
+A reason is typed in Telegram and an error is a server's reply: in the text rendering each goes
+through core.texts.flatten, so neither can add a line to /history or `jobs show`."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ from core.jobs import AuditEvent, Effect, Job
 from core.money import format_pkr
 from core.policies import Decision
 from core.ports import ShellTx
+from core.texts import flatten
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -129,18 +133,20 @@ def text(detail: dict[str, Any], tz: tzinfo) -> str:
         *(
             f"  {_local(a['at'], tz)}  {a['reviewer_id']}  {a['decision']}"
             f"  v{a['draft_version']}  expires {_local(a['expires_at'], tz)}"
-            + (f"  reason: {a['reason']}" if a["reason"] else "")
+            + (f"  reason: {flatten(a['reason'])}" if a["reason"] else "")
             for a in detail["approvals"]
         ),
         "sends:",
         *(
             f"  {e['idempotency_key']}  {e['status']}  attempts={e['attempts']}"
-            f"  {e['message_id']}" + (f"  last error: {e['last_error']}" if e["last_error"] else "")
+            f"  {e['message_id']}"
+            + (f"  last error: {flatten(e['last_error'])}" if e["last_error"] else "")
             for e in detail["effects"]
         ),
         "audit:",
         *(
-            f"  {_local(a['at'], tz)}  {a['actor']}  {a['action']}  {a['from_state'] or '-'} -> "
+            f"  {_local(a['at'], tz)}  {flatten(a['actor'])}  {a['action']}  "
+            f"{a['from_state'] or '-'} -> "
             f"{a['to_state'] or '-'}"
             for a in detail["audit"]
         ),

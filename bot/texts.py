@@ -1,7 +1,9 @@
 """The sentences both front ends say about sheets, terms and purchase orders, as plain text.
 
 The CLI prints these and the bot sends them (bot.telegram.texts has what only the bot says).
-Amounts go through Babel (`Rs 1,250.50`) and times are shown in MANZOORI_TIMEZONE.
+Amounts go through Babel (`Rs 1,250.50`) and times are shown in MANZOORI_TIMEZONE. File names,
+supplier names and the problems found in a file (which quote its cells) come from outside: each
+goes through core.texts.flatten where it enters a sentence, so none can add a line to a reply.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from core.money import format_pkr
 from core.purchasing import Submission, Superseded, TermsImport
 from core.states import State
 from core.terms import Terms, offers_by_supplier
+from core.texts import flatten
 
 # POs that ended without an e-mail: resending the same file does not reopen them.
 CLOSED_UNSENT = frozenset({State.REJECTED, State.CANCELLED, State.EXPIRED, State.FAILED_FINAL})
@@ -40,7 +43,7 @@ def _plural(count: int, noun: str) -> str:
 def order_summary(job: Job, draft: Draft) -> list[str]:
     """A PO in a few lines: number, supplier, size, total, then its flags."""
     head = (
-        f"{job.po_number}  {draft.supplier_name} ({mask_email(draft.recipient_email)})  "
+        f"{job.po_number}  {flatten(draft.supplier_name)} ({mask_email(draft.recipient_email)})  "
         f"{_plural(len(draft.lines), 'line')}  {format_pkr(draft.total_paisa)}"
     )
     return [head, *(f"  ! {describe(flag)}" for flag in draft.flags)]
@@ -48,14 +51,15 @@ def order_summary(job: Job, draft: Draft) -> list[str]:
 
 def submission(result: Submission, sheet_name: str, *, preview: bool = False) -> str:
     """What became of a sheet: every problem, or the POs made (or that would be made)."""
+    sheet_name = flatten(sheet_name)
     if result.problems:
         lines = [f"{sheet_name}: not accepted; nothing was created. Please fix:"]
-        return "\n".join([*lines, *result.problems])
+        return "\n".join([*lines, *map(flatten, result.problems)])
     count = _plural(len(result.orders), "purchase order")
     if result.repeated:
         lead = f"{sheet_name} was already submitted; it made {count}:"
         body = [
-            f"{job.po_number}  {draft.supplier_name}  {format_pkr(draft.total_paisa)}  "
+            f"{job.po_number}  {flatten(draft.supplier_name)}  {format_pkr(draft.total_paisa)}  "
             f"{job.state.value}"
             for job, draft in result.orders
         ]
@@ -75,9 +79,13 @@ def submission(result: Submission, sheet_name: str, *, preview: bool = False) ->
 
 def terms_import(result: TermsImport, file_name: str) -> str:
     """The outcome of `suppliers import`."""
+    file_name = flatten(file_name)
     if result.problems:
         return "\n".join(
-            [f"{file_name}: not imported; nothing changed. Please fix:", *result.problems]
+            [
+                f"{file_name}: not imported; nothing changed. Please fix:",
+                *map(flatten, result.problems),
+            ]
         )
     if not result.created:
         same = f"the same content as the terms in force, {result.version}"
@@ -107,12 +115,13 @@ def superseded(changes: Iterable[Superseded]) -> str:
 def terms_listing(terms: Terms, imported_at: datetime, imported_by: str, tz: tzinfo) -> str:
     """The terms in force and their suppliers; addresses masked."""
     lines = [
-        f"supplier terms {terms.version}, imported {local_time(imported_at, tz)} by {imported_by}",
+        f"supplier terms {terms.version}, imported {local_time(imported_at, tz)} "
+        f"by {flatten(imported_by)}",
         f"{_plural(len(terms.suppliers), 'supplier')}, {_plural(len(terms.offers), 'offer')}",
         "",
     ]
     for supplier_id, offers in offers_by_supplier(terms).items():
         supplier = terms.suppliers[supplier_id]
         skus = _plural(len(offers), "SKU")
-        lines.append(f"{supplier_id}  {supplier.name}  {supplier.masked_email}  {skus}")
+        lines.append(f"{supplier_id}  {flatten(supplier.name)}  {supplier.masked_email}  {skus}")
     return "\n".join(lines)

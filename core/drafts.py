@@ -14,7 +14,17 @@ from core.errors import InvalidDraft
 _IDENT = re.compile(r"^[A-Za-z0-9]+(?:[._/-][A-Za-z0-9]+)*$")
 # PO numbers end up in Message-IDs and file names: no slashes, no doubled or trailing dots.
 _PO_NUMBER = re.compile(r"^[A-Za-z0-9]+(?:[._-][A-Za-z0-9]+)*$")
-_EMAIL = re.compile(r"^[^@\s<>,;\"]+@(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,}$")
+# An address the sender can put, unchanged, in both the To header and RCPT TO (RFC 5321/5322):
+# a dot-atom local part of ASCII atext, less "%" and "!" (source routing some relays still
+# obey), and a host name of letter-digit-hyphen labels, at least two, the last starting with a
+# letter and two long (no IP literal, no trailing dot). No quoting, comment or encoded word.
+_LOCAL_ATOM = r"[A-Za-z0-9#$&'*+/=?^_`{|}~-]+"
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_TOP_LABEL = r"[A-Za-z][A-Za-z0-9-]{0,61}[A-Za-z0-9]"  # two characters at least
+_EMAIL = re.compile(
+    rf"{_LOCAL_ATOM}(?:\.{_LOCAL_ATOM})*@(?:{_LABEL}\.)+{_TOP_LABEL}", flags=re.ASCII
+)
+_MAX_LOCAL, _MAX_ADDRESS = 64, 254  # RFC 5321's limits on a local part and a path
 _MAX_IDENT = 64
 # 12 hex digits (48 bits) of a draft's hash name it in idempotency keys, Message-IDs, buttons and
 # cards: short enough for a 64-byte button and a log line, while two versions of one PO
@@ -28,8 +38,15 @@ def is_identifier(text: str) -> bool:
 
 
 def is_email(text: str) -> bool:
-    """A plain address a supplier can be mailed at; no display names, no lists."""
-    return len(text) <= 254 and _EMAIL.match(text) is not None
+    """A plain ASCII address a supplier can be mailed at, shown in To exactly as it is given
+    in RCPT TO: no display names, lists, quoting, comments, encoded words or routing."""
+    local = text.partition("@")[0]
+    return (
+        len(text) <= _MAX_ADDRESS
+        and len(local) <= _MAX_LOCAL
+        and "=?" not in local  # an RFC 2047 encoded word: a mail reader shows it decoded
+        and _EMAIL.fullmatch(text) is not None
+    )
 
 
 def mask_email(address: str) -> str:

@@ -11,12 +11,18 @@ from dataclasses import dataclass, field
 from datetime import date, time, timedelta
 from decimal import Decimal, InvalidOperation
 
+from core.texts import flatten
+
 # What a cell can hold once read: CSV gives text only; XLSX also numbers, booleans and dates.
 Cell = str | int | float | bool | date | time | timedelta | None
 
 # Characters that make a spreadsheet treat a cell as a formula (OWASP "CSV injection"):
 # a leading =, +, -, @, or a tab / carriage return that some programs strip before them.
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+# A spreadsheet in a locale whose list separator is ";" splits a comma-separated file at every
+# ";", quoted or not, so what follows one is the start of a cell there: a formula start after
+# it (spaces and quotation marks between do not help) is defused as well.
+_AFTER_SEMICOLON = re.compile(r';(?=[\s"]*[=+\-@])')
 # Error messages quote at most this much of a cell, so one bad cell cannot flood a reply.
 _QUOTE_LIMIT = 40
 
@@ -154,16 +160,18 @@ def text_of(cell: Cell) -> str:
 
 
 def quote(cell: Cell) -> str:
-    """A cell for an error message: quoted, shortened, control characters shown as spaces."""
-    text = re.sub(r"[\x00-\x1f\x7f]", " ", text_of(cell))
+    """A cell for an error message: flattened to one line (core.texts), quoted, shortened."""
+    text = flatten(text_of(cell))
     if len(text) > _QUOTE_LIMIT:
         text = text[: _QUOTE_LIMIT - 1] + "…"
     return f'"{text}"'
 
 
 def neutralise(text: str) -> str:
-    """Text safe to put in a CSV export or an e-mail: a formula-like start gets a leading '."""
-    return "'" + text if text.startswith(_FORMULA_START) else text
+    """Outside text as a CSV cell no spreadsheet runs, in any locale: flattened to one line
+    (core.texts), with a ' before a formula-like start and after a ";" that a formula follows."""
+    flat = _AFTER_SEMICOLON.sub(";'", flatten(text))
+    return "'" + flat if flat.startswith(FORMULA_START) else flat
 
 
 def _point_decimal(text: str, decimal_comma: bool) -> str:

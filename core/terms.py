@@ -45,6 +45,13 @@ _MAX_DESCRIPTION = 200
 # Rs 1,000,000 a unit: far above any retail item, and it keeps totals inside 64-bit paisa.
 MAX_UNIT_PRICE_PAISA = 100_000_000
 MAX_LIMIT = 1_000_000_000  # min_qty and max_qty: far beyond any order, well inside 64 bits
+# What an unusable supplier_email is told, after the value quoted: the sender must be able to
+# put it unchanged in both the To header and RCPT TO (core.drafts.is_email).
+NOT_AN_ADDRESS = (
+    "is not a plain e-mail address like orders@supplier.pk: ASCII letters, digits and "
+    ". _ + - ' before the @ (no spaces, quotes, brackets, colons, % or !), "
+    "a domain name with a dot after it"
+)
 _LINE = "Line"  # the terms file is CSV: people open it in an editor, which counts lines
 _Bad = Callable[[str, str], None]  # records a problem in one column of the current line
 
@@ -183,7 +190,7 @@ def _read_line(
         elif not is_identifier(value):
             bad(
                 column,
-                f'"{value[:40]}" is not a plain code (letters and digits, joined by . _ / -)',
+                f"{quote(value)} is not a plain code (letters and digits, joined by . _ / -)",
             )
     name, email = _text(row, columns, "supplier_name"), _text(row, columns, "supplier_email")
     description = _text(row, columns, "description")
@@ -195,8 +202,10 @@ def _read_line(
             bad(column, "is empty")
         elif len(value) > limit:
             bad(column, f"is {len(value)} characters long; the limit is {limit}")
-    if not is_email(email):
-        bad("supplier_email", "is empty" if not email else "is not an e-mail address")
+    if not email:
+        bad("supplier_email", "is empty")
+    elif not is_email(email):
+        bad("supplier_email", f"{quote(email)} {NOT_AN_ADDRESS}")
     price = _price(row, columns, bad, decimal_comma)
     min_qty, max_qty = _limits(row, columns, bad, decimal_comma)
     if len(problems) > before or price is None:

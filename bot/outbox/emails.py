@@ -1,8 +1,9 @@
 """The purchase-order e-mail: headers from identifiers, a plain-text body and a CSV of the lines.
 
-Only values the draft validated as plain identifiers (PO number, SKUs) and our own configuration
-reach the headers. Descriptions and the supplier name come from a spreadsheet, so they go only in
-the body and the CSV, flattened to one line each.
+Only values the draft validated as plain identifiers (PO number, SKUs, the address) and our own
+configuration reach the headers. Descriptions, notes and the supplier name come from spreadsheets,
+so they go only in the body and the CSV, flattened to one line and neutralised (core.tables) so
+that none becomes a formula when pasted or opened in a spreadsheet; every CSV field is quoted.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ import csv
 import email.policy
 import email.utils
 import io
-import unicodedata
 from datetime import UTC, datetime
 from email.message import EmailMessage
 
@@ -21,6 +21,7 @@ from core.errors import ConfigError
 from core.jobs import SendOrder
 from core.money import format_pkr, to_rupees
 from core.tables import neutralise
+from core.texts import flatten
 
 # 7-bit parts (quoted-printable or base64 when the text is not ASCII) pass every relay, whether
 # or not it offers 8BITMIME, so the sender never has to negotiate it.
@@ -37,13 +38,6 @@ def sender_domain(mail_from: str) -> str:
     return domain
 
 
-def one_line(text: str) -> str:
-    """Untrusted text on one line: whitespace runs become one space, control characters go,
-    and a formula-like start is defused (the supplier may paste it into a spreadsheet)."""
-    visible = "".join(c for c in text if unicodedata.category(c) != "Cc" or c.isspace())
-    return neutralise(" ".join(visible.split()))
-
-
 def render_po_email(
     order: SendOrder,
     *,
@@ -56,7 +50,7 @@ def render_po_email(
     message = EmailMessage(policy=POLICY)
     message["From"] = mail_from
     message["To"] = draft.recipient_email
-    message["Subject"] = f"Purchase order {draft.po_number} from {buyer_name}"
+    message["Subject"] = f"Purchase order {draft.po_number} from {flatten(buyer_name)}"
     message["Date"] = email.utils.format_datetime(now or datetime.now(UTC))
     message["Message-ID"] = message_id(order.effect.key, sender_domain(mail_from))
     # Lets the supplier's side (or a person reading headers) spot a resend of the same order.
@@ -72,12 +66,12 @@ def render_body(order: SendOrder, buyer_name: str) -> str:
     """The plain-text body: who, which order and version, every line, and the total."""
     draft = order.draft
     lines = [
-        f"Purchase order {draft.po_number} from {one_line(buyer_name)}",
+        f"Purchase order {draft.po_number} from {neutralise(buyer_name)}",
         "",
-        f"Supplier: {one_line(draft.supplier_name)}",
+        f"Supplier: {neutralise(draft.supplier_name)}",
         f"PO number: {draft.po_number}",
         f"Draft version: {order.effect.draft_version}",
-        f"Terms version: {one_line(draft.terms_version)}",
+        f"Terms version: {neutralise(draft.terms_version)}",
         "",
         "Please supply:",
         "",
@@ -95,28 +89,30 @@ def render_body(order: SendOrder, buyer_name: str) -> str:
 
 def _body_line(number: int, line: DraftLine) -> list[str]:
     return [
-        f"{number}. SKU {line.sku}: {one_line(line.description)}",
+        f"{number}. SKU {line.sku}: {neutralise(line.description)}",
         f"   Quantity {line.quantity} at {format_pkr(line.unit_price_paisa)} each"
         f" = {format_pkr(line.total_paisa)}",
-        *([f"   Note: {one_line(line.note)}"] if line.note else []),
+        *([f"   Note: {neutralise(line.note)}"] if line.note else []),
         "",
     ]
 
 
 def render_csv(draft: Draft) -> str:
-    """The lines as CSV; amounts are plain decimals (1234.50) so any program can sum them."""
+    """The lines as CSV, the supplier's and the Details one; amounts are plain decimals
+    (1234.50) so any program can sum them. Every field is quoted, so a "," in a cell never
+    splits it, and every text cell is neutralised, so none is run as a formula."""
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
+    writer = csv.writer(out, lineterminator="\n", quoting=csv.QUOTE_ALL)
     writer.writerow(CSV_COLUMNS)
     for line in draft.lines:
         writer.writerow(
             (
-                line.sku,
-                one_line(line.description),
+                neutralise(line.sku),
+                neutralise(line.description),
                 line.quantity,
                 f"{to_rupees(line.unit_price_paisa):.2f}",
                 f"{to_rupees(line.total_paisa):.2f}",
-                one_line(line.note),
+                neutralise(line.note),
             )
         )
     return out.getvalue()

@@ -1,4 +1,5 @@
-"""The approval card an approver reads on a phone: Telegram HTML, every value escaped.
+"""The approval card an approver reads on a phone: Telegram HTML, every value flattened to one
+line (core.texts) and escaped, so no name, file name or description can add a line to a card.
 
 A card must fit one Telegram message (4,096 characters after entities), so long texts are cut
 and only the first lines are listed; "Details" sends the whole PO as a CSV document.
@@ -21,6 +22,7 @@ from core.money import format_pkr
 from core.policies import Verdict
 from core.signing import Button, ButtonAction, sign_button
 from core.states import State
+from core.texts import flatten
 
 # A phone screen shows about this many lines before the buttons scroll away.
 LINES_SHOWN = 15
@@ -33,11 +35,14 @@ MESSAGE_LIMIT = 4096  # characters Telegram takes in one message, after entity p
 APPROVE_TEXT, REJECT_TEXT, DETAILS_TEXT = "✅ Approve", "❌ Reject", "📄 Details"
 
 
-def _e(text: object) -> str:
-    return html.escape(str(text), quote=False)
+def escaped(value: object) -> str:
+    """A value for a Telegram HTML message: on one line, without bidi controls or zero-width
+    characters (core.texts.flatten), and escaped."""
+    return html.escape(flatten(str(value)), quote=False)
 
 
 def _cut(text: str, limit: int) -> str:
+    text = flatten(text)  # first: the limit counts what will be shown
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -63,21 +68,21 @@ def visible_length(text_html: str) -> int:
 def _card(facts: CardFacts, tz: tzinfo, lines: int, flags: int) -> str:
     job, draft = facts.job, facts.draft
     parts = [
-        f"🧾 <b>{_e(job.po_number)}</b> — approval needed",
-        f"<b>{_e(draft.supplier_name)}</b> ({_e(mask_email(draft.recipient_email))})",
+        f"🧾 <b>{escaped(job.po_number)}</b> — approval needed",
+        f"<b>{escaped(draft.supplier_name)}</b> ({escaped(mask_email(draft.recipient_email))})",
         "",
         *_lines(draft, lines),
         "",
-        f"<b>Total: {_e(format_pkr(draft.total_paisa))}</b>",
+        f"<b>Total: {escaped(format_pkr(draft.total_paisa))}</b>",
     ]
     if draft.flags:
-        shown = [f"⚠️ {_e(describe(flag))}" for flag in draft.flags[:flags]]
+        shown = [f"⚠️ {escaped(describe(flag))}" for flag in draft.flags[:flags]]
         hidden = len(draft.flags) - len(shown)
         parts += ["", *shown, *([f"… and {hidden} more flags (see Details)"] if hidden else [])]
     parts += ["", *_evidence(facts, tz)]
     if facts.required > 1:
         parts.append(f"👥 {facts.approvals} of {facts.required} approvals")
-    parts.append(f"On approval: e-mails this PO to {_e(mask_email(draft.recipient_email))}")
+    parts.append(f"On approval: e-mails this PO to {escaped(mask_email(draft.recipient_email))}")
     return "\n".join(parts)
 
 
@@ -85,12 +90,13 @@ def _lines(draft: Draft, limit: int) -> list[str]:
     shown = []
     for line in draft.lines[:limit]:
         row = (
-            f"• <code>{_e(line.sku)}</code> {_e(_cut(line.description, _DESCRIPTION_CUT))} — "
-            f"{line.quantity:,} × {_e(format_pkr(line.unit_price_paisa))} = "
-            f"{_e(format_pkr(line.total_paisa))}"
+            f"• <code>{escaped(line.sku)}</code> "
+            f"{escaped(_cut(line.description, _DESCRIPTION_CUT))} — "
+            f"{line.quantity:,} × {escaped(format_pkr(line.unit_price_paisa))} = "
+            f"{escaped(format_pkr(line.total_paisa))}"
         )
         if line.note:
-            row += f"\n  <i>{_e(_cut(line.note, _NOTE_CUT))}</i>"
+            row += f"\n  <i>{escaped(_cut(line.note, _NOTE_CUT))}</i>"
         shown.append(row)
     hidden = len(draft.lines) - len(shown)
     if hidden:
@@ -100,15 +106,15 @@ def _lines(draft: Draft, limit: int) -> list[str]:
 
 def _evidence(facts: CardFacts, tz: tzinfo) -> list[str]:
     job, draft = facts.job, facts.draft
-    terms = f"Terms {_e(draft.terms_version)}"
+    terms = f"Terms {escaped(draft.terms_version)}"
     if facts.terms_imported_at is not None:
-        terms += f" (imported {_e(local_time(facts.terms_imported_at, tz))})"
+        terms += f" (imported {escaped(local_time(facts.terms_imported_at, tz))})"
     deadline = job.decision_deadline
     return [
-        f"📎 {terms}; sheet {_e(_cut(facts.sheet_name, 60))}",
-        f"Requested by {_e(facts.requester)}",
-        f"Draft v{job.draft_version} · {_e(short_hash(job.draft_hash or ''))}"
-        + (f" · expires {_e(local_time(deadline, tz))}" if deadline else ""),
+        f"📎 {terms}; sheet {escaped(_cut(facts.sheet_name, 60))}",
+        f"Requested by {escaped(facts.requester)}",
+        f"Draft v{job.draft_version} · {escaped(short_hash(job.draft_hash or ''))}"
+        + (f" · expires {escaped(local_time(deadline, tz))}" if deadline else ""),
     ]
 
 
@@ -118,8 +124,8 @@ def outcome_html(outcome: CardOutcome, tz: tzinfo) -> str:
     return "\n".join(
         [
             headline_html(outcome, tz),
-            f"🧾 <b>{_e(outcome.job.po_number)}</b> v{outcome.version} · "
-            f"{_e(draft.supplier_name)} · {_e(format_pkr(draft.total_paisa))}",
+            f"🧾 <b>{escaped(outcome.job.po_number)}</b> v{outcome.version} · "
+            f"{escaped(draft.supplier_name)} · {escaped(format_pkr(draft.total_paisa))}",
         ]
     )
 
@@ -134,24 +140,24 @@ def headline_html(outcome: CardOutcome, tz: tzinfo) -> str:
     approvals = [d for d in on_this if d.verdict is Verdict.APPROVE]
     rejections = [d for d in on_this if d.verdict is Verdict.REJECT]
     if job.state is State.REJECTED and rejections:
-        who = _e(names.get(rejections[-1].reviewer_id, "someone"))
-        return f"❌ <b>Rejected</b> by {who} at {_e(local_time(rejections[-1].at, tz))}"
+        who = escaped(names.get(rejections[-1].reviewer_id, "someone"))
+        return f"❌ <b>Rejected</b> by {who} at {escaped(local_time(rejections[-1].at, tz))}"
     if job.state is State.EXPIRED:
         deadline = job.decision_deadline
-        when = f" at {_e(local_time(deadline, tz))}" if deadline else ""
+        when = f" at {escaped(local_time(deadline, tz))}" if deadline else ""
         return f"⌛ <b>Expired</b>{when}: no decision in time, nothing was sent"
     if job.state is State.CANCELLED:
         return "🚫 <b>Cancelled</b>: nothing was sent"
     if job.state is State.AWAITING_APPROVAL and outcome.mine:
         so_far, needed = outcome.tally
         return (
-            f"🕓 You approved at {_e(local_time(outcome.mine[-1].at, tz))}: "
+            f"🕓 You approved at {escaped(local_time(outcome.mine[-1].at, tz))}: "
             f"👥 {so_far} of {needed} approvals, waiting for another approver"
         )
     if approvals and job.state is not State.AWAITING_APPROVAL:
-        by = ", ".join(_e(names.get(d.reviewer_id, "someone")) for d in approvals[-2:])
-        return f"✅ <b>Approved</b> by {by} at {_e(local_time(approvals[-1].at, tz))}"
-    return f"ℹ️ <b>{_e(job.state.value.replace('_', ' ').capitalize())}</b>"
+        by = ", ".join(escaped(names.get(d.reviewer_id, "someone")) for d in approvals[-2:])
+        return f"✅ <b>Approved</b> by {by} at {escaped(local_time(approvals[-1].at, tz))}"
+    return f"ℹ️ <b>{escaped(job.state.value.replace('_', ' ').capitalize())}</b>"
 
 
 def signed_markup(

@@ -119,12 +119,7 @@ async def promote(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     if done.user is None:
         text = NOT_MET.format(target=target)
     else:
-        who = f"User {target} ({done.user.first_name})"
-        text = (
-            f"{who} is now an admin. /revoke {target} takes it back."
-            if done.promoted
-            else f"{who} is already an admin."
-        )
+        text = texts.promotion(target, done.user.first_name, promoted=done.promoted)
     await reply(update, text)
     if done.promoted:  # best effort: /help says the same whenever they ask
         try:

@@ -7,7 +7,6 @@ edited to the outcome.
 
 from __future__ import annotations
 
-import html
 import logging
 from dataclasses import dataclass
 from datetime import tzinfo
@@ -18,7 +17,7 @@ from telegram.error import TelegramError
 from telegram.ext import ContextTypes
 
 from bot.clock import utcnow
-from bot.telegram.cards import signed_markup
+from bot.telegram.cards import escaped, signed_markup
 from bot.telegram.context import Deps, deps_of
 from bot.telegram.decisions import NOT_VALID, answer_tap, checked_tap, deliver_now
 from bot.telegram.errors import classify
@@ -70,10 +69,6 @@ class QueueItem:
     what: str  # what happened, from the audit event that put it in the queue
 
 
-def _e(text: object) -> str:
-    return html.escape(str(text), quote=False)
-
-
 async def queue_items(tx: ShellTx, limit: int) -> tuple[list[QueueItem], int]:
     """The oldest `limit` POs in the queue, and how many more there are."""
     jobs = await tx.jobs_in_states(NEEDS_REVIEW)
@@ -103,18 +98,18 @@ def item_html(item: QueueItem, tz: tzinfo, mail_domain: str) -> str:
     what = item.what if len(item.what) <= _WHAT_CUT else item.what[: _WHAT_CUT - 1] + "…"
     attempts = f" ({send.attempts} attempt{'' if send.attempts == 1 else 's'})" if send else ""
     lines = [
-        f"⚠️ <b>{_e(job.po_number)}</b> · {_e(job.state.value)}",
-        f"{_e(item.supplier)} · {_e(format_pkr(job.total_paisa or 0))} · "
+        f"⚠️ <b>{escaped(job.po_number)}</b> · {escaped(job.state.value)}",
+        f"{escaped(item.supplier)} · {escaped(format_pkr(job.total_paisa or 0))} · "
         f"draft v{job.draft_version or '-'}",
-        f"What happened: {_e(what)}{attempts}",
-        f"Since {_e(local_time(job.updated_at, tz))} · requested by {_e(item.requester)}",
+        f"What happened: {escaped(what)}{attempts}",
+        f"Since {escaped(local_time(job.updated_at, tz))} · requested by {escaped(item.requester)}",
     ]
     if send is not None:
         lines += [
-            f"Key: <code>{_e(send.key)}</code>",
-            f"Message-ID: <code>{_e(message_id(send.key, mail_domain))}</code>",
+            f"Key: <code>{escaped(send.key)}</code>",
+            f"Message-ID: <code>{escaped(message_id(send.key, mail_domain))}</code>",
         ]
-    return "\n".join([*lines, _e(_ADVICE.get(job.state, ""))]).rstrip()
+    return "\n".join([*lines, escaped(_ADVICE.get(job.state, ""))]).rstrip()
 
 
 def item_markup(secret: bytes, job: Job) -> InlineKeyboardMarkup | None:
@@ -182,17 +177,20 @@ async def _resolve(
         if moved.state in NEEDS_REVIEW:  # back in the queue, as another draft version
             where = f"now v{moved.draft_version}, {moved.state}"
             return f"Already handled: {job.po_number} is {where}; send /queue again.", (
-                f"ℹ️ <b>Already handled</b>: {_e(where)}"
+                f"ℹ️ <b>Already handled</b>: {escaped(where)}"
             )
         return f"Already handled: {job.po_number} is {moved.state}.", (
-            f"ℹ️ <b>Already handled</b>: now {_e(moved.state)}"
+            f"ℹ️ <b>Already handled</b>: now {escaped(moved.state)}"
         )
     except IllegalTransition as refused:  # the state changed to one without this choice
         return f"That no longer applies: {job.po_number} is {refused.state}.", (
-            f"ℹ️ Now {_e(refused.state)}: send /queue again"
+            f"ℹ️ Now {escaped(refused.state)}: send /queue again"
         )
     answer, headline = _told(done)
-    return answer, f"{headline} by {_e(user.first_name)} at {_e(local_time(now, settings.tz))}"
+    return (
+        answer,
+        f"{headline} by {escaped(user.first_name)} at {escaped(local_time(now, settings.tz))}",
+    )
 
 
 def _told(done: Resolution) -> tuple[str, str]:
@@ -220,8 +218,9 @@ async def _outcome_html(deps: Deps, job_id: str, headline: str) -> str:
         draft = await tx.draft(job.id, job.draft_version) if job.draft_version else None
     supplier = draft.supplier_name if draft else job.supplier_id or "-"
     return (
-        f"{headline}\n🧾 <b>{_e(job.po_number)}</b> v{job.draft_version} · {_e(supplier)} · "
-        f"{_e(format_pkr(job.total_paisa or 0))} · {_e(job.state.value)}"
+        f"{headline}\n🧾 <b>{escaped(job.po_number)}</b> v{job.draft_version} · "
+        f"{escaped(supplier)} · "
+        f"{escaped(format_pkr(job.total_paisa or 0))} · {escaped(job.state.value)}"
     )
 
 

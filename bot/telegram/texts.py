@@ -1,5 +1,8 @@
 """What the bot says in Telegram: to people about their roles, to requesters about their POs,
-to admins about what needs them. Plain text; the cards' HTML is in bot.telegram.cards."""
+to admins about what needs them. Plain text; the cards' HTML is in bot.telegram.cards.
+
+Names come from Telegram profiles, which anyone can fill with line breaks and bidi controls:
+each goes through core.texts.flatten where it enters a sentence, so it cannot forge a line."""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ from core.money import format_pkr
 from core.notices import UNREACHABLE
 from core.policies import Role
 from core.states import State
+from core.texts import flatten
 from core.users import TelegramUser
 
 _ROLE_HELP = {
@@ -41,7 +45,8 @@ def roles_text(roles: Iterable[Role]) -> str:
 def stranger(first_name: str, user_id: int) -> str:
     """The polite refusal for someone without a role: their id, so an admin can act."""
     return (
-        f"Hello {first_name}. This bot is for registered staff only, and you are not registered. "
+        f"Hello {flatten(first_name)}. This bot is for registered staff only, and you are "
+        "not registered. "
         f"Your Telegram id is {user_id}: send it to your admin, who can invite you."
     )
 
@@ -49,7 +54,7 @@ def stranger(first_name: str, user_id: int) -> str:
 def greeting(first_name: str, roles: frozenset[Role]) -> str:
     """/start without a code, for someone registered."""
     return (
-        f"Hello {first_name}. You are registered as {roles_text(roles)}. "
+        f"Hello {flatten(first_name)}. You are registered as {roles_text(roles)}. "
         "/help shows what you can do."
     )
 
@@ -66,9 +71,17 @@ def help_text(roles: frozenset[Role]) -> str:
 def promoted(by: str) -> str:
     """What someone just made an admin is told."""
     return (
-        f"{by} made you an admin. You can invite people, manage roles and work the review "
+        f"{flatten(by)} made you an admin. You can invite people, manage roles and work the review "
         "queue; /help lists the commands."
     )
+
+
+def promotion(user_id: int, first_name: str, *, promoted: bool) -> str:
+    """The reply to /promote ID for someone the bot has met."""
+    who = f"User {user_id} ({flatten(first_name)})"
+    if promoted:
+        return f"{who} is now an admin. /revoke {user_id} takes it back."
+    return f"{who} is already an admin."
 
 
 def registered(role: Role) -> str:
@@ -88,7 +101,7 @@ def people_list(rows: Iterable[tuple[TelegramUser | None, int, frozenset[Role]]]
     """/users: one line per person: id, name, roles, and whether the bot can reach them."""
     lines = []
     for known, user_id, roles in rows:
-        name = known.first_name if known else "(never wrote to the bot)"
+        name = flatten(known.first_name) if known else "(never wrote to the bot)"
         reach = "" if known and known.reachable else "  ⚠️ cannot receive messages yet"
         lines.append(f"{user_id}  {name}  {roles_text(roles)}{reach}")
     return "\n".join(lines) if lines else "Nobody holds a role yet."
@@ -146,6 +159,7 @@ def requester_notice(po_number: str, state: State, reason: str | None) -> str:
 def admin_alert(po_number: str, event: str, approver: str | None) -> str:
     """What the admins are told: a PO needs them (`event`: the state it entered), or an
     approver's card could not go out (`event`: UNREACHABLE or UNDELIVERED)."""
+    approver = None if approver is None else flatten(approver)
     if approver is not None and event == UNREACHABLE:
         return (
             f"⚠️ {approver} could not be sent the approval card for {po_number}: they have not "

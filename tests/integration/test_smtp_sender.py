@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import email.utils
 import inspect
 import io
@@ -37,7 +38,7 @@ from bot.outbox.smtp import (
     TlsMode,
     classify_smtp_error,
 )
-from core.drafts import Draft, DraftLine, draft_hash
+from core.drafts import Draft, DraftLine, draft_hash, is_email
 from core.effects import EffectStatus, message_id, send_po_key
 from core.errors import AmbiguousSendError, PermanentSendError, SendError, TransientSendError
 from core.jobs import WORKFLOW_VERSION, Effect, Job, SendOrder
@@ -342,3 +343,31 @@ def test_classify_smtp_error(
 )
 def test_format_pkr(paisa: int, shown: str) -> None:
     assert format_pkr(paisa) == shown
+
+
+@pytest.mark.parametrize(
+    "recipient",
+    [
+        "orders@supplier.pk",
+        "o.rders+po@sub.supplier.com.pk",
+        "O'Brien_2&co@x-y.example",  # atext a header parser could misread
+        "a#b$c*d/e=f?g^h`i{j|k}l~m-n@x.pk",  # every other atext character
+    ],
+)
+async def test_rcpt_to_is_the_address_the_to_header_shows(
+    smtp_sink: SmtpSink, recipient: str
+) -> None:
+    """Every address the terms import accepts reaches RCPT TO exactly as the To header
+    shows it to the supplier, so the mail goes where the approver saw it would."""
+    assert is_email(recipient)
+    order = make_order()
+    order = dataclasses.replace(
+        order, draft=dataclasses.replace(order.draft, recipient_email=recipient)
+    )
+    await make_sender(smtp_sink).send(order)
+
+    (message,) = smtp_sink.messages
+    (envelope,) = smtp_sink.envelopes
+    assert envelope.rcpt_tos == [recipient]
+    assert message["To"] == recipient
+    assert email.utils.getaddresses([message["To"]]) == [("", recipient)]

@@ -293,7 +293,8 @@ _LOWER = "abcdefghijklmnopqrstuvwxyz"
 _IDENTS = st.from_regex(r"[A-Za-z0-9]{1,6}(?:[._-][A-Za-z0-9]{1,6}){0,2}", fullmatch=True)
 _EMAILS = st.builds(
     "{}@{}.{}".format,
-    st.text(alphabet=_LOWER + "0123456789._+-", min_size=1, max_size=8),
+    # a dot-atom: dots only between runs of other characters
+    st.from_regex(r"[a-z0-9_+-]{1,4}(?:\.[a-z0-9_+-]{1,4})?", fullmatch=True),
     st.text(alphabet=_LOWER + "0123456789", min_size=1, max_size=8),
     st.text(alphabet=_LOWER, min_size=2, max_size=6),
 )

@@ -13,8 +13,16 @@ from hypothesis import strategies as st
 
 from bot.spreadsheets import EMPTY_FILE, read_csv_text
 from core.errors import UnreadableSheet
-from core.tables import Row, Table, summarise
-from core.terms import Offer, content_hash, match_key, parse_terms, version_id
+from core.tables import Row, Table, quote, summarise
+from core.terms import (
+    NOT_AN_ADDRESS,
+    REQUIRED,
+    Offer,
+    content_hash,
+    match_key,
+    parse_terms,
+    version_id,
+)
 
 DATA = Path(__file__).parent.parent / "data" / "terms"
 CASES = tomllib.loads((DATA / "cases.toml").read_text())["case"]
@@ -125,3 +133,64 @@ def test_a_file_without_a_header_is_told_so_once():
         "Line 1: this is not a header; the first row must name the columns supplier_id, "
         "supplier_name, supplier_email, sku, description, unit_price_pkr, min_qty, max_qty"
     ]
+
+
+def _terms_with_address(address: str):
+    header = Row(1, REQUIRED)
+    line = Row(2, ("SUP1", "Hall Road", address, "CBL-1", "Cable", "450", "1", ""))
+    return parse_terms(Table((header, line)))
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        pytest.param("ördérs@x.pk", id="non_ascii_local_part"),
+        pytest.param("orders@пример.pk", id="non_ascii_domain"),
+        pytest.param("a:b@x.pk", id="colon_a_group_in_the_to_header"),
+        pytest.param("orders(@x.pk", id="comment_parenthesis"),
+        pytest.param("=?utf-8?q?x?=@x.pk", id="encoded_word"),
+        pytest.param("a%b@x.pk", id="percent_routing"),
+        pytest.param("a!b@x.pk", id="bang_routing"),
+        pytest.param('"quoted"@x.pk', id="quoted_local_part"),
+        pytest.param("a@b@x.pk", id="two_at_signs"),
+        pytest.param("a@-x.pk", id="label_starts_with_hyphen"),
+        pytest.param("a@x-.pk", id="label_ends_with_hyphen"),
+        pytest.param("a@x", id="one_label"),
+        pytest.param("a @x.pk", id="space"),
+        pytest.param("a@x.pk.", id="trailing_dot"),
+        pytest.param("a@[127.0.0.1]", id="ip_literal"),
+        pytest.param("a@127.0.0.1", id="dotted_quad"),
+        pytest.param(".a@x.pk", id="leading_dot"),
+        pytest.param("a.@x.pk", id="trailing_dot_in_local_part"),
+        pytest.param("a..b@x.pk", id="doubled_dot"),
+        pytest.param("Orders <a@x.pk>", id="display_name"),
+        pytest.param("a@x.pk,b@y.pk", id="list"),
+        pytest.param("a@x.pk\nBcc: c@y.pk", id="header_injection"),
+        pytest.param("a\u200b@x.pk", id="zero_width_space"),
+        pytest.param("x" * 65 + "@x.pk", id="local_part_over_64"),
+    ],
+)
+def test_an_address_the_sender_cannot_use_as_is_is_refused_with_its_line(address: str) -> None:
+    terms, problems = _terms_with_address(address)
+    assert terms is None
+    assert summarise(problems) == [f"Line 2, supplier_email: {quote(address)} {NOT_AN_ADDRESS}"]
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        "orders@supplier.pk",
+        "o.rders+po@sub.supplier.com.pk",
+        "O'Brien_2@x-y.example",
+        "a@xn--p1ai.pk",
+    ],
+)
+def test_a_plain_dot_atom_address_is_accepted(address: str) -> None:
+    terms, problems = _terms_with_address(address)
+    assert problems == [] and terms is not None
+    assert terms.suppliers["SUP1"].email == address
+
+
+def test_an_empty_address_is_told_so() -> None:
+    _, problems = _terms_with_address("")
+    assert summarise(problems) == ["Line 2, supplier_email: is empty"]
