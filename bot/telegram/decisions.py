@@ -37,6 +37,7 @@ from core.policies import Outcome, Verdict
 from core.ports import ShellTx
 from core.service import Review
 from core.signing import Button, ButtonAction, verify_button
+from core.texts import flatten
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +77,8 @@ async def on_reason(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     asked = _PROMPTED.match(message.reply_to_message.text or "")
     assert asked is not None  # REASON_REPLY let it through
     deps, po, version = deps_of(context), asked.group(1), int(asked.group(2))
-    reason = " ".join((message.text or "").split())[:_MAX_REASON] or "no reason given"
+    # One line, without bidi or zero-width tricks: it goes on the requester's news and the trail.
+    reason = flatten(message.text or "")[:_MAX_REASON] or "no reason given"
     async with deps.store.begin() as tx:
         job = await tx.job_by_po(po)
         reviewed = await _hash_of(tx, job, version) if job else ""
