@@ -4,15 +4,20 @@ nothing, that the daily chore runs once per day across processes, and what repor
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 from datetime import UTC, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
+from cryptography.fernet import Fernet
 from sqlalchemy import func, select, text, update
 from sqlalchemy.exc import DBAPIError
 
 from bot import reports
+from bot.bootstrap import DailyPurge, running
+from bot.clock import Runtime
+from bot.config import Settings
 from core import retention, service
 from core.errors import DraftPurged
 from core.jobs import Stamp
@@ -21,7 +26,8 @@ from core.retention import PURGED, Purge, Retention
 from core.service import Review
 from core.states import State
 from store import schema
-from tests.helpers.factories import APPROVER_A, OUTSIDER, T0, make_draft, new_job
+from tests.helpers.factories import APPROVER_A, OUTSIDER, T0, Clock, make_draft, new_job
+from tests.helpers.store import DATA_KEY
 
 ADMIN = 9001  # configured (MANZOORI_ADMIN_IDS): holds no role row, keeps their name
 NOW = T0 + timedelta(days=401)  # the closed jobs of T0 are past the default 400 days
@@ -205,3 +211,47 @@ async def test_a_purge_that_died_is_taken_over_when_its_lease_ends(store):
     async with store.begin() as tx:
         row = (await tx.conn.execute(select(schema.chores))).one()
     assert (row.done_at, row.lease_owner) == ((NOW + timedelta(minutes=61)).astimezone(UTC), None)
+
+
+def settings_for(db_url: str, retention_days: int = 30) -> Settings:
+    return Settings(
+        _env_file=None,  # type: ignore[call-arg]
+        database_url=db_url,
+        manzoori_secret_key=Fernet.generate_key().decode(),
+        manzoori_data_key=DATA_KEY.decode(),
+        manzoori_admin_ids=frozenset({ADMIN}),
+        manzoori_retention_days=retention_days,
+    )
+
+
+async def test_the_runners_daily_purge_uses_the_settings_and_the_clock(store, db_url):
+    await closed_and_open_jobs(store)
+    await people_and_updates(store)
+    clock = Clock(T0 + timedelta(days=29))
+    purge = DailyPurge(settings_for(db_url), store, Runtime("host:1", clock))
+    assert await purge.run_once() == 0
+    assert await count_purged(store) == 0  # 29 days: within MANZOORI_RETENTION_DAYS=30
+    clock.advance(days=1, seconds=1)  # due again, and the jobs are past 30 days
+    await purge.run_once()
+    assert await count_purged(store) == 2
+    async with store.begin() as tx:
+        assert (await tx.telegram_user(ADMIN)).first_name == "Boss"  # configured: kept
+
+
+async def test_running_starts_the_daily_purge(store, db_url):
+    await closed_and_open_jobs(store)
+    settings = settings_for(db_url, retention_days=1)
+    async with running(settings, store, bot=False):  # the real clock: days after T0
+        async with asyncio.timeout(10):
+            while await count_purged(store) < 2:
+                await asyncio.sleep(0.05)
+    async with store.begin() as tx:
+        (row,) = (await tx.conn.execute(select(schema.chores))).all()
+    assert row.done_at is not None and row.lease_owner is None
+
+
+async def count_purged(store):
+    async with store.begin() as tx:
+        t = schema.jobs
+        query = select(func.count()).select_from(t).where(t.c.purged_at.is_not(None))
+        return (await tx.conn.execute(query)).scalar_one()
