@@ -171,6 +171,7 @@ _KIND_NAMES = {
     Stale.PROCESSED_UPDATES.value: "processed update ids",
     Stale.DELIVERED_NOTICES.value: "delivered notices",
     Stale.SUBMISSIONS.value: "sheet records",
+    Stale.EXPIRED_INVITES.value: "expired invitations",
     STRANGER_NAMES: "names of people without a role",
     JOBS: "closed jobs purged",
     Removed.DRAFT_BODIES.value: "draft bodies",

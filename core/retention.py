@@ -30,6 +30,9 @@ PURGE_LEASE = timedelta(hours=1)
 UPDATE_IDS_KEPT = timedelta(hours=48)
 # Long enough to answer "did my card go out last week?", short enough that chat ids fade.
 NOTICES_KEPT = timedelta(days=30)
+# An invitation's row outlives its expiry this long, so "which link did she use?" is answerable
+# for a while; the audit keeps its id, who made it and for which role.
+INVITES_KEPT = timedelta(days=30)
 # A closed PO's personal data is kept this long by default (MANZOORI_RETENTION_DAYS): over a
 # year, so the yearly accounts and a supplier's late questions can still be answered.
 RETENTION_DAYS = 400
@@ -55,6 +58,7 @@ class Stale(StrEnum):
     PROCESSED_UPDATES = "processed_updates"  # Telegram update ids, for de-duplication
     DELIVERED_NOTICES = "delivered_notices"  # Telegram messages owed and delivered (or not)
     SUBMISSIONS = "submissions"  # sheet hashes and file names, for re-upload idempotency
+    EXPIRED_INVITES = "expired_invites"  # invitations past their expiry, used or not
 
 
 class Removed(StrEnum):
@@ -85,6 +89,7 @@ class Retention:
             Stale.PROCESSED_UPDATES: self.update_ids,
             Stale.DELIVERED_NOTICES: self.notices,
             Stale.SUBMISSIONS: self.closed_jobs,  # a sheet's POs are closed by then
+            Stale.EXPIRED_INVITES: INVITES_KEPT,
         }[kind]
         return now - kept
 

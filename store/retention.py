@@ -25,6 +25,9 @@ def _stale(kind: Stale, before: datetime) -> tuple[Table, ColumnElement[bool]]:
         t = schema.notices
         delivered = t.c.status.in_([s.value for s in DELIVERED])
         return t, and_(delivered, t.c.updated_at < before)
+    if kind is Stale.EXPIRED_INVITES:
+        t = schema.invites
+        return t, t.c.expires_at < before
     t = schema.submissions
     return t, t.c.created_at < before
 

@@ -21,7 +21,7 @@ from bot.config import Settings
 from core import retention, service
 from core.errors import DraftPurged
 from core.jobs import Stamp
-from core.policies import Rules, Verdict
+from core.policies import Role, Rules, Verdict
 from core.retention import PURGED, Purge, Retention
 from core.service import Review
 from core.states import State
@@ -70,6 +70,8 @@ async def people_and_updates(store):
         await tx.claim_update(1, T0)
         await tx.claim_update(2, NOW - timedelta(hours=47))  # younger than 48 h: kept
         await tx.insert_submission(1001, "a" * 64, "restock.csv", ["PO-2026-001"], T0)
+        await tx.insert_invite("old", Role.APPROVER, ADMIN, T0, T0 + timedelta(hours=72))
+        await tx.insert_invite("new", Role.APPROVER, ADMIN, NOW, NOW + timedelta(hours=72))
         t = schema.notices
         keys = list((await tx.conn.execute(select(t.c.key).order_by(t.c.key))).scalars())
         old, recent = keys[0], keys[1]  # the rest stay pending: owed, never delivered
@@ -84,6 +86,7 @@ EXPECTED = Counter(
         "processed_updates": 1,
         "delivered_notices": 1,
         "submissions": 1,
+        "expired_invites": 1,
         "stranger_names": 1,
         "jobs": 2,
         "draft_bodies": 2,
