@@ -151,7 +151,8 @@ class RetentionStore(Protocol):
 
 
 async def survey(store: RetentionStore, purge: Purge) -> Counter[str]:
-    """What `run` would remove now, per kind, changing nothing (`manzoori purge --dry-run`)."""
+    """What `run` would remove now, per kind, changing nothing (`manzoori purge --dry-run`);
+    each job is counted in a transaction of its own, as `run` purges it."""
     now, counts = purge.stamp.at, Counter[str]()
     async with store.begin() as tx:
         for kind in Stale:
@@ -159,10 +160,11 @@ async def survey(store: RetentionStore, purge: Purge) -> Counter[str]:
         counts[STRANGER_NAMES] = len(await tx.stranger_names(purge.keep_names, limit=_UNLIMITED))
         closed_before = now - purge.retention.closed_jobs
         job_ids = await tx.jobs_to_purge(CLOSED, closed_before, limit=_UNLIMITED)
-        counts[JOBS] = len(job_ids)
-        for job_id in job_ids:
+    counts[JOBS] = len(job_ids)
+    for job_id in job_ids:
+        async with store.begin() as tx:
             removed = await tx.purge_job(job_id, now, FREE_TEXT_KEYS, apply=False)
-            counts.update({kind.value: n for kind, n in removed.items()})
+        counts.update({kind.value: n for kind, n in removed.items()})
     return _every_kind(counts)
 
 

@@ -142,7 +142,9 @@ class SqlTx(PurchasingQueries, PeopleQueries, NoticeQueries, RetentionQueries):
             await self.conn.execute(select(t).where(t.c.job_id == job_id, t.c.version == version))
         ).one()
         if not row.body_encrypted:
-            raise DraftPurged(f"the draft of {job_id} v{version} was purged under the retention")
+            raise DraftPurged(
+                f"draft v{version} of job {job_id} was removed by the retention purge"
+            )
         draft = from_canonical(self._sealer.open(row.body_encrypted))
         if draft_hash(draft) != row.hash:
             raise StoredDataError(f"stored draft {job_id} v{version} does not match its hash")
