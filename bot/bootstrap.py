@@ -11,13 +11,17 @@ import contextlib
 import logging
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
+from bot.clock import Runtime
 from bot.config import Settings
 from bot.outbox.runner import OutboxRunner
 from bot.outbox.smtp import SmtpSender, SmtpServer
+from core import retention
+from core.jobs import Stamp
+from core.retention import Purge
 from store.engine import make_engine
 from store.sql import SqlStore
 
@@ -35,6 +39,9 @@ LONG_POLL_SECONDS = 10.0
 # (`/bot<token>/sendMessage`): their warnings and errors are enough.
 _QUIET_LOGGERS = ("httpx", "httpcore")
 _FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+# How often each process asks whether the daily purge is due: one read when it is not, and a
+# purge a few minutes late is no loss.
+PURGE_CHECK_SECONDS = 300.0
 
 
 def setup_logging(level: int = logging.INFO, fmt: str = _FORMAT) -> None:
@@ -90,6 +97,25 @@ async def run_forever(
         if claimed == 0:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), timeout=poll)
+
+
+@dataclass(frozen=True)
+class DailyPurge:
+    """The runner's daily purge (core.retention): one process a day does it, whichever asks
+    first once it is due."""
+
+    settings: Settings
+    store: SqlStore
+    runtime: Runtime = field(default_factory=lambda: Runtime.of_process("purge"))
+
+    async def run_once(self) -> int:
+        """Purge if due; always 0, so the loop waits PURGE_CHECK_SECONDS before asking again."""
+        stamp = Stamp(f"runner:{self.runtime.owner}", self.runtime.now())
+        purge = Purge(stamp, self.settings.retention(), self.settings.manzoori_admin_ids)
+        counts = await retention.run_if_due(self.store, purge, self.runtime.owner)
+        if counts is not None:
+            log.info("daily purge removed %s", dict(counts))
+        return 0
 
 
 @dataclass(frozen=True)
@@ -154,10 +180,13 @@ async def _serving(
 
 @contextlib.asynccontextmanager
 async def _looping(run: Running) -> AsyncIterator[None]:
-    """The outbox runner's loop, and the notice runner's beside a bot, until the block ends."""
+    """The outbox runner's loop, the notice runner's beside a bot, and the daily purge's,
+    until the block ends."""
     stop, poll = asyncio.Event(), run.settings.manzoori_poll_seconds
     passes = [run.outbox.run_once, *([run.notices.run_once] if run.notices else [])]
     tasks = [asyncio.create_task(run_forever(each, poll, stop)) for each in passes]
+    purge = DailyPurge(run.settings, run.store)
+    tasks.append(asyncio.create_task(run_forever(purge.run_once, PURGE_CHECK_SECONDS, stop)))
     try:
         yield
     finally:

@@ -25,6 +25,7 @@ from bot.outbox.runner import FaultPoint
 from bot.outbox.smtp import TlsMode
 from core.errors import ConfigError
 from core.policies import ApprovalPolicy, Rules
+from core.retention import RETENTION_DAYS, Retention
 from core.retries import RetryPolicy
 
 DATABASE_SCHEMES = ("sqlite+aiosqlite", "postgresql+asyncpg")
@@ -135,6 +136,12 @@ class Settings(BaseSettings):
     )
     manzoori_retry_max_elapsed_seconds: float = Field(
         7200.0, gt=0, description="Seconds of retrying before a send is dead-lettered; > 0"
+    )
+    manzoori_retention_days: int = Field(
+        RETENTION_DAYS,
+        ge=1,
+        description="Days a closed PO keeps its personal data (draft bodies, supplier address, "
+        "notes, reasons) before the daily purge removes them; integer >= 1",
     )
     manzoori_fault_point: FaultPoint | None = Field(
         None,
@@ -260,6 +267,10 @@ class Settings(BaseSettings):
             max_attempts=self.manzoori_retry_max_attempts,
             max_elapsed=timedelta(seconds=self.manzoori_retry_max_elapsed_seconds),
         )
+
+    def retention(self) -> Retention:
+        """How long stored data is kept (core.retention)."""
+        return Retention(closed_jobs=timedelta(days=self.manzoori_retention_days))
 
     def rules(self) -> Rules:
         """The policies handed to core.service."""

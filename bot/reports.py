@@ -5,6 +5,7 @@ through core.texts.flatten, so neither can add a line to /history or `jobs show`
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime, tzinfo
 from typing import Any
 
@@ -14,6 +15,7 @@ from core.jobs import AuditEvent, Effect, Job
 from core.money import format_pkr
 from core.policies import Decision
 from core.ports import ShellTx
+from core.retention import JOBS, PURGED, STRANGER_NAMES, Removed, Stale
 from core.texts import flatten
 
 
@@ -38,8 +40,11 @@ async def job_detail(tx: ShellTx, job: Job, mail_domain: str) -> dict[str, Any]:
     """Everything an admin needs to judge a job: approvals, sends and the audit trail.
 
     Each send shows its Message-ID, which the supplier or the mail server's log can be
-    searched for when an outcome has to be reconciled.
+    searched for when an outcome has to be reconciled. A purged job says when it was purged
+    and what went (core.retention); nothing here needs its draft body.
     """
+    trail = await tx.audit(job.id)
+    purged = next((a for a in trail if a.action == PURGED), None)
     return {
         **job_summary(job),
         "job_id": job.id,
@@ -51,7 +56,9 @@ async def job_detail(tx: ShellTx, job: Job, mail_domain: str) -> dict[str, Any]:
         "created_at": _iso(job.created_at),
         "approvals": [_approval(d) for d in await tx.decisions(job.id)],
         "effects": [_send(e, mail_domain) for e in await tx.effects_for(job.id)],
-        "audit": [_event(a) for a in await tx.audit(job.id)],
+        "audit": [_event(a) for a in trail],
+        "purged_at": _iso(purged.at) if purged else None,
+        "purged": purged.detail.get("removed", {}) if purged else None,
     }
 
 
@@ -129,6 +136,7 @@ def text(detail: dict[str, Any], tz: tzinfo) -> str:
         f"  draft v{detail['draft_version']}  {detail['draft_hash']}",
         f"  supplier {detail['supplier_id']}  total "
         f"{format_pkr(total) if total is not None else '-'}",
+        *_purge_line(detail, tz),
         "approvals:",
         *(
             f"  {_local(a['at'], tz)}  {a['reviewer_id']}  {a['decision']}"
@@ -152,3 +160,36 @@ def text(detail: dict[str, Any], tz: tzinfo) -> str:
         ),
     ]
     return "\n".join(out)
+
+
+def _purge_line(detail: dict[str, Any], tz: tzinfo) -> list[str]:
+    """What the retention purge removed from this job, and when; nothing if it was not purged."""
+    if detail["purged_at"] is None:
+        return []
+    removed = ", ".join(
+        f"{_KIND_NAMES.get(kind, kind)} {count}" for kind, count in detail["purged"].items()
+    )
+    return [f"  purged {_local(detail['purged_at'], tz)} (retention): {removed}"]
+
+
+# How the kinds of purged data read in a report.
+_KIND_NAMES = {
+    Stale.PROCESSED_UPDATES.value: "processed update ids",
+    Stale.DELIVERED_NOTICES.value: "delivered notices",
+    Stale.SUBMISSIONS.value: "sheet records",
+    Stale.EXPIRED_INVITES.value: "expired invitations",
+    STRANGER_NAMES: "names of people without a role",
+    JOBS: "closed jobs purged",
+    Removed.DRAFT_BODIES.value: "draft bodies",
+    Removed.DECISION_REASONS.value: "decision reasons",
+    Removed.AUDIT_TEXTS.value: "audit notes",
+    Removed.EFFECT_PAYLOADS.value: "send receipts",
+}
+
+
+def purge_counts(counts: Mapping[str, int], *, dry_run: bool) -> str:
+    """`manzoori purge`'s report: one line per kind of data, with its count."""
+    head = "would remove (dry run; nothing was changed):" if dry_run else "removed:"
+    width = max(len(name) for name in _KIND_NAMES.values())
+    lines = [f"  {_KIND_NAMES.get(kind, kind).ljust(width)}  {n}" for kind, n in counts.items()]
+    return "\n".join([head, *lines])

@@ -10,6 +10,7 @@ ManzooriError
 │   ├── NotAnAdmin             the sender may not manage people
 │   ├── InviteRefused          an invitation code that is forged, expired or used
 │   ├── ReconcileRefused       nothing to reconcile for that job
+│   ├── DraftPurged            the closed PO's draft was removed by the retention purge
 │   └── AlreadyResolved        the PO left the review queue, or moved on, before the choice
 ├── InputError                 what a person or a client sent cannot be used as it is
 │   ├── UnreadableSheet        the file is not a spreadsheet this product reads
@@ -80,6 +81,10 @@ class InviteRefused(WorkflowError):
 
 class ReconcileRefused(WorkflowError):
     """The job is not waiting for reconciliation."""
+
+
+class DraftPurged(WorkflowError):
+    """The closed PO's draft body was removed by the retention purge (core.retention)."""
 
 
 class AlreadyResolved(WorkflowError):

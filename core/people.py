@@ -10,15 +10,24 @@ from datetime import datetime, timedelta
 from core.errors import ExpiredToken, InvalidToken, InviteRefused, NotAnAdmin
 from core.jobs import AuditEvent, Stamp
 from core.policies import Role
-from core.ports import Store
+from core.ports import Store, Tx
 from core.signing import sign_invite, verify_invite
 from core.users import TelegramUser
+from core.workflow import ask_new_approver
 
 # Long enough to reach someone over a weekend, short enough that a leaked link goes stale.
 INVITE_TTL = timedelta(hours=72)
 # People an admin may invite; admins come from the configuration, /promote or
 # `manzoori users grant`.
 INVITABLE = frozenset({Role.APPROVER, Role.REQUESTER})
+# What a person opening a link that cannot register them is told.
+INVITE_EXPIRED = "This invitation link has expired; ask an admin for a new one."
+INVITE_INVALID = "This invitation link is not valid; ask an admin for a new one."
+INVITE_USED = "This invitation link was already used; ask an admin for a new one."
+INVITE_WITHDRAWN = (
+    "This invitation link was withdrawn: the admin who made it is no longer an admin. "
+    "Ask an admin for a new one."
+)
 
 
 @dataclass(frozen=True)
@@ -71,16 +80,31 @@ async def redeem_invite(
     try:
         invite = verify_invite(secret, code, now)
     except InvalidToken as error:
-        why = "has expired" if isinstance(error, ExpiredToken) else "is not valid"
-        raise InviteRefused(f"This invitation link {why}; ask an admin for a new one.") from error
+        why = INVITE_EXPIRED if isinstance(error, ExpiredToken) else INVITE_INVALID
+        raise InviteRefused(why) from error
     async with store.begin() as tx:
         role = await tx.use_invite(invite.invite_id, user_id, now)
         if role is None:
-            raise InviteRefused(
-                "This invitation link was already used; ask an admin for a new one."
-            )
-        await tx.grant(user_id, role, f"invite:{invite.invite_id}", now)
+            withdrawn = await tx.invite_withdrawn(invite.invite_id)
+            raise InviteRefused(INVITE_WITHDRAWN if withdrawn else INVITE_USED)
+        await _grant(tx, user_id, role, Stamp(f"invite:{invite.invite_id}", now))
         return role
+
+
+async def grant_role(store: Store, user_id: int, role: Role, stamp: Stamp) -> bool:
+    """Give a user a role (`manzoori users grant`); False if they held it already. A new
+    approver is owed the cards of the requests still waiting."""
+    async with store.begin() as tx:
+        return await _grant(tx, user_id, role, stamp)
+
+
+async def _grant(tx: Tx, user_id: int, role: Role, stamp: Stamp) -> bool:
+    """Grant and audit the role; a new approver is owed the waiting cards in the same
+    transaction, so nobody becomes an approver without them."""
+    granted = await tx.grant(user_id, role, stamp.actor, stamp.at)
+    if granted and role is Role.APPROVER:
+        await ask_new_approver(tx, user_id, stamp.at)
+    return granted
 
 
 async def promote(
@@ -93,7 +117,7 @@ async def promote(
         known = await tx.telegram_user(user_id)
         if known is None or is_admin(user_id, await tx.roles(user_id), configured_admins):
             return Promotion(known, promoted=False)
-        await tx.grant(user_id, Role.ADMIN, f"user:{admin_id}", now)  # audits "grant_role"
+        await _grant(tx, user_id, Role.ADMIN, Stamp(f"user:{admin_id}", now))
         return Promotion(known, promoted=True)
 
 
@@ -101,8 +125,36 @@ async def revoke(
     store: Store, admin_id: int, user_id: int, now: datetime, configured_admins: frozenset[int]
 ) -> frozenset[Role]:
     """Take every role from `user_id` at once, audited under `admin_id`; only admins may.
-    What they held (MANZOORI_ADMIN_IDS is configuration, not a role, and stays)."""
+    What they held (MANZOORI_ADMIN_IDS is configuration, not a role, and stays). Someone who
+    stops being an admin so has every invitation they made and nobody used withdrawn."""
     async with store.begin() as tx:
         if not is_admin(admin_id, await tx.roles(admin_id), configured_admins):
             raise NotAnAdmin(f"user {admin_id} is not an admin")
-        return await tx.revoke(user_id, f"user:{admin_id}", now)
+        return await _revoke(tx, user_id, Stamp(f"user:{admin_id}", now), configured_admins)
+
+
+async def revoke_roles(
+    store: Store, user_id: int, stamp: Stamp, configured_admins: frozenset[int]
+) -> frozenset[Role]:
+    """Take every role from `user_id` (`manzoori users revoke`); what they held."""
+    async with store.begin() as tx:
+        return await _revoke(tx, user_id, stamp, configured_admins)
+
+
+async def _revoke(
+    tx: Tx, user_id: int, stamp: Stamp, configured_admins: frozenset[int]
+) -> frozenset[Role]:
+    """Revoke and audit; an admin no more loses their unused invitations with the role."""
+    held = await tx.revoke(user_id, stamp.actor, stamp.at)
+    if Role.ADMIN in held and user_id not in configured_admins:
+        await withdraw_invites(tx, user_id, stamp)
+    return held
+
+
+async def withdraw_invites(tx: Tx, admin_id: int, stamp: Stamp) -> list[str]:
+    """Withdraw the unused invitations of someone who is an admin no more, audited."""
+    withdrawn = await tx.withdraw_invites(admin_id, stamp.at)
+    if withdrawn:
+        detail = {"user_id": admin_id, "invite_ids": withdrawn}
+        await tx.append_audit(AuditEvent.stamped(stamp, "withdraw_invites", detail))
+    return withdrawn

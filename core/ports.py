@@ -89,7 +89,14 @@ class Tx(Protocol):
         """Record an invitation that has been handed out."""
 
     async def use_invite(self, invite_id: str, user_id: int, at: datetime) -> Role | None:
-        """Mark an unused, unexpired invitation used by `user_id`; its role, or None."""
+        """Mark an unused, unexpired, not withdrawn invitation used by `user_id`; its role, or
+        None."""
+
+    async def invite_withdrawn(self, invite_id: str) -> bool:
+        """Whether the invitation was withdrawn (its admin lost the role)."""
+
+    async def withdraw_invites(self, created_by: int, at: datetime) -> list[str]:
+        """Withdraw every unused invitation `created_by` made; their ids."""
 
     async def holders(self, role: Role) -> list[int]:
         """Every user holding `role` now, by id."""

@@ -14,7 +14,7 @@ from core.jobs import AuditEvent, Job, Stamp
 from core.notices import Notice
 from core.policies import Decision, Role
 from core.ports import Tx
-from core.states import Action, next_state
+from core.states import Action, State, next_state
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -75,6 +75,22 @@ async def ask_approvers(tx: Tx, job: Job, now: datetime) -> list[Notice]:
     for approver in await tx.holders(Role.APPROVER):
         if approver == job.requester_id:
             continue  # nobody approves their own request, so nobody is asked to
+        card = notices.card_for(job, approver, now)
+        await tx.insert_notice(card)
+        owed.append(card)
+    return owed
+
+
+async def ask_new_approver(tx: Tx, approver: int, now: datetime) -> list[Notice]:
+    """Owe someone who just became an approver the card of every request still waiting that
+    they may decide: not their own, and not a draft version they decided before."""
+    owed = []
+    for job in await tx.jobs_in_states([State.AWAITING_APPROVAL]):
+        if job.requester_id == approver:
+            continue
+        decided = {(d.reviewer_id, d.draft_version) for d in await tx.decisions(job.id)}
+        if (approver, job.draft_version) in decided:
+            continue  # a returning approver's earlier decision on this version stands
         card = notices.card_for(job, approver, now)
         await tx.insert_notice(card)
         owed.append(card)

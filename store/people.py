@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import and_, delete, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -45,17 +45,35 @@ class PeopleQueries:
         )
 
     async def use_invite(self, invite_id: str, user_id: int, at: datetime) -> Role | None:
-        """Mark an unused, unexpired invitation used by `user_id` (compare-and-set on used_by);
-        its role, or None if it is unknown, used or expired."""
+        """Mark an unused, unexpired, not withdrawn invitation used by `user_id` (compare-and-set
+        on used_by); its role, or None if it is unknown, used, expired or withdrawn."""
         t = schema.invites
+        usable = and_(t.c.used_by.is_(None), t.c.expires_at > at, t.c.withdrawn_at.is_(None))
         query = (
             update(t)
-            .where(t.c.id == invite_id, t.c.used_by.is_(None), t.c.expires_at > at)
+            .where(t.c.id == invite_id, usable)
             .values(used_by=user_id, used_at=at)
             .returning(t.c.role)
         )
         role = (await self.conn.execute(query)).scalar_one_or_none()
         return None if role is None else Role(role)
+
+    async def invite_withdrawn(self, invite_id: str) -> bool:
+        """Whether the invitation was withdrawn (its admin lost the role)."""
+        t = schema.invites
+        query = select(t.c.withdrawn_at).where(t.c.id == invite_id)
+        return (await self.conn.execute(query)).scalar_one_or_none() is not None
+
+    async def withdraw_invites(self, created_by: int, at: datetime) -> list[str]:
+        """Withdraw every unused, not yet withdrawn invitation `created_by` made; their ids."""
+        t = schema.invites
+        query = (
+            update(t)
+            .where(t.c.created_by == created_by, t.c.used_by.is_(None), t.c.withdrawn_at.is_(None))
+            .values(withdrawn_at=at)
+            .returning(t.c.id)
+        )
+        return sorted(str(i) for i in (await self.conn.execute(query)).scalars())
 
     async def met(self, user_id: int, first_name: str, at: datetime, *, started: bool) -> None:
         """Remember the name of someone who holds a role (the caller checks: a stranger's name

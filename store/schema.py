@@ -76,6 +76,8 @@ jobs = Table(
     Column("decision_deadline", UtcDateTime),
     Column("created_at", UtcDateTime, nullable=False),
     Column("updated_at", UtcDateTime, nullable=False),
+    # When core.retention removed the closed job's personal data (the audit says what).
+    Column("purged_at", UtcDateTime),
     Index(None, "state", "decision_deadline"),
 )
 
@@ -250,6 +252,7 @@ invites = Table(
     Column("expires_at", UtcDateTime, nullable=False),
     Column("used_by", BigInteger),
     Column("used_at", UtcDateTime),
+    Column("withdrawn_at", UtcDateTime),  # its admin lost the role: it can no longer be used
 )
 
 # The people the bot has met: a private chat's id is the user's id, and Telegram lets a bot
@@ -295,6 +298,17 @@ notices = Table(
     Column("event", String(32), nullable=False),  # for a requester's notice: the new state
     Index(None, "status", "next_attempt_at"),
     Index(None, "job_id"),
+)
+
+# Periodic work done once per period across every process (the daily purge): `done_at` says
+# when it last ran, and a lease lets one process do it while the others wait.
+chores = Table(
+    "chores",
+    metadata,
+    Column("name", String(40), primary_key=True),
+    Column("done_at", UtcDateTime),
+    Column("lease_owner", String(100)),
+    Column("lease_until", UtcDateTime),
 )
 
 APPEND_ONLY = (

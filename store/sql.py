@@ -16,6 +16,7 @@ from core.drafts import Draft, canonical_bytes, draft_hash, from_canonical
 from core.effects import EffectStatus
 from core.errors import (
     AlreadyDecided,
+    DraftPurged,
     InsertConflict,
     LeaseLost,
     StaleJob,
@@ -30,6 +31,7 @@ from store import schema
 from store.notices import NoticeQueries
 from store.people import PeopleQueries
 from store.purchasing import PurchasingQueries
+from store.retention import RetentionQueries
 from store.rows import job_from_row
 from store.sealing import Sealer
 from store.versioned import Lease, claim_rows, compare_and_set
@@ -54,7 +56,7 @@ def _decision(row: Any) -> Decision:
     )
 
 
-class SqlTx(PurchasingQueries, PeopleQueries, NoticeQueries):
+class SqlTx(PurchasingQueries, PeopleQueries, NoticeQueries, RetentionQueries):
     """One transaction on one connection; implements core.ports.Tx."""
 
     def __init__(
@@ -139,6 +141,10 @@ class SqlTx(PurchasingQueries, PeopleQueries, NoticeQueries):
         row = (
             await self.conn.execute(select(t).where(t.c.job_id == job_id, t.c.version == version))
         ).one()
+        if not row.body_encrypted:
+            raise DraftPurged(
+                f"draft v{version} of job {job_id} was removed by the retention purge"
+            )
         draft = from_canonical(self._sealer.open(row.body_encrypted))
         if draft_hash(draft) != row.hash:
             raise StoredDataError(f"stored draft {job_id} v{version} does not match its hash")

@@ -11,11 +11,11 @@ from typing import Annotated, Any
 import typer
 
 from bot import bootstrap, reports
-from bot.cli.common import JsonFlag, TelegramId, actor, fail, need_note, stamp, with_store
+from bot.cli.common import JsonFlag, TelegramId, fail, need_note, stamp, with_store
 from bot.cli.purchasing import sheets_app, suppliers_app
-from bot.clock import utcnow
+from bot.cli.retention import purge
 from bot.config import Settings, write_env_file
-from core import service, workflow
+from core import people, service, workflow
 from core.errors import ConfigError
 from core.jobs import Job
 from core.policies import Role
@@ -32,6 +32,7 @@ app.add_typer(jobs_app, name="jobs")
 app.add_typer(users_app, name="users")
 app.add_typer(suppliers_app, name="suppliers")
 app.add_typer(sheets_app, name="sheets")
+app.command("purge")(purge)
 
 
 @app.command()
@@ -220,11 +221,7 @@ def jobs_cancel(
 def users_grant(user_id: TelegramId, role: Role) -> None:
     """Give a Telegram user a role (admin, approver or requester)."""
 
-    async def work(settings: Settings, store: SqlStore) -> bool:
-        async with store.begin() as tx:
-            return await tx.grant(user_id, role, actor(), utcnow())
-
-    added = with_store(work)
+    added = with_store(lambda _s, store: people.grant_role(store, user_id, role, stamp()))
     typer.echo(f"user {user_id} {'now has' if added else 'already had'} role {role.value}")
 
 
@@ -232,11 +229,11 @@ def users_grant(user_id: TelegramId, role: Role) -> None:
 def users_revoke(user_id: TelegramId) -> None:
     """Take every role from a Telegram user."""
 
-    async def work(settings: Settings, store: SqlStore) -> frozenset[Role]:
-        async with store.begin() as tx:
-            return await tx.revoke(user_id, actor(), utcnow())
-
-    held = with_store(work)
+    held = with_store(
+        lambda settings, store: people.revoke_roles(
+            store, user_id, stamp(), settings.manzoori_admin_ids
+        )
+    )
     if not held:
         raise fail(f"user {user_id} holds no role")
     typer.echo(f"user {user_id} lost roles: {', '.join(sorted(r.value for r in held))}")

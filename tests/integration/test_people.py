@@ -10,12 +10,14 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import text
 
-from core import people
+from core import people, service
 from core.errors import InviteRefused, NotAnAdmin
-from core.policies import Role
+from core.jobs import Stamp
+from core.policies import Role, Rules, Verdict
+from core.service import Review
 from store.engine import make_engine
 from store.sql import SqlStore
-from tests.helpers.factories import APPROVER_A, T0
+from tests.helpers.factories import APPROVER_A, T0, make_draft, new_job
 from tests.helpers.store import DATA_KEY
 
 SECRET = b"s" * 32
@@ -205,3 +207,53 @@ async def test_revoke_takes_the_admin_role_too_and_only_admins_may(store):
     with pytest.raises(NotAnAdmin):  # no longer an admin
         await people.revoke(store, PROMOTED, APPROVER_A, T0, frozenset({ADMIN}))
     assert await roles(store, APPROVER_A) == {Role.APPROVER}
+
+
+async def test_revoking_an_admin_withdraws_their_unused_invitations(store):
+    async with store.begin() as tx:
+        await tx.grant(PROMOTED, Role.ADMIN, "test", T0)
+    used, unused = await invite(store, by=PROMOTED), await invite(store, by=PROMOTED)
+    kept = await invite(store, by=ADMIN)
+    await people.redeem_invite(store, SECRET, used, NEWCOMER, T0)
+    held = await people.revoke(store, ADMIN, PROMOTED, T0, frozenset({ADMIN}))
+    assert held == {Role.ADMIN}
+    with pytest.raises(InviteRefused) as refused:
+        await people.redeem_invite(store, SECRET, unused, SECOND, T0 + timedelta(minutes=1))
+    assert str(refused.value) == people.INVITE_WITHDRAWN
+    assert await roles(store, SECOND) == frozenset()
+    assert await people.redeem_invite(store, SECRET, kept, SECOND, T0) is Role.APPROVER
+    (withdrawal,) = [e for e in await trail(store) if e[1] == "withdraw_invites"]
+    assert withdrawal[0] == f"user:{ADMIN}" and withdrawal[2]["user_id"] == PROMOTED
+    assert len(withdrawal[2]["invite_ids"]) == 1  # the unused one; the used one stays used
+
+
+async def test_a_configured_admin_keeps_their_invitations_when_their_roles_go(store):
+    async with store.begin() as tx:
+        await tx.grant(ADMIN, Role.ADMIN, "test", T0)  # also in MANZOORI_ADMIN_IDS
+    code = await invite(store)
+    await people.revoke_roles(store, ADMIN, Stamp("cli:root", T0), frozenset({ADMIN}))
+    assert await people.redeem_invite(store, SECRET, code, NEWCOMER, T0) is Role.APPROVER
+
+
+async def test_a_new_approver_is_owed_the_cards_of_requests_still_waiting(store):
+    waiting = await service.open_job(store, new_job(), make_draft("PO-2026-001"), T0, Rules())
+    own = await service.open_job(store, new_job(NEWCOMER), make_draft("PO-2026-002"), T0, Rules())
+    rejected = await service.open_job(store, new_job(), make_draft("PO-2026-003"), T0, Rules())
+    review = Review("PO-2026-003", APPROVER_A, Verdict.REJECT, 1, rejected.draft_hash, "no")
+    await service.decide(store, review, T0, Rules())
+    await people.redeem_invite(store, SECRET, await invite(store), NEWCOMER, T0)
+    assert await cards_of(store, NEWCOMER) == {waiting.po_number}  # not their own, not decided
+    assert own.requester_id == NEWCOMER
+    # granted again (a second grant writes nothing): still the one card, owed once
+    assert not await people.grant_role(store, NEWCOMER, Role.APPROVER, Stamp("cli:root", T0))
+    assert await cards_of(store, NEWCOMER) == {waiting.po_number}
+    assert await people.grant_role(store, SECOND, Role.APPROVER, Stamp("cli:root", T0))
+    assert await cards_of(store, SECOND) == {waiting.po_number, own.po_number}
+
+
+async def cards_of(store, user_id):
+    async with store.begin() as tx:
+        rows = await tx.conn.execute(
+            text("SELECT key FROM notices WHERE kind = 'card' AND user_id = :u"), {"u": user_id}
+        )
+        return {key.split(":")[1] for key in rows.scalars()}

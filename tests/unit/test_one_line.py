@@ -118,6 +118,7 @@ def _detail(v: str) -> dict[str, object]:
     return {
         "po_number": "PO-2026-0042", "state": "REJECTED", "draft_version": 2,
         "draft_hash": "cc90", "supplier_id": "SUP-LHR-07", "total_paisa": 100,
+        "purged_at": None, "purged": {},
         "approvals": [{
             "at": T0.isoformat(), "reviewer_id": 1, "decision": "reject", "draft_version": 2,
             "expires_at": T0.isoformat(), "reason": v,
