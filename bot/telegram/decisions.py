@@ -34,7 +34,7 @@ from core.errors import (
 )
 from core.jobs import Job
 from core.policies import Outcome, Verdict
-from core.ports import ShellTx
+from core.ports import ShellReadTx
 from core.service import Review
 from core.signing import Button, ButtonAction, verify_button
 
@@ -74,7 +74,7 @@ async def on_reason(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     assert asked is not None  # REASON_REPLY let it through
     deps, po, version = deps_of(context), asked.group(1), int(asked.group(2))
     reason = " ".join((message.text or "").split())[:_MAX_REASON] or "no reason given"
-    async with deps.store.begin() as tx:
+    async with deps.store.reading() as tx:
         job = await tx.job_by_po(po)
         reviewed = await _hash_of(tx, job, version) if job else ""
     if job is None:
@@ -141,7 +141,7 @@ async def checked_tap(update: Update, context: ContextTypes.DEFAULT_TYPE) -> Tap
     except InvalidToken:
         await answer_tap(query, NOT_VALID)
         return None
-    async with deps.store.begin() as tx:
+    async with deps.store.reading() as tx:
         try:
             job = await tx.job(button.job_id)
         except UnknownJob:
@@ -153,7 +153,7 @@ async def checked_tap(update: Update, context: ContextTypes.DEFAULT_TYPE) -> Tap
     return Tap(query, user, deps, button, job, signed_for)
 
 
-async def _hash_of(tx: ShellTx, job: Job, version: int) -> str:
+async def _hash_of(tx: ShellReadTx, job: Job, version: int) -> str:
     """The hash of the job's draft `version` (an old card names an old one), or ""."""
     if version == job.draft_version:
         return job.draft_hash or ""
@@ -205,7 +205,7 @@ async def _refused(deps: Deps, job: Job, review: Review, refused: Exception) -> 
 
 
 async def _already(deps: Deps, user_id: int, po: str, version: int) -> str:
-    async with deps.store.begin() as tx:
+    async with deps.store.reading() as tx:
         job = await tx.job_by_po(po)
         assert job is not None
         mine = [
@@ -230,7 +230,7 @@ async def answer_tap(query: CallbackQuery, text: str) -> None:
 async def _details(
     context: ContextTypes.DEFAULT_TYPE, deps: Deps, user_id: int, job_id: str, version: int
 ) -> None:
-    async with deps.store.begin() as tx:
+    async with deps.store.reading() as tx:
         job = await tx.job(job_id)
         draft = await tx.draft(job_id, version)
     await context.bot.send_document(
