@@ -89,7 +89,8 @@ def _signed(deps: Deps, data: str | None) -> bool:
 async def on_error(update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
     """Log first; then tell the sender it failed, without internals and without claiming what
     was or was not recorded (the failure may come after a decision was committed), except
-    for a busy database, whose transaction left nothing: then "please tap again"."""
+    for a busy database, whose transaction left nothing: then "please tap again", and the
+    update goes no further."""
     update_id = update.update_id if isinstance(update, Update) else None
     log.error("handling update %s failed", update_id, exc_info=context.error)
     if not isinstance(update, Update):
@@ -102,6 +103,10 @@ async def on_error(update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
             await update.effective_message.reply_text(MESSAGE_BUSY if busy else MESSAGE_FAILED)
     except TelegramError as error:  # too old a tap, already answered, or Telegram unreachable
         log.info("update %s: the apology was not delivered: %s", update_id, error)
+    if busy:
+        # Nothing was recorded and the sender was told so: no later handler of this update
+        # may now record it after all and make that answer untrue.
+        raise ApplicationHandlerStop
 
 
 async def start_updates(
