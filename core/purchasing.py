@@ -268,7 +268,7 @@ async def apply_terms(store: Store, now: datetime, rules: Rules) -> list[Superse
     """Re-check every waiting PO not yet checked against the terms in force; re-draft the
     ones they change. Runs on every runner pass, so a PO that comes back to waiting later
     (a retry, a reconciliation, a reissue) is caught too."""
-    async with store.begin() as tx:
+    async with store.reading() as tx:  # a scan: the re-drafts write, each on its own
         version = await tx.terms_version()
         if version is None:
             return []
@@ -331,7 +331,7 @@ def superseded_from_audit(job: Job, detail: dict[str, Any]) -> Superseded:
 
 async def superseded_by(store: Store, version: str) -> list[Superseded]:
     """Every PO that terms `version` re-drafted or cancelled, whoever applied them."""
-    async with store.begin() as tx:
+    async with store.reading() as tx:
         return [
             superseded_from_audit(job, detail)
             for job, detail in await tx.terms_redrafts(f"terms:{version}")
