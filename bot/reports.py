@@ -14,7 +14,7 @@ from core.effects import message_id
 from core.jobs import AuditEvent, Effect, Job
 from core.money import format_pkr
 from core.policies import Decision
-from core.ports import ShellTx
+from core.ports import ShellReadTx
 from core.retention import JOBS, PURGED, STRANGER_NAMES, Removed, Stale
 from core.texts import flatten
 
@@ -36,7 +36,7 @@ def job_summary(job: Job) -> dict[str, Any]:
     }
 
 
-async def job_detail(tx: ShellTx, job: Job, mail_domain: str) -> dict[str, Any]:
+async def job_detail(tx: ShellReadTx, job: Job, mail_domain: str) -> dict[str, Any]:
     """Everything an admin needs to judge a job: approvals, sends and the audit trail.
 
     Each send shows its Message-ID, which the supplier or the mail server's log can be

@@ -22,6 +22,11 @@ from core.texts import flatten
 
 # POs that ended without an e-mail: resending the same file does not reopen them.
 CLOSED_UNSENT = frozenset({State.REJECTED, State.CANCELLED, State.EXPIRED, State.FAILED_FINAL})
+# Under an accepted sheet's POs when no approver was registered to send a card to.
+NOBODY_TO_ASK = (
+    "Note: no approver is registered yet; an admin has been told, and the cards go out as "
+    "soon as someone becomes an approver."
+)
 
 
 # How a moment is shown, always in MANZOORI_TIMEZONE: on cards and in replies; in a tap's
@@ -74,7 +79,7 @@ def submission(result: Submission, sheet_name: str, *, preview: bool = False) ->
     else:
         lead = f"{sheet_name} accepted; {count} drafted and sent for approval:"
     body = [line for job, draft in result.orders for line in order_summary(job, draft)]
-    return "\n".join([lead, *body])
+    return "\n".join([lead, *body, *([NOBODY_TO_ASK] if result.unasked else [])])
 
 
 def terms_import(result: TermsImport, file_name: str) -> str:

@@ -28,7 +28,9 @@ ManzooriError
 ├── ConcurrencyError
 │   ├── StaleJob               compare-and-set lost: the job moved on since it was read
 │   ├── InsertConflict         a concurrent writer inserted the same unique row first
-│   └── LeaseLost              another runner owns the outbox row now
+│   ├── LeaseLost              another runner owns the outbox row now
+│   └── StoreBusy              the database stayed locked (or PostgreSQL gave up on a
+│                              serialization or deadlock) past its wait: try again
 └── SendError                  raised by senders, classified for the retry policy
     ├── TransientSendError     nothing was delivered; safe to try again later
     ├── PermanentSendError     the provider refused; trying again will not help
@@ -163,6 +165,12 @@ class InsertConflict(ConcurrencyError):
 
 class LeaseLost(ConcurrencyError):
     """The outbox row is no longer leased to this runner."""
+
+
+class StoreBusy(ConcurrencyError):
+    """The database could not take this transaction now (SQLite's lock stayed held past the
+    busy timeout; PostgreSQL broke a deadlock or a serialization conflict). Nothing of the
+    transaction was kept: running it again is safe."""
 
 
 class SendError(ManzooriError):

@@ -7,8 +7,9 @@ Four kinds, each owed in the same transaction as the change it reports (core.wor
 - CARD_EDITS: the job's delivered cards are to be edited to what is true now (a decision, an
   approval counted, expiry, a new draft version); one row per job version, whoever holds cards;
 - ALERT: a message for the admins (a PO entered the manual-review queue, an approver cannot
-  be reached). It is owed to nobody in particular (EVERYONE) and fanned out, on delivery, to
-  one row per admin, since who is an admin is configuration as well as data.
+  be reached, a PO was opened with no approver to ask). It is owed to nobody in particular
+  (EVERYONE) and fanned out, on delivery, to one row per admin, since who is an admin is
+  configuration as well as data.
 
 Delivery is at-least-once, unlike the supplier e-mail: a card sent twice after a crash is a
 nuisance, not a second order, and a tap on either card names the same draft version and hash.
@@ -74,6 +75,9 @@ EVERYONE = 0
 # until the retries ran out.
 UNREACHABLE = "unreachable"
 UNDELIVERED = "undelivered"
+# The event of an alert that a PO was opened while no approver (other than its requester)
+# was registered: nobody holds its card until an admin makes someone an approver.
+NOBODY_TO_ASK = "nobody_to_ask"
 
 # The moves a requester hears about, in Telegram, and nothing else (a retry is not news).
 TOLD_TO_REQUESTER = frozenset(

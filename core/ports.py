@@ -1,12 +1,13 @@
-"""The protocols the shell implements: `Tx` for core's use cases, `Views` for what the shell
-reads beyond them, and the stores that hand either out."""
+"""The protocols the shell implements: `Tx` for core's use cases (its read half `ReadTx`),
+`Views` for what the shell reads beyond them, and the stores that hand either out, read-write
+(`begin`) or read-only (`reading`)."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Awaitable, Callable, Collection, Iterable
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from core.drafts import Draft
 from core.intake import History
@@ -17,9 +18,13 @@ from core.states import State
 from core.terms import Terms
 from core.users import TelegramUser
 
+T = TypeVar("T")
 
-class Tx(Protocol):
-    """One database transaction; every method runs inside it."""
+
+class ReadTx(Protocol):
+    """A read-only transaction: what use cases and screens read. A write inside one fails
+    loudly (SQLite: query_only; PostgreSQL: READ ONLY), and on SQLite it never waits for, nor
+    holds up, the one writer."""
 
     async def job(self, job_id: str) -> Job:
         """The job with that id, or raise UnknownJob."""
@@ -30,29 +35,11 @@ class Tx(Protocol):
     async def jobs_past_deadline(self, state: State, now: datetime, limit: int) -> list[Job]:
         """Jobs in a state whose decision deadline has passed, oldest first."""
 
-    async def insert_job(self, job: Job) -> None:
-        """Add a new job row; raise InsertConflict if a concurrent request took the PO number."""
-
-    async def update_job(self, job: Job, **changes: Any) -> Job:
-        """Compare-and-set on (id, state, version); bump version; raise StaleJob on a miss."""
-
-    async def insert_draft(self, job_id: str, version: int, draft: Draft, at: datetime) -> None:
-        """Append one immutable draft version."""
-
     async def draft(self, job_id: str, version: int) -> Draft:
         """One stored draft version."""
 
     async def decisions(self, job_id: str) -> list[Decision]:
         """Every decision on the job, oldest first."""
-
-    async def insert_decision(self, decision: Decision) -> None:
-        """Record a decision; raise AlreadyDecided if this reviewer already decided this hash."""
-
-    async def append_audit(self, event: AuditEvent) -> None:
-        """Append one audit event."""
-
-    async def insert_effect(self, effect: Effect) -> None:
-        """Add an outbox row; the key is unique."""
 
     async def effect(self, key: str) -> Effect:
         """The outbox row with that key."""
@@ -60,74 +47,20 @@ class Tx(Protocol):
     async def effects_for(self, job_id: str) -> list[Effect]:
         """A job's outbox rows, oldest first."""
 
-    async def update_effect(self, effect: Effect, **changes: Any) -> Effect:
-        """Compare-and-set on (key, version); bump version; raise LeaseLost on a miss."""
-
-    async def claim_due(
-        self, now: datetime, owner: str, lease_until: datetime, limit: int
-    ) -> list[Effect]:
-        """Lease due pending rows, and claimed rows whose lease ran out, to `owner`."""
-
-    async def stalled(self, now: datetime, limit: int) -> list[Effect]:
-        """Started rows whose lease ran out: their runner died mid-attempt."""
-
     async def roles(self, user_id: int) -> frozenset[Role]:
         """The roles a user holds now."""
-
-    async def grant(self, user_id: int, role: Role, by: str, now: datetime) -> bool:
-        """Give a user a role and audit it; False if they held it already."""
-
-    async def revoke(self, user_id: int, by: str, now: datetime) -> frozenset[Role]:
-        """Take every role from a user and audit it; what they held (nothing: nothing written)."""
 
     async def telegram_user(self, user_id: int) -> TelegramUser | None:
         """What the bot knows of a user, if it met them."""
 
-    async def insert_invite(
-        self, invite_id: str, role: Role, created_by: int, at: datetime, expires_at: datetime
-    ) -> None:
-        """Record an invitation that has been handed out."""
-
-    async def use_invite(self, invite_id: str, user_id: int, at: datetime) -> Role | None:
-        """Mark an unused, unexpired, not withdrawn invitation used by `user_id`; its role, or
-        None."""
+    async def holders(self, role: Role) -> list[int]:
+        """Every user holding `role` now, by id."""
 
     async def invite_withdrawn(self, invite_id: str) -> bool:
         """Whether the invitation was withdrawn (its admin lost the role)."""
 
-    async def withdraw_invites(self, created_by: int, at: datetime) -> list[str]:
-        """Withdraw every unused invitation `created_by` made; their ids."""
-
-    async def holders(self, role: Role) -> list[int]:
-        """Every user holding `role` now, by id."""
-
-    async def insert_notice(self, notice: Notice) -> None:
-        """Owe a Telegram message; a notice with the same key already owed stays as it is."""
-
-    async def claim_notices(
-        self, now: datetime, owner: str, lease_until: datetime, limit: int, job_id: str | None
-    ) -> list[Notice]:
-        """Lease due pending notices (of one job, if given), and claimed ones whose lease ran
-        out, to `owner`."""
-
-    async def update_notice(self, notice: Notice, **changes: Any) -> Notice:
-        """Compare-and-set on (key, version); bump version; raise LeaseLost on a miss."""
-
     async def notices_for(self, job_id: str) -> list[Notice]:
         """A job's notices, oldest first."""
-
-    async def met(self, user_id: int, first_name: str, at: datetime, *, started: bool) -> None:
-        """Remember the name of someone who holds a role (never a stranger's); `started`: they
-        sent /start, so the bot may write to them."""
-
-    async def mark_blocked(self, user_id: int, at: datetime) -> None:
-        """Telegram said the user blocked the bot: write to them no more until they return."""
-
-    async def claim_update(self, update_id: int, at: datetime) -> bool:
-        """True the first time an update id is seen; a redelivery gets False."""
-
-    async def release_update(self, update_id: int) -> None:
-        """Forget a claimed update id: its handler failed, so a redelivery is handled again."""
 
     async def jobs_in_states(self, states: Collection[State]) -> list[Job]:
         """Every job in one of `states`, oldest first."""
@@ -144,17 +77,99 @@ class Tx(Protocol):
     async def terms_sha256(self, version: str) -> str | None:
         """The content hash of a stored terms version, or None if there is none."""
 
-    async def insert_terms(self, terms: Terms, sha256: str, at: datetime, by: str) -> None:
-        """Store a new terms version and make it the current one."""
-
-    async def set_current_terms(self, version: str, at: datetime) -> None:
-        """Put a stored terms version in force."""
-
     async def terms_redrafts(self, actor: str) -> list[tuple[Job, dict[str, Any]]]:
         """Jobs re-drafted or cancelled by `actor` (a terms version), with the event's detail."""
 
     async def submission(self, requester_id: int, sha256: str) -> list[str] | None:
         """The PO numbers made from this requester's sheet with these bytes, if any."""
+
+    async def history(self, pairs: Iterable[tuple[str, str]]) -> History:
+        """For each (supplier id, SKU), the line of the last PO that was sent with it."""
+
+    async def terms_record(self, version: str) -> dict[str, Any] | None:
+        """When and by whom a terms version was imported, or None."""
+
+
+class Tx(ReadTx, Protocol):
+    """One read-write database transaction; every method runs inside it."""
+
+    async def insert_job(self, job: Job) -> None:
+        """Add a new job row; raise InsertConflict if a concurrent request took the PO number."""
+
+    async def update_job(self, job: Job, **changes: Any) -> Job:
+        """Compare-and-set on (id, state, version); bump version; raise StaleJob on a miss."""
+
+    async def insert_draft(self, job_id: str, version: int, draft: Draft, at: datetime) -> None:
+        """Append one immutable draft version."""
+
+    async def insert_decision(self, decision: Decision) -> None:
+        """Record a decision; raise AlreadyDecided if this reviewer already decided this hash."""
+
+    async def append_audit(self, event: AuditEvent) -> None:
+        """Append one audit event."""
+
+    async def insert_effect(self, effect: Effect) -> None:
+        """Add an outbox row; the key is unique."""
+
+    async def update_effect(self, effect: Effect, **changes: Any) -> Effect:
+        """Compare-and-set on (key, version); bump version; raise LeaseLost on a miss."""
+
+    async def claim_due(
+        self, now: datetime, owner: str, lease_until: datetime, limit: int
+    ) -> list[Effect]:
+        """Lease due pending rows, and claimed rows whose lease ran out, to `owner`."""
+
+    async def stalled(self, now: datetime, limit: int) -> list[Effect]:
+        """Started rows whose lease ran out: their runner died mid-attempt."""
+
+    async def grant(self, user_id: int, role: Role, by: str, now: datetime) -> bool:
+        """Give a user a role and audit it; False if they held it already."""
+
+    async def revoke(self, user_id: int, by: str, now: datetime) -> frozenset[Role]:
+        """Take every role from a user and audit it; what they held (nothing: nothing written)."""
+
+    async def insert_invite(
+        self, invite_id: str, role: Role, created_by: int, at: datetime, expires_at: datetime
+    ) -> None:
+        """Record an invitation that has been handed out."""
+
+    async def use_invite(self, invite_id: str, user_id: int, at: datetime) -> Role | None:
+        """Mark an unused, unexpired, not withdrawn invitation used by `user_id`; its role, or
+        None."""
+
+    async def withdraw_invites(self, created_by: int, at: datetime) -> list[str]:
+        """Withdraw every unused invitation `created_by` made; their ids."""
+
+    async def insert_notice(self, notice: Notice) -> None:
+        """Owe a Telegram message; a notice with the same key already owed stays as it is."""
+
+    async def claim_notices(
+        self, now: datetime, owner: str, lease_until: datetime, limit: int, job_id: str | None
+    ) -> list[Notice]:
+        """Lease due pending notices (of one job, if given), and claimed ones whose lease ran
+        out, to `owner`."""
+
+    async def update_notice(self, notice: Notice, **changes: Any) -> Notice:
+        """Compare-and-set on (key, version); bump version; raise LeaseLost on a miss."""
+
+    async def met(self, user_id: int, first_name: str, at: datetime, *, started: bool) -> None:
+        """Remember the name of someone who holds a role (never a stranger's); `started`: they
+        sent /start, so the bot may write to them."""
+
+    async def mark_blocked(self, user_id: int, at: datetime) -> None:
+        """Telegram said the user blocked the bot: write to them no more until they return."""
+
+    async def claim_update(self, update_id: int, at: datetime) -> bool:
+        """True the first time an update id is seen; a redelivery gets False."""
+
+    async def release_update(self, update_id: int) -> None:
+        """Forget a claimed update id: its handler failed, so a redelivery is handled again."""
+
+    async def insert_terms(self, terms: Terms, sha256: str, at: datetime, by: str) -> None:
+        """Store a new terms version and make it the current one."""
+
+    async def set_current_terms(self, version: str, at: datetime) -> None:
+        """Put a stored terms version in force."""
 
     async def insert_submission(
         self, requester_id: int, sha256: str, name: str, po_numbers: list[str], at: datetime
@@ -163,12 +178,6 @@ class Tx(Protocol):
 
     async def next_po_serial(self, year: int) -> int:
         """The next PO serial of `year`, unique across processes."""
-
-    async def history(self, pairs: Iterable[tuple[str, str]]) -> History:
-        """For each (supplier id, SKU), the line of the last PO that was sent with it."""
-
-    async def terms_record(self, version: str) -> dict[str, Any] | None:
-        """When and by whom a terms version was imported, or None."""
 
 
 class Views(Protocol):
@@ -194,18 +203,37 @@ class ShellTx(Tx, Views, Protocol):
     """One transaction as the shell sees it: the use cases' port and the read side."""
 
 
+class ShellReadTx(ReadTx, Views, Protocol):
+    """A read-only transaction as the shell sees it: every read, no write."""
+
+
 class Store(Protocol):
     """Hands out transactions to core's use cases."""
 
     def begin(self) -> AbstractAsyncContextManager[Tx]:
-        """Open a transaction that commits on success and rolls back on error."""
+        """Open a read-write transaction that commits on success and rolls back on error;
+        on SQLite it holds the one write lock from its first statement, so keep it short."""
+
+    def reading(self) -> AbstractAsyncContextManager[ReadTx]:
+        """Open a read-only transaction: a consistent snapshot that takes no write lock."""
 
 
 class ShellStore(Protocol):
     """The store as the shell's runners and handlers use it; a Store for core as well."""
 
     def begin(self) -> AbstractAsyncContextManager[ShellTx]:
-        """Open a transaction that commits on success and rolls back on error."""
+        """Open a read-write transaction that commits on success and rolls back on error."""
+
+    def reading(self) -> AbstractAsyncContextManager[ShellReadTx]:
+        """Open a read-only transaction: a consistent snapshot that takes no write lock."""
+
+
+class Offload(Protocol):
+    """Runs CPU-bound work (checking and pricing a sheet) where it does not hold up the
+    caller's event loop: the bot passes `asyncio.to_thread`. Core starts no threads itself."""
+
+    def __call__(self, work: Callable[[], T], /) -> Awaitable[T]:
+        """The result of `work()`, computed elsewhere."""
 
 
 class Sender(Protocol):

@@ -1,28 +1,41 @@
 """Use cases from spreadsheet to waiting PO: import terms, check and submit sheets, re-draft.
 
-Each sheet submission is one transaction: either every PO of the sheet exists afterwards,
-with its draft, audit trail and approval request, or none does.
+A sheet is checked and priced outside any write transaction (on a snapshot read without the
+write lock); then its POs are written in one short transaction that re-checks what the plan
+rested on: either every PO of the sheet exists afterwards, with its draft, audit trail and
+approval request, or none does.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from core.dispatch import cancel_open_effects
 from core.drafts import Draft, Flag
 from core.errors import NotARequester
-from core.intake import Order, build_draft, check_sheet, po_number, redraft
+from core.intake import build_draft, check_sheet, po_number, redraft
 from core.jobs import WORKFLOW_VERSION, AuditEvent, Job, NewJob, Stamp
+from core.notices import NOBODY_TO_ASK, alert_for
 from core.policies import Role, Rules
-from core.ports import Store, Tx
+from core.ports import Offload, ReadTx, Store, Tx
 from core.service import Revision, open_in, revise_in
 from core.states import Action, State
 from core.tables import Table, summarise
 from core.terms import Terms, content_hash, parse_terms, version_id
 from core.workflow import move, retry_on_stale
+
+T = TypeVar("T")
+# A sheet is planned at most this often: the terms changing again during the second check
+# is a rare race, and the requester is told to send the sheet again (TERMS_CHANGED).
+PLANS = 2
+TERMS_CHANGED = (
+    "The supplier terms changed twice while this sheet was being checked; nothing was "
+    "created. Please send it again."
+)
 
 # Approved but not yet (possibly) sent: a new price must be approved before it is mailed.
 REDRAFTABLE = frozenset({State.AWAITING_APPROVAL, State.APPROVED, State.FAILED_RETRYABLE})
@@ -44,6 +57,7 @@ class Submission:
     problems: tuple[str, ...] = ()
     orders: tuple[tuple[Job, Draft], ...] = ()
     repeated: bool = False  # the same requester sent the same bytes before: these are its POs
+    unasked: bool = False  # no approver is registered: nobody was sent a card, admins alerted
 
 
 @dataclass(frozen=True)
@@ -89,16 +103,21 @@ async def _store_terms(
         return TermsImport(version=version, created=True)
 
 
-async def preview_sheet(store: Store, sheet: Sheet, rules: Rules) -> Submission:
+async def run_inline(work: Callable[[], T], /) -> T:
+    """An Offload that runs the work right here: for the CLI and tests, which have no event
+    loop to keep free for others."""
+    return work()
+
+
+async def preview_sheet(
+    store: Store, sheet: Sheet, rules: Rules, *, offload: Offload = run_inline
+) -> Submission:
     """Validate and price a sheet exactly as a submission would, and store nothing."""
-    async with store.begin() as tx:
+    async with store.reading() as tx:
         terms = await tx.current_terms()
-        orders, problems = check_sheet(sheet.table, terms)
-        if problems or terms is None:
-            return Submission(problems=tuple(problems))
-        drafts = await _drafts(
-            tx, orders, terms, rules, [f"NEW-{n}" for n in range(1, len(orders) + 1)]
-        )
+    drafts, problems = await _plan(store, sheet.table, terms, rules, offload)
+    if problems:
+        return Submission(problems=tuple(problems))
     return Submission(orders=tuple((_unsaved(d), d) for d in drafts))
 
 
@@ -119,7 +138,17 @@ class Numbering:
     new_id: Callable[[], str]
 
 
-@retry_on_stale
+@dataclass(frozen=True)
+class _Planned:
+    """A sheet checked and priced outside any write transaction, on one terms version."""
+
+    requester_id: int
+    sheet: Sheet
+    now: datetime
+    terms_version: str
+    drafts: tuple[Draft, ...]  # numbered NEW-1, NEW-2…: the real numbers come when recorded
+
+
 async def submit_sheet(
     store: Store,
     requester_id: int,
@@ -127,52 +156,106 @@ async def submit_sheet(
     now: datetime,
     rules: Rules,
     numbering: Numbering,
+    *,
+    offload: Offload = run_inline,
 ) -> Submission:
-    """Turn a requester's sheet into one waiting PO per supplier, or report every problem."""
-    year, new_id = numbering.year, numbering.new_id
-    async with store.begin() as tx:
-        if Role.REQUESTER not in await tx.roles(requester_id):
-            raise NotARequester(f"user {requester_id} is not a registered requester")
-        earlier = await tx.submission(requester_id, sheet.sha256)
-        if earlier is not None:
-            return Submission(orders=tuple(await _orders(tx, earlier)), repeated=True)
-        terms = await tx.current_terms()
-        orders, problems = check_sheet(sheet.table, terms)
+    """Turn a requester's sheet into one waiting PO per supplier, or report every problem.
+
+    Checking and pricing run through `offload`, outside any transaction, on what a read-only
+    transaction saw; the short write transaction then re-checks the requester, an earlier
+    submission of the same bytes and the terms version, and writes every PO or none. If the
+    terms changed meanwhile, the sheet is planned once more on the new ones."""
+    for _ in range(PLANS):
+        async with store.reading() as tx:
+            await _require_requester(tx, requester_id)
+            earlier = await tx.submission(requester_id, sheet.sha256)
+            if earlier is not None:
+                return Submission(orders=tuple(await _orders(tx, earlier)), repeated=True)
+            terms = await tx.current_terms()
+        drafts, problems = await _plan(store, sheet.table, terms, rules, offload)
         if problems or terms is None:
             return Submission(problems=tuple(problems))
-        numbers = [po_number(year, await tx.next_po_serial(year)) for _ in orders]
-        drafts = await _drafts(tx, orders, terms, rules, numbers)
+        planned = _Planned(requester_id, sheet, now, terms.version, tuple(drafts))
+        made = await _record(store, planned, rules, numbering)
+        if made is not None:
+            return made
+    return Submission(problems=(TERMS_CHANGED,))
+
+
+async def _require_requester(tx: ReadTx, requester_id: int) -> None:
+    if Role.REQUESTER not in await tx.roles(requester_id):
+        raise NotARequester(f"user {requester_id} is not a registered requester")
+
+
+async def _plan(
+    store: Store, table: Table, terms: Terms | None, rules: Rules, offload: Offload
+) -> tuple[list[Draft], list[str]]:
+    """Check and price a sheet against `terms`: CPU work through `offload`, and one read-only
+    transaction for the price history in between."""
+    orders, problems = await offload(functools.partial(check_sheet, table, terms))
+    if problems or terms is None:
+        return [], problems
+    pairs = [(o.supplier.supplier_id, line.offer.sku) for o in orders for line in o.lines]
+    async with store.reading() as tx:
+        history = await tx.history(pairs)
+    threshold, known = rules.approval.dual_above_paisa, terms
+
+    def price() -> list[Draft]:
+        return [
+            build_draft(order, f"NEW-{n}", known, history, threshold)
+            for n, order in enumerate(orders, start=1)
+        ]
+
+    return await offload(price), []
+
+
+@retry_on_stale
+async def _record(
+    store: Store, planned: _Planned, rules: Rules, numbering: Numbering
+) -> Submission | None:
+    """Write a planned sheet's POs in one transaction; None if the terms changed since."""
+    requester_id, sheet, now = planned.requester_id, planned.sheet, planned.now
+    async with store.begin() as tx:
+        await _require_requester(tx, requester_id)  # revoked while the sheet was checked?
+        earlier = await tx.submission(requester_id, sheet.sha256)
+        if earlier is not None:  # the same sheet, sent twice at once: the first one won
+            return Submission(orders=tuple(await _orders(tx, earlier)), repeated=True)
+        if await tx.terms_version() != planned.terms_version:
+            return None
+        year = numbering.year
+        numbers = [po_number(year, await tx.next_po_serial(year)) for _ in planned.drafts]
         made = []
-        for draft in drafts:
+        for planned_draft, number in zip(planned.drafts, numbers, strict=True):
+            draft = replace(planned_draft, po_number=number)
             new = NewJob(
-                id=new_id(),
+                id=numbering.new_id(),
                 requester_id=requester_id,
                 input_ref=f"sheet:{sheet.sha256}:{draft.supplier_id}",
                 source_versions={
                     "sheet_sha256": sheet.sha256,
                     "sheet_name": sheet.name,
-                    "terms_version": terms.version,
+                    "terms_version": planned.terms_version,
                     "workflow_version": WORKFLOW_VERSION,
                 },
                 tool_results={"lines": len(draft.lines), "flags": len(draft.flags)},
             )
             made.append((await open_in(tx, new, draft, now, rules), draft))
         await tx.insert_submission(requester_id, sheet.sha256, sheet.name, numbers, now)
-        return Submission(orders=tuple(made))
+        unasked = await _nobody_to_ask(tx, [job for job, _ in made], now)
+        return Submission(orders=tuple(made), unasked=unasked)
 
 
-async def _drafts(
-    tx: Tx, orders: list[Order], terms: Terms, rules: Rules, numbers: list[str]
-) -> list[Draft]:
-    pairs = [(o.supplier.supplier_id, line.offer.sku) for o in orders for line in o.lines]
-    history = await tx.history(pairs)
-    threshold = rules.approval.dual_above_paisa
-    return [
-        build_draft(o, n, terms, history, threshold) for o, n in zip(orders, numbers, strict=True)
-    ]
+async def _nobody_to_ask(tx: Tx, jobs: list[Job], now: datetime) -> bool:
+    """Whether no approver but the requester exists; if so, the admins are owed an alert per
+    PO in this same transaction (the notice runner fans it out to each of them)."""
+    if not jobs or set(await tx.holders(Role.APPROVER)) - {jobs[0].requester_id}:
+        return False
+    for job in jobs:
+        await tx.insert_notice(alert_for(job, now, NOBODY_TO_ASK))
+    return True
 
 
-async def _orders(tx: Tx, po_numbers: list[str]) -> list[tuple[Job, Draft]]:
+async def _orders(tx: ReadTx, po_numbers: list[str]) -> list[tuple[Job, Draft]]:
     found = []
     for number in po_numbers:
         job = await tx.job_by_po(number)
@@ -185,7 +268,7 @@ async def apply_terms(store: Store, now: datetime, rules: Rules) -> list[Superse
     """Re-check every waiting PO not yet checked against the terms in force; re-draft the
     ones they change. Runs on every runner pass, so a PO that comes back to waiting later
     (a retry, a reconciliation, a reissue) is caught too."""
-    async with store.begin() as tx:
+    async with store.reading() as tx:  # a scan: the re-drafts write, each on its own
         version = await tx.terms_version()
         if version is None:
             return []
@@ -248,7 +331,7 @@ def superseded_from_audit(job: Job, detail: dict[str, Any]) -> Superseded:
 
 async def superseded_by(store: Store, version: str) -> list[Superseded]:
     """Every PO that terms `version` re-drafted or cancelled, whoever applied them."""
-    async with store.begin() as tx:
+    async with store.reading() as tx:
         return [
             superseded_from_audit(job, detail)
             for job, detail in await tx.terms_redrafts(f"terms:{version}")

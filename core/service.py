@@ -19,7 +19,7 @@ from core.errors import (
 from core.jobs import AuditEvent, Effect, Job, NewJob, Stamp
 from core.notices import card_edits_for
 from core.policies import Decision, Outcome, Role, Rules, Verdict, check_reviewer, evaluate
-from core.ports import Store, Tx
+from core.ports import ReadTx, Store, Tx
 from core.states import Action, State, next_state
 from core.workflow import ask_approvers, load, move, retry_on_stale, standing_decisions
 
@@ -157,7 +157,7 @@ class DecisionResult:
     outcome: Outcome
 
 
-async def _refuse(tx: Tx, job: Job, review: Review, now: datetime) -> list[Decision]:
+async def _refuse(tx: ReadTx, job: Job, review: Review, now: datetime) -> list[Decision]:
     """Raise the ApprovalError that refuses `review` now (IllegalTransition for a job not yet
     drafted); the standing decisions on the job otherwise."""
     check_reviewer(await tx.roles(review.reviewer_id), review.reviewer_id, job.requester_id)
@@ -183,7 +183,7 @@ async def may_decide(store: Store, review: Review, now: datetime, *, reading: bo
     """Raise what would refuse `review` now, writing nothing: the check a tap makes before it
     asks for a reason (Reject). `reading`: the reviewer only wants to read the draft (Details),
     so only who they are is checked."""
-    async with store.begin() as tx:
+    async with store.reading() as tx:
         job = await load(tx, review.po_number)
         if reading:
             roles = await tx.roles(review.reviewer_id)

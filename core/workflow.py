@@ -9,32 +9,43 @@ from datetime import datetime
 from typing import Any, ParamSpec, TypeVar
 
 from core import notices
-from core.errors import InsertConflict, StaleJob, UnknownJob
+from core.errors import InsertConflict, StaleJob, StoreBusy, UnknownJob
 from core.jobs import AuditEvent, Job, Stamp
 from core.notices import Notice
 from core.policies import Decision, Role
-from core.ports import Tx
+from core.ports import ReadTx, Tx
 from core.states import Action, State, next_state
 
 P = ParamSpec("P")
 T = TypeVar("T")
 # Concurrent writers on one job race on its version; a handful of re-reads settles them.
 CAS_ATTEMPTS = 5
+# A busy database (StoreBusy) is tried this many times in all. No backoff here (core has no
+# clock): each attempt has already waited the store's own busy timeout for the lock (SQLite's
+# busy_timeout, store.engine), so the attempts together stay inside a tap's 15 seconds.
+BUSY_ATTEMPTS = 3
 
 
 def retry_on_stale(use_case: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:
-    """Run a one-transaction use case again, from its first read, when a concurrent writer won:
-    a compare-and-set lost (StaleJob) or an insert beaten to its key (InsertConflict)."""
+    """Run a use case again, from its first read, when a concurrent writer won: a
+    compare-and-set lost (StaleJob) or an insert beaten to its key (InsertConflict), up to
+    CAS_ATTEMPTS times; or when the database was busy (StoreBusy), up to BUSY_ATTEMPTS times.
+    Safe because each attempt's transaction either committed whole or left nothing."""
 
     @functools.wraps(use_case)
     async def again(*args: P.args, **kwargs: P.kwargs) -> T:
-        for attempt in range(1, CAS_ATTEMPTS + 1):
+        lost = busy = 0
+        while True:
             try:
                 return await use_case(*args, **kwargs)
             except (StaleJob, InsertConflict):
-                if attempt == CAS_ATTEMPTS:
+                lost += 1
+                if lost == CAS_ATTEMPTS:
                     raise
-        raise AssertionError("unreachable")
+            except StoreBusy:
+                busy += 1
+                if busy == BUSY_ATTEMPTS:
+                    raise
 
     return again
 
@@ -97,7 +108,7 @@ async def ask_new_approver(tx: Tx, approver: int, now: datetime) -> list[Notice]
     return owed
 
 
-async def load(tx: Tx, po_number: str) -> Job:
+async def load(tx: ReadTx, po_number: str) -> Job:
     """The job with that PO number, or raise UnknownJob."""
     job = await tx.job_by_po(po_number)
     if job is None:
@@ -105,6 +116,6 @@ async def load(tx: Tx, po_number: str) -> Job:
     return job
 
 
-async def standing_decisions(tx: Tx, job_id: str) -> list[Decision]:
+async def standing_decisions(tx: ReadTx, job_id: str) -> list[Decision]:
     """A job's decisions by people who still hold the approver role: the ones that count."""
     return [d for d in await tx.decisions(job_id) if Role.APPROVER in await tx.roles(d.reviewer_id)]

@@ -1,40 +1,77 @@
-"""Async engines: SQLite tuned for several processes on one file, or PostgreSQL."""
+"""Async engines: SQLite tuned for several processes on one file, or PostgreSQL; and the one
+table that says which database errors mean "busy, try again" (core.errors.StoreBusy)."""
 
 from __future__ import annotations
 
+import sqlite3
 from typing import Any
 
 from sqlalchemy import event
 from sqlalchemy.engine import Connection
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-# Writers wait this long for SQLite's lock before giving up: longer than any transaction here.
-SQLITE_BUSY_TIMEOUT_MS = 30_000
+# A writer waits this long for SQLite's one write lock before it gives up with StoreBusy.
+# core.workflow.retry_on_stale then runs the use case again (BUSY_ATTEMPTS in all), so a tap
+# blocked behind a long writer is answered within 3 x 4 s = 12 s: inside the 15 s Telegram
+# leaves a button's spinner up, and far longer than any write transaction here takes.
+SQLITE_BUSY_TIMEOUT_MS = 4_000
+# The execution option SqlStore.reading() sets on its connection: a read-only transaction.
+READING = "manzoori_reading"
+
+# SQLite's primary result codes for "another connection holds the lock" (an extended code,
+# such as SQLITE_BUSY_SNAPSHOT, carries its primary code in the low byte).
+_SQLITE_BUSY_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
+# PostgreSQL's SQLSTATEs for a transaction it aborted for the others' sake, not for its own
+# content: serialization_failure, deadlock_detected, lock_not_available.
+_POSTGRES_BUSY_STATES = frozenset({"40001", "40P01", "55P03"})
 
 
-def make_engine(url: str, **kwargs: Any) -> AsyncEngine:
-    """Create the engine for `url`, with SQLite pragmas and IMMEDIATE transactions."""
+def make_engine(
+    url: str, *, busy_timeout_ms: int = SQLITE_BUSY_TIMEOUT_MS, **kwargs: Any
+) -> AsyncEngine:
+    """Create the engine for `url`: on SQLite with WAL, IMMEDIATE write transactions, deferred
+    read-only ones, and `busy_timeout_ms` of waiting for the write lock."""
     if url.startswith("sqlite"):
-        engine = create_async_engine(url, connect_args={"timeout": 30}, **kwargs)
-        _tune_sqlite(engine)
+        timeout = busy_timeout_ms / 1000
+        engine = create_async_engine(url, connect_args={"timeout": timeout}, **kwargs)
+        _tune_sqlite(engine, busy_timeout_ms)
         return engine
     return create_async_engine(url, pool_pre_ping=True, **kwargs)
 
 
-def _tune_sqlite(engine: AsyncEngine) -> None:
+def is_busy(error: DBAPIError) -> bool:
+    """Whether a database error means only "not now": the lock was held, or PostgreSQL
+    aborted the transaction to break a deadlock or a serialization conflict."""
+    code = getattr(error.orig, "sqlite_errorcode", None)
+    if isinstance(code, int):
+        return code & 0xFF in _SQLITE_BUSY_CODES
+    return getattr(error.orig, "sqlstate", None) in _POSTGRES_BUSY_STATES
+
+
+def _tune_sqlite(engine: AsyncEngine, busy_timeout_ms: int) -> None:
     @event.listens_for(engine.sync_engine, "connect")
     def _connect(dbapi_connection: Any, _record: Any) -> None:
-        # Let SQLAlchemy's "begin" event issue BEGIN IMMEDIATE itself (see below).
+        # Let SQLAlchemy's "begin" event issue BEGIN itself (see below).
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")  # readers never block the writer
-        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute("PRAGMA synchronous=FULL")  # a commit survives power loss too
         cursor.close()
 
     @event.listens_for(engine.sync_engine, "begin")
     def _begin(connection: Connection) -> None:
+        if connection.get_execution_options().get(READING):
+            # Deferred: under WAL a reader takes no lock the writer waits for, and it reads a
+            # snapshot however long the writer holds its lock. query_only makes a write in it
+            # fail at once ("attempt to write a readonly database") instead of upgrading.
+            connection.exec_driver_sql("BEGIN")
+            connection.exec_driver_sql("PRAGMA query_only=ON")
+            return
+        # A connection is pooled: undo a reader's query_only before it writes.
+        connection.exec_driver_sql("PRAGMA query_only=OFF")
         # IMMEDIATE takes the write lock up front: two runners cannot both read a row as
         # pending and then both upgrade to write (SQLite's deferred-lock deadlock).
         connection.exec_driver_sql("BEGIN IMMEDIATE")

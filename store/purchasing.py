@@ -31,17 +31,19 @@ class PurchasingQueries:
     conn: AsyncConnection
     _sealer: Sealer
     _postgres: bool
+    _reading: bool  # a read-only transaction: PostgreSQL refuses row locks in one
     _terms_cache: dict[str, Terms]
 
     async def terms_version(self, *, for_update: bool = False) -> str | None:
         """The terms version in force, or None before any import.
 
-        Intake reads it FOR SHARE and an import FOR UPDATE (PostgreSQL), so a sheet is never
-        priced on a version that is being replaced; SQLite's BEGIN IMMEDIATE already serialises.
+        Intake's write transaction reads it FOR SHARE and an import FOR UPDATE (PostgreSQL), so
+        a sheet is never recorded on a version that is being replaced; SQLite's BEGIN IMMEDIATE
+        already serialises. A read-only transaction takes no lock: it reads a snapshot.
         """
         t = schema.terms_head
         query = select(t.c.current_version).where(t.c.id == _HEAD)
-        if self._postgres:
+        if self._postgres and not self._reading:
             query = query.with_for_update(read=not for_update)
         found = (await self.conn.execute(query)).scalar_one_or_none()
         return None if found is None else str(found)

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Collection
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Collection, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import asdict, fields
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import and_, delete, func, insert, or_, select
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from core.drafts import Draft, canonical_bytes, draft_hash, from_canonical
@@ -20,6 +20,7 @@ from core.errors import (
     InsertConflict,
     LeaseLost,
     StaleJob,
+    StoreBusy,
     StoredDataError,
     UnknownJob,
 )
@@ -28,6 +29,7 @@ from core.policies import Decision, Role, Verdict
 from core.states import State
 from core.terms import Terms
 from store import schema
+from store.engine import READING, is_busy
 from store.notices import NoticeQueries
 from store.people import PeopleQueries
 from store.purchasing import PurchasingQueries
@@ -60,11 +62,17 @@ class SqlTx(PurchasingQueries, PeopleQueries, NoticeQueries, RetentionQueries):
     """One transaction on one connection; implements core.ports.Tx."""
 
     def __init__(
-        self, conn: AsyncConnection, sealer: Sealer, terms_cache: dict[str, Terms]
+        self,
+        conn: AsyncConnection,
+        sealer: Sealer,
+        terms_cache: dict[str, Terms],
+        *,
+        reading: bool = False,
     ) -> None:
         self.conn = conn
         self._sealer = sealer
         self._postgres = conn.dialect.name == "postgresql"
+        self._reading = reading
         self._terms_cache = terms_cache
 
     async def job(self, job_id: str) -> Job:
@@ -324,6 +332,17 @@ class SqlTx(PurchasingQueries, PeopleQueries, NoticeQueries, RetentionQueries):
         ]
 
 
+@contextmanager
+def _busy_as_store_busy() -> Iterator[None]:
+    """Map "the database is busy" to core's StoreBusy at the boundary; nothing else."""
+    try:
+        yield
+    except DBAPIError as error:
+        if is_busy(error):
+            raise StoreBusy(f"the database is busy: {error.orig}") from error
+        raise
+
+
 class SqlStore:
     """Hands out SqlTx transactions on one engine; implements core.ports.Store."""
 
@@ -334,9 +353,23 @@ class SqlStore:
 
     @asynccontextmanager
     async def begin(self) -> AsyncIterator[SqlTx]:
-        """A transaction that commits on success and rolls back on error."""
-        async with self.engine.begin() as conn:
-            yield SqlTx(conn, self._sealer, self._terms_cache)
+        """A read-write transaction that commits on success and rolls back on error; a busy
+        database raises StoreBusy."""
+        with _busy_as_store_busy():
+            async with self.engine.begin() as conn:
+                yield SqlTx(conn, self._sealer, self._terms_cache)
+
+    @asynccontextmanager
+    async def reading(self) -> AsyncIterator[SqlTx]:
+        """A read-only transaction (typed as core.ports.ReadTx by the ports): on SQLite a
+        deferred BEGIN that takes no write lock and refuses writes, on PostgreSQL READ ONLY."""
+        with _busy_as_store_busy():
+            async with self.engine.connect() as conn:
+                await conn.execution_options(**{READING: True})
+                async with conn.begin():
+                    if conn.dialect.name == "postgresql":
+                        await conn.exec_driver_sql("SET TRANSACTION READ ONLY")
+                    yield SqlTx(conn, self._sealer, self._terms_cache, reading=True)
 
     async def close(self) -> None:
         """Release the engine's connections."""

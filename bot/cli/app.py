@@ -131,7 +131,7 @@ def jobs_list(
         wanted = set(NEEDS_REVIEW) if wanted is None else wanted & NEEDS_REVIEW
 
     async def work(settings: Settings, store: SqlStore) -> list[dict[str, Any]]:
-        async with store.begin() as tx:
+        async with store.reading() as tx:
             found = await tx.list_jobs(wanted, limit)
         return [reports.job_summary(job) for job in found]
 
@@ -153,7 +153,7 @@ def jobs_show(po_number: str, as_json: JsonFlag = False) -> None:
     """Show one job: its draft, approvals, sends and audit trail."""
 
     async def work(settings: Settings, store: SqlStore) -> str:
-        async with store.begin() as tx:
+        async with store.reading() as tx:
             job = await workflow.load(tx, po_number)
             detail = await reports.job_detail(tx, job, settings.mail_domain)
         return json.dumps(detail, indent=2) if as_json else reports.text(detail, settings.tz)

@@ -71,7 +71,7 @@ def suppliers_list() -> None:
     """Show the terms in force and their suppliers (addresses masked)."""
 
     async def work(settings: Settings, store: SqlStore) -> str | None:
-        async with store.begin() as tx:
+        async with store.reading() as tx:
             terms = await tx.current_terms()
             if terms is None:
                 return None

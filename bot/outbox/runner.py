@@ -112,7 +112,7 @@ class OutboxRunner:
 
     async def open_work(self) -> int:
         """Rows that are due, leased or mid-attempt: what `run_until_idle` waits for."""
-        async with self.store.begin() as tx:
+        async with self.store.reading() as tx:
             return await tx.open_work(self.runtime.now())
 
     async def run_until_idle(self, poll: float, max_seconds: float | None = None) -> None:

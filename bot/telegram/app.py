@@ -41,7 +41,7 @@ from bot.telegram.orders import history, sheet, status
 from bot.telegram.people import help_command, invite, promote, revoke, start, users
 from bot.telegram.queue import on_queue_tap, queue_command
 from bot.telegram.texts import stranger
-from core.errors import ConfigError, InvalidToken
+from core.errors import ConfigError, InvalidToken, StoreBusy
 from core.ports import ShellStore
 from core.signing import verify_button
 
@@ -58,6 +58,10 @@ TAP_FAILED = (
     "a tap that already counted will not count twice."
 )
 MESSAGE_FAILED = "Something went wrong on our side. Try again in a minute."
+# After the database stayed busy through every retry (core.errors.StoreBusy): nothing of the
+# update was recorded, so saying so is true, and the same tap or message again will count.
+TAP_BUSY = "Could not record that, please tap again."
+MESSAGE_BUSY = "Could not record that, please send it again."
 
 
 async def claim(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
@@ -127,18 +131,25 @@ def _signed(deps: Deps, data: str | None) -> bool:
 
 async def on_error(update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
     """Log first; then tell the sender it failed, without internals and without claiming what
-    was or was not recorded (the failure may come after a decision was committed)."""
+    was or was not recorded (the failure may come after a decision was committed), except
+    for a busy database, whose transaction left nothing: then "please tap again", and the
+    update goes no further."""
     update_id = update.update_id if isinstance(update, Update) else None
     log.error("handling update %s failed", update_id, exc_info=context.error)
     if not isinstance(update, Update):
         return  # a job or the updater failed: nobody is waiting for an answer
+    busy = isinstance(context.error, StoreBusy)
     try:
         if update.callback_query is not None:
-            await update.callback_query.answer(TAP_FAILED)
+            await update.callback_query.answer(TAP_BUSY if busy else TAP_FAILED)
         elif update.effective_message is not None:
-            await update.effective_message.reply_text(MESSAGE_FAILED)
+            await update.effective_message.reply_text(MESSAGE_BUSY if busy else MESSAGE_FAILED)
     except TelegramError as error:  # too old a tap, already answered, or Telegram unreachable
         log.info("update %s: the apology was not delivered: %s", update_id, error)
+    if busy:
+        # Nothing was recorded and the sender was told so: no later handler of this update
+        # may now record it after all and make that answer untrue.
+        raise ApplicationHandlerStop
 
 
 async def start_updates(

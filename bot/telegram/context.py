@@ -59,7 +59,7 @@ async def reply(update: Update, text: str) -> None:
 
 async def roles_of(deps: Deps, user_id: int) -> frozenset[Role]:
     """The user's roles, with admin for MANZOORI_ADMIN_IDS."""
-    async with deps.store.begin() as tx:
+    async with deps.store.reading() as tx:
         held = await tx.roles(user_id)
     if user_id in deps.settings.manzoori_admin_ids:
         held |= {Role.ADMIN}

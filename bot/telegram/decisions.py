@@ -6,6 +6,7 @@ decision made owed in its own transaction; the handler delivers them at once.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 from dataclasses import dataclass
@@ -34,7 +35,7 @@ from core.errors import (
 )
 from core.jobs import Job
 from core.policies import Outcome, Verdict
-from core.ports import ShellTx
+from core.ports import ShellReadTx
 from core.service import Review
 from core.signing import Button, ButtonAction, verify_button
 from core.texts import flatten
@@ -79,7 +80,7 @@ async def on_reason(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     deps, po, version = deps_of(context), asked.group(1), int(asked.group(2))
     # One line, without bidi or zero-width tricks: it goes on the requester's news and the trail.
     reason = flatten(message.text or "")[:_MAX_REASON] or "no reason given"
-    async with deps.store.begin() as tx:
+    async with deps.store.reading() as tx:
         job = await tx.job_by_po(po)
         reviewed = await _hash_of(tx, job, version) if job else ""
     if job is None:
@@ -145,7 +146,7 @@ async def checked_tap(update: Update, context: ContextTypes.DEFAULT_TYPE) -> Tap
     except InvalidToken:
         await answer_tap(query, NOT_VALID)
         return None
-    async with deps.store.begin() as tx:
+    async with deps.store.reading() as tx:
         try:
             job = await tx.job(button.job_id)
         except UnknownJob:
@@ -157,7 +158,7 @@ async def checked_tap(update: Update, context: ContextTypes.DEFAULT_TYPE) -> Tap
     return Tap(query, user, deps, button, job, signed_for)
 
 
-async def _hash_of(tx: ShellTx, job: Job, version: int) -> str:
+async def _hash_of(tx: ShellReadTx, job: Job, version: int) -> str:
     """The hash of the job's draft `version` (an old card names an old one), or ""."""
     if version == job.draft_version:
         return job.draft_hash or ""
@@ -209,7 +210,7 @@ async def _refused(deps: Deps, job: Job, review: Review, refused: Exception) -> 
 
 
 async def _already(deps: Deps, user_id: int, po: str, version: int) -> str:
-    async with deps.store.begin() as tx:
+    async with deps.store.reading() as tx:
         job = await tx.job_by_po(po)
         assert job is not None
         mine = [
@@ -252,12 +253,12 @@ async def _details(context: ContextTypes.DEFAULT_TYPE, tap: Tap) -> None:
         if isinstance(known, DetailsFile):
             await context.bot.send_document(user_id, known.file_id, caption=known.caption)
             return
-        async with tap.deps.store.begin() as tx:
+        async with tap.deps.store.reading() as tx:
             draft = await tx.draft(tap.job.id, version)
         caption = f"{tap.job.po_number} v{version}: {len(draft.lines):,} lines"
         sent = await context.bot.send_document(
             user_id,
-            render_csv(draft).encode(),
+            (await asyncio.to_thread(render_csv, draft)).encode(),  # off the loop
             filename=f"{tap.job.po_number}-v{version}.csv",
             caption=caption,
         )

@@ -3,6 +3,7 @@ admin's /history reads one PO's trail."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 
 from telegram import Update
@@ -69,8 +70,9 @@ async def _sheet(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
 async def _submit(deps: Deps, requester_id: int, upload: Sheet) -> Submission:
     now, settings = utcnow(), deps.settings
     names = numbering(now, settings.tz)
+    # Checking and pricing run in a thread, so other people's taps go on being answered.
     return await purchasing.submit_sheet(
-        deps.store, requester_id, upload, now, settings.rules(), names
+        deps.store, requester_id, upload, now, settings.rules(), names, offload=asyncio.to_thread
     )
 
 
@@ -85,7 +87,7 @@ async def status(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     if allowed is None:
         return
     deps, user = allowed
-    async with deps.store.begin() as tx:
+    async with deps.store.reading() as tx:
         jobs = await tx.jobs_of(user.id, STATUS_LIMIT)
     await reply(update, status_list(jobs, deps.settings.tz))
 
@@ -97,7 +99,7 @@ async def history(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         return
     deps, _user = allowed
     po = (context.args or [""])[0].upper()
-    async with deps.store.begin() as tx:
+    async with deps.store.reading() as tx:
         job = await tx.job_by_po(po) if po else None
         detail = await reports.job_detail(tx, job, deps.settings.mail_domain) if job else None
     if detail is None:

@@ -92,7 +92,7 @@ async def users(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     if allowed is None:
         return
     deps, _user = allowed
-    async with deps.store.begin() as tx:
+    async with deps.store.reading() as tx:
         rows = await tx.people()
     await reply(update, texts.people_list(rows))
 

@@ -29,7 +29,7 @@ from core.errors import AlreadyResolved, IllegalTransition, NotAnAdmin
 from core.jobs import Effect, Job
 from core.money import format_pkr
 from core.people import is_admin
-from core.ports import ShellTx
+from core.ports import ShellReadTx
 from core.review import Choice, Resolution
 from core.signing import ButtonAction
 from core.states import NEEDS_REVIEW, State
@@ -69,13 +69,13 @@ class QueueItem:
     what: str  # what happened, from the audit event that put it in the queue
 
 
-async def queue_items(tx: ShellTx, limit: int) -> tuple[list[QueueItem], int]:
+async def queue_items(tx: ShellReadTx, limit: int) -> tuple[list[QueueItem], int]:
     """The oldest `limit` POs in the queue, and how many more there are."""
     jobs = await tx.jobs_in_states(NEEDS_REVIEW)
     return [await _item(tx, job) for job in jobs[:limit]], max(len(jobs) - limit, 0)
 
 
-async def _item(tx: ShellTx, job: Job) -> QueueItem:
+async def _item(tx: ShellReadTx, job: Job) -> QueueItem:
     draft = await tx.draft(job.id, job.draft_version) if job.draft_version else None
     known = await tx.telegram_user(job.requester_id)
     sends = [e for e in await tx.effects_for(job.id) if e.draft_version == job.draft_version]
@@ -125,7 +125,7 @@ async def queue_command(update: Update, context: ContextTypes.DEFAULT_TYPE) -> N
     deps, user, message = deps_of(context), update.effective_user, update.effective_message
     assert user is not None and message is not None
     settings = deps.settings
-    async with deps.store.begin() as tx:
+    async with deps.store.reading() as tx:
         admin = is_admin(user.id, await tx.roles(user.id), settings.manzoori_admin_ids)
         items, more = await queue_items(tx, QUEUE_LIMIT) if admin else ([], 0)
     if not admin or not items:
@@ -213,7 +213,7 @@ def _told(done: Resolution) -> tuple[str, str]:
 
 async def _outcome_html(deps: Deps, job_id: str, headline: str) -> str:
     """The queue message once it can no longer be tapped: what happened, then the PO."""
-    async with deps.store.begin() as tx:
+    async with deps.store.reading() as tx:
         job = await tx.job(job_id)
         draft = await tx.draft(job.id, job.draft_version) if job.draft_version else None
     supplier = draft.supplier_name if draft else job.supplier_id or "-"

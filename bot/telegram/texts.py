@@ -12,7 +12,7 @@ from datetime import datetime, tzinfo
 from bot.texts import local_time
 from core.jobs import Job
 from core.money import format_pkr
-from core.notices import UNREACHABLE
+from core.notices import NOBODY_TO_ASK, UNREACHABLE
 from core.policies import Role
 from core.states import State
 from core.texts import flatten
@@ -157,8 +157,14 @@ def requester_notice(po_number: str, state: State, reason: str | None) -> str:
 
 
 def admin_alert(po_number: str, event: str, approver: str | None) -> str:
-    """What the admins are told: a PO needs them (`event`: the state it entered), or an
-    approver's card could not go out (`event`: UNREACHABLE or UNDELIVERED)."""
+    """What the admins are told: a PO needs them (`event`: the state it entered), an
+    approver's card could not go out (`event`: UNREACHABLE or UNDELIVERED), or a PO waits with
+    no approver to ask (`event`: NOBODY_TO_ASK)."""
+    if event == NOBODY_TO_ASK:
+        return (
+            f"⚠️ {po_number} is waiting for approval, but no approver is registered. "
+            "Invite one with /invite approver; its card goes out as soon as they join."
+        )
     approver = None if approver is None else flatten(approver)
     if approver is not None and event == UNREACHABLE:
         return (

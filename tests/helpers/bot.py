@@ -22,7 +22,7 @@ from bot.spreadsheets import read_csv_text
 from bot.telegram.notices import NoticeRunner
 from core import purchasing
 from store import schema
-from store.engine import make_engine
+from store.engine import SQLITE_BUSY_TIMEOUT_MS, make_engine
 from store.sql import SqlStore
 from tests.helpers.factories import APPROVER_A, APPROVER_B, REQUESTER, T0
 from tests.helpers.store import DATA_KEY
@@ -41,12 +41,18 @@ BotRun = Running
 
 @asynccontextmanager
 async def running_bot(
-    botapi: Emulator, db_url: str, store_class: type[SqlStore] = SqlStore, **overrides: Any
+    botapi: Emulator,
+    db_url: str,
+    *,
+    store_class: type[SqlStore] = SqlStore,
+    busy_timeout_ms: int = SQLITE_BUSY_TIMEOUT_MS,
+    **overrides: Any,
 ) -> AsyncIterator[BotRun]:
     """The application on the emulator, started as `manzoori run` starts it (long polling, or a
     webhook server when WEBHOOK_* settings are among the `overrides` of the test's settings),
     with a short long poll for quick tests; the runners' passes are the test's to drive.
-    `store_class`: a SqlStore subclass that fails on cue, say."""
+    `store_class`: a SqlStore subclass that fails on cue, say; `busy_timeout_ms`: how long its
+    SQLite writers wait for the lock (short in lock tests)."""
     settings = Settings(
         **{
             "_env_file": None,
@@ -59,7 +65,7 @@ async def running_bot(
             **overrides,  # the same secret key as another process, say
         }
     )
-    store = store_class(make_engine(db_url), DATA_KEY)
+    store = store_class(make_engine(db_url, busy_timeout_ms=busy_timeout_ms), DATA_KEY)
     try:
         async with running(settings, store, loops=False, long_poll=1) as run:
             yield run

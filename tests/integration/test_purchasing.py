@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import re
+import sqlite3
 import uuid
 from datetime import timedelta, timezone
 
@@ -17,6 +18,7 @@ import pytest
 from sqlalchemy import select, text
 from sqlalchemy.exc import DBAPIError
 
+from bot import texts as bot_texts
 from bot.clock import Runtime
 from bot.outbox.runner import OutboxRunner
 from bot.outbox.smtp import SmtpSender, SmtpServer
@@ -27,6 +29,7 @@ from core.errors import DraftChanged, NotARequester
 from core.flags import FlagCode
 from core.intake import NO_TERMS
 from core.jobs import WORKFLOW_VERSION
+from core.notices import NOBODY_TO_ASK, NoticeKind
 from core.policies import Role, Rules, Verdict
 from core.purchasing import Numbering, Sheet
 from core.service import Review
@@ -811,3 +814,164 @@ async def test_po_serials_restart_each_year(store):
     assert next_year.po_number == "PO-2027-0001"
     [late] = await submitted(store, sheet((CBL, "2", "", "")), year=2026)
     assert late.po_number == "PO-2026-0003"
+
+
+# --- short write transactions: check and price outside, re-check inside --------------------
+
+
+async def no_transaction_open(db_url: str) -> bool:
+    """Whether nobody holds a transaction on the database: SQLite's write lock is free, and
+    no PostgreSQL session of it is inside a transaction (this check's own aside)."""
+    if db_url.startswith("sqlite"):
+        conn = sqlite3.connect(db_url.removeprefix("sqlite+aiosqlite:///"), timeout=0)
+        try:
+            conn.execute("BEGIN IMMEDIATE")  # raises "database is locked" if a writer holds it
+            conn.rollback()
+        finally:
+            conn.close()
+        return True
+    engine = make_engine(db_url)
+    async with engine.connect() as conn:
+        busy = await conn.scalar(
+            text(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND pid <> pg_backend_pid() AND state LIKE 'idle in transaction%'"
+            )
+        )
+    await engine.dispose()
+    return busy == 0
+
+
+class Offloader:
+    """An Offload that runs `meanwhile` before each piece of work, as a concurrent person
+    would act while the sheet is being checked; it counts the pieces."""
+
+    def __init__(self, meanwhile=None) -> None:
+        self.meanwhile, self.calls = meanwhile, 0
+
+    async def __call__(self, work):
+        self.calls += 1
+        if self.meanwhile is not None:
+            await self.meanwhile(self.calls)
+        return work()
+
+
+async def submit_with(store, the_sheet, offload, requester=REQUESTER):
+    numbering = Numbering(2026, lambda: str(uuid.uuid4()))
+    return await purchasing.submit_sheet(
+        store, requester, the_sheet, T0, RULES, numbering, offload=offload
+    )
+
+
+async def test_a_sheet_is_checked_and_priced_outside_any_transaction(store, db_url):
+    await imported(store)
+    seen = []
+
+    async def look(_call):
+        seen.append(await no_transaction_open(db_url))
+
+    offload = Offloader(look)
+    result = await submit_with(store, MIXED, offload)
+    assert len(result.orders) == 2
+    assert offload.calls == 2 and seen == [True, True]  # checking, then pricing
+    preview = Offloader(look)
+    await purchasing.preview_sheet(store, MIXED, RULES, offload=preview)
+    assert preview.calls == 2 and seen == [True] * 4
+
+
+async def test_terms_changed_while_a_sheet_is_checked_are_the_ones_it_is_priced_on(store):
+    await imported(store)
+    cheaper = changed(OFFERS, "SUP-A", CBL, price="240")
+
+    async def new_terms(call):
+        if call == 1:  # an admin imports new terms while the sheet is checked the first time
+            newer = await purchasing.import_terms(store, terms_table(cheaper), T1, "cli:admin")
+            assert newer.created
+
+    offload = Offloader(new_terms)
+    result = await submit_with(store, MIXED, offload)
+    assert offload.calls == 4  # the sheet was planned again, on the new terms
+    (job_a, draft_a), _ = result.orders
+    async with store.reading() as tx:
+        in_force = await tx.terms_version()
+    assert draft_a.terms_version == job_a.source_versions["terms_version"] == in_force
+    assert {line.sku: line.unit_price_paisa for line in draft_a.lines}[CBL] == 24_000
+    assert [job.po_number for job, _ in result.orders] == ["PO-2026-0001", "PO-2026-0002"]
+
+
+async def test_terms_that_keep_changing_while_a_sheet_is_checked_refuse_it(store):
+    await imported(store)
+
+    async def new_terms(call):
+        if call % 2 == 1:  # new terms during every check
+            prices = changed(OFFERS, "SUP-A", CBL, price=str(240 + call))
+            await purchasing.import_terms(store, terms_table(prices), T1, "cli:admin")
+
+    result = await submit_with(store, MIXED, Offloader(new_terms))
+    assert result.problems == (purchasing.TERMS_CHANGED,) and result.orders == ()
+    assert await counts(store, "jobs", "submissions", "po_serials") == {
+        "jobs": 0,
+        "submissions": 0,
+        "po_serials": 0,
+    }
+
+
+async def test_a_requester_revoked_while_the_sheet_is_checked_gets_nothing_made(store):
+    await imported(store)
+
+    async def revoked(_call):
+        async with store.begin() as tx:
+            await tx.revoke(REQUESTER, "test", T0)
+
+    with pytest.raises(NotARequester):
+        await submit_with(store, MIXED, Offloader(revoked))
+    assert await counts(store, "jobs", "submissions") == {"jobs": 0, "submissions": 0}
+
+
+async def alerts_and_cards(store, jobs):
+    """Per PO, the events of its admin alerts and whom its cards are owed to."""
+    found = {}
+    async with store.reading() as tx:
+        for job in jobs:
+            owed = await tx.notices_for(job.id)
+            alerts = [n.event for n in owed if n.kind is NoticeKind.ALERT]
+            cards = sorted(n.user_id for n in owed if n.kind is NoticeKind.CARD)
+            found[job.po_number] = (alerts, cards)
+    return found
+
+
+@pytest.mark.parametrize(
+    "requester_approves",
+    [
+        False,  # no approver at all
+        True,  # the requester is the one approver, and nobody approves their own request
+    ],
+)
+async def test_with_nobody_to_ask_the_requester_is_told_and_the_admins_alerted(
+    store, requester_approves
+):
+    await imported(store)
+    async with store.begin() as tx:
+        for approver in (APPROVER_A, APPROVER_B):
+            await tx.revoke(approver, "test", T0)
+        if requester_approves:
+            await tx.grant(REQUESTER, Role.APPROVER, "test", T0)
+    result = await submit(store, MIXED)
+    assert result.unasked
+    assert await alerts_and_cards(store, [job for job, _ in result.orders]) == {
+        "PO-2026-0001": ([NOBODY_TO_ASK], []),
+        "PO-2026-0002": ([NOBODY_TO_ASK], []),
+    }
+    reply = bot_texts.submission(result, "restock.csv")
+    assert reply.endswith("\n" + bot_texts.NOBODY_TO_ASK)
+
+
+async def test_with_an_approver_to_ask_no_admin_is_alerted(store):
+    await imported(store)
+    result = await submit(store, MIXED)
+    assert not result.unasked
+    assert await alerts_and_cards(store, [job for job, _ in result.orders]) == {
+        "PO-2026-0001": ([], [APPROVER_A, APPROVER_B]),
+        "PO-2026-0002": ([], [APPROVER_A, APPROVER_B]),
+    }
+    assert bot_texts.NOBODY_TO_ASK not in bot_texts.submission(result, "restock.csv")
