@@ -1,0 +1,135 @@
+"""`manzoori run` as a real process under attack: hostile workbooks and a burst of sixteen
+maximum-size uploads arrive while an approver taps Approve. The tap is recorded and answered
+within a second, /status still works, every upload gets its answer, and the process lives."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bot.spreadsheets import TOO_MUCH_TEXT, UNUSUAL_PARTS, read_csv_text
+from bot.telegram.cards import APPROVE_TEXT
+from bot.telegram.orders import SHEET_IN_FLIGHT
+from core import purchasing
+from core.policies import Role, Verdict
+from core.sheets import MAX_DATA_ROWS, MAX_NOTE, MAX_SHEET_BYTES
+from tests.helpers.bot import PO, SHEET, TERMS, answer
+from tests.helpers.cli import base_env
+from tests.helpers.factories import APPROVER_A, REQUESTER, T0
+
+pytestmark = pytest.mark.slow  # spawns `manzoori run`
+
+CORPUS = Path(__file__).parent.parent / "corpus" / "files"
+# The workbook that aborted the interpreter, and the one that asked for 8 GB.
+ATTACKS = {
+    "dotdot_literal_member.xlsx": UNUSUAL_PARTS,
+    "amplification_14k.xlsx": TOO_MUCH_TEXT.format(limit=64_000_000),
+}
+# One attacker per file: each person has one sheet in flight at a time.
+ATTACKERS = (1201, 1202)
+# Eight more requesters, two uploads each: sixteen uploads, at most one in flight per person.
+BURST = tuple(range(1101, 1109))
+UPLOADS_EACH = 2
+
+
+# Ten thousand SKUs of one supplier, beside the usual terms: a sheet of 10,000 lines is legal.
+SKUS = [f"SKU-{n:05d}" for n in range(MAX_DATA_ROWS)]
+BIG_TERMS = TERMS.read_bytes() + "".join(
+    f"SUP-BIG-09,Big Bazaar,orders@bigbazaar.pk,{sku},Item {sku},10.00,,\n" for sku in SKUS
+).encode()
+
+
+def big_sheet(requester: int, n: int) -> bytes:
+    """A legal sheet as large as one can be: 10,000 rows with the longest notes, padded with
+    blank rows to just under 5 MB; each differs from every other, so none is a repeat."""
+    note = f"{requester}-{n}-".ljust(MAX_NOTE, "x")
+    body = "sku,quantity,notes\n" + "".join(f"{sku},1,{note}\n" for sku in SKUS)
+    padding = ",,\n" * ((MAX_SHEET_BYTES - 1024 - len(body)) // 3)
+    return (body + padding).encode()
+
+
+def peak_rss_mb(pid: int) -> float:
+    """The process's peak resident set size so far (VmHWM), in MB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError(f"no VmHWM for process {pid}")
+
+
+async def replies(user, count: int, timeout: float) -> list[str]:
+    """The bot's next `count` messages to this user."""
+    return [(await user.next_message(timeout=timeout)).text for _ in range(count)]
+
+
+async def test_an_attack_and_an_upload_burst_cost_only_their_senders(
+    botapi, db_url, store, tmp_path, capsys
+):
+    terms = read_csv_text(BIG_TERMS)
+    assert (await purchasing.import_terms(store, terms, T0, "test")).created
+    async with store.begin() as tx:
+        for user_id in (*BURST, *ATTACKERS):
+            await tx.grant(user_id, Role.REQUESTER, "test", T0)
+    env = dict(
+        base_env(db_url),
+        TELEGRAM_BOT_TOKEN=botapi.token,
+        TELEGRAM_API_URL=f"http://127.0.0.1:{botapi.port}",
+        MANZOORI_POLL_SECONDS="0.2",
+    )
+    log = (tmp_path / "run.log").open("w")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "bot.cli", "run"], cwd=tmp_path, env=env,
+        stdout=log, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    try:
+        ali = botapi.user(APPROVER_A, "Ali")
+        ali.send_text("/start")
+        await ali.next_message(timeout=30)  # start-up: imports, migrations, getMe
+        requester = botapi.user(REQUESTER, "Bilal")
+        requester.send_document(SHEET, "restock.csv", "text/csv")
+        assert (await requester.next_message(timeout=10)).text.startswith("restock.csv accepted")
+        card = await ali.next_message(timeout=10)  # the notice runner's card
+        ali.skip_messages()
+
+        attackers = [botapi.user(user_id, f"M{user_id}") for user_id in ATTACKERS]
+        for attacker, name in zip(attackers, ATTACKS, strict=True):
+            attacker.send_document((CORPUS / name).read_bytes(), name)
+        burst = [botapi.user(user_id, f"R{user_id}") for user_id in BURST]
+        for user in burst:
+            for n in range(UPLOADS_EACH):
+                user.send_document(big_sheet(user.id, n), f"big-{n}.csv", "text/csv")
+        # The burst is being downloaded and read when the approver taps.
+        await botapi.wait_for(lambda: len(botapi.calls_to("getFile")) >= 4, timeout=10)
+        approve = ali.tap(card, APPROVE_TEXT)
+        assert await answer(botapi, approve) == "Approved — e-mailing the supplier."
+        tap_seconds = botapi.callback_answer(approve).age
+        requester.send_text("/status")
+        status = await requester.next_message(timeout=5)
+        assert PO in status.text
+
+        for attacker, refusal in zip(attackers, ATTACKS.values(), strict=True):
+            assert await replies(attacker, 1, timeout=30) == [refusal]
+        for user in burst:
+            answered = await replies(user, UPLOADS_EACH, timeout=120)
+            accepted = [text for text in answered if text != SHEET_IN_FLIGHT]
+            assert accepted, answered  # the first at least; a second may have had to wait
+            assert all("accepted; 1 purchase order" in text for text in accepted), answered
+        assert process.poll() is None  # alive: the bot and both runners
+        peak = peak_rss_mb(process.pid)
+        async with store.reading() as tx:
+            job = await tx.job_by_po(PO)
+            assert job is not None
+            decisions = await tx.decisions(job.id)
+        assert [(d.reviewer_id, d.verdict) for d in decisions] == [(APPROVER_A, Verdict.APPROVE)]
+        assert tap_seconds < 1.0
+        with capsys.disabled():
+            print(f"\nattack+burst: tap answered in {tap_seconds:.3f} s; peak RSS {peak:.0f} MB")
+    finally:
+        process.send_signal(signal.SIGTERM)
+        await asyncio.to_thread(process.wait, timeout=60)
+        log.close()
+    assert process.returncode == 0, (tmp_path / "run.log").read_text()[-3000:]
