@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Collection, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager, contextmanager, nullcontext
 from dataclasses import asdict, fields
 from datetime import datetime
 from typing import Any
@@ -36,6 +36,7 @@ from store.purchasing import PurchasingQueries
 from store.retention import RetentionQueries
 from store.rows import job_from_row
 from store.sealing import Sealer
+from store.turns import WriteTurns
 from store.versioned import Lease, claim_rows, compare_and_set
 
 _EFFECT_FIELDS = [f.name for f in fields(Effect)]
@@ -348,6 +349,8 @@ class SqlStore:
 
     def __init__(self, engine: AsyncEngine, data_key: bytes | str) -> None:
         self.engine = engine
+        # SQLite's one writer at a time: this process's writers take turns (store/turns.py).
+        self._turns = WriteTurns() if engine.dialect.name == "sqlite" else None
         self._sealer = Sealer(data_key)
         self._terms_cache: dict[str, Terms] = {}  # versions are immutable: safe to keep
 
@@ -355,9 +358,10 @@ class SqlStore:
     async def begin(self) -> AsyncIterator[SqlTx]:
         """A read-write transaction that commits on success and rolls back on error; a busy
         database raises StoreBusy."""
-        with _busy_as_store_busy():
-            async with self.engine.begin() as conn:
-                yield SqlTx(conn, self._sealer, self._terms_cache)
+        async with self._turns.turn() if self._turns else nullcontext():
+            with _busy_as_store_busy():
+                async with self.engine.begin() as conn:
+                    yield SqlTx(conn, self._sealer, self._terms_cache)
 
     @asynccontextmanager
     async def reading(self) -> AsyncIterator[SqlTx]:

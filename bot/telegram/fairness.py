@@ -19,6 +19,8 @@ from typing import Any
 from telegram import Update
 from telegram.ext import BaseUpdateProcessor
 
+from store.turns import urgent as urgent_writes
+
 log = logging.getLogger(__name__)
 
 # PTB's own semaphore is taken before do_process_update: this bound only keeps a runaway
@@ -38,6 +40,10 @@ class Shares:
     # needs; together both stay under the database pool's 15 connections.
     taps: int = 8
     messages: int = 6
+    # Files (restock sheets) have a pool of their own too: a sheet holds up to 5 MB and its
+    # table while it is read, checked and submitted, so this bounds the memory a burst of
+    # uploads can take, and sheets waiting for it hold no slot a /status needs.
+    files: int = 3
 
 
 class _Lane:
@@ -50,7 +56,8 @@ class _Lane:
 
 class FairProcessor(BaseUpdateProcessor):
     """Handles updates concurrently: per sender at most `per_user` at once (acquired first,
-    so a waiting update holds no pool slot), then a slot of the taps' or the messages' pool."""
+    so a waiting update holds no pool slot), then a slot of the pool of its kind: taps, files,
+    or other messages."""
 
     def __init__(self, shares: Shares = Shares()) -> None:
         super().__init__(BACKLOG)
@@ -58,6 +65,7 @@ class FairProcessor(BaseUpdateProcessor):
         self._lanes: dict[Hashable, _Lane] = {}
         self._taps = asyncio.BoundedSemaphore(shares.taps)
         self._messages = asyncio.BoundedSemaphore(shares.messages)
+        self._files = asyncio.BoundedSemaphore(shares.files)
 
     @property
     def lanes(self) -> int:
@@ -78,14 +86,21 @@ class FairProcessor(BaseUpdateProcessor):
         lane.users += 1
         try:
             async with lane.semaphore, self._pool(update):
-                await coroutine
+                if _is_file(update):
+                    await coroutine
+                else:  # someone waits for the answer: its writes go first (store/turns.py)
+                    with urgent_writes():
+                        await coroutine
         finally:
             lane.users -= 1
             self._forget(key, lane)
 
     def _pool(self, update: object) -> asyncio.BoundedSemaphore:
-        tap = isinstance(update, Update) and update.callback_query is not None
-        return self._taps if tap else self._messages
+        if _is_tap(update):
+            return self._taps
+        if _is_file(update):
+            return self._files
+        return self._messages
 
     def _forget(self, key: Hashable, lane: _Lane) -> None:
         """Drop an idle lane, so that a stranger's one update leaves nothing behind."""
@@ -97,6 +112,16 @@ class FairProcessor(BaseUpdateProcessor):
 
     async def shutdown(self) -> None:
         """Nothing to free: the application awaits the updates still in flight."""
+
+
+def _is_tap(update: object) -> bool:
+    """Whether the update is a button tap, which somebody is watching a spinner for."""
+    return isinstance(update, Update) and update.callback_query is not None
+
+
+def _is_file(update: object) -> bool:
+    """Whether the update carries a file (a restock sheet): bulk work, not a quick answer."""
+    return isinstance(update, Update) and bool(update.message and update.message.document)
 
 
 def _sender(update: object) -> Hashable:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime
 
-from telegram import CallbackQuery, Chat, Message, Update, User
+from telegram import CallbackQuery, Chat, Document, Message, Update, User
 
 from bot.telegram.fairness import Budget, FairProcessor, InFlight, Lru, Recently, Shares
 
@@ -21,6 +21,14 @@ def message(update_id: int, user_id: int) -> Update:
     """A text message from `user_id`."""
     user = User(user_id, f"user{user_id}", False)
     sent = Message(update_id, WHEN, Chat(user_id, Chat.PRIVATE), from_user=user, text="hi")
+    return Update(update_id, message=sent)
+
+
+def upload(update_id: int, user_id: int) -> Update:
+    """A file (a restock sheet) from `user_id`."""
+    user = User(user_id, f"user{user_id}", False)
+    document = Document(f"file{update_id}", f"unique{update_id}", file_name="sheet.csv")
+    sent = Message(update_id, WHEN, Chat(user_id, Chat.PRIVATE), from_user=user, document=document)
     return Update(update_id, message=sent)
 
 
@@ -96,6 +104,21 @@ async def test_taps_have_their_own_pool_that_messages_cannot_fill() -> None:
         handlers.finish(n)
     await asyncio.gather(*uploads, *taps)
     assert sorted(handlers.started) == [1, 2, 3, 4, 5, 11, 12, 13]
+
+
+async def test_files_have_their_own_pool_that_leaves_messages_free() -> None:
+    processor, handlers = FairProcessor(Shares(taps=2, messages=2, files=2)), Handlers()
+    sheets = [submit(processor, handlers, upload(n, n)) for n in range(1, 6)]  # five people
+    status = [submit(processor, handlers, message(n, n)) for n in range(11, 13)]
+    await settle()
+    assert handlers.started == [1, 2, 11, 12]  # two sheets at once; messages beside them
+    handlers.finish(1)
+    await settle()
+    assert handlers.started[-1] == 3  # the next sheet takes the freed file slot
+    for n in (2, 3, 4, 5, 11, 12):
+        handlers.finish(n)
+    await asyncio.gather(*sheets, *status)
+    assert sorted(handlers.started) == [1, 2, 3, 4, 5, 11, 12]
 
 
 async def test_updates_beyond_a_senders_backlog_are_dropped_and_never_run() -> None:
