@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from bot.spreadsheets import NOT_A_SHEET
 from core.states import State
-from tests.helpers.bot import YEAR, running_bot, said, with_terms
+from tests.helpers.bot import YEAR, all_handled, running_bot, said, with_terms
 from tests.helpers.factories import APPROVER_A, REQUESTER
 from tests.helpers.xlsx import xlsx_bytes
 
@@ -89,3 +89,23 @@ async def test_status_lists_the_requesters_recent_pos(botapi, db_url, store):
         assert await said(approver) == (
             "/status lists a requester's purchase orders; you are not one."
         )
+
+
+async def test_the_reply_to_the_worst_sheet_fits_in_a_few_messages(botapi, db_url, store):
+    """10,000 rows, each wrong in every cell with the longest values a cell may hold: the
+    requester gets a summary that fits in a few messages, not one message per problem."""
+    await with_terms(store)
+    long_sku = "S" * 9_000  # under the cell limit, far over any SKU
+    huge = "9" * 9_000  # a quantity far past Python's int-to-str limit
+    note = "n" * 9_000  # thirty times the longest note
+    row = f"{long_sku},{huge},{note},extra,cells\n"
+    sheet = ("sku,quantity,notes\n" + row * 10_000).encode()[: 5 * 1024 * 1024 - 10]
+    async with running_bot(botapi, db_url) as run:
+        requester = botapi.user(REQUESTER, "Bilal")
+        requester.send_document(sheet, "worst.csv", "text/csv")
+        first = await said(requester)
+        assert first.startswith("worst.csv: not accepted; nothing was created. Please fix:")
+        await all_handled(botapi, run)
+        replies = requester.messages()
+        assert 1 <= len(replies) <= 3, [len(m.text) for m in replies]
+        assert "more problems" in replies[-1].text
