@@ -14,15 +14,18 @@ from collections import OrderedDict, deque
 from collections.abc import Awaitable, Hashable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from telegram import Update
+from telegram.error import TelegramError
 from telegram.ext import BaseUpdateProcessor
 
 from store.turns import urgent as urgent_writes
 
 log = logging.getLogger(__name__)
 
+# The answer to a tap beyond a sender's backlog: it was not handled, and saying so is true.
+TAP_DROPPED = "Too many taps at once: this one was not counted. Wait a moment, then tap again."
 # PTB's own semaphore is taken before do_process_update: this bound only keeps a runaway
 # backlog finite; the real limits are the lanes and pools below.
 BACKLOG = 100_000
@@ -82,6 +85,8 @@ class FairProcessor(BaseUpdateProcessor):
             log.warning("update of a sender with %s updates waiting dropped", lane.users)
             _discard(coroutine)
             self._forget(key, lane)
+            if _is_tap(update):  # a spinner is turning on their phone: stop it, truthfully
+                await _answer_dropped(update)
             return
         lane.users += 1
         try:
@@ -114,9 +119,18 @@ class FairProcessor(BaseUpdateProcessor):
         """Nothing to free: the application awaits the updates still in flight."""
 
 
-def _is_tap(update: object) -> bool:
+def _is_tap(update: object) -> TypeGuard[Update]:
     """Whether the update is a button tap, which somebody is watching a spinner for."""
     return isinstance(update, Update) and update.callback_query is not None
+
+
+async def _answer_dropped(update: Update) -> None:
+    """Tell someone who tapped far too fast that this tap was not handled."""
+    assert update.callback_query is not None
+    try:
+        await update.callback_query.answer(TAP_DROPPED)
+    except TelegramError as error:  # too old already, or Telegram unreachable: nothing waits
+        log.info("dropped tap not answered: %s", error)
 
 
 def _is_file(update: object) -> bool:

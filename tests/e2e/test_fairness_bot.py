@@ -3,6 +3,7 @@ cost anyone else their answer, nor lose a tap (bot.telegram.fairness, bot.telegr
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -10,12 +11,13 @@ from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.exc import OperationalError
+from telegram import CallbackQuery, InlineKeyboardButton, InlineKeyboardMarkup, Update, User
 
 from bot.spreadsheets import read_csv_text
 from bot.telegram.app import TAP_FAILED
 from bot.telegram.cards import APPROVE_TEXT, DETAILS_TEXT, REJECT_TEXT
 from bot.telegram.decisions import DETAILS_IN_FLIGHT, DETAILS_SENDING
-from bot.telegram.fairness import STRANGER_REPLIES
+from bot.telegram.fairness import STRANGER_REPLIES, TAP_DROPPED, FairProcessor, Shares
 from bot.telegram.notices import NoticeRunner
 from bot.telegram.orders import SHEET_IN_FLIGHT
 from core import purchasing
@@ -202,3 +204,33 @@ async def test_a_second_sheet_while_the_first_is_checked_is_refused_at_once(bota
         assert reply.text.startswith("first.csv accepted; 1 purchase order")
         requester.send_document(b"sku,quantity\nTEA-500G,3\n", "third.csv", "text/csv")
         assert (await said(requester)).startswith("third.csv accepted")  # free again
+
+
+async def test_taps_beyond_a_senders_backlog_are_answered_not_left_spinning(botapi):
+    """The fair processor on its own, with taps made in the emulator: a tap dropped because
+    its sender already has too many waiting is answered at once with the truth."""
+    bot = botapi.ptb_bot()
+    async with bot:
+        ali = botapi.user(APPROVER_A, "Ali", started=True)
+        keyboard = InlineKeyboardMarkup([[InlineKeyboardButton("Approve", callback_data="x")]])
+        await bot.send_message(APPROVER_A, "a card", reply_markup=keyboard)
+        queries = [ali.tap(ali.last_message(), "Approve") for _ in range(5)]
+        processor = FairProcessor(Shares(per_user=1, per_user_backlog=3, taps=8, messages=8))
+        user, handled, gate = User(APPROVER_A, "Ali", False), [], asyncio.Event()
+
+        async def handle(query_id: str) -> None:
+            handled.append(query_id)
+            await gate.wait()
+
+        tasks = []
+        for number, query_id in enumerate(queries, start=1):
+            query = CallbackQuery(query_id, user, "chat", data="x")
+            query.set_bot(bot)
+            update = Update(number, callback_query=query)
+            tasks.append(asyncio.create_task(processor.process_update(update, handle(query_id))))
+        await asyncio.wait(tasks[3:])  # beyond the backlog of 3: dropped, and answered
+        assert [botapi.callback_answer(q).text for q in queries[3:]] == [TAP_DROPPED] * 2
+        assert handled == queries[:1] and not any(botapi.callback_answer(q) for q in queries[:3])
+        gate.set()
+        await asyncio.gather(*tasks)
+        assert handled == queries[:3]
