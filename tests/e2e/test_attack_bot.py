@@ -60,12 +60,12 @@ def big_sheet(requester: int, n: int) -> bytes:
     return (body + padding).encode()
 
 
-def peak_rss_mb(pid: int) -> float:
-    """The process's peak resident set size so far (VmHWM), in MB."""
+def rss_mb(pid: int, field: str) -> float:
+    """A memory figure of the process from /proc, in MB: VmRSS now, VmHWM its peak so far."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
+        if line.startswith(f"{field}:"):
             return int(line.split()[1]) / 1024
-    raise AssertionError(f"no VmHWM for process {pid}")
+    raise AssertionError(f"no {field} for process {pid}")
 
 
 async def replies(user, count: int, timeout: float) -> list[str]:
@@ -106,6 +106,7 @@ async def test_an_attack_and_an_upload_burst_cost_only_their_senders(
             cards[next(po for po in POS if po in card.text)] = card
 
         ali.skip_messages()
+        idle = rss_mb(process.pid, "VmHWM")  # started, four POs made, before the burst
         before = len(botapi.calls_to("getFile"))  # the burst's downloads are counted from here
         attackers = [botapi.user(user_id, f"M{user_id}") for user_id in ATTACKERS]
         for attacker, name in zip(attackers, ATTACKS, strict=True):
@@ -140,7 +141,7 @@ async def test_an_attack_and_an_upload_burst_cost_only_their_senders(
             assert accepted, answered  # the first at least; a second may have had to wait
             assert all("accepted; 1 purchase order" in text for text in accepted), answered
         assert process.poll() is None  # alive: the bot and both runners
-        peak = peak_rss_mb(process.pid)
+        peak = rss_mb(process.pid, "VmHWM")
         async with store.reading() as tx:
             for po in POS:
                 job = await tx.job_by_po(po)
@@ -153,7 +154,7 @@ async def test_an_attack_and_an_upload_burst_cost_only_their_senders(
             shown = ", ".join(f"{age:.3f}" for age in taps)
             print(
                 f"\nattack+burst: taps answered in {shown} s; /status in {status_seconds:.3f} s;"
-                f" peak RSS of the bot {peak:.0f} MB"
+                f" peak RSS of the bot {peak:.0f} MB ({idle:.0f} MB before the burst)"
             )
     finally:
         process.send_signal(signal.SIGTERM)
