@@ -121,10 +121,7 @@ async def run_lifecycles(db: Database, n: int, sink: SinkProcess) -> LifecycleFi
     store = SqlStore(engine, Fernet.generate_key())
     rules = Rules()
     try:
-        now = datetime.now(UTC)
-        async with store.begin() as tx:
-            await tx.grant(REQUESTER, Role.REQUESTER, "bench", now)
-            await tx.grant(APPROVER, Role.APPROVER, "bench", now)
+        await _grant_cast(store)
         await sink.reset()
         run_tag = uuid.uuid4().hex[:8]
         numbers = [f"PO-BENCH-{run_tag}-{i:05d}" for i in range(n)]
@@ -161,6 +158,13 @@ async def run_lifecycles(db: Database, n: int, sink: SinkProcess) -> LifecycleFi
 
 def _now() -> datetime:
     return datetime.now(UTC)
+
+
+async def _grant_cast(store: SqlStore) -> None:
+    """The requester and the one approver every PO of the run needs."""
+    async with store.begin() as tx:
+        await tx.grant(REQUESTER, Role.REQUESTER, "bench", _now())
+        await tx.grant(APPROVER, Role.APPROVER, "bench", _now())
 
 
 async def _verify(store: SqlStore, sink: SinkProcess, n: int) -> None:
