@@ -6,7 +6,7 @@ export PATH := $(HOME)/.local/bin:$(PATH)
 # Extra pytest arguments, e.g. `make test PYTEST_ARGS="-k config -x"`.
 PYTEST_ARGS ?=
 
-.PHONY: uv install check test test-fast demo clean
+.PHONY: uv install check test test-fast bench demo clean
 
 uv:
 	@command -v uv >/dev/null 2>&1 || python3 -m pip install --quiet uv \
@@ -32,6 +32,13 @@ test: install
 # PostgreSQL variants double it): a loop of under two minutes while working.
 test-fast: install
 	TEST_POSTGRES_URL= uv run pytest -q -m "not slow" $(PYTEST_ARGS)
+
+# The benchmarks of issue 11 (bench/): one table, printed and written to docs/benchmarks.md.
+# Not part of `make test`: a benchmark is not a timed test. PostgreSQL rows use the `bench`
+# database on 127.0.0.1 (BENCH_POSTGRES_URL overrides; empty leaves PostgreSQL out), which the
+# bench wipes. `uv run python -m bench --quick` is a smoke run of seconds.
+bench: install
+	uv run python -m bench
 
 demo: install
 	uv run manzoori demo

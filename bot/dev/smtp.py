@@ -3,9 +3,10 @@
 Replies are scripted per command. `sink.script("RCPT", "550 5.1.1 no such user")` makes the
 next RCPT get that answer; queued replies are used one per command, oldest first, and once a
 command's queue is empty it gets the normal answer again. A delay makes the server wait before
-answering, e.g. longer than the client's timeout. A DATA reply that starts with "2" counts as
-accepted: the message is recorded at once, before any delay, because a real server that answers
-late has still taken the message.
+answering, e.g. longer than the client's timeout; `data_delay` is a standing one for every DATA
+not scripted otherwise (a real relay's pace, for the benchmark). A DATA reply that starts with
+"2" counts as accepted: the message is recorded at once, before any delay, because a real server
+that answers late has still taken the message.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ class SmtpSink:
     messages: list[EmailMessage] = field(default_factory=list)
     envelopes: list[Envelope] = field(default_factory=list)
     commands: list[str] = field(default_factory=list)
+    data_delay: float = 0.0  # seconds before every unscripted DATA answer
     _queues: dict[str, deque[Reply]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -75,7 +77,10 @@ class SmtpSink:
         with self._lock:
             self.commands.append(command)
             queue = self._queues.get(command)
-            return queue.popleft() if queue else Reply(DEFAULT_REPLIES[command])
+            if queue:
+                return queue.popleft()
+        delay = self.data_delay if command == "DATA" else 0.0
+        return Reply(DEFAULT_REPLIES[command], delay)
 
 
 class ScriptedHandler:
@@ -138,9 +143,10 @@ class _EphemeralController(Controller):
 
 
 @contextmanager
-def running_sink(**smtp_options: Any) -> Iterator[SmtpSink]:
-    """Run an SMTP server on 127.0.0.1 for the duration of the block; yields its SmtpSink."""
-    sink = SmtpSink()
+def running_sink(*, data_delay: float = 0.0, **smtp_options: Any) -> Iterator[SmtpSink]:
+    """Run an SMTP server on 127.0.0.1 for the duration of the block; yields its SmtpSink,
+    which answers every unscripted DATA after `data_delay` seconds."""
+    sink = SmtpSink(data_delay=data_delay)
     controller = _EphemeralController(
         ScriptedHandler(sink), hostname=HOST, port=0, ready_timeout=5.0, **smtp_options
     )

@@ -261,6 +261,22 @@ async def test_a_slow_quit_after_250_is_still_a_success(smtp_sink: SmtpSink) -> 
     assert len(smtp_sink.messages) == 1
 
 
+async def test_a_paced_sink_answers_every_data_late_but_a_script_first(
+    smtp_sink: SmtpSink,
+) -> None:
+    # The benchmark's relay pace: every unscripted DATA waits; a scripted answer keeps its own.
+    smtp_sink.data_delay = FAST
+    smtp_sink.script("DATA", "451 4.3.0 try later")
+    sender = make_sender(smtp_sink, timeout=FAST * 4)
+    with pytest.raises(TransientSendError):
+        await sender.send(make_order())
+    started = time.monotonic()
+    result = await sender.send(make_order())
+    assert time.monotonic() - started >= FAST
+    assert result["smtp_code"] == 250
+    assert len(smtp_sink.messages) == 1
+
+
 async def test_connection_refused_is_transient() -> None:
     with socket.socket() as probe:  # a port that was free a moment ago and has no listener
         probe.bind(("127.0.0.1", 0))

@@ -1,0 +1,92 @@
+"""The databases a benchmark runs on: fresh and migrated, and counted as they are used."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import event, text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from store.engine import make_engine
+from store.migrate import upgrade
+
+# Where `make bench` finds PostgreSQL unless BENCH_POSTGRES_URL says otherwise: a database
+# the bench owns and may wipe (its public schema is dropped and migrated afresh each run).
+DEFAULT_POSTGRES_URL = "postgresql+asyncpg://postgres@127.0.0.1:5432/bench"
+
+
+@dataclass(frozen=True)
+class Database:
+    """One database a flow runs on: its kind ("sqlite" or "postgres"), its label, its URL."""
+
+    kind: str
+    label: str
+    url: str
+
+
+def sqlite_database(directory: str, name: str) -> Database:
+    """A SQLite file in `directory` that does not exist yet."""
+    path = Path(directory) / f"{name}.sqlite"
+    for leftover in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        leftover.unlink(missing_ok=True)
+    return Database("sqlite", "SQLite", f"sqlite+aiosqlite:///{path}")
+
+
+def postgres_database(url: str) -> Database:
+    """The PostgreSQL database at `url`."""
+    return Database("postgres", "PostgreSQL", url)
+
+
+def postgres_url_from_env() -> str | None:
+    """BENCH_POSTGRES_URL, or the default; an empty BENCH_POSTGRES_URL means no PostgreSQL."""
+    url = os.environ.get("BENCH_POSTGRES_URL", DEFAULT_POSTGRES_URL)
+    return url or None
+
+
+async def reachable(url: str) -> bool:
+    """Whether a connection to `url` can be opened now."""
+    engine = make_engine(url)
+    try:
+        async with engine.connect() as conn:
+            await conn.execute(text("SELECT 1"))
+        return True
+    except Exception:  # any failure to connect means the same here: no PostgreSQL rows
+        return False
+    finally:
+        await engine.dispose()
+
+
+async def migrated(db: Database) -> AsyncEngine:
+    """An engine on `db`, emptied (PostgreSQL: the public schema dropped) and migrated to head."""
+    engine = make_engine(db.url)
+    if db.kind == "postgres":
+        async with engine.begin() as conn:
+            await conn.execute(text("DROP SCHEMA IF EXISTS public CASCADE"))
+            await conn.execute(text("CREATE SCHEMA public"))
+    await upgrade(engine)
+    return engine
+
+
+class Counters:
+    """Commits and statements an engine performs, counted by SQLAlchemy's engine events."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self.commits = 0
+        self.statements = 0
+        event.listen(engine.sync_engine, "commit", self._on_commit)
+        event.listen(engine.sync_engine, "before_cursor_execute", self._on_statement)
+
+    def _on_commit(self, _conn: Any) -> None:
+        self.commits += 1
+
+    def _on_statement(self, *_args: Any) -> None:
+        # Every statement the driver is handed: SQLite's BEGIN IMMEDIATE and PRAGMAs included,
+        # since each costs a round trip through aiosqlite's thread as a query does.
+        self.statements += 1
+
+    def reset(self) -> None:
+        """Start counting from zero (after the set-up, before the flow)."""
+        self.commits = self.statements = 0
