@@ -203,6 +203,25 @@ async def test_allowed_updates_and_redelivery(botapi, bot: telegram.Bot) -> None
     assert [u.update_id for u in again] == [updates[0].update_id]
 
 
+async def test_an_update_is_stamped_when_it_first_goes_out(botapi, bot: telegram.Bot) -> None:
+    alice = botapi.user(ALICE, "Alice", started=True)
+    sent = await bot.send_message(ALICE, "Approve?", reply_markup=keyboard(("Yes", "y")))
+    query_id = alice.tap(sent.message_id, "Yes")
+    update_id = botapi.callback_query(query_id).update_id
+    assert botapi.handed_out(update_id) is None  # queued, not yet taken by the bot
+    await asyncio.sleep(0.05)
+    before = time.monotonic()
+    (update,) = await bot.get_updates()
+    first = botapi.handed_out(update_id)
+    assert first is not None and before <= first <= time.monotonic()
+    assert update.update_id == update_id
+    # Handed out again (not confirmed yet): the first hand-out stands.
+    await bot.get_updates()
+    assert botapi.handed_out(update_id) == first
+    await update.callback_query.answer("ok")
+    assert botapi.callback_answer(query_id).at >= first
+
+
 async def test_second_bot_instance_ends_the_first_poll(botapi, bot: telegram.Bot) -> None:
     # Two Bot objects, as two processes: one Bot queues its own getUpdates calls (pool of one).
     first = asyncio.create_task(bot.get_updates(timeout=5))

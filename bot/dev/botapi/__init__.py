@@ -39,7 +39,9 @@ Public API:
   (both return the query id), ``block()``/``unblock()``, ``messages()``, ``last_message()``,
   ``await next_message()``, ``skip_messages()``. A message argument is a ``Message`` or an id.
 - updates: ``inject_update(json)``, ``redeliver(update_id)`` (same update_id once more),
-  ``update(update_id)``, ``pending_update_ids``, ``dropped_update_ids``.
+  ``update(update_id)``, ``handed_out(update_id)`` (when it first went out to the bot, by
+  getUpdates or a webhook POST, time.monotonic()), ``pending_update_ids``,
+  ``dropped_update_ids``.
 - inspection (snapshots): ``messages(chat_id)``, ``message(chat_id, message_id)``,
   ``last_message(chat_id)`` -> ``Message`` (text, raw, parse_mode, entities, reply_markup, buttons,
   button(text), versions = edit history, deleted, document); ``documents(chat_id)``; ``file(id)``;

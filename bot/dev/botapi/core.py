@@ -64,6 +64,9 @@ class EmulatorCore:
         self._update_ids = itertools.count(first_update_id)
         self._updates: dict[int, dict[str, Any]] = {}  # every update ever created, by id
         self._pending: list[PendingUpdate] = []
+        # update id -> when it first went out to the bot (getUpdates answered with it, or its
+        # webhook POST began), time.monotonic(): where a latency the bot is to blame for starts.
+        self._handed_out: dict[int, float] = {}
         self._dropped: list[int] = []  # updates not created because allowed_updates left them out
         self._allowed_updates: tuple[str, ...] | None = None
         self._queries: dict[str, QueryRecord] = {}

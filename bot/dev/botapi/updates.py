@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import time
 from typing import TYPE_CHECKING, Any
 
 from .core import EmulatorCore
@@ -66,6 +67,12 @@ class UpdatesMixin(EmulatorCore):
         with self._lock:
             return [p.update_id for p in self._pending]
 
+    def handed_out(self, update_id: int) -> float | None:
+        """When this update first went out to the bot, time.monotonic() (comparable with
+        ApiCall.started and CallbackAnswer.at); None while it has not."""
+        with self._lock:
+            return self._handed_out.get(update_id)
+
     @property
     def dropped_update_ids(self) -> list[int]:
         """Updates that allowed_updates kept from being created."""
@@ -81,8 +88,10 @@ class UpdatesMixin(EmulatorCore):
 
     def _take(self, limit: int) -> list[dict[str, Any]]:
         batch = sorted(self._pending, key=lambda p: p.update_id)[:limit]
+        now = time.monotonic()
         for pending in batch:
             pending.sticky = False
+            self._handed_out.setdefault(pending.update_id, now)  # the first hand-out counts
         return [copy.deepcopy(p.payload) for p in batch]
 
     # -- getUpdates -----------------------------------------------------------------------------

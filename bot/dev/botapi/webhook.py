@@ -90,6 +90,8 @@ class WebhookMixin(EmulatorCore):
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(event.wait(), 1.0)
                 continue
+            with self._lock:
+                self._handed_out.setdefault(pending.update_id, time.monotonic())
             headers = {"Content-Type": "application/json"}
             if hook.secret_token:
                 headers["X-Telegram-Bot-Api-Secret-Token"] = hook.secret_token

@@ -1,0 +1,24 @@
+"""The bot benchmarks (issue 11): tap to answer, sheet intake and card fan-out, each through
+the real bot (bot.bootstrap.running) over HTTP against the Bot API emulator, on a fresh SQLite
+file and, when the run has one, on PostgreSQL."""
+
+from __future__ import annotations
+
+from bench.bot_fanout import run_fanout
+from bench.bot_harness import databases
+from bench.bot_intake import run_intake
+from bench.bot_taps import run_taps
+from bench.common import Context, Result
+
+
+async def run(ctx: Context) -> list[Result]:
+    """Every row of the three sections, section by section; each run starts and stops its own
+    emulator and bot on a freshly migrated database."""
+    results: list[Result] = []
+    for db in databases(ctx.sqlite_dir, ctx.postgres_url, "bot-taps"):
+        results += await run_taps(db, ctx.quick)
+    for db in databases(ctx.sqlite_dir, ctx.postgres_url, "bot-intake"):
+        results += await run_intake(db, ctx.quick)
+    for db in databases(ctx.sqlite_dir, ctx.postgres_url, "bot-fanout"):
+        results += await run_fanout(db, ctx.quick)
+    return results
