@@ -13,8 +13,9 @@ uv:
 		|| python3 -m pip install --quiet --user --break-system-packages uv
 
 # --frozen: install exactly what uv.lock pins; never re-resolve on a developer's machine.
+# --all-groups: the dev tools and the benchmark's peer (dbos), so its tests run in `make test`.
 install: uv
-	uv sync --frozen
+	uv sync --frozen --all-groups
 
 # The quality gates: lint, formatting, types (mypy's files are in pyproject.toml). CI runs it.
 check: install
