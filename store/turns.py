@@ -24,9 +24,10 @@ _URGENT: ContextVar[bool] = ContextVar("urgent_writes", default=False)
 
 
 @contextmanager
-def urgent() -> Iterator[None]:
-    """Writes made inside (in this task, and tasks it starts) go before non-urgent ones."""
-    token = _URGENT.set(True)
+def urgent(flag: bool = True) -> Iterator[None]:
+    """Writes made inside (in this task, and tasks it starts) go before non-urgent ones; with
+    False, they wait their turn again (deliveries a tap starts, which nobody watches)."""
+    token = _URGENT.set(flag)
     try:
         yield
     finally:

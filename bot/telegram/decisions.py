@@ -39,6 +39,7 @@ from core.ports import ShellReadTx
 from core.service import Review
 from core.signing import Button, ButtonAction, verify_button
 from core.texts import flatten
+from store.turns import urgent as urgent_writes
 
 log = logging.getLogger(__name__)
 
@@ -278,7 +279,9 @@ def deliver_now(context: ContextTypes.DEFAULT_TYPE, deps: Deps, job_id: str) -> 
 
     async def deliver() -> None:
         try:
-            await NoticeRunner(deps.store, context.bot, deps.settings).run_once(job_id)
+            # Not urgent, though started by a tap: the next taps' writes go first.
+            with urgent_writes(False):
+                await NoticeRunner(deps.store, context.bot, deps.settings).run_once(job_id)
         except Exception:  # the decision stands; the background pass retries the notices
             log.exception("notices of job %s left to the background pass", job_id)
 

@@ -100,3 +100,24 @@ def test_each_event_loop_has_its_own_queue() -> None:
 
     asyncio.run(once())
     asyncio.run(once())  # a loop that ended holding nothing leaves nothing behind
+
+
+async def test_work_a_tap_starts_in_the_background_waits_its_turn_again() -> None:
+    writers = Writers(WriteTurns())
+    first = asyncio.create_task(writers.write("sheet"))
+    await settle()
+
+    async def delivery() -> None:
+        with urgent(False):  # started by a tap, but nobody watches it
+            await writers.write("delivery")
+
+    with urgent():
+        background = asyncio.create_task(delivery())
+    await settle()
+    tap = asyncio.create_task(writers.urgent_write("tap"))
+    await settle()
+    for name in ("sheet", "tap", "delivery"):
+        writers.done(name)
+        await settle()
+    await asyncio.gather(first, background, tap)
+    assert writers.order == ["sheet", "tap", "delivery"]
