@@ -175,6 +175,13 @@ async def start_updates(
     )
 
 
+def _paced() -> AIORateLimiter:
+    """PTB's rate limiter at Telegram's 30 messages a second, one at a time every 1/30 s: its
+    default bucket lets 30 go at once and then 30 a second more, so a fan-out's first second
+    carried up to 60 and drew 429s, each of which stops every send for its retry_after."""
+    return AIORateLimiter(overall_max_rate=1, overall_time_period=1 / 30, max_retries=3)
+
+
 def build_application(settings: Settings, store: ShellStore) -> Application:  # type: ignore[type-arg]
     """The PTB application, pointed at TELEGRAM_API_URL, with every handler registered."""
     token = settings.telegram_bot_token
@@ -186,7 +193,7 @@ def build_application(settings: Settings, store: ShellStore) -> Application:  # 
         .token(token.get_secret_value())
         .base_url(f"{url}/bot")
         .base_file_url(f"{url}/file/bot")
-        .rate_limiter(AIORateLimiter(max_retries=3))
+        .rate_limiter(_paced())
         .concurrent_updates(FairProcessor())  # per person, taps apart (fairness.Shares)
         .build()
     )
