@@ -29,7 +29,7 @@ test: install
 	uv run pytest -q --cov --cov-report=term:skip-covered \
 		$(if $(strip $(PYTEST_ARGS)),--cov-fail-under=0) $(PYTEST_ARGS)
 
-# The suite without the tests that spawn processes (marked slow), on SQLite only (the
+# The suite without the slow tests (processes, the state machine), on SQLite only (the
 # PostgreSQL variants double it): a loop of under two minutes while working.
 test-fast: install
 	TEST_POSTGRES_URL= uv run pytest -q -m "not slow" $(PYTEST_ARGS)

@@ -896,6 +896,8 @@ SETTINGS = settings(
 )
 
 
+# Half a minute of random workflows: make test runs it, make test-fast leaves it out.
+@pytest.mark.slow
 def test_random_workflows_keep_every_promise(db_url: str, tmp_path: Path) -> None:
     with running_sink() as sink:
         world = World(db_url, sink, tmp_path)
