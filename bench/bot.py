@@ -5,10 +5,10 @@ file and, when the run has one, on PostgreSQL."""
 from __future__ import annotations
 
 from bench.bot_fanout import run_fanout
-from bench.bot_harness import databases
 from bench.bot_intake import run_intake
 from bench.bot_taps import run_taps
 from bench.common import Context, Result
+from bench.databases import databases
 
 
 async def run(ctx: Context) -> list[Result]:

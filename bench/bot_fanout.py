@@ -12,7 +12,6 @@ from telegram.ext import AIORateLimiter
 
 from bench.bot_harness import (
     REQUESTER,
-    Database,
     approver_ids,
     bot_on,
     deliver_all,
@@ -21,6 +20,7 @@ from bench.bot_harness import (
     skus,
 )
 from bench.common import Result
+from bench.databases import Database
 from bot.bootstrap import Running
 from bot.clock import utcnow
 from core.drafts import Draft, DraftLine

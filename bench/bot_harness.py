@@ -8,14 +8,12 @@ import io
 import statistics
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import xlsxwriter  # type: ignore[import-untyped]  # no stubs or py.typed
 from cryptography.fernet import Fernet
-from sqlalchemy import text
 
+from bench.databases import Database, migrated
 from bot.bootstrap import Running, running
 from bot.clock import utcnow
 from bot.config import Settings
@@ -24,7 +22,6 @@ from bot.spreadsheets import read_csv_text
 from core import purchasing
 from core.policies import Role
 from store.engine import make_engine
-from store.migrate import upgrade
 from store.sql import SqlStore
 
 ADMIN = 9001  # the configuration's one admin (MANZOORI_ADMIN_IDS), there to receive alerts
@@ -37,46 +34,12 @@ LONG_POLL = 1.0
 PATIENCE = 120.0
 
 
-@dataclass(frozen=True)
-class Database:
-    """Where one bot benchmark runs: "sqlite" or "postgres", its row label and its URL."""
-
-    kind: str
-    label: str
-    url: str
-
-
-def databases(sqlite_dir: str, postgres_url: str | None, name: str) -> list[Database]:
-    """SQLite (a new file for `name`) and, when the run has one, PostgreSQL."""
-    found = [Database("sqlite", "SQLite", f"sqlite+aiosqlite:///{Path(sqlite_dir, name)}.db")]
-    if postgres_url:
-        found.append(Database("postgres", "PostgreSQL", postgres_url))
-    return found
-
-
-async def _fresh(db: Database) -> None:
-    """Empty (PostgreSQL: the public schema dropped; SQLite: the file removed) and migrated."""
-    if db.kind == "sqlite":
-        path = Path(db.url.removeprefix("sqlite+aiosqlite:///"))
-        for leftover in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
-            leftover.unlink(missing_ok=True)
-    engine = make_engine(db.url)
-    try:
-        if db.kind == "postgres":
-            async with engine.begin() as conn:
-                await conn.execute(text("DROP SCHEMA IF EXISTS public CASCADE"))
-                await conn.execute(text("CREATE SCHEMA public"))
-        await upgrade(engine)
-    finally:
-        await engine.dispose()
-
-
 @asynccontextmanager
 async def bot_on(db: Database) -> AsyncIterator[tuple[Emulator, Running]]:
     """The application as `manzoori run` starts it (long polling) on a fresh `db`, against a
     started emulator; the runners' passes are the benchmark's to drive. Everything is stopped
     and disposed however the block ends, so benchmarks can follow one another."""
-    await _fresh(db)
+    await (await migrated(db)).dispose()
     data_key = Fernet.generate_key()
     emulator = Emulator().start()
     try:

@@ -15,7 +15,6 @@ from sqlalchemy.engine import Connection
 from bench.bot_harness import (
     PATIENCE,
     REQUESTER,
-    Database,
     approver_ids,
     bot_on,
     csv_sheet,
@@ -24,6 +23,7 @@ from bench.bot_harness import (
     xlsx_sheet,
 )
 from bench.common import Result
+from bench.databases import Database
 from bot.bootstrap import Running
 from bot.dev.botapi import EmulatedUser, Emulator
 from core.notices import NoticeKind

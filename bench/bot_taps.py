@@ -15,7 +15,6 @@ from sqlalchemy.engine import Connection
 from bench.bot_harness import (
     PATIENCE,
     REQUESTER,
-    Database,
     approver_ids,
     bot_on,
     csv_sheet,
@@ -28,6 +27,7 @@ from bench.bot_harness import (
     skus,
 )
 from bench.common import Result
+from bench.databases import Database
 from bot.bootstrap import Running
 from bot.clock import utcnow
 from bot.dev.botapi import EmulatedUser, Emulator, Message

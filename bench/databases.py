@@ -28,11 +28,15 @@ class Database:
 
 
 def sqlite_database(directory: str, name: str) -> Database:
-    """A SQLite file in `directory` that does not exist yet."""
-    path = Path(directory) / f"{name}.sqlite"
-    for leftover in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
-        leftover.unlink(missing_ok=True)
-    return Database("sqlite", "SQLite", f"sqlite+aiosqlite:///{path}")
+    """A SQLite file named `name` in `directory` (migrated() empties it)."""
+    return Database("sqlite", "SQLite", f"sqlite+aiosqlite:///{Path(directory) / name}.sqlite")
+
+
+def databases(directory: str, postgres_url: str | None, name: str) -> list[Database]:
+    """SQLite (a file for `name` in `directory`) and, when the run has one, PostgreSQL."""
+    return [sqlite_database(directory, name)] + (
+        [postgres_database(postgres_url)] if postgres_url else []
+    )
 
 
 def postgres_database(url: str) -> Database:
@@ -60,7 +64,12 @@ async def reachable(url: str) -> bool:
 
 
 async def migrated(db: Database) -> AsyncEngine:
-    """An engine on `db`, emptied (PostgreSQL: the public schema dropped) and migrated to head."""
+    """An engine on `db`, emptied (SQLite: the file removed; PostgreSQL: the public schema
+    dropped) and migrated to head."""
+    if db.kind == "sqlite":
+        path = Path(db.url.removeprefix("sqlite+aiosqlite:///"))
+        for leftover in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+            leftover.unlink(missing_ok=True)
     engine = make_engine(db.url)
     if db.kind == "postgres":
         async with engine.begin() as conn:

@@ -3,17 +3,14 @@ DBOS peer (bench.peer), and the same lifecycle against an SMTP server with a rel
 
 from __future__ import annotations
 
-import asyncio
-import importlib
-import inspect
 import logging
 import sys
-from typing import Any
 
 from bench.common import Context, Result
-from bench.databases import Database, postgres_database, sqlite_database
+from bench.databases import Database, databases, sqlite_database
 from bench.floor import measure_floor
 from bench.flow import LifecycleFigures, run_lifecycles
+from bench.peer import run_flow
 from bench.smtp_server import SinkProcess
 
 THROUGHPUT = "Lifecycle throughput"
@@ -40,21 +37,16 @@ async def run(ctx: Context) -> list[Result]:
     """Every lifecycle row: per database the flow, its floor and the peer; then the relay."""
     logging.getLogger("bot.outbox").setLevel(logging.WARNING)  # one INFO line per send
     n = N_QUICK if ctx.quick else N_FULL
-    databases = [sqlite_database(ctx.sqlite_dir, "manzoori")]
-    pg_note = ""
-    if ctx.postgres_url is None:
-        pg_note = "PostgreSQL not reachable or turned off (BENCH_POSTGRES_URL)"
-    else:
-        databases.append(postgres_database(ctx.postgres_url))
     results: list[Result] = []
     async with SinkProcess(host=ctx.smtp_host) as sink:
-        for db in databases:
+        for db in databases(ctx.sqlite_dir, ctx.postgres_url, "manzoori"):
             figures = await run_lifecycles(db, n, sink)
             results.append(_throughput_row(db, figures))
             results.append(await _floor_row(db, figures, ctx))
             results.append(await _peer_row(db, figures, sink, ctx))
-    if pg_note:
-        results.append(Result(THROUGHPUT, "manzoori, PostgreSQL", {}, notes=pg_note))
+    if ctx.postgres_url is None:
+        note = "PostgreSQL not reachable or turned off (BENCH_POSTGRES_URL)"
+        results.append(Result(THROUGHPUT, "manzoori, PostgreSQL", {}, notes=note))
     async with SinkProcess(data_delay=RELAY_DELAY_SECONDS, host=ctx.smtp_host) as slow:
         relay_n = RELAY_N_QUICK if ctx.quick else RELAY_N_FULL
         relay = await run_lifecycles(sqlite_database(ctx.sqlite_dir, "relay"), relay_n, slow)
@@ -98,18 +90,11 @@ async def _floor_row(db: Database, f: LifecycleFigures, ctx: Context) -> Result:
 async def _peer_row(db: Database, f: LifecycleFigures, sink: SinkProcess, ctx: Context) -> Result:
     target = f"≥ {PEER_RATIO_TARGET:g}× DBOS"
     name = f"DBOS Transact, {db.label}"
-    run_flow = _peer_run_flow()
-    if run_flow is None:
-        return Result(PEER, name, {}, target, None, "peer not available")
     await sink.reset()
     path = f"{ctx.sqlite_dir}/peer.sqlite"
     url = db.url if db.kind == "postgres" else None
-    args: tuple[Any, ...] = (db.kind, url, f.n, sink.address, path)
-    try:
-        if inspect.iscoroutinefunction(run_flow):
-            peer = await run_flow(*args)
-        else:  # DBOS drives its own threads and loop: keep it off this one
-            peer = await asyncio.to_thread(run_flow, *args)
+    try:  # DBOS runs in a process of its own (bench.peer_flow)
+        peer = await run_flow(db.kind, url, f.n, sink.address, path)
     except Exception as exc:  # the peer's failure is reported in its row, not hidden
         print(f"bench: the DBOS peer failed on {db.label}: {exc!r}", file=sys.stderr)
         return Result(PEER, name, {}, target, None, f"peer failed: {type(exc).__name__}: {exc}")
@@ -124,16 +109,6 @@ async def _peer_row(db: Database, f: LifecycleFigures, sink: SinkProcess, ctx: C
     }
     notes = "" if accepted.distinct == peer.n else f"the server took {accepted.distinct} mails"
     return Result(PEER, name, figures, target, ratio >= PEER_RATIO_TARGET, notes)
-
-
-def _peer_run_flow() -> Any:
-    """bench.peer.run_flow, or None where the peer is not installed in this tree."""
-    try:
-        module = importlib.import_module("bench.peer")
-    except ImportError as exc:
-        print(f"bench: the DBOS peer is not available: {exc}", file=sys.stderr)
-        return None
-    return getattr(module, "run_flow", None)
 
 
 def _relay_row(f: LifecycleFigures) -> Result:

@@ -2,8 +2,7 @@
 
 `run_flow` runs `bench.peer_flow` (the flow written with DBOS) in a subprocess against a given SMTP
 server and database, and returns its figures; the lifecycle section divides manzoori's throughput
-by them. `run` is this module's own section: the peer on SQLite and, when the bench has one, on
-PostgreSQL, into an SMTP sink it starts itself, so the peer can be run and checked alone.
+by them (bench.lifecycle, which starts the SMTP server and checks what it received).
 """
 
 from __future__ import annotations
@@ -15,12 +14,6 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.common import Context, Result
-
-SECTION = "DBOS Transact peer"
-# As the lifecycle section: N >= 2,000 for the figure, a few dozen for a smoke run.
-FULL_N = 2_000
-QUICK_N = 40
 # The subprocess finishes in about a minute for N = 2,000 on two busy cores; this only bounds a
 # run that hangs (a lost approval, a dead SMTP server), well beyond any honest run.
 RUN_TIMEOUT_S = 900.0
@@ -99,36 +92,3 @@ async def run_flow(
         tail = stderr.decode(errors="replace")[-STDERR_TAIL:]
         raise PeerError(f"the {kind} peer exited with {process.returncode}:\n{tail}")
     return parse_figures(stdout.decode(), n)
-
-
-def result_row(label: str, figures: PeerFigures, delivered: int) -> Result:
-    """One table row for a peer run, with the SMTP server's own count beside the figures."""
-    return Result(
-        section=SECTION,
-        name=f"DBOS Transact, {label}",
-        figures={
-            "lifecycles/s": f"{figures.lifecycles_per_s:.1f}",
-            "CPU ms/lifecycle": f"{figures.cpu_ms_per_lifecycle:.1f}",
-            "N": f"{figures.n:,}",
-        },
-        notes=f"{delivered:,} e-mails arrived",
-    )
-
-
-async def run(ctx: Context) -> list[Result]:
-    """The peer on SQLite and (with a PostgreSQL URL) on PostgreSQL, into its own SMTP sink."""
-    # Imported here: the sink pulls in aiosmtpd, which only this section needs.
-    from bot.dev.smtp import running_sink
-
-    n = QUICK_N if ctx.quick else FULL_N
-    kinds = [("sqlite", "SQLite")] + ([("postgres", "PostgreSQL")] if ctx.postgres_url else [])
-    results = []
-    for kind, label in kinds:
-        with running_sink() as sink:
-            path = str(Path(ctx.sqlite_dir) / f"peer-{kind}.sqlite")
-            figures = await run_flow(kind, ctx.postgres_url, n, (sink.host, sink.port), path)
-            delivered = len(sink.messages)
-        if delivered != n:
-            raise PeerError(f"the SMTP server received {delivered} of {n} e-mails")
-        results.append(result_row(label, figures, delivered))
-    return results

@@ -91,15 +91,27 @@ async def test_a_writer_that_fails_frees_the_turn() -> None:
             pass
 
 
-def test_each_event_loop_has_its_own_queue() -> None:
+def test_a_loop_that_stopped_holding_the_turn_does_not_block_another_loop() -> None:
     turns = WriteTurns()
 
-    async def once() -> None:
+    async def hold_forever() -> None:
         async with turns.turn():
-            await asyncio.sleep(0)
+            await asyncio.Event().wait()
 
-    asyncio.run(once())
-    asyncio.run(once())  # a loop that ended holding nothing leaves nothing behind
+    stopped = asyncio.new_event_loop()
+    holder = stopped.create_task(hold_forever())
+    stopped.run_until_complete(asyncio.sleep(0))  # the holder took the turn, then the loop stops
+
+    async def write_in_another_loop() -> None:
+        async with asyncio.timeout(1), turns.turn():  # with one queue for all, this waits
+            pass
+
+    try:
+        asyncio.run(write_in_another_loop())
+    finally:
+        holder.cancel()
+        stopped.run_until_complete(asyncio.gather(holder, return_exceptions=True))
+        stopped.close()
 
 
 async def test_work_a_tap_starts_in_the_background_waits_its_turn_again() -> None:
