@@ -4,12 +4,15 @@ table that says which database errors mean "busy, try again" (core.errors.StoreB
 from __future__ import annotations
 
 import sqlite3
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from sqlalchemy import event
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+from store import sqlite_driver
 
 # A writer waits this long for SQLite's one write lock before it gives up with StoreBusy.
 # core.workflow.retry_on_stale then runs the use case again (BUSY_ATTEMPTS in all), so a tap
@@ -22,6 +25,9 @@ READING = "manzoori_reading"
 # SQLite's primary result codes for "another connection holds the lock" (an extended code,
 # such as SQLITE_BUSY_SNAPSHOT, carries its primary code in the low byte).
 _SQLITE_BUSY_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
+# Threads per SQLite engine for the calls that wait (store.sqlite_driver): one commits or
+# waits for the write lock while another opens or closes a file.
+_SQLITE_THREADS = 2
 # PostgreSQL's SQLSTATEs for a transaction it aborted for the others' sake, not for its own
 # content: serialization_failure, deadlock_detected, lock_not_available.
 _POSTGRES_BUSY_STATES = frozenset({"40001", "40P01", "55P03"})
@@ -31,10 +37,13 @@ def make_engine(
     url: str, *, busy_timeout_ms: int = SQLITE_BUSY_TIMEOUT_MS, **kwargs: Any
 ) -> AsyncEngine:
     """Create the engine for `url`: on SQLite with WAL, IMMEDIATE write transactions, deferred
-    read-only ones, and `busy_timeout_ms` of waiting for the write lock."""
+    read-only ones, `busy_timeout_ms` of waiting for the write lock, and statements run on the
+    loop (store.sqlite_driver)."""
     if url.startswith("sqlite"):
-        timeout = busy_timeout_ms / 1000
-        engine = create_async_engine(url, connect_args={"timeout": timeout}, **kwargs)
+        path = make_url(url).database or ""
+        executor = ThreadPoolExecutor(_SQLITE_THREADS, thread_name_prefix="sqlite")
+        connect = sqlite_driver.connector(path, busy_timeout_ms / 1000, executor)
+        engine = create_async_engine(url, async_creator=connect, **kwargs)
         _tune_sqlite(engine, busy_timeout_ms)
         return engine
     return create_async_engine(url, pool_pre_ping=True, **kwargs)
@@ -52,8 +61,7 @@ def is_busy(error: DBAPIError) -> bool:
 def _tune_sqlite(engine: AsyncEngine, busy_timeout_ms: int) -> None:
     @event.listens_for(engine.sync_engine, "connect")
     def _connect(dbapi_connection: Any, _record: Any) -> None:
-        # Let SQLAlchemy's "begin" event issue BEGIN itself (see below).
-        dbapi_connection.isolation_level = None
+        # The connection is in autocommit mode: the "begin" event issues BEGIN (see below).
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")  # readers never block the writer
         cursor.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
