@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Collection, Iterable
+from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import Any, Protocol, TypeVar
@@ -46,6 +46,9 @@ class ReadTx(Protocol):
 
     async def effects_for(self, job_id: str) -> list[Effect]:
         """A job's outbox rows, oldest first."""
+
+    async def roles_of(self, user_ids: Collection[int]) -> dict[int, frozenset[Role]]:
+        """The roles each of these users holds now, in one read."""
 
     async def roles(self, user_id: int) -> frozenset[Role]:
         """The roles a user holds now."""
@@ -105,6 +108,9 @@ class Tx(ReadTx, Protocol):
     async def insert_decision(self, decision: Decision) -> None:
         """Record a decision; raise AlreadyDecided if this reviewer already decided this hash."""
 
+    async def append_audits(self, events: Sequence[AuditEvent]) -> None:
+        """Append audit events, in order."""
+
     async def append_audit(self, event: AuditEvent) -> None:
         """Append one audit event."""
 
@@ -139,6 +145,9 @@ class Tx(ReadTx, Protocol):
 
     async def withdraw_invites(self, created_by: int, at: datetime) -> list[str]:
         """Withdraw every unused invitation `created_by` made; their ids."""
+
+    async def insert_notices(self, notices: Sequence[Notice]) -> None:
+        """Owe several Telegram messages (insert_notice's rule for each)."""
 
     async def insert_notice(self, notice: Notice) -> None:
         """Owe a Telegram message; a notice with the same key already owed stays as it is."""

@@ -17,11 +17,11 @@ from core.errors import (
     ReconcileRefused,
 )
 from core.jobs import AuditEvent, Effect, Job, NewJob, Stamp
-from core.notices import card_edits_for
+from core.notices import Notice, card_edits_for
 from core.policies import Decision, Outcome, Role, Rules, Verdict, check_reviewer, evaluate
 from core.ports import ReadTx, Store, Tx
 from core.states import Action, State, next_state
-from core.workflow import ask_approvers, load, move, retry_on_stale, standing_decisions
+from core.workflow import ask_approvers, load, move, retry_on_stale, standing_decisions, step
 
 _DECIDED = frozenset(
     {
@@ -59,22 +59,31 @@ async def open_job(store: Store, new: NewJob, draft: Draft, now: datetime, rules
 
 
 async def open_in(tx: Tx, new: NewJob, draft: Draft, now: datetime, rules: Rules) -> Job:
-    """Insert a job with its first draft and ask for approval, inside `tx`."""
-    job = Job.received(new, draft.po_number, now)
-    await tx.insert_job(job)  # a PO number taken meanwhile raises InsertConflict: re-read
+    """Insert a job with its first draft and ask for approval, inside `tx`. The four moves
+    from RECEIVED to AWAITING_APPROVAL are validated and audited one by one, and the row is
+    written once, as they leave it: nobody can see it before the transaction commits."""
+    received = Job.received(new, draft.po_number, now)
     stamp = Stamp(f"user:{new.requester_id}", now)
     receive = {"input_ref": new.input_ref}
-    states = (None, job.state)
-    await tx.append_audit(
-        AuditEvent.stamped(stamp, "receive", receive, job_id=job.id, states=states)
-    )
-    job = await move(tx, job, Action.VALIDATE, stamp)
-    job = await move(tx, job, Action.RESEARCH, stamp, new.source_versions)
-    await tx.insert_draft(job.id, 1, draft, now)
-    job = await move(tx, job, Action.DRAFT, stamp, {"draft_version": 1}, **_draft_fields(1, draft))
+    states = (None, received.state)
+    audits = [AuditEvent.stamped(stamp, "receive", receive, job_id=received.id, states=states)]
     basis = {"basis": rules.approval.basis(draft.total_paisa)}
-    deadline = now + rules.approval.ttl
-    job = await move(tx, job, Action.REQUEST_APPROVAL, stamp, basis, decision_deadline=deadline)
+    job = received
+    owed: list[Notice] = []
+    for action, detail, changes in (
+        (Action.VALIDATE, None, {}),
+        (Action.RESEARCH, new.source_versions, {}),
+        (Action.DRAFT, {"draft_version": 1}, _draft_fields(1, draft)),
+        (Action.REQUEST_APPROVAL, basis, {"decision_deadline": now + rules.approval.ttl}),
+    ):
+        done = step(job, action, stamp, detail, **changes)
+        job = done.job
+        audits.append(done.audit)
+        owed.extend(done.owed)
+    await tx.insert_job(job)  # a PO number taken meanwhile raises InsertConflict: re-read
+    await tx.insert_draft(job.id, 1, draft, now)
+    await tx.append_audits(audits)
+    await tx.insert_notices(owed)
     await ask_approvers(tx, job, now)
     return job
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, ParamSpec, TypeVar
 
@@ -50,6 +51,41 @@ def retry_on_stale(use_case: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable
     return again
 
 
+@dataclass(frozen=True)
+class Step:
+    """One transition worked out in memory: the job after it, its audit event, and the news it
+    owes (nothing is written until `record` or `move` writes it)."""
+
+    job: Job
+    audit: AuditEvent
+    owed: tuple[Notice, ...]
+
+
+def step(
+    job: Job,
+    action: Action,
+    stamp: Stamp,
+    detail: dict[str, Any] | None = None,
+    **changes: Any,
+) -> Step:
+    """Apply one transition to `job` in memory, validated like every move (next_state), with
+    its audit event and the news that is owed if, and only if, it happens."""
+    target = next_state(job.state, action)
+    moved = replace(job, state=target, version=job.version + 1, updated_at=stamp.at, **changes)
+    audit = {"job_version": moved.version, **(detail or {})}
+    event = AuditEvent.stamped(
+        stamp, action.value, audit, job_id=job.id, states=(job.state, target)
+    )
+    owed: list[Notice] = []
+    if action in notices.TOLD_TO_REQUESTER:
+        owed.append(notices.status_for(moved, stamp.at))
+    if notices.refreshes_cards(job.state, action):
+        owed.append(notices.card_edits_for(moved, stamp.at))
+    if notices.alerts_admins(target):
+        owed.append(notices.alert_for(moved, stamp.at, target.value))
+    return Step(moved, event, tuple(owed))
+
+
 async def move(
     tx: Tx,
     job: Job,
@@ -58,37 +94,25 @@ async def move(
     detail: dict[str, Any] | None = None,
     **changes: Any,
 ) -> Job:
-    """Apply one transition with compare-and-set and its audit event, in `tx`."""
-    target = next_state(job.state, action)
-    moved = await tx.update_job(job, state=target, updated_at=stamp.at, **changes)
-    audit = {"job_version": moved.version, **(detail or {})}
-    states = (job.state, target)
-    await tx.append_audit(
-        AuditEvent.stamped(stamp, action.value, audit, job_id=job.id, states=states)
-    )
-    # In the same transaction: the news is owed if, and only if, it happened.
-    owed: list[Notice] = []
-    if action in notices.TOLD_TO_REQUESTER:
-        owed.append(notices.status_for(moved, stamp.at))
-    if notices.refreshes_cards(job.state, action):
-        owed.append(notices.card_edits_for(moved, stamp.at))
-    if notices.alerts_admins(target):
-        owed.append(notices.alert_for(moved, stamp.at, target.value))
-    for notice in owed:
-        await tx.insert_notice(notice)
+    """Apply one transition with compare-and-set and its audit event, in `tx`; the news it
+    owes is owed in the same transaction."""
+    done = step(job, action, stamp, detail, **changes)
+    moved = await tx.update_job(job, state=done.job.state, updated_at=stamp.at, **changes)
+    await tx.append_audit(done.audit)
+    await tx.insert_notices(done.owed)
     return moved
 
 
 async def ask_approvers(tx: Tx, job: Job, now: datetime) -> list[Notice]:
     """Owe an approval card for the job's current draft to every approver but the requester."""
     assert job.draft_version is not None
-    owed = []
-    for approver in await tx.holders(Role.APPROVER):
-        if approver == job.requester_id:
-            continue  # nobody approves their own request, so nobody is asked to
-        card = notices.card_for(job, approver, now)
-        await tx.insert_notice(card)
-        owed.append(card)
+    # Nobody approves their own request, so nobody is asked to.
+    owed = [
+        notices.card_for(job, approver, now)
+        for approver in await tx.holders(Role.APPROVER)
+        if approver != job.requester_id
+    ]
+    await tx.insert_notices(owed)
     return owed
 
 
@@ -118,4 +142,6 @@ async def load(tx: ReadTx, po_number: str) -> Job:
 
 async def standing_decisions(tx: ReadTx, job_id: str) -> list[Decision]:
     """A job's decisions by people who still hold the approver role: the ones that count."""
-    return [d for d in await tx.decisions(job_id) if Role.APPROVER in await tx.roles(d.reviewer_id)]
+    decisions = await tx.decisions(job_id)
+    roles = await tx.roles_of({d.reviewer_id for d in decisions})
+    return [d for d in decisions if Role.APPROVER in roles[d.reviewer_id]]

@@ -2,28 +2,36 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, fields
+from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, select
+from sqlalchemy import bindparam, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from core.errors import LeaseLost
-from core.notices import Notice, NoticeKind, NoticeStatus
+from core.notices import Notice, NoticeStatus
 from core.policies import Role
 from store import schema
+from store.rows import notice_from_row, plain, values_of
 from store.versioned import Lease, claim_rows, compare_and_set
 
-_FIELDS = [f.name for f in fields(Notice)]
-
-
-def _notice(row: Any) -> Notice:
-    data = {name: row._mapping[name] for name in _FIELDS}
-    return Notice(
-        **{**data, "kind": NoticeKind(data["kind"]), "status": NoticeStatus(data["status"])}
-    )
+_t = schema.notices
+_HOLDERS = (
+    select(schema.user_roles.c.user_id)
+    .where(schema.user_roles.c.role == bindparam("role"))
+    .order_by(schema.user_roles.c.user_id)
+)
+# A notice already owed under the same key stays as it is (per dialect: same SQL, two classes).
+_INSERT = {
+    "postgresql": postgresql.insert(_t).on_conflict_do_nothing(index_elements=["key"]),
+    "sqlite": sqlite.insert(_t).on_conflict_do_nothing(index_elements=["key"]),
+}
+_NOTICES_FOR = (
+    select(_t).where(_t.c.job_id == bindparam("job_id")).order_by(_t.c.created_at, _t.c.key)
+)
 
 
 class NoticeQueries:
@@ -34,17 +42,18 @@ class NoticeQueries:
 
     async def holders(self, role: Role) -> list[int]:
         """Every user holding `role` now, by id."""
-        t = schema.user_roles
-        rows = await self.conn.execute(
-            select(t.c.user_id).where(t.c.role == role.value).order_by(t.c.user_id)
-        )
+        rows = await self.conn.execute(_HOLDERS, {"role": role.value})
         return [int(user_id) for user_id in rows.scalars()]
 
     async def insert_notice(self, notice: Notice) -> None:
         """Owe a Telegram message; a notice with the same key already owed stays as it is."""
-        values = {**asdict(notice), "kind": notice.kind.value, "status": notice.status.value}
-        insert = (postgresql if self._postgres else sqlite).insert(schema.notices).values(values)
-        await self.conn.execute(insert.on_conflict_do_nothing(index_elements=["key"]))
+        await self.insert_notices([notice])
+
+    async def insert_notices(self, notices: Sequence[Notice]) -> None:
+        """Owe several Telegram messages in one statement (insert_notice's rule for each)."""
+        if notices:
+            insert = _INSERT[self.conn.dialect.name]
+            await self.conn.execute(insert, [values_of(notice) for notice in notices])
 
     async def claim_notices(
         self, now: datetime, owner: str, lease_until: datetime, limit: int, job_id: str | None
@@ -54,23 +63,18 @@ class NoticeQueries:
         t = schema.notices
         among = None if job_id is None else t.c.job_id == job_id
         rows = await claim_rows(self.conn, t, now, Lease(owner, lease_until), limit, among)
-        return [_notice(row) for row in rows]
+        return [notice_from_row(row) for row in rows]
 
     async def update_notice(self, notice: Notice, **changes: Any) -> Notice:
         """Compare-and-set on (key, version); bump version; raise LeaseLost on a miss."""
         if "status" in changes:
-            changes["status"] = NoticeStatus(changes["status"]).value
-        t = schema.notices
-        read_at = and_(t.c.key == notice.key, t.c.version == notice.version)
-        row = await compare_and_set(self.conn, t, read_at, **changes)
-        if row is None:
+            changes["status"] = NoticeStatus(changes["status"])
+        read_at = {"key": notice.key}
+        if not await compare_and_set(self.conn, _t, read_at, notice.version, plain(changes)):
             raise LeaseLost(f"{notice.key} changed under this sender")
-        return _notice(row)
+        return replace(notice, version=notice.version + 1, **changes)
 
     async def notices_for(self, job_id: str) -> list[Notice]:
         """A job's notices, oldest first."""
-        t = schema.notices
-        rows = await self.conn.execute(
-            select(t).where(t.c.job_id == job_id).order_by(t.c.created_at, t.c.key)
-        )
-        return [_notice(row) for row in rows]
+        rows = await self.conn.execute(_NOTICES_FOR, {"job_id": job_id})
+        return [notice_from_row(row) for row in rows]

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Collection, Iterator
+from collections.abc import AsyncIterator, Collection, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager, nullcontext
-from dataclasses import asdict, fields
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, delete, func, insert, or_, select
+from sqlalchemy import and_, bindparam, delete, func, insert, or_, select
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
@@ -25,7 +25,7 @@ from core.errors import (
     UnknownJob,
 )
 from core.jobs import AuditEvent, Effect, Job, Stamp
-from core.policies import Decision, Role, Verdict
+from core.policies import Decision, Role
 from core.states import State
 from core.terms import Terms
 from store import schema
@@ -34,29 +34,44 @@ from store.notices import NoticeQueries
 from store.people import PeopleQueries
 from store.purchasing import PurchasingQueries
 from store.retention import RetentionQueries
-from store.rows import job_from_row
+from store.rows import (
+    audit_values,
+    decision_from_row,
+    effect_from_row,
+    job_from_row,
+    plain,
+    values_of,
+)
 from store.sealing import Sealer
 from store.turns import WriteTurns
 from store.versioned import Lease, claim_rows, compare_and_set
 
-_EFFECT_FIELDS = [f.name for f in fields(Effect)]
-_DECISION_FIELDS = [f.name for f in fields(Decision)]
-
-
-def _effect(row: Any) -> Effect:
-    data = {name: row._mapping[name] for name in _EFFECT_FIELDS}
-    return Effect(**{**data, "status": EffectStatus(data["status"])})
-
-
-def _decision(row: Any) -> Decision:
-    data = {name: row._mapping[name] for name in _DECISION_FIELDS}
-    return Decision(
-        **{
-            **data,
-            "reviewer_role": Role(data["reviewer_role"]),
-            "verdict": Verdict(data["verdict"]),
-        }
-    )
+# The statements every use case runs, built once (building one costs more than running it).
+_jobs, _drafts, _decisions = schema.jobs, schema.drafts, schema.decisions
+_effects, _roles = schema.effects, schema.user_roles
+_JOB = select(_jobs).where(_jobs.c.id == bindparam("id"))
+_JOB_BY_PO = select(_jobs).where(_jobs.c.po_number == bindparam("po_number"))
+_INSERT_JOB = insert(_jobs)
+_INSERT_DRAFT = insert(_drafts)
+_DRAFT = select(_drafts).where(
+    _drafts.c.job_id == bindparam("job_id"), _drafts.c.version == bindparam("version")
+)
+_DECISIONS = (
+    select(_decisions).where(_decisions.c.job_id == bindparam("job_id")).order_by(_decisions.c.id)
+)
+_INSERT_DECISION = insert(_decisions)
+_INSERT_AUDIT = insert(schema.audit_events)
+_INSERT_EFFECT = insert(_effects)
+_EFFECT = select(_effects).where(_effects.c.key == bindparam("key"))
+_EFFECTS_FOR = (
+    select(_effects)
+    .where(_effects.c.job_id == bindparam("job_id"))
+    .order_by(_effects.c.created_at, _effects.c.key)
+)
+_ROLES = select(_roles.c.role).where(_roles.c.user_id == bindparam("user_id"))
+_ROLES_OF = select(_roles.c.user_id, _roles.c.role).where(
+    _roles.c.user_id.in_(bindparam("user_ids", expanding=True))
+)
 
 
 class SqlTx(PurchasingQueries, PeopleQueries, NoticeQueries, RetentionQueries):
@@ -78,17 +93,14 @@ class SqlTx(PurchasingQueries, PeopleQueries, NoticeQueries, RetentionQueries):
 
     async def job(self, job_id: str) -> Job:
         """The job with that id, or raise UnknownJob."""
-        row = (
-            await self.conn.execute(select(schema.jobs).where(schema.jobs.c.id == job_id))
-        ).first()
+        row = (await self.conn.execute(_JOB, {"id": job_id})).first()
         if row is None:
             raise UnknownJob(f"no job {job_id}")
         return job_from_row(row)
 
     async def job_by_po(self, po_number: str) -> Job | None:
         """The job with that PO number, if any."""
-        query = select(schema.jobs).where(schema.jobs.c.po_number == po_number)
-        row = (await self.conn.execute(query)).first()
+        row = (await self.conn.execute(_JOB_BY_PO, {"po_number": po_number})).first()
         return None if row is None else job_from_row(row)
 
     async def jobs_past_deadline(self, state: State, now: datetime, limit: int) -> list[Job]:
@@ -105,38 +117,35 @@ class SqlTx(PurchasingQueries, PeopleQueries, NoticeQueries, RetentionQueries):
     async def insert_job(self, job: Job) -> None:
         """Add a new job row; a PO number taken by a concurrent request raises InsertConflict."""
         try:
-            await self.conn.execute(
-                insert(schema.jobs).values(**{**asdict(job), "state": job.state.value})
-            )
+            await self.conn.execute(_INSERT_JOB, values_of(job))
         except IntegrityError as error:
             raise InsertConflict(f"{job.po_number} was taken meanwhile") from error
 
     async def update_job(self, job: Job, **changes: Any) -> Job:
         """Compare-and-set on (id, state, version); bump version; raise StaleJob on a miss."""
         if "state" in changes:
-            changes["state"] = State(changes["state"]).value
-        t = schema.jobs
-        read_at = and_(t.c.id == job.id, t.c.state == job.state.value, t.c.version == job.version)
-        row = await compare_and_set(self.conn, t, read_at, **changes)
-        if row is None:
+            changes["state"] = State(changes["state"])
+        read_at = {"id": job.id, "state": job.state.value}
+        if not await compare_and_set(self.conn, _jobs, read_at, job.version, plain(changes)):
             raise StaleJob(f"job {job.po_number} moved on from {job.state.value} v{job.version}")
-        return job_from_row(row)
+        return replace(job, version=job.version + 1, **changes)
 
     async def insert_draft(self, job_id: str, version: int, draft: Draft, at: datetime) -> None:
         """Append one immutable draft version, its body sealed; InsertConflict if a concurrent
         writer stored that version first (PostgreSQL makes the loser wait, then refuses it)."""
         try:
             await self.conn.execute(
-                insert(schema.drafts).values(
-                    job_id=job_id,
-                    version=version,
-                    hash=draft_hash(draft),
-                    supplier_id=draft.supplier_id,
-                    total_paisa=draft.total_paisa,
-                    line_count=len(draft.lines),
-                    body_encrypted=self._sealer.seal(canonical_bytes(draft)),
-                    created_at=at,
-                )
+                _INSERT_DRAFT,
+                {
+                    "job_id": job_id,
+                    "version": version,
+                    "hash": draft_hash(draft),
+                    "supplier_id": draft.supplier_id,
+                    "total_paisa": draft.total_paisa,
+                    "line_count": len(draft.lines),
+                    "body_encrypted": self._sealer.seal(canonical_bytes(draft)),
+                    "created_at": at,
+                },
             )
         except IntegrityError as error:
             raise InsertConflict(
@@ -146,10 +155,7 @@ class SqlTx(PurchasingQueries, PeopleQueries, NoticeQueries, RetentionQueries):
 
     async def draft(self, job_id: str, version: int) -> Draft:
         """One stored draft version, opened and checked against its hash."""
-        t = schema.drafts
-        row = (
-            await self.conn.execute(select(t).where(t.c.job_id == job_id, t.c.version == version))
-        ).one()
+        row = (await self.conn.execute(_DRAFT, {"job_id": job_id, "version": version})).one()
         if not row.body_encrypted:
             raise DraftPurged(
                 f"draft v{version} of job {job_id} was removed by the retention purge"
@@ -161,72 +167,53 @@ class SqlTx(PurchasingQueries, PeopleQueries, NoticeQueries, RetentionQueries):
 
     async def decisions(self, job_id: str) -> list[Decision]:
         """Every decision on the job, oldest first."""
-        t = schema.decisions
-        rows = await self.conn.execute(select(t).where(t.c.job_id == job_id).order_by(t.c.id))
-        return [_decision(row) for row in rows]
+        rows = await self.conn.execute(_DECISIONS, {"job_id": job_id})
+        return [decision_from_row(row) for row in rows]
 
     async def insert_decision(self, decision: Decision) -> None:
         """Record a decision; the unique constraint turns a repeat into AlreadyDecided."""
-        values = {
-            **asdict(decision),
-            "reviewer_role": decision.reviewer_role.value,
-            "verdict": decision.verdict.value,
-        }
         try:
-            await self.conn.execute(insert(schema.decisions).values(**values))
+            await self.conn.execute(_INSERT_DECISION, values_of(decision))
         except IntegrityError as error:
             raise AlreadyDecided("this reviewer already decided this draft") from error
 
     async def append_audit(self, event: AuditEvent) -> None:
         """Append one audit event."""
-        await self.conn.execute(
-            insert(schema.audit_events).values(
-                job_id=event.job_id,
-                at=event.at,
-                actor=event.actor,
-                action=event.action,
-                from_state=event.from_state and event.from_state.value,
-                to_state=event.to_state and event.to_state.value,
-                detail=event.detail,
-            )
-        )
+        await self.append_audits([event])
+
+    async def append_audits(self, events: Sequence[AuditEvent]) -> None:
+        """Append audit events, in order, in one statement."""
+        if events:
+            await self.conn.execute(_INSERT_AUDIT, [audit_values(event) for event in events])
 
     async def insert_effect(self, effect: Effect) -> None:
         """Add an outbox row; its key is the primary key."""
-        await self.conn.execute(
-            insert(schema.effects).values(**{**asdict(effect), "status": effect.status.value})
-        )
+        await self.conn.execute(_INSERT_EFFECT, values_of(effect))
 
     async def effect(self, key: str) -> Effect:
         """The outbox row with that key."""
-        t = schema.effects
-        return _effect((await self.conn.execute(select(t).where(t.c.key == key))).one())
+        return effect_from_row((await self.conn.execute(_EFFECT, {"key": key})).one())
 
     async def effects_for(self, job_id: str) -> list[Effect]:
         """A job's outbox rows, oldest first."""
-        t = schema.effects
-        rows = await self.conn.execute(
-            select(t).where(t.c.job_id == job_id).order_by(t.c.created_at, t.c.key)
-        )
-        return [_effect(row) for row in rows]
+        rows = await self.conn.execute(_EFFECTS_FOR, {"job_id": job_id})
+        return [effect_from_row(row) for row in rows]
 
     async def update_effect(self, effect: Effect, **changes: Any) -> Effect:
         """Compare-and-set on (key, version); bump version; raise LeaseLost on a miss."""
         if "status" in changes:
-            changes["status"] = EffectStatus(changes["status"]).value
-        t = schema.effects
-        read_at = and_(t.c.key == effect.key, t.c.version == effect.version)
-        row = await compare_and_set(self.conn, t, read_at, **changes)
-        if row is None:
+            changes["status"] = EffectStatus(changes["status"])
+        read_at = {"key": effect.key}
+        if not await compare_and_set(self.conn, _effects, read_at, effect.version, plain(changes)):
             raise LeaseLost(f"{effect.key} changed under this runner")
-        return _effect(row)
+        return replace(effect, version=effect.version + 1, **changes)
 
     async def claim_due(
         self, now: datetime, owner: str, lease_until: datetime, limit: int
     ) -> list[Effect]:
         """Lease due pending rows, and claimed rows whose lease ran out, to `owner`."""
         rows = await claim_rows(self.conn, schema.effects, now, Lease(owner, lease_until), limit)
-        return [_effect(row) for row in rows]
+        return [effect_from_row(row) for row in rows]
 
     async def stalled(self, now: datetime, limit: int) -> list[Effect]:
         """Started rows whose lease ran out: their runner died mid-attempt."""
@@ -238,7 +225,7 @@ class SqlTx(PurchasingQueries, PeopleQueries, NoticeQueries, RetentionQueries):
         )
         if self._postgres:
             query = query.with_for_update(skip_locked=True)
-        return [_effect(row) for row in await self.conn.execute(query)]
+        return [effect_from_row(row) for row in await self.conn.execute(query)]
 
     async def open_work(self, now: datetime) -> int:
         """Rows that are due now, leased, or mid-attempt."""
@@ -251,9 +238,16 @@ class SqlTx(PurchasingQueries, PeopleQueries, NoticeQueries, RetentionQueries):
 
     async def roles(self, user_id: int) -> frozenset[Role]:
         """The roles a user holds now."""
-        t = schema.user_roles
-        rows = await self.conn.execute(select(t.c.role).where(t.c.user_id == user_id))
+        rows = await self.conn.execute(_ROLES, {"user_id": user_id})
         return frozenset(Role(role) for role in rows.scalars())
+
+    async def roles_of(self, user_ids: Collection[int]) -> dict[int, frozenset[Role]]:
+        """The roles each of these users holds now (none: an empty set), in one query."""
+        held: dict[int, set[Role]] = {user_id: set() for user_id in user_ids}
+        if held:
+            for user_id, role in await self.conn.execute(_ROLES_OF, {"user_ids": list(held)}):
+                held[int(user_id)].add(Role(role))
+        return {user_id: frozenset(roles) for user_id, roles in held.items()}
 
     async def grant(self, user_id: int, role: Role, by: str, now: datetime) -> bool:
         """Give a user a role; False if they had it already."""

@@ -11,6 +11,8 @@ returns in microseconds. Two calls may wait, and those go to a thread so that th
 answering taps meanwhile:
 
     BEGIN IMMEDIATE   waits up to busy_timeout for the write lock another process holds
+                      (tried on the loop first without waiting: a hand-over costs more than
+                      taking a free lock)
     COMMIT            of a transaction that wrote: fsyncs the WAL (synchronous=FULL)
 
 plus opening and closing the file and any executemany of many rows (a 10,000-line sheet).
@@ -56,10 +58,10 @@ class Cursor:
         return self._cursor.lastrowid
 
     async def execute(self, sql: str, parameters: Sequence[Any] = ()) -> Cursor:
-        if sql.lstrip().upper().startswith(_WAITING):
-            await self._connection.off_loop(self._cursor.execute, sql, parameters)
-        else:
+        if not sql.lstrip().upper().startswith(_WAITING):
             self._cursor.execute(sql, parameters)
+        elif not self._connection.lock_now(self._cursor, sql, parameters):
+            await self._connection.off_loop(self._cursor.execute, sql, parameters)
         return self
 
     async def executemany(self, sql: str, parameters: Iterable[Sequence[Any]]) -> Cursor:
@@ -86,10 +88,27 @@ class Cursor:
 class Connection:
     """The part of aiosqlite's Connection SQLAlchemy's adapter uses."""
 
-    def __init__(self, raw: sqlite3.Connection, executor: ThreadPoolExecutor) -> None:
+    def __init__(
+        self, raw: sqlite3.Connection, executor: ThreadPoolExecutor, timeout: float
+    ) -> None:
         self.raw = raw
         self._executor = executor
+        self._busy_timeout_ms = int(timeout * 1000)
         self._changes_at_begin = raw.total_changes
+
+    def lock_now(self, cursor: sqlite3.Cursor, sql: str, parameters: Sequence[Any]) -> bool:
+        """Run a statement that takes the write lock if the lock is free now; False, with
+        nothing done, if another connection holds it (then it is run off the loop, waiting)."""
+        self.raw.execute("PRAGMA busy_timeout=0")
+        try:
+            cursor.execute(sql, parameters)
+        except sqlite3.OperationalError as error:
+            if error.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY:
+                raise
+            return False
+        finally:
+            self.raw.execute(f"PRAGMA busy_timeout={self._busy_timeout_ms}")
+        return True
 
     async def off_loop(self, call: Callable[..., T], *args: Any) -> T:
         """Run a call that may wait in the driver's thread; the loop goes on meanwhile."""
@@ -143,6 +162,6 @@ def connector(
                 path, timeout=timeout, isolation_level=None, check_same_thread=False, **kwargs
             ),
         )
-        return Connection(raw, executor)
+        return Connection(raw, executor, timeout)
 
     return connect

@@ -1,14 +1,19 @@
 """Rows with a version column: the one compare-and-set update they share, and the lease claim
-both outboxes (supplier e-mail, Telegram) use."""
+both outboxes (supplier e-mail, Telegram) use.
+
+Statements here are built once per shape and kept (`_cas_statement`): building a SQLAlchemy
+construct and its cache key costs more than running it, and a use case makes several of these.
+"""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Row, Table, and_, or_, select, true, update
+from sqlalchemy import ColumnElement, Row, Table, Update, and_, bindparam, or_, select, true, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 
@@ -20,18 +25,38 @@ class Lease:
     until: datetime
 
 
-async def compare_and_set(
-    conn: AsyncConnection, table: Table, where: ColumnElement[bool], **changes: Any
-) -> Row[Any] | None:
-    """Update the one row `where` names (its key and the version it was read at) with
-    `changes`, bumping its version; the new row, or None when another writer got there first."""
-    query = (
+# Bound parameter names of the WHERE clause; SET values are bound as "set_<column>".
+_WHERE = "where_"
+_SET = "set_"
+
+
+@functools.cache
+def _cas_statement(table: Table, where: tuple[str, ...], changed: frozenset[str]) -> Update:
+    """UPDATE table SET <changed>, version WHERE <where columns> = their values, built once."""
+    return (
         update(table)
-        .where(where)
-        .values(version=table.c.version + 1, **changes)
-        .returning(*table.c)
+        .where(*(table.c[name] == bindparam(_WHERE + name) for name in where))
+        .values({name: bindparam(_SET + name) for name in (*sorted(changed), "version")})
     )
-    return (await conn.execute(query)).first()
+
+
+async def compare_and_set(
+    conn: AsyncConnection,
+    table: Table,
+    read_at: dict[str, Any],
+    version: int,
+    changes: dict[str, Any],
+) -> bool:
+    """Update the one row `read_at` names (its key, and any other column it was read with) if
+    it is still at `version`, with `changes` and the version after it; False when another
+    writer got there first. The caller knows the new row: the one it read, changed so."""
+    where = {**read_at, "version": version}
+    query = _cas_statement(table, tuple(sorted(where)), frozenset(changes))
+    params = {_WHERE + name: value for name, value in where.items()}
+    params |= {_SET + name: value for name, value in changes.items()}
+    params[_SET + "version"] = version + 1
+    result = await conn.execute(query, params)
+    return int(result.rowcount) == 1
 
 
 async def claim_rows(
