@@ -8,7 +8,6 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import bindparam, select
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from core.errors import LeaseLost
@@ -16,7 +15,7 @@ from core.notices import Notice, NoticeStatus
 from core.policies import Role
 from store import schema
 from store.rows import notice_from_row, plain, values_of
-from store.versioned import Lease, claim_rows, compare_and_set
+from store.versioned import Lease, claim_rows, compare_and_set, insert_or_keep
 
 _t = schema.notices
 _HOLDERS = (
@@ -24,11 +23,7 @@ _HOLDERS = (
     .where(schema.user_roles.c.role == bindparam("role"))
     .order_by(schema.user_roles.c.user_id)
 )
-# A notice already owed under the same key stays as it is (per dialect: same SQL, two classes).
-_INSERT = {
-    "postgresql": postgresql.insert(_t).on_conflict_do_nothing(index_elements=["key"]),
-    "sqlite": sqlite.insert(_t).on_conflict_do_nothing(index_elements=["key"]),
-}
+_INSERT = insert_or_keep(_t, "key")  # a notice already owed under the same key stays as it is
 _NOTICES_FOR = (
     select(_t).where(_t.c.job_id == bindparam("job_id")).order_by(_t.c.created_at, _t.c.key)
 )
@@ -52,8 +47,7 @@ class NoticeQueries:
     async def insert_notices(self, notices: Sequence[Notice]) -> None:
         """Owe several Telegram messages in one statement (insert_notice's rule for each)."""
         if notices:
-            insert = _INSERT[self.conn.dialect.name]
-            await self.conn.execute(insert, [values_of(notice) for notice in notices])
+            await self.conn.execute(_INSERT, [values_of(notice) for notice in notices])
 
     async def claim_notices(
         self, now: datetime, owner: str, lease_until: datetime, limit: int, job_id: str | None

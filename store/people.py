@@ -12,6 +12,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from core.policies import Role
 from core.users import TelegramUser
 from store import schema
+from store.versioned import insert_or_keep
+
+_CLAIM_UPDATE = insert_or_keep(schema.processed_updates, "update_id")
 
 
 def _user(row: Any) -> TelegramUser:
@@ -122,10 +125,8 @@ class PeopleQueries:
 
     async def claim_update(self, update_id: int, at: datetime) -> bool:
         """True the first time an update id is seen; a redelivery gets False."""
-        t = schema.processed_updates
-        query = self._insert(t).values(update_id=update_id, processed_at=at)
         result = await self.conn.execute(
-            query.on_conflict_do_nothing(index_elements=[t.c.update_id])
+            _CLAIM_UPDATE, {"update_id": update_id, "processed_at": at}
         )
         return bool(result.rowcount)
 

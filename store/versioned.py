@@ -13,7 +13,20 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Row, Table, Update, and_, bindparam, or_, select, true, update
+from sqlalchemy import (
+    ColumnElement,
+    Row,
+    Table,
+    TextClause,
+    Update,
+    and_,
+    bindparam,
+    or_,
+    select,
+    text,
+    true,
+    update,
+)
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 
@@ -101,3 +114,18 @@ async def claim_rows(
         .returning(*t.c)
     )
     return list(await conn.execute(claim))
+
+
+def insert_or_keep(table: Table, key: str) -> TextClause:
+    """INSERT of a whole row that leaves a row already stored under the same `key` as it is:
+    ON CONFLICT DO NOTHING, which SQLite and PostgreSQL spell alike. Written as text with
+    typed parameters because SQLAlchemy's dialect INSERT constructs have no cache key and
+    are compiled again at every execution; this one is compiled once."""
+    names = [column.name for column in table.columns]
+    columns = ", ".join(f'"{name}"' for name in names)
+    values = ", ".join(f":{name}" for name in names)
+    # Names from the schema only; every value is a bound parameter.
+    sql = f'INSERT INTO {table.name} ({columns}) VALUES ({values}) ON CONFLICT ("{key}") DO NOTHING'  # noqa: S608
+    return text(sql).bindparams(
+        *(bindparam(column.name, type_=column.type) for column in table.columns)
+    )
