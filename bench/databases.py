@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import event, text
+from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from store.engine import make_engine
@@ -51,11 +52,17 @@ def postgres_url_from_env() -> str | None:
 
 
 async def reachable(url: str) -> bool:
-    """Whether a connection to `url` can be opened now."""
-    engine = make_engine(url)
+    """Whether the database `url` names can be used now, created first if the server has
+    no database of that name (on a fresh machine `make bench` finds only `postgres`)."""
+    parsed = make_url(url)
+    engine = make_engine(str(parsed.set(database="postgres")), isolation_level="AUTOCOMMIT")
     try:
         async with engine.connect() as conn:
-            await conn.execute(text("SELECT 1"))
+            found = await conn.execute(
+                text("SELECT 1 FROM pg_database WHERE datname = :name"), {"name": parsed.database}
+            )
+            if found.scalar() is None:
+                await conn.execute(text(f'CREATE DATABASE "{parsed.database}"'))
         return True
     except Exception:  # any failure to connect means the same here: no PostgreSQL rows
         return False
@@ -93,7 +100,7 @@ class Counters:
 
     def _on_statement(self, *_args: Any) -> None:
         # Every statement the driver is handed: SQLite's BEGIN IMMEDIATE and PRAGMAs included,
-        # since each costs a round trip through aiosqlite's thread as a query does.
+        # since each is a call into the driver as a query is.
         self.statements += 1
 
     def reset(self) -> None:

@@ -14,10 +14,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
-from store.engine import make_engine
+from bench.databases import reachable
 
 ROOT = Path(__file__).resolve().parents[2]
 POSTGRES_URL = os.environ.get("TEST_POSTGRES_URL")
@@ -27,29 +26,13 @@ LIFECYCLE_SECTIONS = ("Lifecycle throughput", "Commit floor", "DBOS peer", "200 
 NUMBER = re.compile(r"^\d{1,3}(,\d{3})*(\.\d+)?(%|×)?$|^\d+(\.\d+)?(%|×)?$")
 
 
-async def _create_database(url: str) -> None:
-    """Create the database `url` names if it is missing (the bench drops its public schema,
-    so it must not be the test suite's own)."""
-    parsed = make_url(url)
-    engine = make_engine(str(parsed.set(database="postgres")), isolation_level="AUTOCOMMIT")
-    try:
-        async with engine.connect() as conn:
-            found = await conn.execute(
-                text("SELECT 1 FROM pg_database WHERE datname = :name"), {"name": parsed.database}
-            )
-            if found.scalar() is None:
-                await conn.execute(text(f'CREATE DATABASE "{parsed.database}"'))
-    finally:
-        await engine.dispose()
-
-
 def _bench_postgres_url() -> str:
     """A database of the bench's own beside the suite's, or "" (SQLite only) without one."""
     if not POSTGRES_URL:
         return ""
     parsed = make_url(POSTGRES_URL)
     url = parsed.set(database=f"{parsed.database}_bench").render_as_string(hide_password=False)
-    asyncio.run(_create_database(url))
+    assert asyncio.run(reachable(url)), f"PostgreSQL at {POSTGRES_URL} is not usable"
     return url
 
 
