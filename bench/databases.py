@@ -99,8 +99,9 @@ class Counters:
         self.commits += 1
 
     def _on_statement(self, *_args: Any) -> None:
-        # Every statement the driver is handed: SQLite's BEGIN IMMEDIATE and PRAGMAs included,
-        # since each is a call into the driver as a query is.
+        # Every statement the engine hands the driver. BEGIN is not among them on either
+        # database: asyncpg opens its transactions itself, and on SQLite the driver does
+        # (store.sqlite_driver.Connection.begin).
         self.statements += 1
 
     def reset(self) -> None:

@@ -11,6 +11,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.util import await_only
 
 from store import sqlite_driver
 
@@ -71,15 +72,11 @@ def _tune_sqlite(engine: AsyncEngine, busy_timeout_ms: int) -> None:
 
     @event.listens_for(engine.sync_engine, "begin")
     def _begin(connection: Connection) -> None:
-        if connection.get_execution_options().get(READING):
-            # Deferred: under WAL a reader takes no lock the writer waits for, and it reads a
-            # snapshot however long the writer holds its lock. query_only makes a write in it
-            # fail at once ("attempt to write a readonly database") instead of upgrading.
-            connection.exec_driver_sql("BEGIN")
-            connection.exec_driver_sql("PRAGMA query_only=ON")
-            return
-        # A connection is pooled: undo a reader's query_only before it writes.
-        connection.exec_driver_sql("PRAGMA query_only=OFF")
-        # IMMEDIATE takes the write lock up front: two runners cannot both read a row as
-        # pending and then both upgrade to write (SQLite's deferred-lock deadlock).
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
+        # The driver opens the transaction itself (store.sqlite_driver.Connection.begin).
+        driver = connection.connection.driver_connection
+        assert isinstance(driver, sqlite_driver.Connection)
+        reading = bool(connection.get_execution_options().get(READING))
+        try:
+            await_only(driver.begin(reading=reading))
+        except sqlite3.Error as error:  # wrapped as the engine wraps a statement's errors
+            raise DBAPIError.instance("BEGIN", (), error, sqlite3.Error) from error
