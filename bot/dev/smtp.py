@@ -72,6 +72,11 @@ class SmtpSink:
         with self._lock:
             self._queues.clear()
 
+    def record(self, command: str) -> None:
+        """Note a command that is always answered normally (EHLO, RSET): tests count them."""
+        with self._lock:
+            self.commands.append(command)
+
     def next_reply(self, command: str) -> Reply:
         """The queued answer to `command`, or the normal one; records that it was asked."""
         with self._lock:
@@ -88,6 +93,24 @@ class ScriptedHandler:
 
     def __init__(self, sink: SmtpSink) -> None:
         self.sink = sink
+
+    async def handle_EHLO(
+        self,
+        server: SMTP,
+        session: Session,
+        envelope: Envelope,
+        hostname: str,
+        responses: list[str],
+    ) -> list[str]:
+        """Answer EHLO as aiosmtpd would; one EHLO per connection, so tests count sessions."""
+        self.sink.record("EHLO")
+        session.host_name = hostname  # what aiosmtpd does itself when no hook is set
+        return responses
+
+    async def handle_RSET(self, server: SMTP, session: Session, envelope: Envelope) -> str:
+        """Answer RSET; a reused connection sends it after a transaction left half done."""
+        self.sink.record("RSET")
+        return "250 OK"
 
     async def handle_MAIL(
         self, server: SMTP, session: Session, envelope: Envelope, address: str, options: list[str]
