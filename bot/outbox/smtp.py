@@ -220,6 +220,11 @@ class SmtpSession:
         self._dirty = False  # a refused transaction may be open: RSET before the next MAIL
         self._phase = Phase.SESSION
 
+    @property
+    def connected(self) -> bool:
+        """Whether the next message would go over a connection that is already open."""
+        return self._client is not None and self._client.is_connected
+
     async def send(self, order: SendOrder) -> dict[str, Any]:
         """Deliver one purchase-order e-mail; raise a classified SendError when it did not go."""
         key = order.effect.key
