@@ -19,7 +19,7 @@ PEER = "DBOS peer"
 RELAY = "200 ms SMTP relay"
 
 # The N (at least 2,000) and a smoke run's; the relay's N is smaller because each send
-# waits 200 ms, so one runner sending one at a time would need minutes for 2,000.
+# waits 200 ms: at the target's 40 sends/s, 300 take under 8 s.
 N_FULL, N_QUICK = 2_000, 100
 RELAY_N_FULL, RELAY_N_QUICK = 300, 50
 # Seconds the floor commits for: long enough for thousands of commits, short beside the rest.

@@ -277,11 +277,12 @@ class SmtpSession:
                 await client.mail(self.sender.envelope_from)
                 return client
             except (smtp_errors.SMTPException, OSError) as exc:
-                if not _closed_meanwhile(exc):
+                # A failed RSET is about the last message, not this one: start afresh too.
+                if not (self._dirty or _closed_meanwhile(exc)):
                     raise
                 # Nothing of this message was sent, so a fresh connection is safe; only once,
                 # so a server that keeps failing still fails this send.
-                log.info("reused SMTP connection gone (%s): reconnecting", type(exc).__name__)
+                log.info("reused SMTP connection unusable (%s): reconnecting", type(exc).__name__)
                 self._drop()
         self._phase = Phase.SESSION
         client = self._client = await self._open()

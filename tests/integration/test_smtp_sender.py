@@ -408,6 +408,26 @@ async def test_a_reused_connection_reconnects_only_once(smtp_sink: SmtpSink) -> 
     assert [m["Idempotency-Key"] for m in smtp_sink.messages] == [first.effect.key]
 
 
+async def test_a_failed_rset_after_a_refusal_starts_the_next_message_afresh(
+    smtp_sink: SmtpSink,
+) -> None:
+    first, refused, last = orders(3)
+    async with make_sender(smtp_sink).session() as session:
+        await session.send(first)
+        smtp_sink.script("RCPT", "550 5.1.1 no such user")
+        with pytest.raises(PermanentSendError):
+            await session.send(refused)
+        smtp_sink.script("RSET", "502 5.5.1 not here")
+        receipt = await session.send(last)
+
+    assert receipt["smtp_code"] == 250  # RSET's trouble is the last message's, not this one's
+    assert smtp_sink.commands.count("EHLO") == 2
+    assert [m["Idempotency-Key"] for m in smtp_sink.messages] == [
+        first.effect.key,
+        last.effect.key,
+    ]
+
+
 async def test_a_refusal_on_a_fresh_connection_is_not_taken_for_a_closed_one(
     smtp_sink: SmtpSink,
 ) -> None:
