@@ -319,8 +319,10 @@ class SmtpSession:
         """Keep the connection after a plain refusal of the message; drop it after anything
         that leaves its state unknown."""
         code = reply_code(error) if rule_for(error) in (Rule.REPLY, Rule.REPLIES) else None
-        refused = code is not None and code != _CLOSING and self._phase is not Phase.SESSION
-        if refused and self._client is not None and self._client.is_connected:
+        # Only a 4xx/5xx says the transaction is over; any other code after DATA is ambiguous.
+        refused = code is not None and 400 <= code < 600 and code != _CLOSING
+        usable = self._client is not None and self._client.is_connected
+        if refused and usable and self._phase is not Phase.SESSION:
             self._dirty = True
         else:
             self._drop()

@@ -364,6 +364,18 @@ async def test_silence_after_data_drops_the_connection_and_the_next_goes_on_a_ne
     ]
 
 
+async def test_an_odd_reply_to_data_drops_the_connection(smtp_sink: SmtpSink) -> None:
+    ambiguous, after = orders(2)
+    smtp_sink.script("DATA", "354 go ahead, again")  # neither taken nor refused
+    async with make_sender(smtp_sink).session() as session:
+        with pytest.raises(AmbiguousSendError):
+            await session.send(ambiguous)
+        assert not session.connected
+        await session.send(after)
+
+    assert smtp_sink.commands.count("EHLO") == 2 and "RSET" not in smtp_sink.commands
+
+
 async def test_a_connection_the_server_closed_while_idle_is_replaced_once() -> None:
     first, second = orders(2)
     # aiosmtpd closes a connection that says nothing for `timeout` seconds, as relays do.
