@@ -6,7 +6,7 @@ import asyncio
 import logging
 import os
 import signal
-from collections.abc import Iterator
+from asyncio import Semaphore
 from datetime import timedelta
 from enum import StrEnum
 from typing import Any
@@ -15,7 +15,7 @@ from bot.clock import Runtime
 from core import dispatch, purchasing, service
 from core.dispatch import Attempted
 from core.errors import AmbiguousSendError, LeaseLost, SendError
-from core.jobs import SendOrder
+from core.jobs import Effect, SendOrder
 from core.policies import Rules
 from core.ports import Sender, SendSession, ShellStore
 
@@ -24,23 +24,26 @@ log = logging.getLogger(__name__)
 # SMTP connections one runner keeps open, each carrying one send at a time: against a relay
 # that takes 200 ms per message, ten in flight send about 45 a second.
 CONNECTIONS = 10
-# Sends each connection makes in one pass: a pass claims CONNECTIONS x this many rows. More
-# means fewer transactions and connections per send, but every send of a pass must end inside
-# the lease taken at its marker, and a runner that dies strands the whole batch (config checks
-# MANZOORI_LEASE_SECONDS > SMTP_TIMEOUT_SECONDS x this).
+# Rows one claim leases per connection (a claim takes CONNECTIONS x this many). It is also the
+# most sends a marked row waits through, its own included: one in flight on every connection,
+# one queued for each, and its own. Each send ends within the SMTP timeout, so config checks
+# MANZOORI_LEASE_SECONDS > SMTP_TIMEOUT_SECONDS x this: every marked row is sent inside its lease.
 SENDS_PER_CONNECTION = 3
+# Claims one busy pass makes before it ends, so that expiry, new terms and recovery still run
+# every few hundred sends while the outbox stays full.
+PASS_CLAIMS = 10
 
 
 class FaultPoint(StrEnum):
     """Where a crash test may have the runner SIGKILL itself (MANZOORI_FAULT_POINT).
 
-    A pass marks its whole batch in one transaction, then sends on several connections at
-    once; a point is where the first send of the pass gets to, the others being wherever they
-    are at that moment (not started, mid-DATA, or accepted and recorded).
+    A pass marks what it claimed a connection's worth of rows at a time, and sends on several
+    connections at once; a point is where the first send of the pass gets to, the others being
+    wherever they are at that moment (not marked, marked, mid-DATA, accepted or recorded).
     """
 
     AFTER_CLAIM = "after_claim"  # the batch leased, no marker yet
-    AFTER_MARKER = "after_marker"  # the batch's markers committed, the sender not called
+    AFTER_MARKER = "after_marker"  # the first chunk's markers committed, the sender not called
     AFTER_ACCEPT = "after_accept"  # the server took the first mail, nothing of it recorded
     AFTER_RECORD = "after_record"  # the first result recorded, other sends still in flight
 
@@ -70,7 +73,7 @@ class OutboxRunner:
 
     @property
     def batch(self) -> int:
-        """Rows one pass claims."""
+        """Rows one claim leases."""
         return self.connections * SENDS_PER_CONNECTION
 
     def _fault(self, point: FaultPoint) -> None:
@@ -90,39 +93,78 @@ class OutboxRunner:
         if not claimed:
             return 0
         self._fault(FaultPoint.AFTER_CLAIM)
-        keys = [effect.key for effect in claimed]
-        orders = await dispatch.start_attempts(
-            self.store, keys, self.owner, self.runtime.now(), self.lease, self.rules
-        )
-        if orders:
-            self._fault(FaultPoint.AFTER_MARKER)
-            await self._send_all(orders)
-        return len(claimed)
+        return await self._perform(claimed)
 
-    async def _send_all(self, orders: list[SendOrder]) -> None:
-        """Send the orders over up to `connections` connections at once, each taking the next
-        order when its last one is recorded."""
-        pending = iter(orders)
-        workers = min(self.connections, len(orders))
-        # Not a TaskGroup: one worker's failure must not cancel the others mid-DATA.
-        outcomes = await asyncio.gather(
-            *(self._work(pending) for _ in range(workers)), return_exceptions=True
-        )
-        for outcome in outcomes:
-            if isinstance(outcome, BaseException):
-                raise outcome
+    async def _perform(self, claimed: list[Effect]) -> int:
+        """Mark and send the claimed rows, and more while claims come back full, over up to
+        `connections` connections at once; each result is recorded as soon as its send ends,
+        by a task of its own. Returns the rows claimed."""
+        queue: asyncio.Queue[SendOrder | None] = asyncio.Queue()
+        slots = asyncio.Semaphore(self.connections)  # orders marked and waiting for a connection
+        records: list[asyncio.Task[None]] = []
+        count = min(self.connections, len(claimed))
+        workers = [asyncio.create_task(self._work(queue, slots, records)) for _ in range(count)]
+        try:
+            return await self._feed(claimed, queue, slots)
+        finally:
+            for _ in workers:
+                queue.put_nowait(None)  # each worker stops once the orders before it are sent
+            # Not a TaskGroup: one failure must not cancel the other sends mid-DATA, nor the
+            # records of what was sent.
+            outcomes = await asyncio.gather(*workers, return_exceptions=True)
+            outcomes += await asyncio.gather(*records, return_exceptions=True)
+            failures = [o for o in outcomes if isinstance(o, BaseException)]
+            if failures:
+                raise failures[0]
 
-    async def _work(self, pending: Iterator[SendOrder]) -> None:
-        """One connection's share of the pass: the next order, until none is left."""
+    async def _feed(
+        self, claimed: list[Effect], queue: asyncio.Queue[SendOrder | None], slots: Semaphore
+    ) -> int:
+        """Commit the markers a connection's worth at a time and queue their orders, waiting
+        while `connections` orders already wait: the first sends start after one small
+        transaction, the next rows are marked while those are in flight, and no marked row
+        waits more than two sends' time for its own."""
+        total, claims, marked = len(claimed), 1, False
+        while claimed:
+            for start in range(0, len(claimed), self.connections):
+                keys = [effect.key for effect in claimed[start : start + self.connections]]
+                now = self.runtime.now()
+                orders = await dispatch.start_attempts(
+                    self.store, keys, self.owner, now, self.lease, self.rules
+                )
+                if orders and not marked:
+                    self._fault(FaultPoint.AFTER_MARKER)
+                    marked = True
+                for order in orders:
+                    await slots.acquire()
+                    queue.put_nowait(order)
+            if len(claimed) < self.batch or claims == PASS_CLAIMS:
+                break
+            # A full claim: more is likely due, and claimed now it keeps every connection busy.
+            now = self.runtime.now()
+            claimed = await dispatch.claim(self.store, now, self.owner, self.lease, self.batch)
+            total, claims = total + len(claimed), claims + 1
+        return total
+
+    async def _work(
+        self,
+        queue: asyncio.Queue[SendOrder | None],
+        slots: Semaphore,
+        records: list[asyncio.Task[None]],
+    ) -> None:
+        """One connection: send the next order, leave its result to a record task, repeat."""
         async with self.sender.session() as session:
-            for order in pending:
-                await self._attempt(session, order)
+            while (order := await queue.get()) is not None:
+                slots.release()
+                result, error = await self._send(session, order)
+                if error is None:
+                    self._fault(FaultPoint.AFTER_ACCEPT)
+                records.append(asyncio.create_task(self._record(order, result, error)))
 
-    async def _attempt(self, session: SendSession, order: SendOrder) -> None:
-        """Send one marked order and record its result, alone: durable before the next."""
-        result, error = await self._send(session, order)
-        if error is None:
-            self._fault(FaultPoint.AFTER_ACCEPT)
+    async def _record(
+        self, order: SendOrder, result: dict[str, Any] | None, error: SendError | None
+    ) -> None:
+        """Make one send's result durable: the job's next state, or a retry, or reconcile."""
         key = order.effect.key
         try:
             attempted = Attempted(self.owner, result, error)

@@ -10,7 +10,7 @@ import pytest
 
 from bot.clock import Runtime
 from bot.dev.smtp import running_sink
-from bot.outbox.runner import OutboxRunner
+from bot.outbox.runner import PASS_CLAIMS, SENDS_PER_CONNECTION, OutboxRunner
 from bot.outbox.smtp import SmtpSender, SmtpServer
 from core import dispatch, service
 from core.dispatch import Attempted
@@ -374,6 +374,16 @@ async def test_a_pass_sends_over_several_reused_connections_at_once(store):
         assert job.state is State.SENT
         sent.append(message_id(effect.key, DOMAIN))
     assert received == sorted(sent)
+
+
+async def test_a_busy_pass_claims_again_over_the_same_connection_up_to_its_cap(store, sink):
+    per_pass = SENDS_PER_CONNECTION * PASS_CLAIMS  # one connection: full claims, then the cap
+    await approved_jobs(store, per_pass + 1)
+    runner = runner_for(store, sink, Clock(), connections=1)
+    assert await runner.run_once() == per_pass
+    assert sink.commands.count("EHLO") == 1 and len(sink.messages) == per_pass
+    assert await runner.run_once() == 1  # the pass ended so expiry and recovery could run
+    assert len(set(ids(sink))) == per_pass + 1
 
 
 async def test_silence_after_data_on_one_send_leaves_the_others_sent(store, sink):
