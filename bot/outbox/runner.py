@@ -105,7 +105,7 @@ class OutboxRunner:
         count = min(self.connections, len(claimed))
         workers = [asyncio.create_task(self._work(queue, slots, records)) for _ in range(count)]
         try:
-            return await self._feed(claimed, queue, slots)
+            total = await self._feed(claimed, queue, slots, workers)
         finally:
             for _ in workers:
                 queue.put_nowait(None)  # each worker stops once the orders before it are sent
@@ -113,12 +113,17 @@ class OutboxRunner:
             # records of what was sent.
             outcomes = await asyncio.gather(*workers, return_exceptions=True)
             outcomes += await asyncio.gather(*records, return_exceptions=True)
-            failures = [o for o in outcomes if isinstance(o, BaseException)]
-            if failures:
-                raise failures[0]
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                raise outcome
+        return total
 
     async def _feed(
-        self, claimed: list[Effect], queue: asyncio.Queue[SendOrder | None], slots: Semaphore
+        self,
+        claimed: list[Effect],
+        queue: asyncio.Queue[SendOrder | None],
+        slots: Semaphore,
+        workers: list[asyncio.Task[None]],
     ) -> int:
         """Commit the markers a connection's worth at a time and queue their orders, waiting
         while `connections` orders already wait: the first sends start after one small
@@ -127,6 +132,8 @@ class OutboxRunner:
         total, claims, marked = len(claimed), 1, False
         while claimed:
             for start in range(0, len(claimed), self.connections):
+                if any(worker.done() for worker in workers):
+                    return total  # a broken sender: mark nothing more (see _work)
                 keys = [effect.key for effect in claimed[start : start + self.connections]]
                 now = self.runtime.now()
                 orders = await dispatch.start_attempts(
@@ -153,13 +160,21 @@ class OutboxRunner:
         records: list[asyncio.Task[None]],
     ) -> None:
         """One connection: send the next order, leave its result to a record task, repeat."""
-        async with self.sender.session() as session:
-            while (order := await queue.get()) is not None:
+        try:
+            async with self.sender.session() as session:
+                while (order := await queue.get()) is not None:
+                    slots.release()
+                    result, error = await self._send(session, order)
+                    if error is None:
+                        self._fault(FaultPoint.AFTER_ACCEPT)
+                    records.append(asyncio.create_task(self._record(order, result, error)))
+        except BaseException:
+            # Only a broken sender gets here (send failures come back classified). The feeder
+            # must not wait for slots this worker would have freed: it stops marking, and
+            # what it marked is left to recovery, as after a crash.
+            for _ in range(self.connections):
                 slots.release()
-                result, error = await self._send(session, order)
-                if error is None:
-                    self._fault(FaultPoint.AFTER_ACCEPT)
-                records.append(asyncio.create_task(self._record(order, result, error)))
+            raise
 
     async def _record(
         self, order: SendOrder, result: dict[str, Any] | None, error: SendError | None

@@ -432,3 +432,28 @@ async def test_a_row_that_must_not_go_is_expired_alone_in_its_batch(store, sink)
         assert (job.state, effect.status) == (State.SENT, EffectStatus.SUCCEEDED)
         sent.append(effect.key)
     assert sorted(m["Idempotency-Key"] for m in sink.messages) == sorted(sent)
+
+
+class SessionlessSmtp(SmtpSender):
+    """A sender whose sessions cannot open: a bug, not a send failure."""
+
+    def session(self):
+        raise RuntimeError("no sessions today")
+
+
+async def test_a_sender_that_breaks_ends_the_pass_instead_of_hanging_it(store):
+    jobs = await approved_jobs(store, 3)
+    server = SmtpServer(host="127.0.0.1", port=9, tls="none", timeout=2.0)
+    sender = SessionlessSmtp(server, mail_from=f"orders@{DOMAIN}")
+    runtime = Runtime(owner="runner-a", now=Clock(), rand=lambda: 0.5)
+    runner = OutboxRunner(store, sender, RULES, lease=LEASE, connections=1, runtime=runtime)
+    started = time.monotonic()
+    with pytest.raises(RuntimeError, match="no sessions today"):
+        async with asyncio.timeout(10):  # a hung pass fails the test instead of the suite
+            await runner.run_once()
+    assert time.monotonic() - started < 5
+    # What was marked stays STARTED for recovery to settle; marking stopped with the worker.
+    statuses = set()
+    for job in jobs:
+        statuses.add((await current(store, job))[1][0].status)
+    assert statuses == {EffectStatus.STARTED, EffectStatus.CLAIMED}
