@@ -19,7 +19,7 @@ PEER = "DBOS peer"
 RELAY = "200 ms SMTP relay"
 
 # The N (at least 2,000) and a smoke run's; the relay's N is smaller because each send
-# waits 200 ms, so one runner sending one at a time would need minutes for 2,000.
+# waits 200 ms: at the target's 40 sends/s, 300 take under 8 s.
 N_FULL, N_QUICK = 2_000, 100
 # The peer's N: its rate is as steady as manzoori's, and at its 15-25 lifecycles/s on two cores
 # 2,000 would take minutes per database, most of the bench's time.

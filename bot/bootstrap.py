@@ -79,6 +79,7 @@ def build_runner(settings: Settings, store: SqlStore) -> OutboxRunner:
         build_sender(settings),
         settings.rules(),
         lease=timedelta(seconds=settings.manzoori_lease_seconds),
+        connections=settings.manzoori_smtp_connections,
         fault_point=settings.manzoori_fault_point,
     )
 

@@ -21,7 +21,7 @@ from cryptography.fernet import Fernet
 from pydantic import Field, SecretStr, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from bot.outbox.runner import FaultPoint
+from bot.outbox.runner import CONNECTIONS, SENDS_PER_CONNECTION, FaultPoint
 from bot.outbox.smtp import TlsMode
 from core.errors import ConfigError
 from core.policies import ApprovalPolicy, Rules
@@ -104,6 +104,15 @@ class Settings(BaseSettings):
         gt=0,
         description="Seconds one whole SMTP send may take, from connect to the reply to DATA; > 0",
     )
+    # At most 50: Postfix, a common relay, refuses a client's 51st concurrent connection by default
+    # (smtpd_client_connection_count_limit).
+    manzoori_smtp_connections: int = Field(
+        CONNECTIONS,
+        ge=1,
+        le=50,
+        description="SMTP connections the outbox runner sends over at once, each reused for "
+        f"up to {SENDS_PER_CONNECTION} messages a pass; integer 1..50",
+    )
     mail_from: str = Field(
         "orders@localhost.localdomain", description="Sender address of purchase-order e-mail"
     )
@@ -119,8 +128,9 @@ class Settings(BaseSettings):
     manzoori_lease_seconds: float = Field(
         120.0,
         gt=0,
-        description="Seconds a runner owns an outbox row; must exceed SMTP_TIMEOUT_SECONDS "
-        "(a dead runner's row waits this long before recovery)",
+        description=f"Seconds a runner owns an outbox row; must exceed {SENDS_PER_CONNECTION} "
+        "x SMTP_TIMEOUT_SECONDS, since a pass makes that many sends in a row on each "
+        "connection (a dead runner's rows wait this long before recovery)",
     )
     manzoori_poll_seconds: float = Field(
         2.0, gt=0, description="Seconds the runner sleeps when the outbox is empty; > 0"
@@ -234,11 +244,14 @@ class Settings(BaseSettings):
     @classmethod
     def _lease_outlives_smtp(cls, value: float, info: ValidationInfo) -> float:
         timeout = info.data.get("smtp_timeout_seconds")
-        # A lease shorter than a send lets a second runner claim the row mid-send: a duplicate.
-        if timeout is not None and value <= timeout:
+        # A pass marks its whole batch at once, and each connection then makes its sends one
+        # after another, each bounded by the timeout: a lease shorter than that lets recovery
+        # take a row still waiting for, or in the middle of, its send.
+        if timeout is not None and value <= timeout * SENDS_PER_CONNECTION:
             raise ValueError(
-                f"must exceed SMTP_TIMEOUT_SECONDS ({timeout:g}), got {value:g}; "
-                "a shorter lease lets a second runner claim a row still being sent"
+                f"must exceed {SENDS_PER_CONNECTION} x SMTP_TIMEOUT_SECONDS "
+                f"({timeout * SENDS_PER_CONNECTION:g}), got {value:g}; a shorter lease lets "
+                "a row still being sent be taken from its runner"
             )
         return value
 

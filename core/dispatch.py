@@ -86,32 +86,62 @@ async def start_attempt(
 ) -> SendOrder | None:
     """Re-check the approval and commit the attempt marker; None when it must not be sent."""
     async with store.begin() as tx:
-        effect = await tx.effect(key)
-        if effect.status is not EffectStatus.CLAIMED or effect.lease_owner != owner:
-            raise LeaseLost(f"{key} is no longer leased to {owner}")
-        job = await tx.job(effect.job_id)
-        stamp = Stamp(f"runner:{owner}", now)
-        named = (effect.draft_version, effect.draft_hash)
-        if job.state not in _SENDABLE or (job.draft_version, job.draft_hash) != named:
-            why = f"job is {job.state.value}, draft v{job.draft_version}"
-            await cancel_open_effects(tx, job, now, why)
-            log.warning("cancelled %s: job %s is %s", key, job.po_number, job.state.value)
-            return None
-        if not await _still_approved(tx, job, effect, now, rules):
-            await expire_job(tx, job, stamp, "approval expired or approver revoked")
-            return None
-        attempt = effect.attempts + 1
-        job = await move(tx, job, Action.START_SEND, stamp, {"key": key, "attempt": attempt})
-        effect = await tx.update_effect(
-            effect,
-            status=EffectStatus.STARTED,
-            attempts=attempt,
-            started_at=now,
-            first_attempt_at=effect.first_attempt_at or now,
-            lease_until=now + lease,
-            updated_at=now,
-        )
-        return SendOrder(effect, job, await tx.draft(job.id, effect.draft_version))
+        return await _mark(tx, key, owner, now, lease, rules)
+
+
+async def start_attempts(
+    store: Store, keys: list[str], owner: str, now: datetime, lease: timedelta, rules: Rules
+) -> list[SendOrder]:
+    """The attempt markers of several claimed rows in one transaction: the orders to send.
+
+    Each row is checked alone, exactly as `start_attempt` checks it: one whose lease was lost
+    is left to its new owner, one that must not go is cancelled or expired, and neither stops
+    the others.
+    """
+    orders = []
+    async with store.begin() as tx:
+        for key in keys:
+            try:
+                order = await _mark(tx, key, owner, now, lease, rules)
+            except LeaseLost:
+                # Raised before anything of this row was written: the transaction goes on.
+                log.info("lease on %s lost before the attempt; another runner has it", key)
+                continue
+            if order is not None:
+                orders.append(order)
+    return orders
+
+
+async def _mark(
+    tx: Tx, key: str, owner: str, now: datetime, lease: timedelta, rules: Rules
+) -> SendOrder | None:
+    """The checks and the marker of one attempt, inside the caller's transaction."""
+    effect = await tx.effect(key)
+    if effect.status is not EffectStatus.CLAIMED or effect.lease_owner != owner:
+        raise LeaseLost(f"{key} is no longer leased to {owner}")
+    job = await tx.job(effect.job_id)
+    stamp = Stamp(f"runner:{owner}", now)
+    named = (effect.draft_version, effect.draft_hash)
+    if job.state not in _SENDABLE or (job.draft_version, job.draft_hash) != named:
+        why = f"job is {job.state.value}, draft v{job.draft_version}"
+        await cancel_open_effects(tx, job, now, why)
+        log.warning("cancelled %s: job %s is %s", key, job.po_number, job.state.value)
+        return None
+    if not await _still_approved(tx, job, effect, now, rules):
+        await expire_job(tx, job, stamp, "approval expired or approver revoked")
+        return None
+    attempt = effect.attempts + 1
+    job = await move(tx, job, Action.START_SEND, stamp, {"key": key, "attempt": attempt})
+    effect = await tx.update_effect(
+        effect,
+        status=EffectStatus.STARTED,
+        attempts=attempt,
+        started_at=now,
+        first_attempt_at=effect.first_attempt_at or now,
+        lease_until=now + lease,
+        updated_at=now,
+    )
+    return SendOrder(effect, job, await tx.draft(job.id, effect.draft_version))
 
 
 async def _still_approved(tx: Tx, job: Job, effect: Effect, now: datetime, rules: Rules) -> bool:

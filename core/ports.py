@@ -245,10 +245,20 @@ class Offload(Protocol):
         """The result of `work()`, computed elsewhere."""
 
 
+class SendSession(Protocol):
+    """One channel to the provider that carries consecutive sends (an SMTP connection)."""
+
+    async def send(self, order: SendOrder) -> dict[str, Any]:
+        """Deliver the order and return a small JSON-able receipt."""
+
+
 class Sender(Protocol):
     """Performs one outbox effect; raises core.errors.SendError subclasses when it fails."""
 
     provider_idempotent: bool  # whether the provider itself drops a second copy of one key
 
+    def session(self) -> AbstractAsyncContextManager[SendSession]:
+        """A channel for several sends one after another, closed when the block ends."""
+
     async def send(self, order: SendOrder) -> dict[str, Any]:
-        """Deliver the order and return a small JSON-able receipt."""
+        """Deliver the order over a channel of its own and return a small JSON-able receipt."""

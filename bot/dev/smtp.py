@@ -30,6 +30,7 @@ DEFAULT_REPLIES = {
     "MAIL": "250 2.1.0 Ok",
     "RCPT": "250 2.1.5 Ok",
     "DATA": "250 2.0.0 Ok: queued",
+    "RSET": "250 2.0.0 Ok",
     "QUIT": "221 2.0.0 Bye",
 }
 
@@ -61,7 +62,8 @@ class SmtpSink:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def script(self, command: str, status: str, *, delay: float = 0.0) -> None:
-        """Queue the answer to the next `command` (MAIL, RCPT, DATA or QUIT) not yet scripted."""
+        """Queue the answer to the next `command` (MAIL, RCPT, DATA, RSET or QUIT) not yet
+        scripted."""
         if command not in DEFAULT_REPLIES:
             raise ValueError(f"cannot script {command}; one of {', '.join(DEFAULT_REPLIES)}")
         with self._lock:
@@ -71,6 +73,11 @@ class SmtpSink:
         """Forget every queued answer: the server answers normally again."""
         with self._lock:
             self._queues.clear()
+
+    def record(self, command: str) -> None:
+        """Note a command that is always answered normally (EHLO): tests count them."""
+        with self._lock:
+            self.commands.append(command)
 
     def next_reply(self, command: str) -> Reply:
         """The queued answer to `command`, or the normal one; records that it was asked."""
@@ -88,6 +95,23 @@ class ScriptedHandler:
 
     def __init__(self, sink: SmtpSink) -> None:
         self.sink = sink
+
+    async def handle_EHLO(
+        self,
+        server: SMTP,
+        session: Session,
+        envelope: Envelope,
+        hostname: str,
+        responses: list[str],
+    ) -> list[str]:
+        """Answer EHLO as aiosmtpd would; one EHLO per connection, so tests count sessions."""
+        self.sink.record("EHLO")
+        session.host_name = hostname  # what aiosmtpd does itself when no hook is set
+        return responses
+
+    async def handle_RSET(self, server: SMTP, session: Session, envelope: Envelope) -> str:
+        """Answer RSET; a reused connection sends it after a transaction left half done."""
+        return await _answer(self.sink.next_reply("RSET"))
 
     async def handle_MAIL(
         self, server: SMTP, session: Session, envelope: Envelope, address: str, options: list[str]

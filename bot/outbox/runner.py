@@ -6,6 +6,7 @@ import asyncio
 import logging
 import os
 import signal
+from asyncio import Semaphore
 from datetime import timedelta
 from enum import StrEnum
 from typing import Any
@@ -16,25 +17,40 @@ from core.dispatch import Attempted
 from core.errors import AmbiguousSendError, LeaseLost, SendError
 from core.jobs import Effect, SendOrder
 from core.policies import Rules
-from core.ports import Sender, ShellStore
+from core.ports import Sender, SendSession, ShellStore
 
 log = logging.getLogger(__name__)
 
-# Rows one pass claims: small, so a runner that dies strands few rows until their lease ends.
-BATCH = 10
+# SMTP connections one runner keeps open, each carrying one send at a time: against a relay
+# that takes 200 ms per message, ten in flight send about 45 a second.
+CONNECTIONS = 10
+# Rows one claim leases per connection (a claim takes CONNECTIONS x this many). It is also the
+# most sends a marked row waits through, its own included: one in flight on every connection,
+# one queued for each, and its own. Each send ends within the SMTP timeout, so config checks
+# MANZOORI_LEASE_SECONDS > SMTP_TIMEOUT_SECONDS x this: every marked row is sent inside its lease.
+SENDS_PER_CONNECTION = 3
+# Claims one busy pass makes before it ends, so that expiry, new terms and recovery still run
+# every few hundred sends while the outbox stays full.
+PASS_CLAIMS = 10
 
 
 class FaultPoint(StrEnum):
-    """Where a crash test may have the runner SIGKILL itself (MANZOORI_FAULT_POINT)."""
+    """Where a crash test may have the runner SIGKILL itself (MANZOORI_FAULT_POINT).
 
-    AFTER_CLAIM = "after_claim"  # rows leased, no marker yet
-    AFTER_MARKER = "after_marker"  # the attempt marker committed, the sender not called
-    AFTER_ACCEPT = "after_accept"  # the server took the mail, nothing recorded
-    AFTER_RECORD = "after_record"  # the result recorded
+    A pass marks what it claimed a connection's worth of rows at a time, and sends on several
+    connections at once; a point is where the first send of the pass gets to, the others being
+    wherever they are at that moment (not marked, marked, mid-DATA, accepted or recorded).
+    """
+
+    AFTER_CLAIM = "after_claim"  # the batch leased, no marker yet
+    AFTER_MARKER = "after_marker"  # the first chunk's markers committed, the sender not called
+    AFTER_ACCEPT = "after_accept"  # the server took the first mail, nothing of it recorded
+    AFTER_RECORD = "after_record"  # the first result recorded, other sends still in flight
 
 
 class OutboxRunner:
-    """Claims due outbox rows under a lease and performs them through the sender."""
+    """Claims due outbox rows under a lease and performs them through the sender, several at
+    a time."""
 
     def __init__(
         self,
@@ -43,13 +59,22 @@ class OutboxRunner:
         rules: Rules,
         *,
         lease: timedelta,
+        connections: int = CONNECTIONS,
         fault_point: FaultPoint | None = None,
         runtime: Runtime | None = None,
     ) -> None:
+        if connections < 1:
+            raise ValueError("a runner needs at least one connection")
         self.store, self.sender, self.rules, self.lease = store, sender, rules, lease
+        self.connections = connections
         self.fault_point = fault_point
         self.runtime = runtime or Runtime.of_process()
         self.owner = self.runtime.owner
+
+    @property
+    def batch(self) -> int:
+        """Rows one claim leases."""
+        return self.connections * SENDS_PER_CONNECTION
 
     def _fault(self, point: FaultPoint) -> None:
         """Crash tests: die here, as a power cut or OOM kill would, with no cleanup."""
@@ -64,28 +89,98 @@ class OutboxRunner:
         for item in await purchasing.apply_terms(self.store, now, self.rules):
             log.info("%s re-drafted on new terms: now %s", item.po_number, item.job.state.value)
         await dispatch.recover_stalled(self.store, now, self.sender.provider_idempotent)
-        claimed = await dispatch.claim(self.store, now, self.owner, self.lease, BATCH)
-        if claimed:
-            self._fault(FaultPoint.AFTER_CLAIM)
-        for effect in claimed:
-            await self._attempt(effect)
-        return len(claimed)
+        claimed = await dispatch.claim(self.store, now, self.owner, self.lease, self.batch)
+        if not claimed:
+            return 0
+        self._fault(FaultPoint.AFTER_CLAIM)
+        return await self._perform(claimed)
 
-    async def _attempt(self, effect: Effect) -> None:
-        """Marker, send, result: three steps, each durable before the next."""
+    async def _perform(self, claimed: list[Effect]) -> int:
+        """Mark and send the claimed rows, and more while claims come back full, over up to
+        `connections` connections at once; each result is recorded as soon as its send ends,
+        by a task of its own. Returns the rows claimed."""
+        queue: asyncio.Queue[SendOrder | None] = asyncio.Queue()
+        slots = asyncio.Semaphore(self.connections)  # orders marked and waiting for a connection
+        records: list[asyncio.Task[None]] = []
+        count = min(self.connections, len(claimed))
+        workers = [asyncio.create_task(self._work(queue, slots, records)) for _ in range(count)]
         try:
-            order = await dispatch.start_attempt(
-                self.store, effect.key, self.owner, self.runtime.now(), self.lease, self.rules
-            )
-        except LeaseLost:
-            log.info("lease on %s lost before the attempt; another runner has it", effect.key)
-            return
-        if order is None:
-            return
-        self._fault(FaultPoint.AFTER_MARKER)
-        result, error = await self._send(order)
-        if error is None:
-            self._fault(FaultPoint.AFTER_ACCEPT)
+            total = await self._feed(claimed, queue, slots, workers)
+        finally:
+            for _ in workers:
+                queue.put_nowait(None)  # each worker stops once the orders before it are sent
+            # Not a TaskGroup: one failure must not cancel the other sends mid-DATA, nor the
+            # records of what was sent.
+            outcomes = await asyncio.gather(*workers, return_exceptions=True)
+            outcomes += await asyncio.gather(*records, return_exceptions=True)
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                raise outcome
+        return total
+
+    async def _feed(
+        self,
+        claimed: list[Effect],
+        queue: asyncio.Queue[SendOrder | None],
+        slots: Semaphore,
+        workers: list[asyncio.Task[None]],
+    ) -> int:
+        """Commit the markers a connection's worth at a time and queue their orders, waiting
+        while `connections` orders already wait: the first sends start after one small
+        transaction, the next rows are marked while those are in flight, and no marked row
+        waits more than two sends' time for its own."""
+        total, claims, marked = len(claimed), 1, False
+        while claimed:
+            for start in range(0, len(claimed), self.connections):
+                if any(worker.done() for worker in workers):
+                    return total  # a broken sender: mark nothing more (see _work)
+                keys = [effect.key for effect in claimed[start : start + self.connections]]
+                now = self.runtime.now()
+                orders = await dispatch.start_attempts(
+                    self.store, keys, self.owner, now, self.lease, self.rules
+                )
+                if orders and not marked:
+                    self._fault(FaultPoint.AFTER_MARKER)
+                    marked = True
+                for order in orders:
+                    await slots.acquire()
+                    queue.put_nowait(order)
+            if len(claimed) < self.batch or claims == PASS_CLAIMS:
+                break
+            # A full claim: more is likely due, and claimed now it keeps every connection busy.
+            now = self.runtime.now()
+            claimed = await dispatch.claim(self.store, now, self.owner, self.lease, self.batch)
+            total, claims = total + len(claimed), claims + 1
+        return total
+
+    async def _work(
+        self,
+        queue: asyncio.Queue[SendOrder | None],
+        slots: Semaphore,
+        records: list[asyncio.Task[None]],
+    ) -> None:
+        """One connection: send the next order, leave its result to a record task, repeat."""
+        try:
+            async with self.sender.session() as session:
+                while (order := await queue.get()) is not None:
+                    slots.release()
+                    result, error = await self._send(session, order)
+                    if error is None:
+                        self._fault(FaultPoint.AFTER_ACCEPT)
+                    records.append(asyncio.create_task(self._record(order, result, error)))
+        except BaseException:
+            # Only a broken sender gets here (send failures come back classified). The feeder
+            # must not wait for slots this worker would have freed: it stops marking, and
+            # what it marked is left to recovery, as after a crash.
+            for _ in range(self.connections):
+                slots.release()
+            raise
+
+    async def _record(
+        self, order: SendOrder, result: dict[str, Any] | None, error: SendError | None
+    ) -> None:
+        """Make one send's result durable: the job's next state, or a retry, or reconcile."""
+        key = order.effect.key
         try:
             attempted = Attempted(self.owner, result, error)
             now, rand = self.runtime.now(), self.runtime.rand()
@@ -95,15 +190,17 @@ class OutboxRunner:
         except LeaseLost:
             # Recovery or a person moved the row on while this attempt ran: say loudly what
             # this attempt saw, so the reconciliation can be checked against it.
-            log.error("late result for %s dropped: %s", effect.key, result or error)
+            log.error("late result for %s dropped: %s", key, result or error)
             return
-        log.info("%s -> %s", effect.key, state.value)
+        log.info("%s -> %s", key, state.value)
         self._fault(FaultPoint.AFTER_RECORD)
 
-    async def _send(self, order: SendOrder) -> tuple[dict[str, Any] | None, SendError | None]:
+    async def _send(
+        self, session: SendSession, order: SendOrder
+    ) -> tuple[dict[str, Any] | None, SendError | None]:
         """Call the sender; every failure comes back classified, never raised."""
         try:
-            return await self.sender.send(order), None
+            return await session.send(order), None
         except SendError as exc:
             return None, exc
         except Exception as exc:  # after the marker, an unforeseen failure may have sent

@@ -12,6 +12,12 @@ and maps what went wrong into core.errors:
     a 5xx reply, in any phase                    PermanentSendError   retrying cannot help
     any other failure before DATA                TransientSendError   nothing was delivered
     a timeout or lost connection once in DATA    AmbiguousSendError   reconcile, never resend
+
+A session (`SmtpSender.session()`) carries consecutive messages over one connection, each
+classified alone by the same table. The connection survives only a clean reply: a refusal
+leaves it open (RSET comes before the next message), anything else drops it. A reused
+connection that the server closed while it sat idle fails at its first command, before anything
+of the new message was sent, so that message goes on over a fresh connection, once.
 """
 
 from __future__ import annotations
@@ -20,6 +26,8 @@ import asyncio
 import email.utils
 import logging
 import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -170,14 +178,52 @@ class SmtpSender:
 
     def __init__(self, server: SmtpServer, *, mail_from: str, buyer_name: str = "Manzoori") -> None:
         self.server, self.mail_from, self.buyer_name = server, mail_from, buyer_name
-        self._envelope_from = email.utils.parseaddr(mail_from)[1]
+        self.envelope_from = email.utils.parseaddr(mail_from)[1]
         sender_domain(mail_from)  # fail at start-up, not at the first send
-        if not self._envelope_from.isascii():
+        if not self.envelope_from.isascii():
             raise ConfigError("MAIL_FROM must be an ASCII address (SMTPUTF8 is not used)")
 
     def __repr__(self) -> str:
         server = self.server
         return f"SmtpSender(host={server.host!r}, port={server.port}, tls={server.tls.value!r})"
+
+    @asynccontextmanager
+    async def session(self) -> AsyncIterator[SmtpSession]:
+        """One SMTP connection for consecutive sends, said QUIT to when the block ends."""
+        session = SmtpSession(self)
+        try:
+            yield session
+        finally:
+            await session.close()
+
+    async def send(self, order: SendOrder) -> dict[str, Any]:
+        """Deliver one purchase-order e-mail over a connection of its own; raise a classified
+        SendError when it did not go."""
+        async with self.session() as session:
+            return await session.send(order)
+
+
+class SmtpSession:
+    """One SMTP connection that carries several messages, one after another (RFC 5321 allows
+    many mail transactions per session), so a message after the first skips connect, EHLO,
+    STARTTLS and AUTH and starts at MAIL FROM.
+
+    The connection is opened by the first send and dropped, never reused, after anything but a
+    clean reply: a lost link, a timeout, or a failure in the middle of DATA leaves it in a state
+    no later message may build on. After a refusal the connection stays, and the next message
+    starts with RSET, since the refused transaction may be left half done. One send at a time.
+    """
+
+    def __init__(self, sender: SmtpSender) -> None:
+        self.sender = sender
+        self._client: aiosmtplib.SMTP | None = None
+        self._dirty = False  # a refused transaction may be open: RSET before the next MAIL
+        self._phase = Phase.SESSION
+
+    @property
+    def connected(self) -> bool:
+        """Whether the next message would go over a connection that is already open."""
+        return self._client is not None and self._client.is_connected
 
     async def send(self, order: SendOrder) -> dict[str, Any]:
         """Deliver one purchase-order e-mail; raise a classified SendError when it did not go."""
@@ -185,28 +231,26 @@ class SmtpSender:
         recipient = order.draft.recipient_email
         if not recipient.isascii():
             raise PermanentSendError("recipient address is not ASCII and SMTPUTF8 is not used")
-        message = render_po_email(order, mail_from=self.mail_from, buyer_name=self.buyer_name)
+        sender = self.sender
+        message = render_po_email(order, mail_from=sender.mail_from, buyer_name=sender.buyer_name)
         payload = message.as_bytes()  # POLICY: CRLF line ends, 7-bit parts
-        client = self._client()
-        phase = Phase.SESSION
+        self._phase = Phase.SESSION
         try:
-            # `timeout` bounds the whole conversation, not only each command, so one send
-            # always ends well inside the runner's lease (config enforces lease > timeout).
-            async with asyncio.timeout(self.server.timeout):
-                await self._open(client)
-                phase = Phase.ENVELOPE
-                await client.mail(self._envelope_from)
+            # `timeout` bounds the whole conversation of this message, reconnecting included,
+            # not only each command, so every send of a pass ends inside the runner's lease.
+            async with asyncio.timeout(sender.server.timeout):
+                client = await self._mail_from()
                 await client.rcpt(recipient)
-                phase = Phase.DATA
+                self._phase = Phase.DATA
                 reply = await client.data(payload)
         except (smtp_errors.SMTPException, OSError) as exc:
-            if not isinstance(exc, smtp_errors.SMTPResponseException):
-                client.close()  # a dead or slow link: QUIT could wait another full timeout
-            error = classify_smtp_error(exc, phase)
+            self._after_failure(exc)
+            error = classify_smtp_error(exc, self._phase)
             log.warning("send %s failed (%s): %s", key, type(error).__name__, error)
             raise error from exc
-        finally:
-            await _close(client)
+        except BaseException:
+            self._drop()  # cancelled mid-conversation: nobody knows where the server stands
+            raise
         log.info("sent %s: %s", key, reply.code)
         return {
             "message_id": message["Message-ID"],
@@ -214,26 +258,92 @@ class SmtpSender:
             "smtp_message": redact(reply.message),
         }
 
-    def _client(self) -> aiosmtplib.SMTP:
-        # start_tls=False and no credentials here: _open runs each step itself, so a failure
-        # is always seen in the phase it happened in.
-        server = self.server
-        return aiosmtplib.SMTP(
+    async def close(self) -> None:
+        """Say QUIT if still connected; a failed QUIT never changes the outcome of a send."""
+        client, self._client = self._client, None
+        if client is not None:
+            await _close(client)
+
+    async def _mail_from(self) -> aiosmtplib.SMTP:
+        """A connection on which MAIL FROM was accepted: the open one if it still answers,
+        else a new one."""
+        client = self._client
+        if client is not None:
+            self._phase = Phase.ENVELOPE
+            try:
+                if self._dirty:
+                    await client.rset()
+                    self._dirty = False
+                await client.mail(self.sender.envelope_from)
+                return client
+            except (smtp_errors.SMTPException, OSError) as exc:
+                # A failed RSET is about the last message, not this one: start afresh too.
+                if not (self._dirty or _closed_meanwhile(exc)):
+                    raise
+                # Nothing of this message was sent, so a fresh connection is safe; only once,
+                # so a server that keeps failing still fails this send.
+                log.info("reused SMTP connection unusable (%s): reconnecting", type(exc).__name__)
+                self._drop()
+        self._phase = Phase.SESSION
+        client = self._client = await self._open()
+        self._phase = Phase.ENVELOPE
+        await client.mail(self.sender.envelope_from)
+        return client
+
+    async def _open(self) -> aiosmtplib.SMTP:
+        # start_tls=False and no credentials in the client: each step is run here, so a
+        # failure is always seen in the phase it happened in.
+        server = self.sender.server
+        client = aiosmtplib.SMTP(
             hostname=server.host,
             port=server.port,
             timeout=server.timeout,
             use_tls=server.tls is TlsMode.TLS,
             start_tls=False,
         )
+        try:
+            await client.connect()
+            await _greet(client)
+            if server.tls is TlsMode.STARTTLS:
+                await client.starttls()
+                await _greet(client)  # RFC 3207: what the server said before TLS no longer counts
+            if server.username is not None:
+                await client.login(server.username, server.password or "")
+        except BaseException:
+            client.close()
+            raise
+        self._dirty = False
+        return client
 
-    async def _open(self, client: aiosmtplib.SMTP) -> None:
-        await client.connect()
-        await _greet(client)
-        if self.server.tls is TlsMode.STARTTLS:
-            await client.starttls()
-            await _greet(client)  # RFC 3207: what the server said before TLS no longer counts
-        if self.server.username is not None:
-            await client.login(self.server.username, self.server.password or "")
+    def _after_failure(self, error: BaseException) -> None:
+        """Keep the connection after a plain refusal of the message; drop it after anything
+        that leaves its state unknown."""
+        code = reply_code(error) if rule_for(error) in (Rule.REPLY, Rule.REPLIES) else None
+        # Only a 4xx/5xx says the transaction is over; any other code after DATA is ambiguous.
+        refused = code is not None and 400 <= code < 600 and code != _CLOSING
+        usable = self._client is not None and self._client.is_connected
+        if refused and usable and self._phase is not Phase.SESSION:
+            self._dirty = True
+        else:
+            self._drop()
+
+    def _drop(self) -> None:
+        """Close the connection without a word: on a dead or slow link QUIT could wait another
+        full timeout."""
+        client, self._client = self._client, None
+        if client is not None:
+            client.close()
+
+
+# RFC 5321 3.8: a server closing the channel on its own (an idle timeout, a shutdown) answers
+# the next command with 421 first.
+_CLOSING = 421
+
+
+def _closed_meanwhile(error: BaseException) -> bool:
+    """Whether a reused connection's first command failed because the server had let the
+    connection go: the link is gone, or the server said it is closing it."""
+    return rule_for(error) is Rule.LINK or reply_code(error) == _CLOSING
 
 
 async def _greet(client: aiosmtplib.SMTP) -> None:

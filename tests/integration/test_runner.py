@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from datetime import timedelta
 
 import pytest
 
 from bot.clock import Runtime
 from bot.dev.smtp import running_sink
-from bot.outbox.runner import OutboxRunner
+from bot.outbox.runner import PASS_CLAIMS, SENDS_PER_CONNECTION, OutboxRunner
 from bot.outbox.smtp import SmtpSender, SmtpServer
-from core import service
+from core import dispatch, service
 from core.dispatch import Attempted
 from core.effects import EffectStatus, message_id
 from core.jobs import Stamp
@@ -42,20 +43,19 @@ def sink():
         yield sink
 
 
-def runner_for(store, sink, clock, owner="runner-a", timeout=2.0):
+def runner_for(store, sink, clock, owner="runner-a", timeout=2.0, connections=10):
     sender = SmtpSender(
         SmtpServer(host=sink.host, port=sink.port, tls="none", timeout=timeout),
         mail_from=f"orders@{DOMAIN}",
     )
-    return OutboxRunner(
-        store, sender, RULES, lease=LEASE, runtime=Runtime(owner=owner, now=clock, rand=lambda: 0.5)
-    )
+    runtime = Runtime(owner=owner, now=clock, rand=lambda: 0.5)
+    return OutboxRunner(store, sender, RULES, lease=LEASE, connections=connections, runtime=runtime)
 
 
-async def approved_job(store, po="PO-2026-001", at=T0):
+async def approved_job(store, po="PO-2026-001", at=T0, approver=APPROVER_A):
     job = await service.open_job(store, new_job(), make_draft(po), at, RULES)
     result = await service.decide(
-        store, Review(po, APPROVER_A, Verdict.APPROVE, 1, job.draft_hash), at, RULES
+        store, Review(po, approver, Verdict.APPROVE, 1, job.draft_hash), at, RULES
     )
     assert result.job.state is State.APPROVED
     return result.job
@@ -277,8 +277,6 @@ async def test_claim_whose_runner_vanished_is_taken_over_after_the_lease(store, 
 async def test_attempt_whose_runner_vanished_goes_to_unknown_outcome(store, sink):
     clock = Clock()
     job = await approved_job(store)
-    from core import dispatch
-
     [claimed] = await dispatch.claim(store, clock(), "ghost", LEASE, 10)
     order = await dispatch.start_attempt(store, claimed.key, "ghost", clock(), LEASE, RULES)
     assert order is not None
@@ -323,8 +321,6 @@ class KeyDedupingSmtp(SmtpSender):
 async def test_lost_attempt_is_retried_when_the_provider_dedupes_the_key(store, sink):
     clock = Clock()
     job = await approved_job(store)
-    from core import dispatch
-
     [claimed] = await dispatch.claim(store, clock(), "ghost", LEASE, 10)
     assert await dispatch.start_attempt(store, claimed.key, "ghost", clock(), LEASE, RULES)
     server = SmtpServer(host=sink.host, port=sink.port, tls="none", timeout=2.0)
@@ -349,3 +345,115 @@ async def test_lost_attempt_is_retried_when_the_provider_dedupes_the_key(store, 
         ("mark_sent", State.SENT),
     ]
     assert ids(sink) == [message_id(effect.key, DOMAIN)]
+
+
+# -- several sends in flight -----------------------------------------------------------------
+
+
+async def approved_jobs(store, count):
+    return [await approved_job(store, f"PO-2026-{n:03d}") for n in range(1, count + 1)]
+
+
+async def test_a_pass_sends_over_several_reused_connections_at_once(store):
+    delay, connections, count = 0.5, 4, 12
+    jobs = await approved_jobs(store, count)
+    with running_sink(data_delay=delay) as slow:
+        runner = runner_for(store, slow, Clock(), connections=connections)
+        started = time.monotonic()
+        assert await runner.run_once() == count
+        took = time.monotonic() - started
+        ehlos = slow.commands.count("EHLO")
+        received = sorted(ids(slow))
+    # Never more than `connections` in flight: three rounds of four; and never one at a time,
+    # which would take count x delay (6 s).
+    assert count / connections * delay <= took < count * delay / 2
+    assert ehlos == connections  # each connection carried three messages
+    sent = []
+    for job in jobs:
+        job, [effect] = await current(store, job)
+        assert job.state is State.SENT
+        sent.append(message_id(effect.key, DOMAIN))
+    assert received == sorted(sent)
+
+
+async def test_a_busy_pass_claims_again_over_the_same_connection_up_to_its_cap(store, sink):
+    per_pass = SENDS_PER_CONNECTION * PASS_CLAIMS  # one connection: full claims, then the cap
+    await approved_jobs(store, per_pass + 1)
+    runner = runner_for(store, sink, Clock(), connections=1)
+    assert await runner.run_once() == per_pass
+    assert sink.commands.count("EHLO") == 1 and len(sink.messages) == per_pass
+    assert await runner.run_once() == 1  # the pass ended so expiry and recovery could run
+    assert len(set(ids(sink))) == per_pass + 1
+
+
+async def test_silence_after_data_on_one_send_leaves_the_others_sent(store, sink):
+    jobs = await approved_jobs(store, 3)
+    # whichever message reaches DATA first gets its 250 too late for the 0.5 s timeout
+    sink.script("DATA", "250 2.0.0 Ok: queued", delay=1.5)
+    runner = runner_for(store, sink, Clock(), timeout=0.5, connections=3)
+    assert await runner.run_once() == 3
+    states = [(await current(store, job))[0].state for job in jobs]
+    assert sorted(states) == sorted([State.UNKNOWN_OUTCOME, State.SENT, State.SENT])
+    assert len(sink.messages) == 3  # the ambiguous one did arrive
+    assert await runner.run_once() == 0  # and is not sent again
+    assert len(sink.messages) == 3
+
+
+async def test_one_batch_of_markers_skips_a_row_another_runner_took(store, sink):
+    clock = Clock()
+    jobs = await approved_jobs(store, 3)
+    claimed = await dispatch.claim(store, clock(), "runner-a", LEASE, 10)
+    clock.advance(seconds=61)  # runner-a stalled past its lease; runner-b takes one row
+    async with store.begin() as tx:
+        [taken] = await tx.claim_due(clock(), "runner-b", clock() + LEASE, 1)
+    keys = [effect.key for effect in claimed]
+    orders = await dispatch.start_attempts(store, keys, "runner-a", clock(), LEASE, RULES)
+    assert [order.effect.key for order in orders] == [k for k in keys if k != taken.key]
+    for job in jobs:
+        job, [effect] = await current(store, job)
+        if effect.key == taken.key:
+            assert (job.state, effect.status) == (State.APPROVED, EffectStatus.CLAIMED)
+            assert effect.lease_owner == "runner-b"
+        else:
+            assert (job.state, effect.status) == (State.SENDING, EffectStatus.STARTED)
+
+
+async def test_a_row_that_must_not_go_is_expired_alone_in_its_batch(store, sink):
+    revoked = await approved_job(store, "PO-2026-001", approver=APPROVER_A)
+    others = [await approved_job(store, f"PO-2026-00{n}", approver=APPROVER_B) for n in (2, 3)]
+    async with store.begin() as tx:
+        await tx.revoke(APPROVER_A, "cli:admin", T0)
+    assert await runner_for(store, sink, Clock()).run_once() == 3
+    job, [effect] = await current(store, revoked)
+    assert (job.state, effect.status) == (State.EXPIRED, EffectStatus.CANCELLED)
+    sent = []
+    for job in others:
+        job, [effect] = await current(store, job)
+        assert (job.state, effect.status) == (State.SENT, EffectStatus.SUCCEEDED)
+        sent.append(effect.key)
+    assert sorted(m["Idempotency-Key"] for m in sink.messages) == sorted(sent)
+
+
+class SessionlessSmtp(SmtpSender):
+    """A sender whose sessions cannot open: a bug, not a send failure."""
+
+    def session(self):
+        raise RuntimeError("no sessions today")
+
+
+async def test_a_sender_that_breaks_ends_the_pass_instead_of_hanging_it(store):
+    jobs = await approved_jobs(store, 3)
+    server = SmtpServer(host="127.0.0.1", port=9, tls="none", timeout=2.0)
+    sender = SessionlessSmtp(server, mail_from=f"orders@{DOMAIN}")
+    runtime = Runtime(owner="runner-a", now=Clock(), rand=lambda: 0.5)
+    runner = OutboxRunner(store, sender, RULES, lease=LEASE, connections=1, runtime=runtime)
+    started = time.monotonic()
+    with pytest.raises(RuntimeError, match="no sessions today"):
+        async with asyncio.timeout(10):  # a hung pass fails the test instead of the suite
+            await runner.run_once()
+    assert time.monotonic() - started < 5
+    # What was marked stays STARTED for recovery to settle; marking stopped with the worker.
+    statuses = set()
+    for job in jobs:
+        statuses.add((await current(store, job))[1][0].status)
+    assert statuses == {EffectStatus.STARTED, EffectStatus.CLAIMED}

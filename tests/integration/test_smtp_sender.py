@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import dataclasses
 import email.utils
@@ -11,6 +12,7 @@ import json
 import logging
 import socket
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import aiosmtplib
@@ -29,7 +31,7 @@ from aiosmtplib.errors import (
     SMTPServerDisconnected,
 )
 
-from bot.dev.smtp import SmtpSink
+from bot.dev.smtp import SmtpSink, running_sink
 from bot.outbox.smtp import (
     SMTP_ERROR_RULES,
     Phase,
@@ -295,6 +297,164 @@ async def test_starttls_missing_on_the_server_is_transient(smtp_sink: SmtpSink) 
         await make_sender(smtp_sink, tls="starttls").send(make_order())
 
     assert "session" in str(raised.value) and smtp_sink.messages == []
+
+
+# -- one connection, several messages -----------------------------------------------------------
+
+
+def orders(count: int) -> list[SendOrder]:
+    """Orders with keys of their own (one draft version each), as one pass would send them."""
+    return [make_order(version=v) for v in range(1, count + 1)]
+
+
+async def test_a_session_sends_several_messages_over_one_connection(smtp_sink: SmtpSink) -> None:
+    batch = orders(3)
+    async with make_sender(smtp_sink).session() as session:
+        receipts = [await session.send(order) for order in batch]
+
+    assert smtp_sink.commands == ["EHLO"] + ["MAIL", "RCPT", "DATA"] * 3 + ["QUIT"]
+    assert [m["Message-ID"] for m in smtp_sink.messages] == [
+        message_id(order.effect.key, DOMAIN) for order in batch
+    ]
+    assert [r["message_id"] for r in receipts] == [m["Message-ID"] for m in smtp_sink.messages]
+
+
+@pytest.mark.parametrize(
+    ("command", "status", "expected"),
+    [
+        ("RCPT", "550 5.1.1 no such user", PermanentSendError),  # refused mid-envelope
+        ("RCPT", "450 4.2.1 mailbox busy", TransientSendError),  # greylisted mid-envelope
+        ("DATA", "451 4.3.0 try later", TransientSendError),  # the message itself refused
+        ("DATA", "554 5.7.1 content rejected", PermanentSendError),  # the spam filter said no
+    ],
+)
+async def test_a_refusal_keeps_the_connection_for_the_next_message(
+    smtp_sink: SmtpSink, command: str, status: str, expected: type[SendError]
+) -> None:
+    first, refused, last = orders(3)
+    async with make_sender(smtp_sink).session() as session:
+        await session.send(first)
+        smtp_sink.script(command, status)
+        with pytest.raises(expected):
+            await session.send(refused)
+        await session.send(last)
+
+    # RSET clears whatever the refused transaction left open before the next one starts.
+    assert smtp_sink.commands.count("EHLO") == 1
+    assert smtp_sink.commands[-5:] == ["RSET", "MAIL", "RCPT", "DATA", "QUIT"]
+    assert [m["Idempotency-Key"] for m in smtp_sink.messages] == [first.effect.key, last.effect.key]
+
+
+async def test_silence_after_data_drops_the_connection_and_the_next_goes_on_a_new_one(
+    smtp_sink: SmtpSink,
+) -> None:
+    ambiguous, after = orders(2)
+    smtp_sink.script("DATA", "250 2.0.0 Ok: queued", delay=FAST * 4)
+    async with make_sender(smtp_sink, timeout=FAST).session() as session:
+        with pytest.raises(AmbiguousSendError):
+            await session.send(ambiguous)
+        assert not session.connected  # never reused: its late 250 could pass for the next one
+        receipt = await session.send(after)
+
+    assert smtp_sink.commands.count("EHLO") == 2
+    assert receipt["message_id"] == message_id(after.effect.key, DOMAIN)
+    assert [m["Idempotency-Key"] for m in smtp_sink.messages] == [
+        ambiguous.effect.key,  # the server did take it: the reason it is never resent blindly
+        after.effect.key,
+    ]
+
+
+async def test_an_odd_reply_to_data_drops_the_connection(smtp_sink: SmtpSink) -> None:
+    ambiguous, after = orders(2)
+    smtp_sink.script("DATA", "354 go ahead, again")  # neither taken nor refused
+    async with make_sender(smtp_sink).session() as session:
+        with pytest.raises(AmbiguousSendError):
+            await session.send(ambiguous)
+        assert not session.connected
+        await session.send(after)
+
+    assert smtp_sink.commands.count("EHLO") == 2 and "RSET" not in smtp_sink.commands
+
+
+async def test_a_connection_the_server_closed_while_idle_is_replaced_once() -> None:
+    first, second = orders(2)
+    # aiosmtpd closes a connection that says nothing for `timeout` seconds, as relays do.
+    with running_sink(timeout=FAST) as sink:
+        async with make_sender(sink).session() as session:
+            await session.send(first)
+            await until(lambda: not session.connected)
+            receipt = await session.send(second)
+
+    assert receipt["smtp_code"] == 250  # not a failed attempt: nothing of it had been sent
+    assert sink.commands.count("EHLO") == 2
+    assert [m["Idempotency-Key"] for m in sink.messages] == [first.effect.key, second.effect.key]
+
+
+async def test_a_421_to_the_first_command_of_a_reused_connection_reconnects(
+    smtp_sink: SmtpSink,
+) -> None:
+    # RFC 5321 3.8: a server closing the channel on its own says 421 to the next command.
+    first, second = orders(2)
+    async with make_sender(smtp_sink).session() as session:
+        await session.send(first)
+        smtp_sink.script("MAIL", "421 4.4.2 idle too long, closing")
+        await session.send(second)
+
+    assert smtp_sink.commands == [
+        "EHLO", "MAIL", "RCPT", "DATA", "MAIL", "EHLO", "MAIL", "RCPT", "DATA", "QUIT"
+    ]  # fmt: skip
+    assert len(smtp_sink.messages) == 2
+
+
+async def test_a_reused_connection_reconnects_only_once(smtp_sink: SmtpSink) -> None:
+    first, second = orders(2)
+    async with make_sender(smtp_sink).session() as session:
+        await session.send(first)
+        smtp_sink.script("MAIL", "421 4.4.2 closing")
+        smtp_sink.script("MAIL", "421 4.4.2 still closing")
+        with pytest.raises(TransientSendError) as raised:
+            await session.send(second)
+
+    assert raised.value.code == 421
+    assert smtp_sink.commands.count("EHLO") == 2
+    assert [m["Idempotency-Key"] for m in smtp_sink.messages] == [first.effect.key]
+
+
+async def test_a_failed_rset_after_a_refusal_starts_the_next_message_afresh(
+    smtp_sink: SmtpSink,
+) -> None:
+    first, refused, last = orders(3)
+    async with make_sender(smtp_sink).session() as session:
+        await session.send(first)
+        smtp_sink.script("RCPT", "550 5.1.1 no such user")
+        with pytest.raises(PermanentSendError):
+            await session.send(refused)
+        smtp_sink.script("RSET", "502 5.5.1 not here")
+        receipt = await session.send(last)
+
+    assert receipt["smtp_code"] == 250  # RSET's trouble is the last message's, not this one's
+    assert smtp_sink.commands.count("EHLO") == 2
+    assert [m["Idempotency-Key"] for m in smtp_sink.messages] == [
+        first.effect.key,
+        last.effect.key,
+    ]
+
+
+async def test_a_refusal_on_a_fresh_connection_is_not_taken_for_a_closed_one(
+    smtp_sink: SmtpSink,
+) -> None:
+    smtp_sink.script("MAIL", "421 4.3.2 shutting down")
+    with pytest.raises(TransientSendError):
+        await make_sender(smtp_sink).send(make_order())
+
+    assert smtp_sink.commands.count("EHLO") == 1  # a new connection is not retried
+
+
+async def until(condition: Callable[[], bool], seconds: float = 5.0) -> None:
+    """Wait for `condition`, polling; fail the test if it does not hold within `seconds`."""
+    async with asyncio.timeout(seconds):
+        while not condition():
+            await asyncio.sleep(0.01)
 
 
 # -- the exception map -------------------------------------------------------------------------

@@ -55,6 +55,7 @@ def test_defaults(env: pytest.MonkeyPatch) -> None:
     assert settings.smtp_username is None and settings.smtp_password is None
     assert settings.smtp_timeout_seconds == 30
     assert settings.manzoori_lease_seconds == 120
+    assert settings.manzoori_smtp_connections == 10
     assert settings.manzoori_poll_seconds == 2
     assert settings.manzoori_fault_point is None
     assert settings.tz.key == "Asia/Karachi"
@@ -144,6 +145,10 @@ MALFORMED = [
     ("SMTP_PORT", "smtp", "integer"),
     # timeout must be positive
     ("SMTP_TIMEOUT_SECONDS", "0", "greater than 0"),
+    # a runner needs at least one connection to send over
+    ("MANZOORI_SMTP_CONNECTIONS", "0", "greater than or equal to 1"),
+    # more than a relay such as Postfix lets one client open at once
+    ("MANZOORI_SMTP_CONNECTIONS", "51", "less than or equal to 50"),
     # not an IANA zone
     ("MANZOORI_TIMEZONE", "Asia/Lahore", "Asia/Lahore"),
     # unsupported driver
@@ -206,6 +211,8 @@ def test_empty_key_counts_as_missing(env: pytest.MonkeyPatch) -> None:
         {"SMTP_TIMEOUT_SECONDS": "200"},
         # a short lease against the default timeout (30)
         {"MANZOORI_LEASE_SECONDS": "10"},
+        # longer than one send, but not than the three each connection makes in a pass
+        {"MANZOORI_LEASE_SECONDS": "100", "SMTP_TIMEOUT_SECONDS": "34"},
     ],
 )
 def test_lease_must_outlive_the_smtp_timeout(
