@@ -24,10 +24,11 @@ log = logging.getLogger(__name__)
 # SMTP connections one runner keeps open, each carrying one send at a time: against a relay
 # that takes 200 ms per message, ten in flight send about 45 a second.
 CONNECTIONS = 10
-# Rows one claim leases per connection (a claim takes CONNECTIONS x this many). It is also the
-# most sends a marked row waits through, its own included: one in flight on every connection,
-# one queued for each, and its own. Each send ends within the SMTP timeout, so config checks
-# MANZOORI_LEASE_SECONDS > SMTP_TIMEOUT_SECONDS x this: every marked row is sent inside its lease.
+# Rows one claim leases per connection (a claim takes CONNECTIONS x this many). A claimed row
+# waits through at most this many sends of its connection, its own included, before its
+# marker is even written; each send ends within the SMTP timeout, so config checks
+# MANZOORI_LEASE_SECONDS > SMTP_TIMEOUT_SECONDS x this: every claimed row is sent inside its
+# lease.
 SENDS_PER_CONNECTION = 3
 # Claims one busy pass makes before it ends, so that expiry, new terms and recovery still run
 # every few hundred sends while the outbox stays full.
@@ -37,13 +38,14 @@ PASS_CLAIMS = 10
 class FaultPoint(StrEnum):
     """Where a crash test may have the runner SIGKILL itself (MANZOORI_FAULT_POINT).
 
-    A pass marks what it claimed a connection's worth of rows at a time, and sends on several
-    connections at once; a point is where the first send of the pass gets to, the others being
-    wherever they are at that moment (not marked, marked, mid-DATA, accepted or recorded).
+    A pass marks rows only for connections that are free that moment, so that a crash leaves
+    at most one marked row per connection, the one it was sending; a point is where the first
+    send of the pass gets to, the others being wherever they are at that moment (not marked,
+    marked, mid-DATA, accepted or recorded).
     """
 
     AFTER_CLAIM = "after_claim"  # the batch leased, no marker yet
-    AFTER_MARKER = "after_marker"  # the first chunk's markers committed, the sender not called
+    AFTER_MARKER = "after_marker"  # the first markers committed, the sender not called
     AFTER_ACCEPT = "after_accept"  # the server took the first mail, nothing of it recorded
     AFTER_RECORD = "after_record"  # the first result recorded, other sends still in flight
 
@@ -100,12 +102,12 @@ class OutboxRunner:
         `connections` connections at once; each result is recorded as soon as its send ends,
         by a task of its own. Returns the rows claimed."""
         queue: asyncio.Queue[SendOrder | None] = asyncio.Queue()
-        slots = asyncio.Semaphore(self.connections)  # orders marked and waiting for a connection
+        free = asyncio.Semaphore(self.connections)  # connections with no order to send
         records: list[asyncio.Task[None]] = []
         count = min(self.connections, len(claimed))
-        workers = [asyncio.create_task(self._work(queue, slots, records)) for _ in range(count)]
+        workers = [asyncio.create_task(self._work(queue, free, records)) for _ in range(count)]
         try:
-            total = await self._feed(claimed, queue, slots, workers)
+            total = await self._feed(claimed, queue, free, workers)
         finally:
             for _ in workers:
                 queue.put_nowait(None)  # each worker stops once the orders before it are sent
@@ -122,19 +124,25 @@ class OutboxRunner:
         self,
         claimed: list[Effect],
         queue: asyncio.Queue[SendOrder | None],
-        slots: Semaphore,
+        free: Semaphore,
         workers: list[asyncio.Task[None]],
     ) -> int:
-        """Commit the markers a connection's worth at a time and queue their orders, waiting
-        while `connections` orders already wait: the first sends start after one small
-        transaction, the next rows are marked while those are in flight, and no marked row
-        waits more than two sends' time for its own."""
+        """Commit the markers of as many rows as connections are free, in one transaction,
+        and hand them out; then wait for the next free connection. A marker is written only
+        when its send can start at once: a crash leaves at most one marked row per
+        connection for a person to reconcile, the one it was sending."""
         total, claims, marked = len(claimed), 1, False
-        while claimed:
-            for start in range(0, len(claimed), self.connections):
+        while True:
+            while claimed:
+                await free.acquire()
                 if any(worker.done() for worker in workers):
                     return total  # a broken sender: mark nothing more (see _work)
-                keys = [effect.key for effect in claimed[start : start + self.connections]]
+                taken = 1
+                while taken < len(claimed) and not free.locked():
+                    await free.acquire()  # free as well: no wait
+                    taken += 1
+                keys = [effect.key for effect in claimed[:taken]]
+                claimed = claimed[taken:]
                 now = self.runtime.now()
                 orders = await dispatch.start_attempts(
                     self.store, keys, self.owner, now, self.lease, self.rules
@@ -143,37 +151,37 @@ class OutboxRunner:
                     self._fault(FaultPoint.AFTER_MARKER)
                     marked = True
                 for order in orders:
-                    await slots.acquire()
                     queue.put_nowait(order)
-            if len(claimed) < self.batch or claims == PASS_CLAIMS:
-                break
+                for _ in range(taken - len(orders)):
+                    free.release()  # rows that were not to be sent: their connections stay free
+            if total < claims * self.batch or claims == PASS_CLAIMS:
+                return total
             # A full claim: more is likely due, and claimed now it keeps every connection busy.
             now = self.runtime.now()
             claimed = await dispatch.claim(self.store, now, self.owner, self.lease, self.batch)
             total, claims = total + len(claimed), claims + 1
-        return total
 
     async def _work(
         self,
         queue: asyncio.Queue[SendOrder | None],
-        slots: Semaphore,
+        free: Semaphore,
         records: list[asyncio.Task[None]],
     ) -> None:
         """One connection: send the next order, leave its result to a record task, repeat."""
         try:
             async with self.sender.session() as session:
                 while (order := await queue.get()) is not None:
-                    slots.release()
                     result, error = await self._send(session, order)
+                    free.release()
                     if error is None:
                         self._fault(FaultPoint.AFTER_ACCEPT)
                     records.append(asyncio.create_task(self._record(order, result, error)))
         except BaseException:
             # Only a broken sender gets here (send failures come back classified). The feeder
-            # must not wait for slots this worker would have freed: it stops marking, and
-            # what it marked is left to recovery, as after a crash.
+            # must not wait for connections this worker would have freed: it stops marking,
+            # and what it marked is left to recovery, as after a crash.
             for _ in range(self.connections):
-                slots.release()
+                free.release()
             raise
 
     async def _record(
