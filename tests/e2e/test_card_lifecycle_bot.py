@@ -69,6 +69,11 @@ class _Unused:
 
     provider_idempotent = False
 
+    @contextlib.asynccontextmanager
+    async def session(self):
+        raise AssertionError("nothing should be sent here, yet a session was opened")
+        yield self  # an async generator, as Sender.session is a context manager
+
     async def send(self, order):
         raise AssertionError(f"nothing should be sent here, got {order.effect.key}")
 
