@@ -34,8 +34,15 @@ from telegram.ext import (
 from bot.clock import utcnow
 from bot.config import Settings
 from bot.parsing import SheetParser
-from bot.telegram.context import Deps, deps_of, reply, roles_of
-from bot.telegram.decisions import NOT_VALID, REASON_REPLY, answer_tap, on_reason, on_tap
+from bot.telegram.context import Deps, deps_of, record_claim, reply, roles_of
+from bot.telegram.decisions import (
+    NOT_VALID,
+    REASON_REPLY,
+    answer_tap,
+    claimed_with_decision,
+    on_reason,
+    on_tap,
+)
 from bot.telegram.fairness import FairProcessor
 from bot.telegram.orders import history, sheet, status
 from bot.telegram.people import help_command, invite, promote, revoke, start, users
@@ -43,7 +50,7 @@ from bot.telegram.queue import on_queue_tap, queue_command
 from bot.telegram.texts import stranger
 from core.errors import ConfigError, InvalidToken, StoreBusy
 from core.ports import ShellStore
-from core.signing import verify_button
+from core.signing import Button, verify_button
 
 log = logging.getLogger(__name__)
 
@@ -66,9 +73,12 @@ MESSAGE_BUSY = "Could not record that, please send it again."
 
 async def claim(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     """Refuse a forged button before any database work; turn a stranger away without writing
-    anything; drop an update already handled (Telegram delivered it again)."""
+    anything; drop an update already handled (Telegram delivered it again). An Approve tap is
+    claimed later, in the transaction that records its decision (decisions.on_tap): one write
+    per tap, and a refused one leaves no claim behind."""
     deps, user, query = deps_of(context), update.effective_user, update.callback_query
-    if query is not None and not _signed(deps, query.data):
+    button = None if query is None else _verified(deps, query.data)
+    if query is not None and button is None:
         await answer_tap(query, NOT_VALID)
         raise ApplicationHandlerStop
     if user is None or user.is_bot:
@@ -77,11 +87,11 @@ async def claim(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     if not roles and _redeeming(update) is None:
         await _turn_away(deps, update, user)
         raise ApplicationHandlerStop
+    if button is not None and claimed_with_decision(button):
+        return
     async with deps.store.begin() as tx:
-        fresh = await tx.claim_update(update.update_id, utcnow())
-        if fresh and roles:  # an invitee's name is kept once their invitation gave a role
-            started = bool(update.message and (update.message.text or "").startswith("/start"))
-            await tx.met(user.id, user.first_name, utcnow(), started=started)
+        # An invitee's name is kept once their invitation gave a role.
+        fresh = await record_claim(tx, update, user, utcnow(), met=bool(roles))
     if not fresh:
         log.info("update %s delivered again; ignored", update.update_id)
         raise ApplicationHandlerStop
@@ -120,13 +130,12 @@ async def release(update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
         log.warning("claim of update %s not released", update.update_id, exc_info=True)
 
 
-def _signed(deps: Deps, data: str | None) -> bool:
-    """Whether callback data carries our tag (compared in constant time)."""
+def _verified(deps: Deps, data: str | None) -> Button | None:
+    """The button of callback data that carries our tag (compared in constant time)."""
     try:
-        verify_button(deps.settings.secret, data)
+        return verify_button(deps.settings.secret, data)
     except InvalidToken:
-        return False
-    return True
+        return None
 
 
 async def on_error(update: object, context: ContextTypes.DEFAULT_TYPE) -> None:

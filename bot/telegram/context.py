@@ -4,6 +4,7 @@ that fit Telegram's limit, and the roles a sender holds."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from telegram import Update, User
 from telegram.ext import ContextTypes
@@ -13,7 +14,7 @@ from bot.parsing import SheetParser
 from bot.telegram.cards import MESSAGE_LIMIT
 from bot.telegram.fairness import Guards
 from core.policies import Role
-from core.ports import ShellStore
+from core.ports import ShellStore, ShellTx
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,18 @@ async def reply(update: Update, text: str) -> None:
     if update.effective_message is not None:
         for piece in chunks(text):
             await update.effective_message.reply_text(piece)
+
+
+async def record_claim(
+    tx: ShellTx, update: Update, user: User, now: datetime, *, met: bool = True
+) -> bool:
+    """Record the update as handled, so that Telegram delivering it again is dropped, and
+    (with `met`) what its sender is called; False if it was handled before."""
+    fresh = await tx.claim_update(update.update_id, now)
+    if fresh and met:
+        started = bool(update.message and (update.message.text or "").startswith("/start"))
+        await tx.met(user.id, user.first_name, now, started=started)
+    return fresh
 
 
 async def roles_of(deps: Deps, user_id: int) -> frozenset[Role]:

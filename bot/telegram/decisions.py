@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 
 from telegram import CallbackQuery, ForceReply, Message, Update, User
@@ -17,7 +19,7 @@ from telegram.ext import ContextTypes, filters
 
 from bot.clock import utcnow
 from bot.outbox.emails import render_csv
-from bot.telegram.context import Deps, deps_of
+from bot.telegram.context import Deps, deps_of, record_claim
 from bot.telegram.errors import classify
 from bot.telegram.notices import NoticeRunner
 from bot.texts import TIME_OF_DAY, local_time
@@ -35,11 +37,11 @@ from core.errors import (
 )
 from core.jobs import Job
 from core.policies import Outcome, Verdict
-from core.ports import ShellReadTx
+from core.ports import ShellReadTx, ShellStore, ShellTx, Store
 from core.service import Review
 from core.signing import Button, ButtonAction, verify_button
 from core.texts import flatten
-from store.turns import urgent as urgent_writes
+from store.group_commit import urgent as urgent_writes
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +106,11 @@ async def on_tap(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     verdict = Verdict.REJECT if button.action is ButtonAction.REJECT else Verdict.APPROVE
     review = Review(job.po_number, user.id, verdict, button.draft_version, reviewed)
     if button.action is ButtonAction.APPROVE:
-        text, decided = await _decide(deps, job, review)
+        try:
+            text, decided = await _decide(deps, job, review, _Claiming(deps.store, update, user))
+        except Redelivered:
+            log.info("update %s delivered again; ignored", update.update_id)
+            return
         await answer_tap(query, text)
         if decided:
             deliver_now(context, deps, job.id)
@@ -123,6 +129,38 @@ async def on_tap(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         )
     else:
         await answer_tap(query, NOT_VALID)
+
+
+def claimed_with_decision(button: Button) -> bool:
+    """Whether a tap on this button is claimed (app.claim) in the transaction that records
+    its decision rather than in one of its own: an Approve tap on a card."""
+    return button.action is ButtonAction.APPROVE
+
+
+class Redelivered(Exception):
+    """The update was handled before: Telegram delivered it again."""
+
+
+@dataclass(frozen=True)
+class _Claiming:
+    """The store, for a use case that writes in one transaction (core.service.decide): that
+    transaction also claims the update, so the tap costs one write, the claim and what it
+    recorded commit together, and a refusal (rolled back) leaves no claim behind. A repeat
+    raises Redelivered from inside it, so nothing of it is written."""
+
+    store: ShellStore
+    update: Update
+    user: User
+
+    def reading(self) -> AbstractAsyncContextManager[ShellReadTx]:
+        return self.store.reading()
+
+    @asynccontextmanager
+    async def begin(self) -> AsyncIterator[ShellTx]:
+        async with self.store.begin() as tx:
+            if not await record_claim(tx, self.update, self.user, utcnow()):
+                raise Redelivered(f"update {self.update.update_id}")
+            yield tx
 
 
 @dataclass(frozen=True)
@@ -168,11 +206,13 @@ async def _hash_of(tx: ShellReadTx, job: Job, version: int) -> str:
     return ""
 
 
-async def _decide(deps: Deps, job: Job, review: Review) -> tuple[str, bool]:
-    """Record the decision; the answer for the decider, and whether anything was recorded
-    (notices to deliver)."""
+async def _decide(
+    deps: Deps, job: Job, review: Review, store: Store | None = None
+) -> tuple[str, bool]:
+    """Record the decision (through `store`, deps.store by default); the answer for the
+    decider, and whether anything was recorded (notices to deliver)."""
     try:
-        result = await service.decide(deps.store, review, utcnow(), deps.settings.rules())
+        result = await service.decide(store or deps.store, review, utcnow(), deps.settings.rules())
     except ApprovalExpired:
         return "This request expired.", True  # the expiry it found is news
     except (ApprovalError, IllegalTransition) as refused:

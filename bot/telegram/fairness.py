@@ -20,7 +20,7 @@ from telegram import Update
 from telegram.error import TelegramError
 from telegram.ext import BaseUpdateProcessor
 
-from store.turns import urgent as urgent_writes
+from store.group_commit import urgent as urgent_writes
 
 log = logging.getLogger(__name__)
 
@@ -40,8 +40,10 @@ class Shares:
     # or sends that fast, and each waiting update holds memory.
     per_user_backlog: int = 64
     # Taps have their own pool so that slow uploads and sheets cannot hold the slot a tap
-    # needs; together both stay under the database pool's 15 connections.
-    taps: int = 8
+    # needs. Wide enough that a burst of taps keeps the loop busy while some wait for a
+    # commit (on SQLite they then share one: store.group_commit); all three pools together
+    # stay under the database pool's connections (store.engine: POOL_SIZE and POOL_OVERFLOW).
+    taps: int = 32
     messages: int = 6
     # Files (restock sheets) have a pool of their own too: a sheet holds up to 5 MB and its
     # table while it is read, checked and submitted, so this bounds the memory a burst of
@@ -93,7 +95,7 @@ class FairProcessor(BaseUpdateProcessor):
             async with lane.semaphore, self._pool(update):
                 if _is_file(update):
                     await coroutine
-                else:  # someone waits for the answer: its writes go first (store/turns.py)
+                else:  # someone waits for the answer: its writes go first (store/group_commit.py)
                     with urgent_writes():
                         await coroutine
         finally:
