@@ -117,7 +117,8 @@ class _Queue:
         if self.open is not batch:
             return  # the batch ended without this member (its committer was cancelled)
         loop = asyncio.get_running_loop()
-        if batch.members < max_members and loop.time() - batch.opened < max_open:
+        taking = batch.members < max_members and loop.time() - batch.opened < max_open
+        if taking or batch.members == 0:  # a batch serves at least its first member
             member = self.next()
             if member is not None:
                 batch.members += 1
