@@ -12,11 +12,10 @@ message. Updates are handled side by side, fairly (bot.telegram.fairness).
 from __future__ import annotations
 
 import logging
-import time
 from datetime import timedelta
 from urllib.parse import urlsplit
 
-from telegram import Update, User
+from telegram import Update
 from telegram.error import TelegramError
 from telegram.ext import (
     AIORateLimiter,
@@ -34,11 +33,17 @@ from telegram.ext import (
 from bot.clock import utcnow
 from bot.config import Settings
 from bot.parsing import SheetParser
-from bot.telegram.context import Deps, deps_of, record_claim, reply, roles_of
+from bot.telegram.context import (
+    Deps,
+    answer_tap,
+    deps_of,
+    record_claim,
+    roles_of,
+    turn_away,
+)
 from bot.telegram.decisions import (
     NOT_VALID,
     REASON_REPLY,
-    answer_tap,
     claimed_with_decision,
     on_reason,
     on_tap,
@@ -47,7 +52,6 @@ from bot.telegram.fairness import FairProcessor
 from bot.telegram.orders import history, sheet, status
 from bot.telegram.people import help_command, invite, promote, revoke, start, users
 from bot.telegram.queue import on_queue_tap, queue_command
-from bot.telegram.texts import stranger
 from core.errors import ConfigError, InvalidToken, StoreBusy
 from core.ports import ShellStore
 from core.signing import Button, verify_button
@@ -55,9 +59,6 @@ from core.signing import Button, verify_button
 log = logging.getLogger(__name__)
 
 
-# A stranger's tap is answered in a callback answer (at most 200 characters): short, and it
-# says how to get the id an admin needs.
-STRANGER_TAP = "You are not registered. Send me /start to get the id your admin needs."
 # After a handler failed. True however far it got: a tap that counted does not count twice,
 # a sheet sent again returns the POs it made, and nothing here names the internals.
 TAP_FAILED = (
@@ -83,32 +84,18 @@ async def claim(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         raise ApplicationHandlerStop
     if user is None or user.is_bot:
         raise ApplicationHandlerStop  # a channel post, say: nobody to answer, nothing to keep
+    if button is not None and claimed_with_decision(button):
+        return  # who taps is read with the card's job (decisions.checked_tap), in one read
     roles = await roles_of(deps, user.id)
     if not roles and _redeeming(update) is None:
-        await _turn_away(deps, update, user)
+        await turn_away(deps, update, user)
         raise ApplicationHandlerStop
-    if button is not None and claimed_with_decision(button):
-        return
     async with deps.store.begin() as tx:
         # An invitee's name is kept once their invitation gave a role.
         fresh = await record_claim(tx, update, user, utcnow(), met=bool(roles))
     if not fresh:
         log.info("update %s delivered again; ignored", update.update_id)
         raise ApplicationHandlerStop
-
-
-async def _turn_away(deps: Deps, update: Update, user: User) -> None:
-    """The stranger's refusal, once per period (STRANGER_PERIOD) and within the strangers'
-    shared budget (STRANGER_REPLIES); everything else they send is dropped unanswered, so a
-    flood of strangers costs a read each, no write, and few messages."""
-    guards, now = deps.guards, time.monotonic()
-    if guards.strangers.seen(user.id, now) or not guards.stranger_replies.take(now):
-        return
-    guards.strangers.note(user.id, now)
-    if update.callback_query is not None:
-        await answer_tap(update.callback_query, STRANGER_TAP)
-    else:
-        await reply(update, stranger(user.first_name, user.id))
 
 
 def _redeeming(update: Update) -> str | None:

@@ -9,6 +9,7 @@ person; what must hold across processes (a decision counted once) is the databas
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Hashable, Iterator
@@ -68,6 +69,9 @@ class FairProcessor(BaseUpdateProcessor):
         super().__init__(BACKLOG)
         self.shares = shares
         self._lanes: dict[Hashable, _Lane] = {}
+        self._tapping = 0  # taps waiting or in flight
+        self._no_taps = asyncio.Event()
+        self._no_taps.set()
         self._taps = asyncio.BoundedSemaphore(shares.taps)
         self._messages = asyncio.BoundedSemaphore(shares.messages)
         self._files = asyncio.BoundedSemaphore(shares.files)
@@ -77,8 +81,29 @@ class FairProcessor(BaseUpdateProcessor):
         """Senders with an update waiting or in flight (the others cost no memory)."""
         return len(self._lanes)
 
+    async def between_taps(self, patience: float) -> None:
+        """Return once no tap waits or is being handled, or after `patience` seconds: work
+        nobody watches (the card edits a tap owes) goes in the pauses between bursts of taps,
+        and so never delays their answers, yet is not put off forever by a steady stream."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(patience):
+                await self._no_taps.wait()
+
     async def do_process_update(self, update: object, coroutine: Awaitable[Any]) -> None:
         """Wait for the sender's lane, then for the pool of the update's kind; then handle."""
+        if not _is_tap(update):
+            await self._process(update, coroutine)
+            return
+        self._tapping += 1
+        self._no_taps.clear()
+        try:
+            await self._process(update, coroutine)
+        finally:
+            self._tapping -= 1
+            if self._tapping == 0:
+                self._no_taps.set()
+
+    async def _process(self, update: object, coroutine: Awaitable[Any]) -> None:
         key = _sender(update)
         lane = self._lanes.get(key)
         if lane is None:
