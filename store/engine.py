@@ -22,6 +22,8 @@ SQLITE_BUSY_TIMEOUT_MS = 4_000
 # The execution option SqlStore.reading() sets on its connection: a read-only transaction.
 READING = "manzoori_reading"
 
+# connection.info's key for whether PRAGMA query_only is on (see _tune_sqlite).
+_QUERY_ONLY = "manzoori_query_only"
 # SQLite's primary result codes for "another connection holds the lock" (an extended code,
 # such as SQLITE_BUSY_SNAPSHOT, carries its primary code in the low byte).
 _SQLITE_BUSY_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
@@ -79,15 +81,19 @@ def _tune_sqlite(engine: AsyncEngine, busy_timeout_ms: int) -> None:
 
     @event.listens_for(engine.sync_engine, "begin")
     def _begin(connection: Connection) -> None:
-        if connection.get_execution_options().get(READING):
+        reading = bool(connection.get_execution_options().get(READING))
+        # A connection is pooled: a reader's query_only is undone before it writes, and set
+        # only when the connection's last transaction was not a reader's too (connection.info
+        # lives as long as the DBAPI connection).
+        if connection.info.get(_QUERY_ONLY) is not reading:
+            connection.exec_driver_sql(f"PRAGMA query_only={'ON' if reading else 'OFF'}")
+            connection.info[_QUERY_ONLY] = reading
+        if reading:
             # Deferred: under WAL a reader takes no lock the writer waits for, and it reads a
             # snapshot however long the writer holds its lock. query_only makes a write in it
             # fail at once ("attempt to write a readonly database") instead of upgrading.
             connection.exec_driver_sql("BEGIN")
-            connection.exec_driver_sql("PRAGMA query_only=ON")
             return
-        # A connection is pooled: undo a reader's query_only before it writes.
-        connection.exec_driver_sql("PRAGMA query_only=OFF")
         # IMMEDIATE takes the write lock up front: two runners cannot both read a row as
         # pending and then both upgrade to write (SQLite's deferred-lock deadlock).
         connection.exec_driver_sql("BEGIN IMMEDIATE")

@@ -8,8 +8,8 @@ from datetime import timedelta
 
 from bot.outbox.runner import OutboxRunner
 from bot.outbox.smtp import SmtpSender, SmtpServer
-from bot.telegram.context import STRANGER_TAP
 from bot.telegram.cards import APPROVE_TEXT, DETAILS_TEXT, REJECT_TEXT
+from bot.telegram.context import STRANGER_TAP
 from bot.telegram.decisions import NOT_VALID
 from bot.telegram.notices import NoticeRunner
 from core.policies import Role, Verdict
