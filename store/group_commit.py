@@ -118,7 +118,10 @@ class _Queue:
             return  # the batch ended without this member (its committer was cancelled)
         loop = asyncio.get_running_loop()
         taking = batch.members < max_members and loop.time() - batch.opened < max_open
-        if taking or batch.members == 0:  # a batch serves at least its first member
+        # A batch serves at least its first member, and none once SQLite ended its
+        # transaction (a member's disk-full or I/O error rolls back the whole of it): on that
+        # connection the next member's SAVEPOINT would start a transaction of its own.
+        if (taking or batch.members == 0) and _still_open(batch.conn):
             member = self.next()
             if member is not None:
                 batch.members += 1
@@ -218,7 +221,7 @@ class GroupCommit:
         try:
             self._pass_on(queue, batch)
             await closing
-            if not await _still_open(conn):
+            if not _still_open(conn):
                 # SQLite ended the transaction itself (disk full, I/O error): a COMMIT now
                 # would be a silent no-op, and every member would believe in lost writes.
                 raise StoreBusy("the batch's transaction was rolled back by SQLite")
@@ -234,10 +237,10 @@ class GroupCommit:
             batch.committed.set_result(failure)
 
 
-async def _still_open(conn: AsyncConnection) -> bool:
+def _still_open(conn: AsyncConnection) -> bool:
     """Whether the sqlite3 connection under `conn` is still inside its transaction."""
-    raw = await conn.get_raw_connection()
-    return bool(raw.driver_connection.raw.in_transaction)  # type: ignore[union-attr]
+    driver = conn.sync_connection.connection.driver_connection  # type: ignore[union-attr]
+    return bool(driver.raw.in_transaction)  # type: ignore[union-attr]
 
 
 async def _rollback_quietly(conn: AsyncConnection) -> None:

@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 from sqlalchemy import event, text
 from sqlalchemy.engine import Connection
+from sqlalchemy.exc import DBAPIError
 
 from core.errors import StoreBusy
 from store.engine import READING, make_engine
@@ -273,3 +274,29 @@ async def test_a_long_member_ends_its_batch_and_the_urgent_go_next(
     assert committed(db_url) == {1}  # the sheet's batch held only the sheet
     await asyncio.gather(*taps)
     assert writers.commits == 3 and committed(db_url) == {1, 2, 3}
+
+
+async def test_a_member_whose_error_ended_the_transaction_fails_the_batch_alone(
+    store: SqlStore, db_url: str
+) -> None:
+    """SQLite rolls back the whole transaction on some errors (disk full, I/O): the members
+    before are told StoreBusy, not that they committed, and the next goes to a new batch."""
+    writers = Writers(store)
+
+    async def ending() -> None:
+        async with store.begin() as tx:
+            await tx.claim_update(2, T0)
+            await tx.conn.exec_driver_sql("ROLLBACK")  # as SQLite does after SQLITE_FULL
+
+    first = writers.start("first", 1, held=True)
+    await until(lambda: writers.order == ["first"])
+    ended = asyncio.create_task(ending())
+    last = writers.start("last", 3)
+    await queued(store, 2)
+    writers.gate("first").set()
+    with pytest.raises(StoreBusy, match="rolled back by SQLite"):
+        await first
+    with pytest.raises(DBAPIError):  # its savepoint is gone with the transaction
+        await ended
+    await last
+    assert committed(db_url) == {3}
