@@ -193,32 +193,38 @@ class GroupCommit:
         return 0 if queue is None else queue.waiting()
 
     async def _commit_batches(self, queue: _Queue) -> None:
-        """Run batches one after the other, on one connection, while anyone waits."""
+        """Run batches one after the other while anyone waits."""
         try:
             while queue.waiting():
-                async with self.engine.connect() as conn:
-                    while queue.waiting():
-                        await self._batch(queue, conn)
-        except BaseException as error:  # the connection failed, or the loop is closing
+                await self._batch(queue)
+        except BaseException as error:  # the loop is closing
             queue.fail_waiting(error)
             if not isinstance(error, Exception):
                 raise
         finally:
             queue.committer = None
 
-    async def _batch(self, queue: _Queue, conn: AsyncConnection) -> None:
-        """One batch: BEGIN IMMEDIATE, the members' blocks in turn, one COMMIT."""
-        try:
-            await conn.begin()
-        except Exception as error:  # the lock stayed taken by another process: busy
-            queue.fail_waiting(error)
-            await _rollback_quietly(conn)
-            return
+    async def _batch(self, queue: _Queue) -> None:
+        """One batch: BEGIN IMMEDIATE, the members' blocks in turn, one COMMIT. Its connection
+        is back in the pool before any member hears the outcome, so nothing of a batch
+        outlives its members (a CLI command disposes of its engine as soon as it returns)."""
         loop = asyncio.get_running_loop()
-        batch = queue.open = _Batch(conn, loop.time())
-        closing = queue.closing = loop.create_future()
+        try:
+            conn = await self.engine.connect()
+        except Exception as error:
+            queue.fail_waiting(error)
+            return
+        batch: _Batch | None = None
         failure: BaseException | None = None
         try:
+            try:
+                await conn.begin()
+            except Exception as error:  # the lock stayed taken by another process: busy
+                queue.fail_waiting(error)
+                await _rollback_quietly(conn)
+                return
+            batch = queue.open = _Batch(conn, loop.time())
+            closing = queue.closing = loop.create_future()
             self._pass_on(queue, batch)
             await closing
             if not _still_open(conn):
@@ -234,7 +240,11 @@ class GroupCommit:
                 raise
         finally:
             queue.open = None
-            batch.committed.set_result(failure)
+            try:
+                await conn.close()
+            finally:
+                if batch is not None:
+                    batch.committed.set_result(failure)
 
 
 def _still_open(conn: AsyncConnection) -> bool:
