@@ -352,6 +352,9 @@ class SqlStore:
         # SQLite's one writer at a time: this process's writers share transactions and their
         # COMMITs, each in a savepoint of its own (store/group_commit.py).
         self.group = GroupCommit(engine) if engine.dialect.name == "sqlite" else None
+        # The same pool, every connection marked for store.engine's "begin" event as a
+        # reader's once, rather than per read.
+        self._reader = engine.execution_options(**{READING: True})
         self._sealer = Sealer(data_key)
         self._terms_cache: dict[str, Terms] = {}  # versions are immutable: safe to keep
 
@@ -370,12 +373,10 @@ class SqlStore:
         """A read-only transaction (typed as core.ports.ReadTx by the ports): on SQLite a
         deferred BEGIN that takes no write lock and refuses writes, on PostgreSQL READ ONLY."""
         with _busy_as_store_busy():
-            async with self.engine.connect() as conn:
-                await conn.execution_options(**{READING: True})
-                async with conn.begin():
-                    if conn.dialect.name == "postgresql":
-                        await conn.exec_driver_sql("SET TRANSACTION READ ONLY")
-                    yield SqlTx(conn, self._sealer, self._terms_cache, reading=True)
+            async with self._reader.connect() as conn, conn.begin():
+                if conn.dialect.name == "postgresql":
+                    await conn.exec_driver_sql("SET TRANSACTION READ ONLY")
+                yield SqlTx(conn, self._sealer, self._terms_cache, reading=True)
 
     async def close(self) -> None:
         """Release the engine's connections."""
