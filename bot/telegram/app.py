@@ -1,7 +1,8 @@
 """The Telegram front end: thin handlers that parse an update, call one use case, and reply.
 
 Every update first passes `claim`, which records its id: Telegram may deliver an update more
-than once, and a repeat is dropped before any handler sees it. A button tap's signed data is
+than once, and a repeat is dropped before any handler sees it (an Approve tap's id is recorded
+with its decision instead, in the one write the tap makes). A button tap's signed data is
 checked before that, so a forged tap costs no database work at all; a stranger (no role, no
 invitation in hand) costs one read and no write, and hears from us once per period. If a
 handler fails, `release` forgets the claim, so a redelivery is handled. Who the sender is

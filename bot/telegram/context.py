@@ -1,5 +1,6 @@
 """What every Telegram handler shares: the Deps kept in the application's bot_data, replies
-that fit Telegram's limit, and the roles a sender holds."""
+that fit Telegram's limit, the roles a sender holds, the claim of an update, and the answers
+to a tap and to a stranger."""
 
 from __future__ import annotations
 
