@@ -50,6 +50,9 @@ class Shares:
     # table while it is read, checked and submitted, so this bounds the memory a burst of
     # uploads can take, and sheets waiting for it hold no slot a /status needs.
     files: int = 3
+    # Seconds without a tap that make a pause (FairProcessor.between_taps): the taps of one
+    # burst reach the bot in several getUpdates, with short gaps between them.
+    pause: float = 0.05
 
 
 class _Lane:
@@ -70,6 +73,7 @@ class FairProcessor(BaseUpdateProcessor):
         self.shares = shares
         self._lanes: dict[Hashable, _Lane] = {}
         self._tapping = 0  # taps waiting or in flight
+        self._taps_seen = 0  # taps ever started: a pause is a time in which this stays put
         self._no_taps = asyncio.Event()
         self._no_taps.set()
         self._taps = asyncio.BoundedSemaphore(shares.taps)
@@ -82,12 +86,18 @@ class FairProcessor(BaseUpdateProcessor):
         return len(self._lanes)
 
     async def between_taps(self, patience: float) -> None:
-        """Return once no tap waits or is being handled, or after `patience` seconds: work
-        nobody watches (the card edits a tap owes) goes in the pauses between bursts of taps,
-        and so never delays their answers, yet is not put off forever by a steady stream."""
+        """Return once no tap waits or is being handled and none came for Shares.pause
+        seconds, or after `patience` seconds: work nobody watches (the card edits a tap owes)
+        goes in the pauses between bursts of taps, and so never delays their answers, yet is
+        not put off forever by a steady stream."""
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(patience):
-                await self._no_taps.wait()
+                while True:
+                    await self._no_taps.wait()
+                    seen = self._taps_seen
+                    await asyncio.sleep(self.shares.pause)
+                    if self._tapping == 0 and self._taps_seen == seen:
+                        return
 
     async def do_process_update(self, update: object, coroutine: Awaitable[Any]) -> None:
         """Wait for the sender's lane, then for the pool of the update's kind; then handle."""
@@ -95,6 +105,7 @@ class FairProcessor(BaseUpdateProcessor):
             await self._process(update, coroutine)
             return
         self._tapping += 1
+        self._taps_seen += 1
         self._no_taps.clear()
         try:
             await self._process(update, coroutine)

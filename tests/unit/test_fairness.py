@@ -191,7 +191,7 @@ def test_lru_forgets_the_least_recently_used() -> None:
 
 
 async def test_work_between_taps_waits_until_no_tap_waits_or_is_handled() -> None:
-    processor, handlers = FairProcessor(Shares(per_user=1, taps=1)), Handlers()
+    processor, handlers = FairProcessor(Shares(per_user=1, taps=1, pause=0)), Handlers()
     await asyncio.wait_for(processor.between_taps(60), 1)  # no tap: at once
     taps = [submit(processor, handlers, tap(n, n)) for n in (1, 2)]  # the second one waits
     chat = submit(processor, handlers, message(3, 3))  # a message is no tap: not waited for
@@ -208,7 +208,7 @@ async def test_work_between_taps_waits_until_no_tap_waits_or_is_handled() -> Non
 
 
 async def test_work_between_taps_goes_ahead_after_its_patience() -> None:
-    processor, handlers = FairProcessor(), Handlers()
+    processor, handlers = FairProcessor(Shares(pause=0)), Handlers()
     steady = submit(processor, handlers, tap(1, 1))
     await settle()
     await asyncio.wait_for(processor.between_taps(0.01), 1)  # a tap is still in flight
