@@ -28,7 +28,7 @@ from core.notices import (
     is_moot,
 )
 from core.policies import ApprovalPolicy, Decision, Role, Verdict
-from core.ports import Store, Tx
+from core.ports import ReadTx, Store, Tx
 from core.retries import ErrorClass, RetryPolicy, decide
 from core.states import State
 from core.workflow import standing_decisions
@@ -166,25 +166,34 @@ async def sent(store: Store, notice: Notice, message_id: int | None, now: dateti
 
 async def news_to_send(store: Store, notice: Notice, now: datetime) -> News | None:
     """What a STATUS or an admin's ALERT notice says; None, and the notice cancelled, if the
-    news that a PO needs a person is moot by now."""
-    async with store.begin() as tx:
+    news that a PO needs a person is moot by now. Read-only unless it cancels: a delivery
+    takes no write turn (SQLite's one writer) that the next tap's decision needs."""
+    async with store.reading() as tx:
         job = await tx.job(notice.job_id)
-        if is_moot(notice, job):
-            await settle(tx, notice, NoticeStatus.CANCELLED, now)
-            return None
-        if notice.kind is NoticeKind.STATUS:
-            state = State(notice.event)
-            reason = await _rejection_reason(tx, job) if state is State.REJECTED else None
-            return News(job, state=state, reason=reason)
-        event, _, whom = notice.event.partition(":")
-        approver = None
-        if whom:  # an approver's card did not go out
-            known = await tx.telegram_user(int(whom))
-            approver = f"{known.first_name if known else 'An approver'} (Telegram id {whom})"
-        return News(job, event=event, approver=approver)
+        if not is_moot(notice, job):
+            return await _news(tx, notice, job)
+    async with store.begin() as tx:
+        job = await tx.job(notice.job_id)  # read again where the cancellation is written
+        if not is_moot(notice, job):
+            return await _news(tx, notice, job)
+        await settle(tx, notice, NoticeStatus.CANCELLED, now)
+        return None
 
 
-async def _rejection_reason(tx: Tx, job: Job) -> str | None:
+async def _news(tx: ReadTx, notice: Notice, job: Job) -> News:
+    if notice.kind is NoticeKind.STATUS:
+        state = State(notice.event)
+        reason = await _rejection_reason(tx, job) if state is State.REJECTED else None
+        return News(job, state=state, reason=reason)
+    event, _, whom = notice.event.partition(":")
+    approver = None
+    if whom:  # an approver's card did not go out
+        known = await tx.telegram_user(int(whom))
+        approver = f"{known.first_name if known else 'An approver'} (Telegram id {whom})"
+    return News(job, event=event, approver=approver)
+
+
+async def _rejection_reason(tx: ReadTx, job: Job) -> str | None:
     rejections = [d for d in await tx.decisions(job.id) if d.verdict is Verdict.REJECT]
     return rejections[-1].reason if rejections else None
 

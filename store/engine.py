@@ -29,6 +29,13 @@ _SQLITE_BUSY_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
 # Threads per SQLite engine for the calls that wait (store.sqlite_driver): one commits or
 # waits for the write lock while another opens or closes a file.
 _SQLITE_THREADS = 2
+# Connections an engine keeps open, and how many more it opens for a burst. Every handler in
+# flight may hold one (bot.telegram.fairness.Shares: taps, messages and files, 41 in all),
+# and the runners a few more: SQLAlchemy's default of 5 kept, with its 10 overflow, made a
+# burst of taps open a connection and close it again for most of their transactions (on
+# PostgreSQL a new backend each, on SQLite a file opened and closed in the driver's thread).
+POOL_SIZE = 32
+POOL_OVERFLOW = 16
 # PostgreSQL's SQLSTATEs for a transaction it aborted for the others' sake, not for its own
 # content: serialization_failure, deadlock_detected, lock_not_available.
 _POSTGRES_BUSY_STATES = frozenset({"40001", "40P01", "55P03"})
@@ -40,6 +47,7 @@ def make_engine(
     """Create the engine for `url`: on SQLite with WAL, IMMEDIATE write transactions, deferred
     read-only ones, `busy_timeout_ms` of waiting for the write lock, and statements run on the
     loop (store.sqlite_driver)."""
+    kwargs = {"pool_size": POOL_SIZE, "max_overflow": POOL_OVERFLOW, **kwargs}
     if url.startswith("sqlite"):
         path = make_url(url).database or ""
         executor = ThreadPoolExecutor(_SQLITE_THREADS, thread_name_prefix="sqlite")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Collection, Iterator, Sequence
-from contextlib import asynccontextmanager, contextmanager, nullcontext
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -30,6 +30,7 @@ from core.states import State
 from core.terms import Terms
 from store import schema
 from store.engine import READING, is_busy
+from store.group_commit import GroupCommit
 from store.notices import NoticeQueries
 from store.people import PeopleQueries
 from store.purchasing import PurchasingQueries
@@ -43,7 +44,6 @@ from store.rows import (
     values_of,
 )
 from store.sealing import Sealer
-from store.turns import WriteTurns
 from store.versioned import Lease, claim_rows, compare_and_set
 
 # The statements every use case runs, built once (building one costs more than running it).
@@ -343,31 +343,34 @@ class SqlStore:
 
     def __init__(self, engine: AsyncEngine, data_key: bytes | str) -> None:
         self.engine = engine
-        # SQLite's one writer at a time: this process's writers take turns (store/turns.py).
-        self._turns = WriteTurns() if engine.dialect.name == "sqlite" else None
+        # SQLite's one writer at a time: this process's writers share transactions and their
+        # COMMITs, each in a savepoint of its own (store/group_commit.py).
+        self.group = GroupCommit(engine) if engine.dialect.name == "sqlite" else None
+        # The same pool, every connection marked for store.engine's "begin" event as a
+        # reader's once, rather than per read.
+        self._reader = engine.execution_options(**{READING: True})
         self._sealer = Sealer(data_key)
         self._terms_cache: dict[str, Terms] = {}  # versions are immutable: safe to keep
 
     @asynccontextmanager
     async def begin(self) -> AsyncIterator[SqlTx]:
-        """A read-write transaction that commits on success and rolls back on error; a busy
-        database raises StoreBusy."""
-        async with self._turns.turn() if self._turns else nullcontext():
-            with _busy_as_store_busy():
-                async with self.engine.begin() as conn:
-                    yield SqlTx(conn, self._sealer, self._terms_cache)
+        """A read-write transaction that commits on success and rolls back on error, and
+        returns only once its writes are durable; a busy database raises StoreBusy. On SQLite
+        it is a savepoint in a transaction shared with this process's other writers of the
+        moment (store.group_commit): an error rolls back this block's writes only."""
+        with _busy_as_store_busy():
+            async with self.group.transaction() if self.group else self.engine.begin() as conn:
+                yield SqlTx(conn, self._sealer, self._terms_cache)
 
     @asynccontextmanager
     async def reading(self) -> AsyncIterator[SqlTx]:
         """A read-only transaction (typed as core.ports.ReadTx by the ports): on SQLite a
         deferred BEGIN that takes no write lock and refuses writes, on PostgreSQL READ ONLY."""
         with _busy_as_store_busy():
-            async with self.engine.connect() as conn:
-                await conn.execution_options(**{READING: True})
-                async with conn.begin():
-                    if conn.dialect.name == "postgresql":
-                        await conn.exec_driver_sql("SET TRANSACTION READ ONLY")
-                    yield SqlTx(conn, self._sealer, self._terms_cache, reading=True)
+            async with self._reader.connect() as conn, conn.begin():
+                if conn.dialect.name == "postgresql":
+                    await conn.exec_driver_sql("SET TRANSACTION READ ONLY")
+                yield SqlTx(conn, self._sealer, self._terms_cache, reading=True)
 
     async def close(self) -> None:
         """Release the engine's connections."""

@@ -1,7 +1,8 @@
 """The Telegram front end: thin handlers that parse an update, call one use case, and reply.
 
 Every update first passes `claim`, which records its id: Telegram may deliver an update more
-than once, and a repeat is dropped before any handler sees it. A button tap's signed data is
+than once, and a repeat is dropped before any handler sees it (an Approve tap's id is recorded
+with its decision instead, in the one write the tap makes). A button tap's signed data is
 checked before that, so a forged tap costs no database work at all; a stranger (no role, no
 invitation in hand) costs one read and no write, and hears from us once per period. If a
 handler fails, `release` forgets the claim, so a redelivery is handled. Who the sender is
@@ -12,11 +13,10 @@ message. Updates are handled side by side, fairly (bot.telegram.fairness).
 from __future__ import annotations
 
 import logging
-import time
 from datetime import timedelta
 from urllib.parse import urlsplit
 
-from telegram import Update, User
+from telegram import Update
 from telegram.error import TelegramError
 from telegram.ext import (
     AIORateLimiter,
@@ -34,23 +34,32 @@ from telegram.ext import (
 from bot.clock import utcnow
 from bot.config import Settings
 from bot.parsing import SheetParser
-from bot.telegram.context import Deps, deps_of, reply, roles_of
-from bot.telegram.decisions import NOT_VALID, REASON_REPLY, answer_tap, on_reason, on_tap
+from bot.telegram.context import (
+    Deps,
+    answer_tap,
+    deps_of,
+    record_claim,
+    roles_of,
+    turn_away,
+)
+from bot.telegram.decisions import (
+    NOT_VALID,
+    REASON_REPLY,
+    claimed_with_decision,
+    on_reason,
+    on_tap,
+)
 from bot.telegram.fairness import FairProcessor
 from bot.telegram.orders import history, sheet, status
 from bot.telegram.people import help_command, invite, promote, revoke, start, users
 from bot.telegram.queue import on_queue_tap, queue_command
-from bot.telegram.texts import stranger
 from core.errors import ConfigError, InvalidToken, StoreBusy
 from core.ports import ShellStore
-from core.signing import verify_button
+from core.signing import Button, verify_button
 
 log = logging.getLogger(__name__)
 
 
-# A stranger's tap is answered in a callback answer (at most 200 characters): short, and it
-# says how to get the id an admin needs.
-STRANGER_TAP = "You are not registered. Send me /start to get the id your admin needs."
 # After a handler failed. True however far it got: a tap that counted does not count twice,
 # a sheet sent again returns the POs it made, and nothing here names the internals.
 TAP_FAILED = (
@@ -66,39 +75,28 @@ MESSAGE_BUSY = "Could not record that, please send it again."
 
 async def claim(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     """Refuse a forged button before any database work; turn a stranger away without writing
-    anything; drop an update already handled (Telegram delivered it again)."""
+    anything; drop an update already handled (Telegram delivered it again). An Approve tap is
+    claimed later, in the transaction that records its decision (decisions.on_tap): one write
+    per tap, and a refused one leaves no claim behind."""
     deps, user, query = deps_of(context), update.effective_user, update.callback_query
-    if query is not None and not _signed(deps, query.data):
+    button = None if query is None else _verified(deps, query.data)
+    if query is not None and button is None:
         await answer_tap(query, NOT_VALID)
         raise ApplicationHandlerStop
     if user is None or user.is_bot:
         raise ApplicationHandlerStop  # a channel post, say: nobody to answer, nothing to keep
+    if button is not None and claimed_with_decision(button):
+        return  # who taps is read with the card's job (decisions.checked_tap), in one read
     roles = await roles_of(deps, user.id)
     if not roles and _redeeming(update) is None:
-        await _turn_away(deps, update, user)
+        await turn_away(deps, update, user)
         raise ApplicationHandlerStop
     async with deps.store.begin() as tx:
-        fresh = await tx.claim_update(update.update_id, utcnow())
-        if fresh and roles:  # an invitee's name is kept once their invitation gave a role
-            started = bool(update.message and (update.message.text or "").startswith("/start"))
-            await tx.met(user.id, user.first_name, utcnow(), started=started)
+        # An invitee's name is kept once their invitation gave a role.
+        fresh = await record_claim(tx, update, user, utcnow(), met=bool(roles))
     if not fresh:
         log.info("update %s delivered again; ignored", update.update_id)
         raise ApplicationHandlerStop
-
-
-async def _turn_away(deps: Deps, update: Update, user: User) -> None:
-    """The stranger's refusal, once per period (STRANGER_PERIOD) and within the strangers'
-    shared budget (STRANGER_REPLIES); everything else they send is dropped unanswered, so a
-    flood of strangers costs a read each, no write, and few messages."""
-    guards, now = deps.guards, time.monotonic()
-    if guards.strangers.seen(user.id, now) or not guards.stranger_replies.take(now):
-        return
-    guards.strangers.note(user.id, now)
-    if update.callback_query is not None:
-        await answer_tap(update.callback_query, STRANGER_TAP)
-    else:
-        await reply(update, stranger(user.first_name, user.id))
 
 
 def _redeeming(update: Update) -> str | None:
@@ -120,13 +118,12 @@ async def release(update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
         log.warning("claim of update %s not released", update.update_id, exc_info=True)
 
 
-def _signed(deps: Deps, data: str | None) -> bool:
-    """Whether callback data carries our tag (compared in constant time)."""
+def _verified(deps: Deps, data: str | None) -> Button | None:
+    """The button of callback data that carries our tag (compared in constant time)."""
     try:
-        verify_button(deps.settings.secret, data)
+        return verify_button(deps.settings.secret, data)
     except InvalidToken:
-        return False
-    return True
+        return None
 
 
 async def on_error(update: object, context: ContextTypes.DEFAULT_TYPE) -> None:

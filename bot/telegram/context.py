@@ -1,19 +1,32 @@
 """What every Telegram handler shares: the Deps kept in the application's bot_data, replies
-that fit Telegram's limit, and the roles a sender holds."""
+that fit Telegram's limit, the roles a sender holds, the claim of an update, and the answers
+to a tap and to a stranger."""
 
 from __future__ import annotations
 
+import logging
+import time
 from dataclasses import dataclass, field
+from datetime import datetime
 
-from telegram import Update, User
+from telegram import CallbackQuery, Update, User
+from telegram.error import BadRequest
 from telegram.ext import ContextTypes
 
 from bot.config import Settings
 from bot.parsing import SheetParser
 from bot.telegram.cards import MESSAGE_LIMIT
+from bot.telegram.errors import classify
 from bot.telegram.fairness import Guards
+from bot.telegram.texts import stranger
 from core.policies import Role
-from core.ports import ShellStore
+from core.ports import ShellStore, ShellTx
+
+log = logging.getLogger(__name__)
+
+# A stranger's tap is answered in a callback answer (at most 200 characters): short, and it
+# says how to get the id an admin needs.
+STRANGER_TAP = "You are not registered. Send me /start to get the id your admin needs."
 
 
 @dataclass(frozen=True)
@@ -57,13 +70,51 @@ async def reply(update: Update, text: str) -> None:
             await update.effective_message.reply_text(piece)
 
 
+async def record_claim(
+    tx: ShellTx, update: Update, user: User, now: datetime, *, met: bool = True
+) -> bool:
+    """Record the update as handled, so that Telegram delivering it again is dropped, and
+    (with `met`) what its sender is called; False if it was handled before."""
+    fresh = await tx.claim_update(update.update_id, now)
+    if fresh and met:
+        started = bool(update.message and (update.message.text or "").startswith("/start"))
+        await tx.met(user.id, user.first_name, now, started=started)
+    return fresh
+
+
 async def roles_of(deps: Deps, user_id: int) -> frozenset[Role]:
     """The user's roles, with admin for MANZOORI_ADMIN_IDS."""
     async with deps.store.reading() as tx:
-        held = await tx.roles(user_id)
+        return held_roles(deps, user_id, await tx.roles(user_id))
+
+
+def held_roles(deps: Deps, user_id: int, granted: frozenset[Role]) -> frozenset[Role]:
+    """The roles granted in the database, with admin for MANZOORI_ADMIN_IDS."""
     if user_id in deps.settings.manzoori_admin_ids:
-        held |= {Role.ADMIN}
-    return held
+        return granted | {Role.ADMIN}
+    return granted
+
+
+async def turn_away(deps: Deps, update: Update, user: User) -> None:
+    """The stranger's refusal, once per period (STRANGER_PERIOD) and within the strangers'
+    shared budget (STRANGER_REPLIES); everything else they send is dropped unanswered, so a
+    flood of strangers costs a read each, no write, and few messages."""
+    guards, now = deps.guards, time.monotonic()
+    if guards.strangers.seen(user.id, now) or not guards.stranger_replies.take(now):
+        return
+    guards.strangers.note(user.id, now)
+    if update.callback_query is not None:
+        await answer_tap(update.callback_query, STRANGER_TAP)
+    else:
+        await reply(update, stranger(user.first_name, user.id))
+
+
+async def answer_tap(query: CallbackQuery, text: str) -> None:
+    """Answer a tap; a query that is too old already timed out on the phone: nothing to do."""
+    try:
+        await query.answer(text)
+    except BadRequest as error:  # too old, or answered already: nobody is waiting any more
+        log.info("tap not answered: %s", classify(error).detail)
 
 
 async def holding(

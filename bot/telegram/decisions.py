@@ -9,16 +9,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 
 from telegram import CallbackQuery, ForceReply, Message, Update, User
-from telegram.error import BadRequest
 from telegram.ext import ContextTypes, filters
 
 from bot.clock import utcnow
 from bot.outbox.emails import render_csv
-from bot.telegram.context import Deps, deps_of
-from bot.telegram.errors import classify
+from bot.telegram.context import Deps, answer_tap, deps_of, held_roles, record_claim, turn_away
+from bot.telegram.fairness import FairProcessor
 from bot.telegram.notices import NoticeRunner
 from bot.texts import TIME_OF_DAY, local_time
 from core import service
@@ -35,11 +36,11 @@ from core.errors import (
 )
 from core.jobs import Job
 from core.policies import Outcome, Verdict
-from core.ports import ShellReadTx
+from core.ports import ShellReadTx, ShellStore, ShellTx, Store
 from core.service import Review
 from core.signing import Button, ButtonAction, verify_button
 from core.texts import flatten
-from store.turns import urgent as urgent_writes
+from store.group_commit import urgent as urgent_writes
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +50,8 @@ NOT_VALID = "This button is not valid."
 REASON_PROMPT = "Reason for rejecting"
 _PROMPTED = re.compile(rf"^{REASON_PROMPT} (PO-[A-Za-z0-9-]+) v(\d+)\?$")
 _MAX_REASON = 500
+# Seconds the deliveries a tap starts wait for a pause in the taps (FairProcessor.between_taps).
+DELIVERY_PATIENCE = 5.0
 DETAILS_SENDING = "Sending the whole PO as a CSV file…"
 # A Details tap while the same approver's export of that PO version is still going out.
 DETAILS_IN_FLIGHT = "Already sending that file…"
@@ -104,7 +107,11 @@ async def on_tap(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     verdict = Verdict.REJECT if button.action is ButtonAction.REJECT else Verdict.APPROVE
     review = Review(job.po_number, user.id, verdict, button.draft_version, reviewed)
     if button.action is ButtonAction.APPROVE:
-        text, decided = await _decide(deps, job, review)
+        try:
+            text, decided = await _decide(deps, job, review, _Claiming(deps.store, update, user))
+        except Redelivered:
+            log.info("update %s delivered again; ignored", update.update_id)
+            return
         await answer_tap(query, text)
         if decided:
             deliver_now(context, deps, job.id)
@@ -125,6 +132,38 @@ async def on_tap(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         await answer_tap(query, NOT_VALID)
 
 
+def claimed_with_decision(button: Button) -> bool:
+    """Whether a tap on this button is claimed (app.claim) in the transaction that records
+    its decision rather than in one of its own: an Approve tap on a card."""
+    return button.action is ButtonAction.APPROVE
+
+
+class Redelivered(Exception):
+    """The update was handled before: Telegram delivered it again."""
+
+
+@dataclass(frozen=True)
+class _Claiming:
+    """The store, for a use case that writes in one transaction (core.service.decide): that
+    transaction also claims the update, so the tap costs one write, the claim and what it
+    recorded commit together, and a refusal (rolled back) leaves no claim behind. A repeat
+    raises Redelivered from inside it, so nothing of it is written."""
+
+    store: ShellStore
+    update: Update
+    user: User
+
+    def reading(self) -> AbstractAsyncContextManager[ShellReadTx]:
+        return self.store.reading()
+
+    @asynccontextmanager
+    async def begin(self) -> AsyncIterator[ShellTx]:
+        async with self.store.begin() as tx:
+            if not await record_claim(tx, self.update, self.user, utcnow()):
+                raise Redelivered(f"update {self.update.update_id}")
+            yield tx
+
+
 @dataclass(frozen=True)
 class Tap:
     """A tap whose signed data checked out: who tapped what, on which job."""
@@ -139,7 +178,8 @@ class Tap:
 
 async def checked_tap(update: Update, context: ContextTypes.DEFAULT_TYPE) -> Tap | None:
     """The tap, its button's signed data checked before any database work; None, with the
-    tap answered "not valid", for forged, altered or unknown data."""
+    tap answered "not valid", for forged, altered or unknown data, or turned away for a
+    stranger (for an Approve tap, app.claim leaves that check to this read)."""
     query, user, deps = update.callback_query, update.effective_user, deps_of(context)
     assert query is not None and user is not None
     try:
@@ -148,11 +188,15 @@ async def checked_tap(update: Update, context: ContextTypes.DEFAULT_TYPE) -> Tap
         await answer_tap(query, NOT_VALID)
         return None
     async with deps.store.reading() as tx:
+        roles = held_roles(deps, user.id, await tx.roles(user.id))
         try:
-            job = await tx.job(button.job_id)
+            job = await tx.job(button.job_id) if roles else None
         except UnknownJob:
             job = None
         signed_for = await _hash_of(tx, job, button.draft_version) if job else ""
+    if not roles:
+        await turn_away(deps, update, user)
+        return None
     if job is None or not signed_for.startswith(button.hash_prefix):
         await answer_tap(query, NOT_VALID)
         return None
@@ -168,11 +212,13 @@ async def _hash_of(tx: ShellReadTx, job: Job, version: int) -> str:
     return ""
 
 
-async def _decide(deps: Deps, job: Job, review: Review) -> tuple[str, bool]:
-    """Record the decision; the answer for the decider, and whether anything was recorded
-    (notices to deliver)."""
+async def _decide(
+    deps: Deps, job: Job, review: Review, store: Store | None = None
+) -> tuple[str, bool]:
+    """Record the decision (through `store`, deps.store by default); the answer for the
+    decider, and whether anything was recorded (notices to deliver)."""
     try:
-        result = await service.decide(deps.store, review, utcnow(), deps.settings.rules())
+        result = await service.decide(store or deps.store, review, utcnow(), deps.settings.rules())
     except ApprovalExpired:
         return "This request expired.", True  # the expiry it found is news
     except (ApprovalError, IllegalTransition) as refused:
@@ -225,14 +271,6 @@ async def _already(deps: Deps, user_id: int, po: str, version: int) -> str:
     return f"Already decided: {job.po_number} is {job.state.value.lower().replace('_', ' ')}."
 
 
-async def answer_tap(query: CallbackQuery, text: str) -> None:
-    """Answer a tap; a query that is too old already timed out on the phone: nothing to do."""
-    try:
-        await query.answer(text)
-    except BadRequest as error:  # too old, or answered already: nobody is waiting any more
-        log.info("tap not answered: %s", classify(error).detail)
-
-
 @dataclass(frozen=True)
 class DetailsFile:
     """A Details CSV Telegram holds already: sent again by its file_id, not rendered again."""
@@ -271,14 +309,19 @@ async def _details(context: ContextTypes.DEFAULT_TYPE, tap: Tap) -> None:
 
 def deliver_now(context: ContextTypes.DEFAULT_TYPE, deps: Deps, job_id: str) -> None:
     """Start delivering what the decision made owed (card edits, the requester's news) beside
-    the handler, which returns at once: the next tap is answered without waiting for forty
-    edits at Telegram's pace. The notice runner's next pass delivers anything this misses."""
+    the handler, which returns at once, and once the burst of taps it came in is answered
+    (FairProcessor.between_taps): the next tap is answered without waiting for forty edits
+    at Telegram's pace, or for the CPU they take. The notice runner's next pass delivers
+    anything this misses."""
 
     if not context.application.running:  # shutting down: the next process's pass has them
         return
 
     async def deliver() -> None:
         try:
+            processor = context.application.update_processor
+            if isinstance(processor, FairProcessor):  # after the burst of taps this is in
+                await processor.between_taps(DELIVERY_PATIENCE)
             # Not urgent, though started by a tap: the next taps' writes go first.
             with urgent_writes(False):
                 await NoticeRunner(deps.store, context.bot, deps.settings).run_once(job_id)

@@ -9,6 +9,7 @@ person; what must hold across processes (a decision counted once) is the databas
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Hashable, Iterator
@@ -20,7 +21,7 @@ from telegram import Update
 from telegram.error import TelegramError
 from telegram.ext import BaseUpdateProcessor
 
-from store.turns import urgent as urgent_writes
+from store.group_commit import urgent as urgent_writes
 
 log = logging.getLogger(__name__)
 
@@ -40,13 +41,18 @@ class Shares:
     # or sends that fast, and each waiting update holds memory.
     per_user_backlog: int = 64
     # Taps have their own pool so that slow uploads and sheets cannot hold the slot a tap
-    # needs; together both stay under the database pool's 15 connections.
-    taps: int = 8
+    # needs. Wide enough that a burst of taps keeps the loop busy while some wait for a
+    # commit (on SQLite they then share one: store.group_commit); all three pools together
+    # stay under the database pool's connections (store.engine: POOL_SIZE and POOL_OVERFLOW).
+    taps: int = 32
     messages: int = 6
     # Files (restock sheets) have a pool of their own too: a sheet holds up to 5 MB and its
     # table while it is read, checked and submitted, so this bounds the memory a burst of
     # uploads can take, and sheets waiting for it hold no slot a /status needs.
     files: int = 3
+    # Seconds without a tap that make a pause (FairProcessor.between_taps): the taps of one
+    # burst reach the bot in several getUpdates, with short gaps between them.
+    pause: float = 0.05
 
 
 class _Lane:
@@ -66,6 +72,10 @@ class FairProcessor(BaseUpdateProcessor):
         super().__init__(BACKLOG)
         self.shares = shares
         self._lanes: dict[Hashable, _Lane] = {}
+        self._tapping = 0  # taps waiting or in flight
+        self._taps_seen = 0  # taps ever started: a pause is a time in which this stays put
+        self._no_taps = asyncio.Event()
+        self._no_taps.set()
         self._taps = asyncio.BoundedSemaphore(shares.taps)
         self._messages = asyncio.BoundedSemaphore(shares.messages)
         self._files = asyncio.BoundedSemaphore(shares.files)
@@ -75,8 +85,36 @@ class FairProcessor(BaseUpdateProcessor):
         """Senders with an update waiting or in flight (the others cost no memory)."""
         return len(self._lanes)
 
+    async def between_taps(self, patience: float) -> None:
+        """Return once no tap waits or is being handled and none came for Shares.pause
+        seconds, or after `patience` seconds: work nobody watches (the card edits a tap owes)
+        goes in the pauses between bursts of taps, and so never delays their answers, yet is
+        not put off forever by a steady stream."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(patience):
+                while True:
+                    await self._no_taps.wait()
+                    seen = self._taps_seen
+                    await asyncio.sleep(self.shares.pause)
+                    if self._tapping == 0 and self._taps_seen == seen:
+                        return
+
     async def do_process_update(self, update: object, coroutine: Awaitable[Any]) -> None:
         """Wait for the sender's lane, then for the pool of the update's kind; then handle."""
+        if not _is_tap(update):
+            await self._process(update, coroutine)
+            return
+        self._tapping += 1
+        self._taps_seen += 1
+        self._no_taps.clear()
+        try:
+            await self._process(update, coroutine)
+        finally:
+            self._tapping -= 1
+            if self._tapping == 0:
+                self._no_taps.set()
+
+    async def _process(self, update: object, coroutine: Awaitable[Any]) -> None:
         key = _sender(update)
         lane = self._lanes.get(key)
         if lane is None:
@@ -93,7 +131,7 @@ class FairProcessor(BaseUpdateProcessor):
             async with lane.semaphore, self._pool(update):
                 if _is_file(update):
                     await coroutine
-                else:  # someone waits for the answer: its writes go first (store/turns.py)
+                else:  # someone waits for the answer: its writes go first (store/group_commit.py)
                     with urgent_writes():
                         await coroutine
         finally:

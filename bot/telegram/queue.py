@@ -18,8 +18,8 @@ from telegram.ext import ContextTypes
 
 from bot.clock import utcnow
 from bot.telegram.cards import escaped, signed_markup
-from bot.telegram.context import Deps, deps_of
-from bot.telegram.decisions import NOT_VALID, answer_tap, checked_tap, deliver_now
+from bot.telegram.context import Deps, answer_tap, deps_of
+from bot.telegram.decisions import NOT_VALID, checked_tap, deliver_now
 from bot.telegram.errors import classify
 from bot.texts import local_time
 from core import review

@@ -6,14 +6,17 @@ import csv
 import io
 from datetime import timedelta
 
+from sqlalchemy import select
+
 from bot.outbox.runner import OutboxRunner
 from bot.outbox.smtp import SmtpSender, SmtpServer
-from bot.telegram.app import STRANGER_TAP
 from bot.telegram.cards import APPROVE_TEXT, DETAILS_TEXT, REJECT_TEXT
+from bot.telegram.context import STRANGER_TAP
 from bot.telegram.decisions import NOT_VALID
 from bot.telegram.notices import NoticeRunner
 from core.policies import Role, Verdict
 from core.states import State
+from store import schema
 from tests.helpers.bot import (
     ADMIN,
     PO,
@@ -45,6 +48,43 @@ async def test_approve_answers_at_once_and_edits_every_card(botapi, db_url, stor
         assert len(effects) == 1  # one send-po for the supplier
         again = ali.tap_data(ali_card, sana_card.button(APPROVE_TEXT).callback_data)
         assert (await answer(botapi, again)).startswith("Already approved by you at ")
+
+
+async def claimed_updates(run) -> set[int]:
+    """The update ids the bot has claimed (processed_updates)."""
+    async with run.store.reading() as tx:
+        rows = await tx.conn.execute(select(schema.processed_updates.c.update_id))
+        return {row.update_id for row in rows}
+
+
+async def test_an_approve_tap_is_claimed_with_its_decision_and_a_repeat_is_dropped(
+    botapi, db_url, store
+):
+    async with running_bot(botapi, db_url) as run:
+        ali, ali_card, _sana, _sana_card = await cards_out(botapi, run)
+        outsider = botapi.user(OUTSIDER, "Zara")
+        async with run.store.begin() as tx:
+            await tx.grant(OUTSIDER, Role.APPROVER, "test", T0)
+        data = ali_card.button(APPROVE_TEXT).callback_data
+        before = await claimed_updates(run)
+        refused = ali.tap_data(ali_card, data.replace("a.", "d.", 1))  # altered: not valid
+        assert await answer(botapi, refused) == NOT_VALID
+        query = ali.tap(ali_card, APPROVE_TEXT)
+        assert await answer(botapi, query) == "Approved — e-mailing the supplier."
+        update_id = botapi.callback_query(query).update_id
+        assert await claimed_updates(run) - before == {update_id}  # with the decision
+        outsider.send_text("/start")
+        own = await outsider.next_message()
+        late = outsider.tap_data(own, data)  # refused: its rolled-back claim is gone too
+        assert (await answer(botapi, late)).startswith("Already decided: ")
+        assert botapi.callback_query(late).update_id not in await claimed_updates(run)
+        for _ in range(2):
+            botapi.redeliver(update_id)
+        await all_handled(botapi, run)
+        job, decisions, effects = await job_and_decisions(run)
+        assert job.state is State.APPROVED and [d.reviewer_id for d in decisions] == [APPROVER_A]
+        assert len(effects) == 1
+        assert botapi.callback_answer(query).text == "Approved — e-mailing the supplier."
 
 
 async def test_five_and_three_simultaneous_taps_make_one_decision(botapi, db_url, store):

@@ -188,3 +188,29 @@ def test_lru_forgets_the_least_recently_used() -> None:
     assert files.get("a") == 1  # now "b" is the least recently used
     files.put("c", 3)
     assert (files.get("a"), files.get("b"), files.get("c"), len(files)) == (1, None, 3, 2)
+
+
+async def test_work_between_taps_waits_until_no_tap_waits_or_is_handled() -> None:
+    processor, handlers = FairProcessor(Shares(per_user=1, taps=1, pause=0)), Handlers()
+    await asyncio.wait_for(processor.between_taps(60), 1)  # no tap: at once
+    taps = [submit(processor, handlers, tap(n, n)) for n in (1, 2)]  # the second one waits
+    chat = submit(processor, handlers, message(3, 3))  # a message is no tap: not waited for
+    await settle()
+    delivery = asyncio.create_task(processor.between_taps(60))
+    handlers.finish(1)
+    await settle()
+    assert handlers.started == [1, 3, 2] and not delivery.done()  # tap 2 is handled now
+    handlers.finish(2)
+    await settle()
+    assert delivery.done()
+    handlers.finish(3)
+    await asyncio.gather(*taps, chat, delivery)
+
+
+async def test_work_between_taps_goes_ahead_after_its_patience() -> None:
+    processor, handlers = FairProcessor(Shares(pause=0)), Handlers()
+    steady = submit(processor, handlers, tap(1, 1))
+    await settle()
+    await asyncio.wait_for(processor.between_taps(0.01), 1)  # a tap is still in flight
+    handlers.finish(1)
+    await steady
