@@ -121,6 +121,8 @@ def match_key(code: str) -> str:
     """What two codes are compared by: SKUs, supplier ids and e-mail addresses match without
     regard to case, surrounding spaces, or invisible format characters (a zero-width space
     pasted from a web page, a right-to-left mark)."""
+    if code.isascii():  # no format character is ASCII: the common case, without a scan
+        return code.strip().lower()
     visible = "".join(c for c in code if unicodedata.category(c) != "Cf")
     return visible.strip().casefold()
 
