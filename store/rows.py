@@ -4,7 +4,8 @@ names read once, enums stored by value. No deep copies: a row's JSON is handed o
 from __future__ import annotations
 
 from dataclasses import fields
-from typing import Any
+from enum import StrEnum
+from typing import Any, TypeVar
 
 from core.effects import EffectStatus
 from core.jobs import AuditEvent, Effect, Job
@@ -12,15 +13,10 @@ from core.notices import Notice, NoticeKind, NoticeStatus
 from core.policies import Decision, Role, Verdict
 from core.states import State
 
-_JOB_FIELDS = tuple(f.name for f in fields(Job))
-_EFFECT_FIELDS = tuple(f.name for f in fields(Effect))
-_DECISION_FIELDS = tuple(f.name for f in fields(Decision))
-_NOTICE_FIELDS = tuple(f.name for f in fields(Notice))
+T = TypeVar("T")
+
 _FIELDS: dict[type, tuple[str, ...]] = {
-    Job: _JOB_FIELDS,
-    Effect: _EFFECT_FIELDS,
-    Decision: _DECISION_FIELDS,
-    Notice: _NOTICE_FIELDS,
+    kind: tuple(f.name for f in fields(kind)) for kind in (Job, Effect, Decision, Notice)
 }
 # The enums stored by their value.
 _ENUMS = (State, EffectStatus, NoticeKind, NoticeStatus, Role, Verdict)
@@ -40,38 +36,33 @@ def plain(changes: dict[str, Any]) -> dict[str, Any]:
     return {name: _plain(value) for name, value in changes.items()}
 
 
-def job_from_row(row: Any) -> Job:
-    """A jobs row (extra columns ignored) as a Job."""
+def _from_row(row: Any, kind: type[T], enums: dict[str, type[StrEnum]]) -> T:
+    """A row (extra columns ignored) as `kind`, the named columns read back as their enums."""
     m = row._mapping
-    data = {name: m[name] for name in _JOB_FIELDS}
-    data["state"] = State(data["state"])
-    return Job(**data)
+    data = {name: m[name] for name in _FIELDS[kind]}
+    for name, enum in enums.items():
+        data[name] = enum(data[name])
+    return kind(**data)
+
+
+def job_from_row(row: Any) -> Job:
+    """A jobs row as a Job."""
+    return _from_row(row, Job, {"state": State})
 
 
 def effect_from_row(row: Any) -> Effect:
     """An effects row as an Effect."""
-    m = row._mapping
-    data = {name: m[name] for name in _EFFECT_FIELDS}
-    data["status"] = EffectStatus(data["status"])
-    return Effect(**data)
+    return _from_row(row, Effect, {"status": EffectStatus})
 
 
 def decision_from_row(row: Any) -> Decision:
     """A decisions row (its id ignored) as a Decision."""
-    m = row._mapping
-    data = {name: m[name] for name in _DECISION_FIELDS}
-    data["reviewer_role"] = Role(data["reviewer_role"])
-    data["verdict"] = Verdict(data["verdict"])
-    return Decision(**data)
+    return _from_row(row, Decision, {"reviewer_role": Role, "verdict": Verdict})
 
 
 def notice_from_row(row: Any) -> Notice:
     """A notices row as a Notice."""
-    m = row._mapping
-    data = {name: m[name] for name in _NOTICE_FIELDS}
-    data["kind"] = NoticeKind(data["kind"])
-    data["status"] = NoticeStatus(data["status"])
-    return Notice(**data)
+    return _from_row(row, Notice, {"kind": NoticeKind, "status": NoticeStatus})
 
 
 def audit_values(event: AuditEvent) -> dict[str, Any]:

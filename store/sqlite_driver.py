@@ -34,8 +34,6 @@ T = TypeVar("T")
 
 # executemany of more parameter sets than this goes to the thread: it takes milliseconds.
 _INLINE_MANY = 64
-# Statements that wait for another process's write lock.
-_WAITING = ("BEGIN IMMEDIATE", "BEGIN EXCLUSIVE")
 
 
 class Cursor:
@@ -58,10 +56,7 @@ class Cursor:
         return self._cursor.lastrowid
 
     async def execute(self, sql: str, parameters: Sequence[Any] = ()) -> Cursor:
-        if not sql.lstrip().upper().startswith(_WAITING):
-            self._cursor.execute(sql, parameters)
-        elif not self._connection.lock_now(self._cursor, sql, parameters):
-            await self._connection.off_loop(self._cursor.execute, sql, parameters)
+        self._cursor.execute(sql, parameters)  # the one statement that waits is Connection.begin's
         return self
 
     async def executemany(self, sql: str, parameters: Iterable[Sequence[Any]]) -> Cursor:
@@ -108,24 +103,20 @@ class Connection:
             self._set_query_only(True)
             return
         self._set_query_only(False)  # a pooled connection may have been a reader's
-        cursor = self.raw.cursor()
-        try:
-            if not self.lock_now(cursor, "BEGIN IMMEDIATE", ()):
-                await self.off_loop(cursor.execute, "BEGIN IMMEDIATE")
-        finally:
-            cursor.close()
+        if not self._lock_now():
+            await self.off_loop(self.raw.execute, "BEGIN IMMEDIATE")
 
     def _set_query_only(self, on: bool) -> None:
         if self._query_only != on:
             self.raw.execute(f"PRAGMA query_only={'ON' if on else 'OFF'}")
             self._query_only = on
 
-    def lock_now(self, cursor: sqlite3.Cursor, sql: str, parameters: Sequence[Any]) -> bool:
-        """Run a statement that takes the write lock if the lock is free now; False, with
-        nothing done, if another connection holds it (then it is run off the loop, waiting)."""
+    def _lock_now(self) -> bool:
+        """BEGIN IMMEDIATE if the write lock is free now; False, with nothing done, if another
+        connection holds it (then begin waits for it off the loop)."""
         self.raw.execute("PRAGMA busy_timeout=0")
         try:
-            cursor.execute(sql, parameters)
+            self.raw.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as error:
             if error.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY:
                 raise
