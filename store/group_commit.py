@@ -7,9 +7,10 @@ each turn also waiting for the loop to come round to it twice. Here the writers 
 meanwhile join one real transaction instead, in order: each runs its block in a SAVEPOINT
 of its own on the batch's connection, so its failure rolls back its own writes only and is
 raised to it alone; one COMMIT then makes the whole batch durable, and every member's
-`transaction()` returns only after that COMMIT (no answer is sent for a write a power cut
-could still take back). If the COMMIT fails, nothing of the batch was kept, and every member
-is told so with StoreBusy: its use case runs again (core.workflow.retry_on_stale).
+`transaction()` returns, or raises its block's error, only after that COMMIT (no answer
+is sent for a write a power cut could still take back, nor a refusal based on one). If the
+COMMIT fails, nothing of the batch was kept, and every member is told so with StoreBusy: its
+use case runs again (core.workflow.retry_on_stale).
 
 Members still write one at a time, so the order rules of a single lock hold: an urgent
 writer (made for a tap, a command or a message somebody waits to see answered; see `urgent`)
@@ -177,9 +178,24 @@ class GroupCommit:
         try:
             async with batch.conn.begin_nested():
                 yield batch.conn
-        finally:
-            self._pass_on(queue, batch)  # the next member's turn, or the COMMIT
-        # Shielded: a member cancelled now leaves the batch (and its own writes) to commit.
+        except Exception:
+            # The block may have failed on what earlier members wrote (a second tap refused
+            # because the first one's decision is in): its error is heard only once those
+            # writes are durable, so that what the caller reads next says the same, and as
+            # StoreBusy if they were lost, so that it runs again rather than trust them.
+            self._pass_on(queue, batch)
+            await self._committed(batch)
+            raise
+        except BaseException:  # cancelled: its writes are rolled back; nothing to wait for
+            self._pass_on(queue, batch)
+            raise
+        self._pass_on(queue, batch)  # the next member's turn, or the COMMIT
+        await self._committed(batch)
+
+    @staticmethod
+    async def _committed(batch: _Batch) -> None:
+        """Wait for the batch's COMMIT; StoreBusy if it failed. Shielded: a member cancelled
+        now leaves the batch (and its own writes) to commit."""
         failure = await asyncio.shield(batch.committed)
         if failure is not None:
             raise StoreBusy(f"the group commit failed: {failure}") from failure

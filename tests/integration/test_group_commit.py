@@ -135,6 +135,73 @@ async def test_a_failed_member_rolls_back_its_own_writes_only(store: SqlStore, d
     assert committed(db_url) == {1, 3}
 
 
+async def test_a_member_refused_on_an_earlier_write_hears_it_once_that_write_is_durable(
+    store: SqlStore, db_url: str
+) -> None:
+    """The second of a double tap is refused because the first one's claim is in, in the same
+    batch: its refusal comes only after that COMMIT, so what it reads next agrees with it."""
+    writers = Writers(store)
+    refused: list[set[int]] = []
+
+    async def again() -> None:
+        async with store.begin() as tx:
+            if not await tx.claim_update(1, T0):
+                raise LookupError("update 1 was handled before")
+
+    async def refusal_then_read() -> None:
+        with pytest.raises(LookupError, match="handled before"):
+            await again()
+        refused.append(committed(db_url))
+
+    first = writers.start("first", 1, held=True)
+    await until(lambda: writers.order == ["first"])
+    second = asyncio.create_task(refusal_then_read())
+    last = writers.start("last", 2, held=True)
+    await queued(store, 2)
+    writers.gate("first").set()
+    await until(lambda: writers.order == ["first", "last"])
+    await asyncio.sleep(0.05)  # the second's block is over; the batch is still open
+    assert not second.done() and committed(db_url) == set()
+    writers.gate("last").set()
+    await asyncio.gather(first, second, last)
+    assert refused == [{1, 2}]
+
+
+async def test_a_member_refused_in_a_batch_whose_commit_fails_runs_again(
+    store: SqlStore, db_url: str
+) -> None:
+    """If the writes a refusal was based on are lost, the refusal is StoreBusy instead: the use
+    case runs again on what is durable."""
+    async with store.engine.begin() as conn:
+        await conn.execute(text("CREATE TABLE parent (id INTEGER PRIMARY KEY)"))
+        await conn.execute(
+            text(
+                "CREATE TABLE child (parent_id INTEGER "
+                "REFERENCES parent (id) DEFERRABLE INITIALLY DEFERRED)"
+            )
+        )
+    writers = Writers(store)
+
+    async def orphan() -> None:
+        async with store.begin() as tx:
+            await tx.conn.execute(text("INSERT INTO child VALUES (42)"))
+
+    async def again() -> None:
+        async with store.begin() as tx:
+            if not await tx.claim_update(1, T0):
+                raise LookupError("update 1 was handled before")
+
+    first = writers.start("first", 1, held=True)
+    await until(lambda: writers.order == ["first"])
+    members = [asyncio.create_task(again()), asyncio.create_task(orphan())]
+    await queued(store, 2)
+    writers.gate("first").set()
+    for member in (first, *members):
+        with pytest.raises(StoreBusy, match="group commit failed"):
+            await member
+    assert committed(db_url) == set()
+
+
 async def test_cancelled_members_leave_the_others_intact(store: SqlStore, db_url: str) -> None:
     writers = Writers(store)
     first = writers.start("first", 1, held=True)
@@ -281,7 +348,8 @@ async def test_a_member_whose_error_ended_the_transaction_fails_the_batch_alone(
     store: SqlStore, db_url: str
 ) -> None:
     """SQLite rolls back the whole transaction on some errors (disk full, I/O): the members
-    before are told StoreBusy, not that they committed, and the next goes to a new batch."""
+    before and that member are told StoreBusy, not that they committed, and the next goes to a
+new batch."""
     writers = Writers(store)
 
     async def ending() -> None:
@@ -297,7 +365,8 @@ async def test_a_member_whose_error_ended_the_transaction_fails_the_batch_alone(
     writers.gate("first").set()
     with pytest.raises(StoreBusy, match="rolled back by SQLite"):
         await first
-    with pytest.raises(DBAPIError):  # its savepoint is gone with the transaction
-        await ended
+    with pytest.raises(StoreBusy, match="rolled back by SQLite") as lost:
+        await ended  # its batch is lost with it
+    assert isinstance(lost.value.__context__, DBAPIError)  # its savepoint went with it
     await last
     assert committed(db_url) == {3}
