@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from core.dispatch import cancel_open_effects
-from core.drafts import Draft, Flag
+from core.drafts import Draft, Flag, canonical_bytes
 from core.errors import NotARequester
 from core.intake import build_draft, check_sheet, po_number, redraft
 from core.jobs import WORKFLOW_VERSION, AuditEvent, Job, NewJob, Stamp
@@ -201,10 +201,13 @@ async def _plan(
     threshold, known = rules.approval.dual_above_paisa, terms
 
     def price() -> list[Draft]:
-        return [
+        drafts = [
             build_draft(order, f"NEW-{n}", known, history, threshold)
             for n, order in enumerate(orders, start=1)
         ]
+        for draft in drafts:  # their bytes made here, not in the write transaction
+            canonical_bytes(draft)  # (Draft.renumbered shares them with the numbered copy)
+        return drafts
 
     return await offload(price), []
 
@@ -226,7 +229,7 @@ async def _record(
         numbers = [po_number(year, await tx.next_po_serial(year)) for _ in planned.drafts]
         made = []
         for planned_draft, number in zip(planned.drafts, numbers, strict=True):
-            draft = replace(planned_draft, po_number=number)
+            draft = planned_draft.renumbered(number)
             new = NewJob(
                 id=numbering.new_id(),
                 requester_id=requester_id,

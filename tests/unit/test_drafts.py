@@ -11,7 +11,15 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from core.drafts import Draft, DraftLine, canonical_bytes, draft_hash, from_canonical
+from core.drafts import (
+    Draft,
+    DraftLine,
+    Flag,
+    canonical_bytes,
+    draft_hash,
+    from_canonical,
+    to_dict,
+)
 from core.errors import InvalidDraft
 
 BOLTS = DraftLine(sku="BOLT-M8", description="M8 bolts, zinc", quantity=500, unit_price_paisa=1250)
@@ -381,3 +389,68 @@ def test_property_round_trip(draft: Draft) -> None:
     assert again == draft
     assert canonical_bytes(again) == canonical_bytes(draft)
     assert draft_hash(again) == draft_hash(draft)
+
+
+_FLAGS = st.builds(
+    Flag,
+    code=st.sampled_from(["price_drift", "new_item", "first_order"]),
+    sku=_IDENTS,
+    amounts=st.lists(st.integers(min_value=0, max_value=10**9), max_size=3).map(tuple),
+    ref=_TEXT,
+)
+_FULL_DRAFTS = st.builds(
+    Draft,
+    po_number=_IDENTS,
+    supplier_id=_IDENTS,
+    supplier_name=_TEXT,
+    recipient_email=_EMAILS,
+    terms_version=st.text(min_size=1, max_size=8),
+    lines=st.lists(
+        st.builds(
+            DraftLine,
+            sku=_IDENTS,
+            description=_TEXT,
+            quantity=st.integers(min_value=1, max_value=10**6),
+            unit_price_paisa=st.integers(min_value=0, max_value=10**10),
+            note=_TEXT,
+        ),
+        min_size=1,
+        max_size=4,
+    ).map(tuple),
+    flags=st.lists(_FLAGS, max_size=3).map(tuple),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_FULL_DRAFTS)
+def test_property_canonical_bytes_are_json_dumps_of_to_dict(draft: Draft) -> None:
+    """The bytes made member by member are exactly json.dumps of the whole draft, sorted, with
+    notes, flags and any text (quotes, backslashes, Urdu, surrogate-free unicode)."""
+    whole = json.dumps(to_dict(draft), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    assert canonical_bytes(draft) == whole.encode("utf-8")
+
+
+@settings(max_examples=150, deadline=None)
+@given(_FULL_DRAFTS, _IDENTS, st.booleans())
+def test_property_renumbered_is_the_draft_under_another_number(
+    draft: Draft, number: str, made: bool
+) -> None:
+    """renumbered() is dataclasses.replace of the PO number, bytes and hash included, whether
+    or not the draft's own bytes were made before."""
+    if made:
+        canonical_bytes(draft)
+    twin = draft.renumbered(number)
+    expected = dataclasses.replace(draft, po_number=number)
+    assert twin == expected and hash(twin) == hash(expected)
+    assert canonical_bytes(twin) == canonical_bytes(expected)
+    assert draft_hash(twin) == draft_hash(expected)
+    assert draft.po_number != number or draft_hash(twin) == draft_hash(draft)
+
+
+def test_renumbered_checks_the_new_number() -> None:
+    with pytest.raises(InvalidDraft, match="PO number 'PO/1' is not a plain identifier"):
+        _draft().renumbered("PO/1")
+
+
+def test_renumbered_keeps_the_pinned_bytes() -> None:
+    assert canonical_bytes(_draft(po_number="NEW-1").renumbered("PO-2026-014")) == PINNED_BYTES
