@@ -87,3 +87,7 @@ def test_quick_bench_prints_every_section_with_numbers() -> None:
         if row[""].endswith(tuple(labels)):
             assert NUMBER.match(row.get("lifecycles/s") or row["floor lifecycles/s"])
     assert NUMBER.match(tables["200 ms SMTP relay"][0]["sends/s"])
+    # What the libraries cost alone: taps, an e-mail, a statement, and a lifecycle's sum.
+    floor = {row[""]: row for row in tables["Library floor"]}
+    assert len(floor) == 4, floor
+    assert all(NUMBER.match(row.get("CPU ms each") or row["CPU µs each"]) for row in floor.values())
