@@ -6,15 +6,19 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import and_, delete, insert, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from core.policies import Role
 from core.users import TelegramUser
 from store import schema
-from store.versioned import insert_or_keep
+from store.versioned import insert_or_keep, upsert
 
 _CLAIM_UPDATE = insert_or_keep(schema.processed_updates, "update_id")
+# Every update of someone with a role records their name (record_claim): built once.
+_MET = upsert(schema.telegram_users, "user_id", ("first_name", "updated_at"))
+_MET_STARTED = upsert(  # /start: the bot may write to them again, even after a block
+    schema.telegram_users, "user_id", ("first_name", "updated_at", "started_at", "blocked_at")
+)
 
 
 def _user(row: Any) -> TelegramUser:
@@ -27,11 +31,6 @@ class PeopleQueries:
     """Mixed into SqlTx: everything here runs inside its transaction."""
 
     conn: AsyncConnection
-    _postgres: bool
-
-    def _insert(self, table: Any) -> Any:
-        """INSERT with the dialect's ON CONFLICT clauses (both databases have them)."""
-        return (postgresql if self._postgres else sqlite).insert(table)
 
     async def insert_invite(
         self, invite_id: str, role: Role, created_by: int, at: datetime, expires_at: datetime
@@ -81,14 +80,12 @@ class PeopleQueries:
     async def met(self, user_id: int, first_name: str, at: datetime, *, started: bool) -> None:
         """Remember the name of someone who holds a role (the caller checks: a stranger's name
         is never stored); `started`: they sent /start, so the bot may write to them."""
-        t = schema.telegram_users
-        values: dict[str, Any] = {"first_name": first_name[:64], "updated_at": at}
+        values: dict[str, Any] = {"user_id": user_id, "first_name": first_name[:64]}
         if started:
-            values |= {"started_at": at, "blocked_at": None}
-        query = self._insert(t).values(user_id=user_id, **values)
-        await self.conn.execute(
-            query.on_conflict_do_update(index_elements=[t.c.user_id], set_=values)
-        )
+            started_values = {"updated_at": at, "started_at": at, "blocked_at": None}
+            await self.conn.execute(_MET_STARTED, values | started_values)
+        else:
+            await self.conn.execute(_MET, values | {"updated_at": at})
 
     async def mark_blocked(self, user_id: int, at: datetime) -> None:
         """Telegram said the user blocked the bot: write to them no more until they return."""

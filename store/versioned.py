@@ -116,6 +116,23 @@ async def claim_rows(
     return list(await conn.execute(claim))
 
 
+def upsert(table: Table, key: str, columns: Sequence[str]) -> TextClause:
+    """INSERT of `key` and `columns`; a row already stored under the same key has `columns`
+    set to the new values instead: ON CONFLICT DO UPDATE with excluded., which SQLite and
+    PostgreSQL spell alike. Text with typed parameters, compiled once, as insert_or_keep."""
+    names = [key, *columns]
+    typed = [bindparam(name, type_=table.c[name].type) for name in names]
+    inserted = ", ".join(f'"{name}"' for name in names)
+    values = ", ".join(f":{name}" for name in names)
+    changes = ", ".join(f'"{name}" = excluded."{name}"' for name in columns)
+    # Names from the schema only; every value is a bound parameter.
+    sql = (
+        f"INSERT INTO {table.name} ({inserted}) VALUES ({values}) "  # noqa: S608
+        f'ON CONFLICT ("{key}") DO UPDATE SET {changes}'
+    )
+    return text(sql).bindparams(*typed)
+
+
 def insert_or_keep(table: Table, key: str) -> TextClause:
     """INSERT of a whole row that leaves a row already stored under the same `key` as it is:
     ON CONFLICT DO NOTHING, which SQLite and PostgreSQL spell alike. Written as text with
