@@ -348,8 +348,8 @@ async def test_a_member_whose_error_ended_the_transaction_fails_the_batch_alone(
     store: SqlStore, db_url: str
 ) -> None:
     """SQLite rolls back the whole transaction on some errors (disk full, I/O): the members
-    before and that member are told StoreBusy, not that they committed, and the next goes to a
-new batch."""
+    before and that member are told StoreBusy, not that they committed, and the next goes to
+    a new batch."""
     writers = Writers(store)
 
     async def ending() -> None:
