@@ -4,10 +4,14 @@ to a tap and to a stranger."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TypeVar
 
 from telegram import CallbackQuery, Update, User
 from telegram.error import BadRequest
@@ -23,21 +27,40 @@ from core.policies import Role
 from core.ports import ShellStore, ShellTx
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # A stranger's tap is answered in a callback answer (at most 200 characters): short, and it
 # says how to get the id an admin needs.
 STRANGER_TAP = "You are not registered. Send me /start to get the id your admin needs."
 
 
+class OneThread:
+    """The one thread where handlers run pure-Python CPU work off the event loop (a sheet's
+    checking and pricing, a Details CSV): core.ports.Offload.
+
+    One, not a pool. Under the GIL more threads add no speed; they only take turns with the
+    event loop, and every time the loop wakes (an update, a reply, a COMMIT done) it waited for
+    each running one in turn, up to sys.getswitchinterval() apiece: eight sheets checked at
+    once held a tap for most of a second. With one, a wake-up waits for one at most, and the
+    sheets are checked one after the other, as fast as before in all."""
+
+    def __init__(self) -> None:
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cpu-work")
+
+    def __call__(self, work: Callable[[], T], /) -> Awaitable[T]:
+        return asyncio.get_running_loop().run_in_executor(self._executor, work)
+
+
 @dataclass(frozen=True)
 class Deps:
-    """The settings, the store, the sheet parser and this process's fair-share guards, for
-    every handler."""
+    """The settings, the store, the sheet parser, the CPU-work thread and this process's
+    fair-share guards, for every handler."""
 
     settings: Settings
     store: ShellStore
     # One per application: its semaphore is the cap on parses in flight across all users.
     parser: SheetParser = field(default_factory=SheetParser)
+    offload: OneThread = field(default_factory=OneThread)
     guards: Guards = field(default_factory=Guards)
 
 

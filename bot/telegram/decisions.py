@@ -6,12 +6,12 @@ decision made owed in its own transaction; the handler delivers them at once.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
+from functools import partial
 
 from telegram import CallbackQuery, ForceReply, Message, Update, User
 from telegram.ext import ContextTypes, filters
@@ -297,7 +297,7 @@ async def _details(context: ContextTypes.DEFAULT_TYPE, tap: Tap) -> None:
         caption = f"{tap.job.po_number} v{version}: {len(draft.lines):,} lines"
         sent = await context.bot.send_document(
             user_id,
-            (await asyncio.to_thread(render_csv, draft)).encode(),  # off the loop
+            (await tap.deps.offload(partial(render_csv, draft))).encode(),  # off the loop
             filename=f"{tap.job.po_number}-v{version}.csv",
             caption=caption,
         )

@@ -3,7 +3,6 @@ admin's /history reads one PO's trail."""
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 
 from telegram import Update
@@ -72,7 +71,7 @@ async def _submit(deps: Deps, requester_id: int, upload: Sheet) -> Submission:
     names = numbering(now, settings.tz)
     # Checking and pricing run in a thread, so other people's taps go on being answered.
     return await purchasing.submit_sheet(
-        deps.store, requester_id, upload, now, settings.rules(), names, offload=asyncio.to_thread
+        deps.store, requester_id, upload, now, settings.rules(), names, offload=deps.offload
     )
 
 
