@@ -98,6 +98,13 @@ def terms_import(result: TermsImport, file_name: str) -> str:
     return f"{file_name} imported as supplier terms {result.version}, now in force"
 
 
+def policy_problems(problems: Iterable[str], file_name: str) -> str:
+    """Why `policy check` refused a policy file, every problem with its line."""
+    return "\n".join(
+        [f"{flatten(file_name)}: not a valid approval policy. Please fix:", *map(flatten, problems)]
+    )
+
+
 def superseded(changes: Iterable[Superseded]) -> str:
     """Which waiting POs new terms re-drafted or withdrew, and why."""
     lines = []

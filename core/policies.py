@@ -1,14 +1,28 @@
-"""Who may approve, how many must, and for how long an approval holds."""
+"""Who may approve, how many must, and for how long an approval holds.
+
+The approval policy (Policy) says which groups of approvers must approve a request, in which
+stages, and how many of each, and what a price drift or an over-budget month adds. It is a
+value: an admin writes it as a TOML file (core.policy_file checks it, line by line), and each
+imported version is kept for ever; a request keeps the version it started with. With none
+imported, the policy is the one the configuration implies (Policy.default): one group,
+`approvers`, one approval, two above MANZOORI_DUAL_APPROVAL_ABOVE_PKR.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from decimal import Decimal
 from enum import StrEnum
+from typing import Any
 
 from core.errors import NotAnApprover, SelfApproval
+from core.money import format_pkr
 from core.retries import RetryPolicy
+from core.terms import match_key
 
 
 class Role(StrEnum):
@@ -112,3 +126,183 @@ class Rules:
 
     approval: ApprovalPolicy = field(default_factory=ApprovalPolicy)
     retry: RetryPolicy = field(default_factory=RetryPolicy)
+
+
+DEFAULT_GROUP = "approvers"
+DEFAULT_GROUP_TITLE = "Approvers"
+DEFAULT_VERSION = ""  # the version of the policy the configuration implies: none imported
+
+
+@dataclass(frozen=True)
+class Stage:
+    """`approvals` different people of `group` must approve before the next stage starts."""
+
+    group: str
+    approvals: int = 1
+
+
+@dataclass(frozen=True)
+class Condition:
+    """What must hold for a rule to apply; an empty condition holds for every request."""
+
+    total_above_paisa: int | None = None
+    total_at_most_paisa: int | None = None
+    suppliers: frozenset[str] = frozenset()  # match_key()'d supplier ids
+    categories: frozenset[str] = frozenset()  # category names, lower case
+
+    @property
+    def always(self) -> bool:
+        """Whether it holds for every request."""
+        return self == Condition()
+
+    def holds(self, total_paisa: int, supplier_id: str, categories: Iterable[str] = ()) -> bool:
+        """For a PO of this total, supplier and line categories (any one of them may match)."""
+        if self.total_above_paisa is not None and not total_paisa > self.total_above_paisa:
+            return False
+        if self.total_at_most_paisa is not None and not total_paisa <= self.total_at_most_paisa:
+            return False
+        if self.suppliers and match_key(supplier_id) not in self.suppliers:
+            return False
+        return not self.categories or not self.categories.isdisjoint(c.lower() for c in categories)
+
+    def describe(self) -> str:
+        """The condition in words, for the audit trail and `policy show`."""
+        parts = []
+        if self.total_above_paisa is not None:
+            parts.append(f"total above {format_pkr(self.total_above_paisa)}")
+        if self.total_at_most_paisa is not None:
+            parts.append(f"total at most {format_pkr(self.total_at_most_paisa)}")
+        if self.suppliers:
+            parts.append("supplier " + " or ".join(sorted(self.suppliers)))
+        if self.categories:
+            parts.append("category " + " or ".join(sorted(self.categories)))
+        return ", ".join(parts) or "every request"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A named way through: the stages a request meeting `when` must pass, in order."""
+
+    name: str
+    stages: tuple[Stage, ...]
+    when: Condition = field(default_factory=Condition)
+
+
+@dataclass(frozen=True)
+class Drift:
+    """A line priced more than `percent` above the last sent PO for the same SKU and supplier
+    adds `add_stage` after the rule's stages."""
+
+    percent: Decimal
+    add_stage: Stage
+
+
+class BudgetMode(StrEnum):
+    """Soft: going over a category's month adds a stage and needs a reason. Hard: a sheet that
+    would go over is refused at upload."""
+
+    SOFT = "soft"
+    HARD = "hard"
+
+
+@dataclass(frozen=True)
+class Budgets:
+    """Monthly budgets per category (Pakistan-time calendar months), in paisa."""
+
+    mode: BudgetMode
+    monthly_paisa: Mapping[str, int]
+    over_budget_stage: Stage | None = None  # soft mode only
+
+
+@dataclass(frozen=True)
+class Policy:
+    """One version of the approval policy."""
+
+    groups: Mapping[str, str]  # name -> what cards and /users call it, in file order
+    rules: tuple[Rule, ...]  # the first whose condition holds applies; the last always does
+    drift: Drift | None = None
+    budgets: Budgets | None = None
+    version: str = DEFAULT_VERSION
+
+    @classmethod
+    def default(cls, dual_above_paisa: int) -> Policy:
+        """The policy the configuration implies when none is imported."""
+        approvers = {DEFAULT_GROUP: DEFAULT_GROUP_TITLE}
+        dual = Rule("dual", (Stage(DEFAULT_GROUP, 2),), Condition(dual_above_paisa))
+        single = Rule("single", (Stage(DEFAULT_GROUP, 1),))
+        return cls(approvers, (dual, single))
+
+    def rule_for(self, total_paisa: int, supplier_id: str, categories: Iterable[str] = ()) -> Rule:
+        """The rule that applies to a PO: the first whose condition holds."""
+        wanted = tuple(categories)
+        for rule in self.rules:
+            if rule.when.holds(total_paisa, supplier_id, wanted):
+                return rule
+        raise AssertionError("a policy's last rule holds for every request")  # policy_file
+
+    def title(self, group: str) -> str:
+        """What cards and /users call a group."""
+        return self.groups.get(group, group)
+
+    def describe(self) -> list[str]:
+        """The policy in words, one line each, as `manzoori policy show` prints it."""
+        lines = [f"Version: {self.version or 'none imported (the configured default)'}"]
+        lines.append("Groups: " + ", ".join(f"{g} ({t})" for g, t in self.groups.items()))
+        for number, rule in enumerate(self.rules, start=1):
+            stages = " then ".join(_stage(s, self) for s in rule.stages)
+            lines.append(f"Rule {number}, {rule.name}: {rule.when.describe()}: {stages}")
+        if self.drift is not None:
+            drift = self.drift
+            lines.append(
+                f"Drift: a line more than {drift.percent}% above the last sent PO adds "
+                f"{_stage(drift.add_stage, self)}"
+            )
+        if self.budgets is not None:
+            budgets = self.budgets
+            months = ", ".join(
+                f"{c} {format_pkr(p)}" for c, p in sorted(budgets.monthly_paisa.items())
+            )
+            over = (
+                f"; over budget adds {_stage(budgets.over_budget_stage, self)} and a reason"
+                if budgets.over_budget_stage
+                else "; a sheet over budget is refused"
+            )
+            lines.append(f"Budgets ({budgets.mode.value}), a month: {months}{over}")
+        return lines
+
+
+def _stage(stage: Stage, policy: Policy) -> str:
+    people = "1 approval" if stage.approvals == 1 else f"{stage.approvals} approvals"
+    return f"{people} of {policy.title(stage.group)}"
+
+
+def content_hash(policy: Policy) -> str:
+    """sha256 of the policy's content in canonical form: the identity of a version, whatever
+    the file's layout, comments or key order."""
+    data = json.dumps(_plain(policy), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(data.encode("utf-8")).hexdigest()
+
+
+def _plain(policy: Policy) -> dict[str, Any]:
+    def stage(s: Stage | None) -> list[Any] | None:
+        return None if s is None else [s.group, s.approvals]
+
+    def when(c: Condition) -> list[Any]:
+        return [
+            c.total_above_paisa,
+            c.total_at_most_paisa,
+            sorted(c.suppliers),
+            sorted(c.categories),
+        ]
+
+    budgets = policy.budgets
+    return {
+        "groups": [[name, title] for name, title in policy.groups.items()],
+        "rules": [[r.name, when(r.when), [stage(s) for s in r.stages]] for r in policy.rules],
+        "drift": None
+        if policy.drift is None
+        else [str(policy.drift.percent), stage(policy.drift.add_stage)],
+        "budgets": None
+        if budgets is None
+        else [budgets.mode.value, dict(budgets.monthly_paisa), stage(budgets.over_budget_stage)],
+    }

@@ -13,7 +13,7 @@ from core.drafts import Draft
 from core.intake import History
 from core.jobs import AuditEvent, Effect, Job, SendOrder
 from core.notices import Notice
-from core.policies import Decision, Role
+from core.policies import Decision, Policy, Role
 from core.states import State
 from core.terms import Terms
 from core.users import TelegramUser
@@ -91,6 +91,18 @@ class ReadTx(Protocol):
 
     async def terms_record(self, version: str) -> dict[str, Any] | None:
         """When and by whom a terms version was imported, or None."""
+
+    async def policy_version(self, *, for_update: bool = False) -> str | None:
+        """The approval policy version in force, or None before any import."""
+
+    async def current_policy(self) -> Policy | None:
+        """The approval policy in force, or None if none was ever imported."""
+
+    async def policy(self, version: str) -> Policy | None:
+        """One stored policy version, or None."""
+
+    async def policy_record(self, version: str) -> dict[str, Any] | None:
+        """A stored policy version's file, hash, import time and importer, or None."""
 
 
 class Tx(ReadTx, Protocol):
@@ -179,6 +191,14 @@ class Tx(ReadTx, Protocol):
 
     async def set_current_terms(self, version: str, at: datetime) -> None:
         """Put a stored terms version in force."""
+
+    async def insert_policy(
+        self, version: str, sha256: str, source: str, at: datetime, by: str
+    ) -> None:
+        """Store a new policy version, as its file was written, and put it in force."""
+
+    async def set_current_policy(self, version: str, at: datetime) -> None:
+        """Put a stored policy version in force."""
 
     async def insert_submission(
         self, requester_id: int, sha256: str, name: str, po_numbers: list[str], at: datetime

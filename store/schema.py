@@ -207,6 +207,25 @@ terms_head = Table(
     Column("updated_at", UtcDateTime, nullable=False),
 )
 
+# The approval policy: each imported version kept as its file was written (core.policy_file).
+policy_versions = Table(
+    "policy_versions",
+    metadata,
+    Column("id", String(40), primary_key=True),
+    Column("sha256", String(64), nullable=False),
+    Column("source", Text, nullable=False),
+    Column("imported_at", UtcDateTime, nullable=False),
+    Column("imported_by", String(100), nullable=False),
+)
+
+policy_head = Table(
+    "policy_head",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=False),
+    Column("current_version", String(40), ForeignKey("policy_versions.id"), nullable=False),
+    Column("updated_at", UtcDateTime, nullable=False),
+)
+
 # A sheet sent twice by the same requester gets the same POs back: the bytes' sha256 is the key.
 submissions = Table(
     "submissions",

@@ -33,6 +33,7 @@ from store.engine import READING, is_busy
 from store.group_commit import GroupCommit
 from store.notices import NoticeQueries
 from store.people import PeopleQueries
+from store.policies import PolicyQueries
 from store.purchasing import PurchasingQueries
 from store.retention import RetentionQueries
 from store.rows import (
@@ -74,7 +75,7 @@ _ROLES_OF = select(_roles.c.user_id, _roles.c.role).where(
 )
 
 
-class SqlTx(PurchasingQueries, PeopleQueries, NoticeQueries, RetentionQueries):
+class SqlTx(PurchasingQueries, PolicyQueries, PeopleQueries, NoticeQueries, RetentionQueries):
     """One transaction on one connection; implements core.ports.Tx."""
 
     def __init__(

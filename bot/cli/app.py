@@ -12,6 +12,7 @@ import typer
 
 from bot import bootstrap, reports
 from bot.cli.common import JsonFlag, TelegramId, fail, need_note, stamp, with_store
+from bot.cli.policy import policy_app
 from bot.cli.purchasing import sheets_app, suppliers_app
 from bot.cli.retention import purge
 from bot.config import Settings, write_env_file
@@ -32,6 +33,7 @@ app.add_typer(jobs_app, name="jobs")
 app.add_typer(users_app, name="users")
 app.add_typer(suppliers_app, name="suppliers")
 app.add_typer(sheets_app, name="sheets")
+app.add_typer(policy_app, name="policy")
 app.command("purge")(purge)
 
 

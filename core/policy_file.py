@@ -1,0 +1,447 @@
+"""The approval policy file: TOML, checked whole, every problem named by its line.
+
+`parse_policy(text)` gives a core.policy.Policy only if there is no problem at all. Three
+kinds of problem, each with the line a person fixes it on:
+- TOML syntax (tomllib's own message and line);
+- the schema, checked with pydantic: an unknown key, a missing one, a value of the wrong kind
+  or out of range;
+- cross-references: a stage naming a group the file does not define, two rules of one name,
+  a rule that can never apply, no rule for every request, budget stages that contradict the
+  budget mode.
+
+tomllib gives no positions, so `key_lines` reads them off the text: the line each table,
+key and array element starts on, by the path pydantic reports an error at.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Mapping, Sequence
+from decimal import Decimal
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+
+from core.policies import BudgetMode, Budgets, Condition, Drift, Policy, Rule, Stage
+from core.tables import Problem
+from core.terms import match_key
+
+_LINE = "Line"
+Path = tuple[str | int, ...]
+
+# Group names are typed in commands (/invite approver managers): one word, lower case.
+GroupName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_-]{0,31}$")]
+Title = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=64)]
+Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=64)]
+Category = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=64)]
+# Whole rupees; Rs 10 billion is far above any PO and keeps paisa inside 64 bits.
+Rupees = Annotated[int, Field(ge=0, le=10_000_000_000)]
+MAX_APPROVALS = 20
+
+
+class _Model(BaseModel):
+    # Unknown keys are errors; a string is never read as a number, nor a number as a string.
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class _Stage(_Model):
+    group: str
+    approvals: Annotated[int, Field(ge=1, le=MAX_APPROVALS)] = 1
+
+
+class _When(_Model):
+    total_above_pkr: Rupees | None = None
+    total_at_most_pkr: Rupees | None = None
+    suppliers: Annotated[list[Name], Field(min_length=1)] | None = None
+    categories: Annotated[list[Category], Field(min_length=1)] | None = None
+
+
+class _Rule(_Model):
+    name: Name
+    when: _When = _When()
+    stages: Annotated[list[_Stage], Field(min_length=1, max_length=10)]
+
+
+class _Drift(_Model):
+    percent: Annotated[float, Field(gt=0, le=1000)]  # strict: an int is a float too
+    add_stage: _Stage
+
+
+class _Budgets(_Model):
+    mode: Literal["soft", "hard"]
+    over_budget_stage: _Stage | None = None
+    monthly_pkr: Annotated[dict[Category, Rupees], Field(min_length=1)]
+
+
+class _File(_Model):
+    groups: Annotated[dict[GroupName, Title], Field(min_length=1)]
+    rules: Annotated[list[_Rule], Field(min_length=1, max_length=100)]
+    drift: _Drift | None = None
+    budgets: _Budgets | None = None
+
+
+def parse_policy(text: str) -> tuple[Policy | None, list[Problem]]:
+    """Check a whole policy file; the policy only if there is no problem at all. Schema and
+    cross-reference problems are reported together, in line order."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        return None, [_syntax(error)]
+    lines = key_lines(text)
+    problems = _cross_checks(data, lines)
+    try:
+        parsed = _File.model_validate(data)
+    except ValidationError as error:
+        problems += [_schema(e, lines) for e in error.errors()]
+    if problems:
+        return None, sorted(problems, key=lambda p: p.row)
+    return _policy(parsed), []
+
+
+_AT = re.compile(r"\s*\(at line (\d+), column \d+\)$")
+_END = re.compile(r"\s*\(at end of document\)$")
+
+
+def _syntax(error: tomllib.TOMLDecodeError) -> Problem:
+    message = str(error)
+    found = _AT.search(message)
+    if found:
+        return Problem(int(found[1]), None, f"not valid TOML: {message[: found.start()]}", _LINE)
+    end = _END.search(message)
+    line = 0 if end is None else 1  # "at end of document": the message says where
+    return Problem(line, None, f"not valid TOML: {message}", _LINE)
+
+
+def _schema(error: Mapping[str, Any], lines: Mapping[Path, int]) -> Problem:
+    loc: Path = tuple(error["loc"])
+    loc = tuple(p for p in loc if not (isinstance(p, str) and _UNION_MEMBER.match(p)))
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        parent, key = loc[:-1], loc[-1]
+        return Problem(line_of(lines, loc), shown(parent) or None, f"unknown key {key!r}", _LINE)
+    if kind == "missing":
+        parent, key = loc[:-1], loc[-1]
+        return Problem(line_of(lines, parent), shown(parent) or None, f"{key!r} is missing", _LINE)
+    return Problem(line_of(lines, loc), shown(loc) or None, _message(error), _LINE)
+
+
+_UNION_MEMBER = re.compile(r"^\[key\]$")  # pydantic's mark of a dict key's own error
+
+
+def _message(error: Mapping[str, Any]) -> str:
+    kind, ctx = error["type"], error.get("ctx", {})
+    match kind:
+        case "int_type" | "int_from_float":
+            return "must be a whole number"
+        case "float_type":
+            return "must be a number"
+        case "string_type":
+            return "must be text in quotes"
+        case "list_type":
+            return "must be a list in [ ]"
+        case "dict_type" | "model_type" | "model_attributes_type":
+            return "must be a table"
+        case "greater_than_equal":
+            return f"must be at least {_number(ctx['ge'])}"
+        case "greater_than":
+            return f"must be more than {_number(ctx['gt'])}"
+        case "less_than_equal":
+            return f"must be at most {_number(ctx['le'])}"
+        case "too_short":
+            return "must not be empty"
+        case "too_long":
+            return f"has too many entries (at most {ctx['max_length']})"
+        case "string_too_short":
+            return "must not be empty"
+        case "string_too_long":
+            return f"is too long (at most {ctx['max_length']} characters)"
+        case "string_pattern_mismatch":
+            return "is not a group name: a lower-case letter, then up to 31 letters, digits, _ or -"
+        case "literal_error":
+            return f"must be one of {ctx['expected']}"
+    return str(error["msg"]).lower()
+
+
+def _number(value: float) -> str:
+    """A bound as a person writes it: 0, 1,000, 2.5."""
+    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,}"
+
+
+def shown(path: Path) -> str:
+    """A path as a person reads it: rules[2].stages[1].approvals (arrays counted from 1)."""
+    text = ""
+    for part in path:
+        if isinstance(part, int):
+            text += f"[{part + 1}]"
+        else:
+            text += f".{part}" if text else str(part)
+    return text
+
+
+def line_of(lines: Mapping[Path, int], path: Path) -> int:
+    """The line of the deepest part of `path` the file wrote; 0 if none (the whole file)."""
+    for end in range(len(path), 0, -1):
+        if path[:end] in lines:
+            return lines[path[:end]]
+    return 0
+
+
+def _cross_checks(data: dict[str, Any], lines: Mapping[Path, int]) -> list[Problem]:
+    """What the schema cannot see: names that must match, rules that cannot apply, budget
+    stages against the mode. Read off the raw document, so that they are reported beside the
+    schema's problems; a value of the wrong kind is left to the schema."""
+    problems: list[Problem] = []
+
+    def bad(path: Path, message: str) -> None:
+        problems.append(Problem(line_of(lines, path), shown(path), message, _LINE))
+
+    groups = _table(data.get("groups"))
+
+    def stage(path: Path, raw: object) -> str | None:
+        group = _table(raw).get("group")
+        if not isinstance(group, str):
+            return None
+        if groups and group not in groups:
+            defined = ", ".join(groups)
+            bad((*path, "group"), f"group {group!r} is not defined in [groups] ({defined})")
+        return group
+
+    rules = data.get("rules")
+    rules = rules if isinstance(rules, list) else []
+    seen: dict[str, int] = {}
+    catch_all: int | None = None
+    for index, raw in enumerate(rules):
+        at: Path = ("rules", index)
+        rule = _table(raw)
+        stages = rule.get("stages")
+        named = [
+            stage((*at, "stages", n), s)
+            for n, s in enumerate(stages if isinstance(stages, list) else [])
+        ]
+        named = [g for g in named if g is not None]
+        if len(set(named)) != len(named):
+            bad((*at, "stages"), "a group appears in two stages: one person counts once")
+        name = rule.get("name")
+        if isinstance(name, str):
+            if name.strip() in seen:
+                bad((*at, "name"), f"rule {name!r} is also rule {seen[name.strip()] + 1}")
+            seen.setdefault(name.strip(), index)
+        when = _table(rule.get("when"))
+        above, most = when.get("total_above_pkr"), when.get("total_at_most_pkr")
+        if isinstance(above, int) and isinstance(most, int) and most <= above:
+            bad((*at, "when"), f"no total is above {above:,} and at most {most:,}")
+        if catch_all is not None:
+            first = _table(rules[catch_all]).get("name", "")
+            bad(at, f"never applies: rule {catch_all + 1} ({first!r}) applies to every request")
+        elif not when:
+            catch_all = index
+    if rules and catch_all is None:
+        bad(("rules", len(rules) - 1), "the last rule must apply to every request: no `when`")
+    drift = _table(data.get("drift"))
+    if "add_stage" in drift:
+        stage(("drift", "add_stage"), drift["add_stage"])
+    budgets = _table(data.get("budgets"))
+    mode, over = budgets.get("mode"), ("budgets", "over_budget_stage")
+    if mode == "hard" and "over_budget_stage" in budgets:
+        bad(over, "hard mode refuses a sheet over budget: it has no stage to add")
+    elif mode == "soft" and "over_budget_stage" not in budgets:
+        bad(("budgets", "mode"), "soft mode needs an over_budget_stage to add")
+    elif "over_budget_stage" in budgets:
+        stage(over, budgets["over_budget_stage"])
+    months = _table(budgets.get("monthly_pkr"))
+    categories = [c.strip().lower() for c in months]
+    if len(set(categories)) != len(categories):
+        bad(("budgets", "monthly_pkr"), "a category appears twice (case does not count)")
+    return problems
+
+
+def _table(value: object) -> dict[str, Any]:
+    """A TOML table, or {} for anything else (the schema reports what it is instead)."""
+    return value if isinstance(value, dict) else {}
+
+
+def _policy(parsed: _File) -> Policy:
+    def stage(s: _Stage) -> Stage:
+        return Stage(s.group, s.approvals)
+
+    def condition(w: _When) -> Condition:
+        return Condition(
+            None if w.total_above_pkr is None else w.total_above_pkr * 100,
+            None if w.total_at_most_pkr is None else w.total_at_most_pkr * 100,
+            frozenset(match_key(s) for s in w.suppliers or ()),
+            frozenset(c.lower() for c in w.categories or ()),
+        )
+
+    drift = parsed.drift
+    budgets = parsed.budgets
+    return Policy(
+        groups=dict(parsed.groups),
+        rules=tuple(
+            Rule(r.name, tuple(stage(s) for s in r.stages), condition(r.when)) for r in parsed.rules
+        ),
+        drift=None if drift is None else Drift(_percent(drift.percent), stage(drift.add_stage)),
+        budgets=None
+        if budgets is None
+        else Budgets(
+            BudgetMode(budgets.mode),
+            {c.lower(): pkr * 100 for c, pkr in budgets.monthly_pkr.items()},
+            None if budgets.over_budget_stage is None else stage(budgets.over_budget_stage),
+        ),
+    )
+
+
+def _percent(value: float) -> Decimal:
+    """3 -> Decimal("3"), 4.2 -> Decimal("4.2"): as the file wrote it, without float noise."""
+    return Decimal(int(value)) if value.is_integer() else Decimal(repr(value))
+
+
+# --- where each key is written -------------------------------------------------------------
+
+_BARE = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def key_lines(text: str) -> dict[Path, int]:
+    """The line (from 1) on which each table, key and array element of a TOML document that
+    tomllib accepted starts, by its path: ("rules", 1, "stages", 0, "group") for the group of
+    the first stage of the second [[rules]] table."""
+    return _Scanner(text).scan()
+
+
+class _Scanner:
+    """A reader of just enough TOML to place keys: tables, arrays of tables, dotted keys,
+    inline tables, arrays, and the strings and comments that may hide brackets."""
+
+    def __init__(self, text: str) -> None:
+        self.text, self.pos, self.line = text, 0, 1
+        self.lines: dict[Path, int] = {}
+        self.tables: dict[Path, int] = {}  # array of tables -> elements so far
+
+    def scan(self) -> dict[Path, int]:
+        base: Path = ()
+        while self._skip(newlines=True):
+            if self._peek() == "[":
+                base = self._header()
+            else:
+                self._pair(base)
+        return self.lines
+
+    def _peek(self, ahead: int = 0) -> str:
+        at = self.pos + ahead
+        return self.text[at] if at < len(self.text) else ""
+
+    def _skip(self, *, newlines: bool) -> bool:
+        """Past spaces, comments and (if allowed) line ends; False at the end of the text."""
+        while self.pos < len(self.text):
+            c = self.text[self.pos]
+            if c in " \t\r":
+                self.pos += 1
+            elif c == "\n" and newlines:
+                self.pos += 1
+                self.line += 1
+            elif c == "#":
+                while self.pos < len(self.text) and self.text[self.pos] != "\n":
+                    self.pos += 1
+            else:
+                return True
+        return False
+
+    def _header(self) -> Path:
+        many = self._peek(1) == "["
+        self.pos += 2 if many else 1
+        path = self._key()
+        self._skip(newlines=False)
+        self.pos += 2 if many else 1
+        if many:
+            index = self.tables.get(path, 0)
+            self.tables[path] = index + 1
+            self.lines.setdefault(path, self.line)
+            path = (*path, index)
+        self.lines.setdefault(path, self.line)
+        return path
+
+    def _key(self) -> Path:
+        """A dotted key."""
+        parts: list[str | int] = []
+        while True:
+            self._skip(newlines=False)
+            c = self._peek()
+            if c in "\"'":
+                start = self.pos
+                self._string()
+                parts.append(tomllib.loads(f"k = {self.text[start : self.pos]}")["k"])
+            else:
+                found = _BARE.match(self.text, self.pos)
+                if found is None:
+                    break
+                parts.append(found[0])
+                self.pos = found.end()
+            self._skip(newlines=False)
+            if self._peek() != ".":
+                break
+            self.pos += 1
+        return tuple(parts)
+
+    def _pair(self, base: Path) -> None:
+        """key = value, recording the key (and each prefix of a dotted key) and the value's
+        inner keys and elements."""
+        line = self.line
+        key = self._key()
+        for end in range(1, len(key) + 1):
+            self.lines.setdefault((*base, *key[:end]), line)
+        self._skip(newlines=False)
+        self.pos += 1  # "="
+        self._value((*base, *key))
+
+    def _value(self, path: Path) -> None:
+        self._skip(newlines=True)
+        c = self._peek()
+        if c == "{":
+            self.pos += 1
+            while self._skip(newlines=True) and self._peek() != "}":
+                if self._peek() == ",":
+                    self.pos += 1
+                    continue
+                self._pair(path)
+            self.pos += 1
+        elif c == "[":
+            self.pos += 1
+            index = 0
+            while self._skip(newlines=True) and self._peek() != "]":
+                if self._peek() == ",":
+                    self.pos += 1
+                    continue
+                self.lines.setdefault((*path, index), self.line)
+                self._value((*path, index))
+                index += 1
+            self.pos += 1
+        elif c in "\"'":
+            self._string()
+        else:  # a number, date, boolean: up to the next delimiter
+            while self.pos < len(self.text) and self.text[self.pos] not in ",]}#\n":
+                self.pos += 1
+
+    def _string(self) -> None:
+        quote = self._peek()
+        triple = self.text.startswith(quote * 3, self.pos)
+        end = quote * 3 if triple else quote
+        self.pos += len(end)
+        while self.pos < len(self.text):
+            c = self.text[self.pos]
+            if c == "\\" and quote == '"':
+                self.pos += 2
+                continue
+            if c == "\n":
+                self.line += 1
+            if self.text.startswith(end, self.pos):
+                self.pos += len(end)
+                # A multi-line string may end with up to two more quotes of its own.
+                while triple and self._peek() == quote:
+                    self.pos += 1
+                return
+            self.pos += 1
+
+
+def problem_lines(problems: Sequence[Problem]) -> list[str]:
+    """Problems in line order, as text."""
+    return [str(p) for p in sorted(problems, key=lambda p: p.row)]

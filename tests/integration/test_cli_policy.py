@@ -1,0 +1,72 @@
+"""`manzoori policy check | import | show` as an admin runs them, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bot.clock import utcnow
+from core.approval_policy import PolicyImport, import_policy
+from store.sql import SqlStore
+from tests.helpers.cli import Cli, base_env, ok, with_store
+
+pytestmark = pytest.mark.slow  # every test spawns `manzoori` subprocesses
+
+SAMPLE = Path(__file__).parents[2] / "samples" / "approval-policy.toml"
+
+
+@pytest.fixture
+def cli(db_url: str, tmp_path: Path) -> Cli:
+    return Cli(tmp_path, base_env(db_url))
+
+
+def test_check_prints_what_a_valid_file_says_and_stores_nothing(cli: Cli) -> None:
+    checked, shown = cli.all(("policy", "check", str(SAMPLE)), ("policy", "show"))
+    out = ok(checked)
+    assert out.startswith("approval-policy.toml is a valid approval policy:\n")
+    assert "Rule 1, large: total above Rs 1,000,000.00: 1 approval of Purchasing managers " in out
+    assert "then 1 approval of Owners" in out
+    assert "Drift: a line more than 3% above the last sent PO adds 1 approval of Owners" in out
+    # Nothing imported: the configuration's rule is still the one in force.
+    assert ok(shown).startswith("Version: none imported (the configured default)\n")
+    assert "Rule 1, dual: total above Rs 500,000.00: 2 approvals of Approvers" in shown.stdout
+    assert "Rule 2, single: every request: 1 approval of Approvers" in shown.stdout
+
+
+def test_a_file_with_problems_is_refused_with_every_line(cli: Cli, tmp_path: Path) -> None:
+    bad = tmp_path / "policy.toml"
+    text = SAMPLE.read_text().replace("approvals = 2", "approvals = 0")
+    bad.write_text(text.replace('mode = "soft"', 'mode = "hard"'), encoding="utf-8")
+    done = cli("policy", "check", str(bad))
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.splitlines() == [
+        "policy.toml: not a valid approval policy. Please fix:",
+        "Line 15, rules[2].stages[1].approvals: must be at least 1",
+        "Line 27, budgets.over_budget_stage: hard mode refuses a sheet over budget: "
+        "it has no stage to add",
+    ]
+    assert "none imported" in ok(cli("policy", "show"))
+
+
+def test_files_that_are_not_policies(cli: Cli, tmp_path: Path) -> None:
+    binary = tmp_path / "photo.toml"
+    binary.write_bytes(b"\xff\xd8\xff\xe0 not text")
+    done = cli("policy", "check", str(binary))
+    assert done.returncode == 1 and "photo.toml is not UTF-8 text (byte 1)" in done.stderr
+    huge = tmp_path / "huge.toml"
+    huge.write_text("# x\n" * 70_000)
+    done = cli("policy", "check", str(huge))
+    assert done.returncode == 1 and "a policy file is at most 256 KB" in done.stderr
+
+
+def test_show_prints_an_imported_version_with_its_file(cli: Cli, db_url: str) -> None:
+    async def work(store: SqlStore) -> PolicyImport:
+        return await import_policy(store, SAMPLE.read_text(), utcnow(), "cli:ayesha")
+
+    version = with_store(db_url, work).version
+    out = ok(cli("policy", "show"))
+    assert out.startswith(f"Version: {version}\nImported ")
+    assert " PKT by cli:ayesha\n" in out
+    assert "Rule 2, medium: total above Rs 200,000.00: 2 approvals of Purchasing managers" in out
+    assert out.endswith(SAMPLE.read_text().rstrip("\n") + "\n")  # the file, comments and all
