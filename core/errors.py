@@ -20,6 +20,7 @@ ManzooriError
 ├── ApprovalError              a decision that does not count
 │   ├── NotAnApprover          the reviewer lacks the approver role
 │   ├── SelfApproval           the reviewer is the requester
+│   ├── NotYourTurn            the request waits for a stage of a group the reviewer is not in
 │   ├── DraftChanged           the decision names an older draft version or hash
 │   ├── AlreadyDecided         this reviewer already decided this draft, or the job is decided
 │   └── ApprovalExpired        the approval's time is up
@@ -129,6 +130,10 @@ class NotAnApprover(ApprovalError):
 
 class SelfApproval(ApprovalError):
     """The reviewer is the requester of the job."""
+
+
+class NotYourTurn(ApprovalError):
+    """The request waits for a stage whose group the reviewer is not in."""
 
 
 class DraftChanged(ApprovalError):

@@ -19,7 +19,7 @@ from decimal import Decimal
 from enum import StrEnum
 from typing import Any
 
-from core.errors import NotAnApprover, SelfApproval
+from core.errors import AlreadyDecided, NotAnApprover, NotYourTurn, SelfApproval
 from core.money import format_pkr
 from core.retries import RetryPolicy
 from core.terms import match_key
@@ -62,6 +62,7 @@ class Decision:
     expires_at: datetime
     policy_basis: str
     reason: str | None = None
+    stage: int = 0  # the stage of the request's route it was made in (Route.stages)
 
 
 @dataclass(frozen=True)
@@ -306,3 +307,128 @@ def _plain(policy: Policy) -> dict[str, Any]:
         if budgets is None
         else [budgets.mode.value, dict(budgets.monthly_paisa), stage(budgets.over_budget_stage)],
     }
+
+
+class StageReason(StrEnum):
+    """Why a stage is on a request's route."""
+
+    RULE = "rule"  # one of the rule's own stages
+    DRIFT = "drift"  # a line priced above the drift tolerance (Policy.drift)
+    BUDGET = "budget"  # the PO takes a category over its month (Policy.budgets, soft mode)
+
+
+@dataclass(frozen=True)
+class Route:
+    """The way one draft of a request must go: the policy version and rule it follows, and
+    its stages in order (the rule's, then those a drift or an over-budget month added). The
+    request keeps it until its next draft, which is routed afresh on the policy then in
+    force."""
+
+    policy_version: str
+    rule: str
+    stages: tuple[Stage, ...]
+    reasons: tuple[StageReason, ...]  # one per stage
+
+    def basis(self, index: int) -> str:
+        """What a decision in stage `index` satisfies, in words for the audit trail."""
+        stage = self.stages[index]
+        version = self.policy_version or "default"
+        why = "" if self.reasons[index] is StageReason.RULE else f", {self.reasons[index]}"
+        return (
+            f"policy {version}, rule {self.rule}, stage {index + 1} of {len(self.stages)}: "
+            f"{stage.approvals} of {stage.group}{why}"
+        )
+
+
+def route_for(
+    policy: Policy,
+    total_paisa: int,
+    supplier_id: str,
+    categories: Iterable[str] = (),
+    *,
+    drifted: bool = False,
+    over_budget: bool = False,
+) -> Route:
+    """The route a draft of this total, supplier and line categories takes: its rule's
+    stages, then the drift stage if a line drifted, then the budget stage if it goes over a
+    category's month (soft mode; hard mode refuses such a sheet before it is drafted)."""
+    rule = policy.rule_for(total_paisa, supplier_id, categories)
+    stages = list(rule.stages)
+    reasons = [StageReason.RULE] * len(stages)
+    if drifted and policy.drift is not None:
+        stages.append(policy.drift.add_stage)
+        reasons.append(StageReason.DRIFT)
+    if over_budget and policy.budgets is not None and policy.budgets.over_budget_stage:
+        stages.append(policy.budgets.over_budget_stage)
+        reasons.append(StageReason.BUDGET)
+    return Route(policy.version, rule.name, tuple(stages), tuple(reasons))
+
+
+@dataclass(frozen=True)
+class Tally:
+    """Where a draft's decisions leave its route: the outcome, the stage waiting for approvals
+    (len(route.stages) once approved), and whom each stage reached counted."""
+
+    outcome: Outcome
+    stage: int
+    counted: tuple[frozenset[int], ...]
+
+    def has_counted(self, reviewer_id: int) -> bool:
+        """Whether this person's approval already counts in some stage: they count once."""
+        return any(reviewer_id in people for people in self.counted)
+
+
+def tally(
+    route: Route,
+    decisions: Iterable[Decision],
+    draft_version: int,
+    draft_hash: str,
+    now: datetime,
+    requester_id: int,
+    members: Mapping[str, frozenset[int]],
+) -> Tally:
+    """Count a draft's live decisions stage by stage: one rejection ends it; a stage is
+    complete when `approvals` different members of its group approved in it; a person counts
+    once per request whatever groups they are in, and the requester never. `members` is each
+    group's membership now: an approval by someone who has left the group counts no more."""
+    live = counting(decisions, draft_version, draft_hash, now)
+    rejections = [d.stage for d in live if d.verdict is Verdict.REJECT]
+    if rejections:
+        return Tally(Outcome.REJECTED, min(rejections), ())
+    used: set[int] = set()
+    counted: list[frozenset[int]] = []
+    for index, stage in enumerate(route.stages):
+        group = members.get(stage.group, frozenset())
+        people = {
+            d.reviewer_id
+            for d in sorted(live, key=lambda d: d.at)
+            if d.stage == index
+            and d.verdict is Verdict.APPROVE
+            and d.reviewer_id != requester_id
+            and d.reviewer_id in group
+            and d.reviewer_id not in used
+        }
+        used |= people
+        counted.append(frozenset(people))
+        if len(people) < stage.approvals:
+            return Tally(Outcome.PENDING, index, tuple(counted))
+    return Tally(Outcome.APPROVED, len(route.stages), tuple(counted))
+
+
+def stage_for(
+    route: Route, counted: Tally, reviewer_id: int, requester_id: int,
+    members: Mapping[str, frozenset[int]],
+) -> int:  # fmt: skip
+    """The stage a decision by this reviewer is made in, the one waiting now; raise
+    SelfApproval for the requester, AlreadyDecided if their approval counts already in an
+    earlier stage, NotYourTurn if they are not in the waiting stage's group."""
+    if reviewer_id == requester_id:
+        raise SelfApproval("nobody approves their own request")
+    if counted.outcome is not Outcome.PENDING:
+        raise AlreadyDecided(f"the request is {counted.outcome.value}")
+    if counted.has_counted(reviewer_id):
+        raise AlreadyDecided("your approval already counts for this request")
+    group = route.stages[counted.stage].group
+    if reviewer_id not in members.get(group, frozenset()):
+        raise NotYourTurn(f"stage {counted.stage + 1} waits for {group}")
+    return counted.stage
