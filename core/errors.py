@@ -11,6 +11,7 @@ ManzooriError
 │   ├── InviteRefused          an invitation code that is forged, expired or used
 │   ├── ReconcileRefused       nothing to reconcile for that job
 │   ├── DraftPurged            the closed PO's draft was removed by the retention purge
+│   ├── GroupRefused           not an approver, or no such group in the policy in force
 │   └── AlreadyResolved        the PO left the review queue, or moved on, before the choice
 ├── InputError                 what a person or a client sent cannot be used as it is
 │   ├── UnreadableSheet        the file is not a spreadsheet this product reads
@@ -88,6 +89,10 @@ class ReconcileRefused(WorkflowError):
 
 class DraftPurged(WorkflowError):
     """The closed PO's draft body was removed by the retention purge (core.retention)."""
+
+
+class GroupRefused(WorkflowError):
+    """A user cannot be put in those approver groups: not an approver, or no such group."""
 
 
 class AlreadyResolved(WorkflowError):

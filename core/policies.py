@@ -19,7 +19,9 @@ from decimal import Decimal
 from enum import StrEnum
 from typing import Any
 
+from core.drafts import Draft, Flag
 from core.errors import AlreadyDecided, NotAnApprover, NotYourTurn, SelfApproval
+from core.flags import FlagCode
 from core.money import format_pkr
 from core.retries import RetryPolicy
 from core.terms import match_key
@@ -62,7 +64,11 @@ class Decision:
     expires_at: datetime
     policy_basis: str
     reason: str | None = None
-    stage: int = 0  # the stage of the request's route it was made in (Route.stages)
+    # The stage of the request's route it was made in (Route.stages), and that route's
+    # policy version ("" for the configured default) and rule.
+    stage: int = 0
+    policy_version: str = ""
+    rule: str = ""
 
 
 @dataclass(frozen=True)
@@ -72,16 +78,10 @@ class ApprovalPolicy:
     ttl: timedelta = timedelta(days=1)
     dual_above_paisa: int = 500_000 * 100
 
-    def required(self, total_paisa: int) -> int:
-        """Distinct approvers needed for a total."""
-        return 2 if total_paisa > self.dual_above_paisa else 1
-
-    def basis(self, total_paisa: int) -> str:
-        """The rule that applies to a total, in words for the audit trail."""
-        limit = self.dual_above_paisa // 100
-        if self.required(total_paisa) == 2:
-            return f"dual approval: total above PKR {limit:,}"
-        return f"single approval: total at or below PKR {limit:,}"
+    @property
+    def default_policy(self) -> Policy:
+        """The approval policy this configuration implies while none is imported."""
+        return Policy.default(self.dual_above_paisa)
 
 
 def check_reviewer(roles: Iterable[Role], reviewer_id: int, requester_id: int) -> None:
@@ -105,22 +105,6 @@ def counting(
     ]
 
 
-def evaluate(
-    policy: ApprovalPolicy,
-    total_paisa: int,
-    decisions: Iterable[Decision],
-    draft_version: int,
-    draft_hash: str,
-    now: datetime,
-) -> Outcome:
-    """One rejection ends it; otherwise enough distinct live approvals approve it."""
-    live = counting(decisions, draft_version, draft_hash, now)
-    if any(d.verdict is Verdict.REJECT for d in live):
-        return Outcome.REJECTED
-    approvers = {d.reviewer_id for d in live if d.verdict is Verdict.APPROVE}
-    return Outcome.APPROVED if len(approvers) >= policy.required(total_paisa) else Outcome.PENDING
-
-
 @dataclass(frozen=True)
 class Rules:
     """The policies in force, handed in by the shell's configuration."""
@@ -129,6 +113,8 @@ class Rules:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
 
 
+# The group of every approver, always: the default policy's one group, and any policy's that
+# names it. Other groups have members one by one (store: user_groups).
 DEFAULT_GROUP = "approvers"
 DEFAULT_GROUP_TITLE = "Approvers"
 DEFAULT_VERSION = ""  # the version of the policy the configuration implies: none imported
@@ -329,6 +315,28 @@ class Route:
     stages: tuple[Stage, ...]
     reasons: tuple[StageReason, ...]  # one per stage
 
+    def plain(self) -> dict[str, Any]:
+        """As JSON for the job's row."""
+        return {
+            "policy_version": self.policy_version,
+            "rule": self.rule,
+            "stages": [
+                [s.group, s.approvals, r.value]
+                for s, r in zip(self.stages, self.reasons, strict=True)
+            ],
+        }
+
+    @classmethod
+    def from_plain(cls, data: Mapping[str, Any]) -> Route:
+        """Back from plain()."""
+        stages = [(Stage(g, int(n)), StageReason(r)) for g, n, r in data["stages"]]
+        return cls(
+            str(data["policy_version"]),
+            str(data["rule"]),
+            tuple(s for s, _ in stages),
+            tuple(r for _, r in stages),
+        )
+
     def basis(self, index: int) -> str:
         """What a decision in stage `index` satisfies, in words for the audit trail."""
         stage = self.stages[index]
@@ -338,6 +346,27 @@ class Route:
             f"policy {version}, rule {self.rule}, stage {index + 1} of {len(self.stages)}: "
             f"{stage.approvals} of {stage.group}{why}"
         )
+
+
+def drifted(flags: Iterable[Flag], drift: Drift | None) -> bool:
+    """Whether a line of a draft (by its PRICE_CHANGED flags: the last sent PO's price, the
+    price now) is priced more than the drift tolerance above the last sent PO's."""
+    if drift is None:
+        return False
+    for flag in flags:
+        if flag.code == FlagCode.PRICE_CHANGED:
+            before, after = flag.amounts[0], flag.amounts[1]
+            if (after - before) * 100 > drift.percent * before:
+                return True
+    return False
+
+
+def route_draft(policy: Policy, draft: Draft) -> Route:
+    """The route a draft takes under `policy`: route_for its total and supplier, with the
+    drift stage if a line drifted."""
+    return route_for(
+        policy, draft.total_paisa, draft.supplier_id, drifted=drifted(draft.flags, policy.drift)
+    )
 
 
 def route_for(
