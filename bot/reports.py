@@ -72,6 +72,9 @@ def _approval(d: Decision) -> dict[str, Any]:
         "at": _iso(d.at),
         "expires_at": _iso(d.expires_at),
         "policy_basis": d.policy_basis,
+        "policy_version": d.policy_version,
+        "rule": d.rule,
+        "stage": d.stage + 1,
         "reason": d.reason,
     }
 
@@ -140,7 +143,7 @@ def text(detail: dict[str, Any], tz: tzinfo) -> str:
         "approvals:",
         *(
             f"  {_local(a['at'], tz)}  {a['reviewer_id']}  {a['decision']}"
-            f"  v{a['draft_version']}  expires {_local(a['expires_at'], tz)}"
+            f"  v{a['draft_version']}  stage {a['stage']}  expires {_local(a['expires_at'], tz)}"
             + (f"  reason: {flatten(a['reason'])}" if a["reason"] else "")
             for a in detail["approvals"]
         ),

@@ -11,10 +11,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime, tzinfo
 
+from core.approval_policy import PolicyImport
 from core.drafts import Draft, mask_email
 from core.flags import describe
 from core.jobs import Job
 from core.money import format_pkr
+from core.policies import DEFAULT_GROUP
 from core.purchasing import Submission, Superseded, TermsImport
 from core.states import State
 from core.terms import Terms, offers_by_supplier
@@ -22,10 +24,15 @@ from core.texts import flatten
 
 # POs that ended without an e-mail: resending the same file does not reopen them.
 CLOSED_UNSENT = frozenset({State.REJECTED, State.CANCELLED, State.EXPIRED, State.FAILED_FINAL})
-# Under an accepted sheet's POs when no approver was registered to send a card to.
+# Under an accepted sheet's POs when no approver was registered to send a card to, or nobody
+# in the group they wait for.
 NOBODY_TO_ASK = (
     "Note: no approver is registered yet; an admin has been told, and the cards go out as "
     "soon as someone becomes an approver."
+)
+NOBODY_IN_GROUP = (
+    "Note: nobody in group {groups} can approve yet; an admin has been told, and the cards "
+    "go out as soon as someone is in it."
 )
 
 
@@ -79,7 +86,12 @@ def submission(result: Submission, sheet_name: str, *, preview: bool = False) ->
     else:
         lead = f"{sheet_name} accepted; {count} drafted and sent for approval:"
     body = [line for job, draft in result.orders for line in order_summary(job, draft)]
-    return "\n".join([lead, *body, *([NOBODY_TO_ASK] if result.unasked else [])])
+    missing = (
+        NOBODY_TO_ASK
+        if result.unasked == (DEFAULT_GROUP,)
+        else NOBODY_IN_GROUP.format(groups=" or ".join(map(flatten, result.unasked)))
+    )
+    return "\n".join([lead, *body, *([missing] if result.unasked else [])])
 
 
 def terms_import(result: TermsImport, file_name: str) -> str:
@@ -98,10 +110,23 @@ def terms_import(result: TermsImport, file_name: str) -> str:
     return f"{file_name} imported as supplier terms {result.version}, now in force"
 
 
-def policy_problems(problems: Iterable[str], file_name: str) -> str:
-    """Why `policy check` refused a policy file, every problem with its line."""
-    return "\n".join(
-        [f"{flatten(file_name)}: not a valid approval policy. Please fix:", *map(flatten, problems)]
+def policy_problems(problems: Iterable[str], file_name: str, *, imported: bool = False) -> str:
+    """Why `policy check` (or `policy import`) refused a policy file, every problem with its
+    line."""
+    verdict = "not imported; nothing changed" if imported else "not a valid approval policy"
+    return "\n".join([f"{flatten(file_name)}: {verdict}. Please fix:", *map(flatten, problems)])
+
+
+def policy_import(result: PolicyImport, file_name: str) -> str:
+    """The outcome of `policy import`."""
+    if result.problems:
+        return policy_problems(result.problems, file_name, imported=True)
+    if not result.created:
+        same = f"says what the approval policy in force, {result.version}, says"
+        return f"{flatten(file_name)} {same}; nothing imported"
+    return (
+        f"{flatten(file_name)} imported as approval policy {result.version}, now in force "
+        "for new requests and re-drafts"
     )
 
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from core.policies import Policy, content_hash
-from core.policy_file import parse_policy
+from core.policy_file import not_yet_applied, parse_policy
 from core.ports import ReadTx, Store
 from core.tables import summarise
 from core.terms import version_id
@@ -34,7 +34,32 @@ async def import_policy(store: Store, text: str, now: datetime, actor: str) -> P
     policy, problems = check_policy(text)
     if policy is None:
         return PolicyImport(problems=problems)
+    unapplied = not_yet_applied(text)
+    if unapplied:
+        return PolicyImport(problems=tuple(summarise(unapplied)))
     return await _store(store, text, content_hash(policy), now, actor)
+
+
+async def unreachable_groups(tx: ReadTx, policy: Policy) -> list[str]:
+    """The policy's groups that a rule, the drift or the budget stage needs and that have no
+    member the bot can write to (an approver who pressed Start and has not blocked it):
+    requests needing them would wait for nobody."""
+    needed: list[str] = []
+    stages = [s for rule in policy.rules for s in rule.stages]
+    if policy.drift is not None:
+        stages.append(policy.drift.add_stage)
+    if policy.budgets is not None and policy.budgets.over_budget_stage is not None:
+        stages.append(policy.budgets.over_budget_stage)
+    for stage in stages:
+        if stage.group not in needed:
+            needed.append(stage.group)
+    members = await tx.group_members(needed)
+    missing = []
+    for group in needed:
+        users = [await tx.telegram_user(p) for p in members[group]]
+        if not any(u is not None and u.reachable for u in users):
+            missing.append(group)
+    return missing
 
 
 @retry_on_stale

@@ -17,6 +17,7 @@ from core.drafts import Draft
 from core.jobs import Job
 from core.notices import (
     EVERYONE,
+    NOBODY_TO_ASK,
     UNDELIVERED,
     UNREACHABLE,
     Notice,
@@ -27,11 +28,11 @@ from core.notices import (
     fanned_out,
     is_moot,
 )
-from core.policies import ApprovalPolicy, Decision, Role, Verdict
+from core.policies import DEFAULT_GROUP, ApprovalPolicy, Decision, Role, Verdict
 from core.ports import ReadTx, Store, Tx
 from core.retries import ErrorClass, RetryPolicy, decide
 from core.states import State
-from core.workflow import standing_decisions
+from core.workflow import standing
 
 
 class Failure(StrEnum):
@@ -69,8 +70,11 @@ class CardFacts:
     requester: str  # the requester's name as Telegram gave it, or their id
     sheet_name: str
     terms_imported_at: datetime | None
-    approvals: int  # standing approvals of this draft version so far
-    required: int  # approvals the policy needs for this total
+    approvals: int  # standing approvals in the waiting stage so far
+    required: int  # approvals the waiting stage needs
+    stage: int = 0  # the waiting stage of the route, from 0
+    stages: int = 1  # stages on the route
+    group: str = ""  # what the policy calls the waiting stage's group
 
 
 @dataclass(frozen=True)
@@ -105,6 +109,7 @@ class News:
     reason: str | None = None  # a rejection's reason
     event: str = ""  # an admin's: the state the PO entered, or UNREACHABLE / UNDELIVERED
     approver: str | None = None  # whose card did not go out, by name and id
+    group: str | None = None  # the group with nobody to ask (NOBODY_TO_ASK)
 
 
 async def claim(
@@ -138,7 +143,7 @@ async def card_to_send(
     decided, expired or re-drafted before the card went out."""
     async with store.begin() as tx:
         job = await tx.job(notice.job_id)
-        facts = await card_facts(tx, job, notice.draft_version, policy)
+        facts = await card_facts(tx, job, notice.draft_version, policy, now)
         if facts is None:
             await settle(tx, notice, NoticeStatus.CANCELLED, now)
         return facts
@@ -186,6 +191,8 @@ async def _news(tx: ReadTx, notice: Notice, job: Job) -> News:
         reason = await _rejection_reason(tx, job) if state is State.REJECTED else None
         return News(job, state=state, reason=reason)
     event, _, whom = notice.event.partition(":")
+    if event == NOBODY_TO_ASK:  # nobody in the waiting stage's group (`whom`) to ask
+        return News(job, event=event, group=whom or DEFAULT_GROUP)
     approver = None
     if whom:  # an approver's card did not go out
         known = await tx.telegram_user(int(whom))
@@ -247,32 +254,38 @@ async def undelivered(
     return status
 
 
-async def card_facts(tx: Tx, job: Job, version: int, policy: ApprovalPolicy) -> CardFacts | None:
-    """What a card of draft `version` shows, or None if that draft no longer waits."""
+async def card_facts(
+    tx: Tx, job: Job, version: int, policy: ApprovalPolicy, now: datetime
+) -> CardFacts | None:
+    """What a card of draft `version` shows at `now`, or None if that draft no longer waits."""
     if job.state is not State.AWAITING_APPROVAL or job.draft_version != version:
         return None
     assert job.draft_version is not None and job.total_paisa is not None
     draft = await tx.draft(job.id, job.draft_version)
     requester = await tx.telegram_user(job.requester_id)
     terms = await tx.terms_record(draft.terms_version)
-    approvals = sum(
-        1
-        for d in await standing_decisions(tx, job.id)
-        if d.verdict is Verdict.APPROVE
-        and (d.draft_version, d.draft_hash) == (job.draft_version, job.draft_hash)
-    )
+    default = policy.default_policy
+    where = await standing(tx, job, now, default)
+    route, stage = where.route, min(where.tally.stage, len(where.route.stages) - 1)
+    named = await tx.policy(route.policy_version) if route.policy_version else default
+    group = route.stages[stage].group
     return CardFacts(
         job=job,
         draft=draft,
         requester=requester.first_name if requester else f"user {job.requester_id}",
         sheet_name=str(job.source_versions.get("sheet_name", job.input_ref)),
         terms_imported_at=terms["imported_at"] if terms else None,
-        approvals=approvals,
-        required=policy.required(job.total_paisa),
+        approvals=len(where.tally.counted[stage]) if stage < len(where.tally.counted) else 0,
+        required=route.stages[stage].approvals,
+        stage=stage,
+        stages=len(route.stages),
+        group=named.title(group) if named else group,
     )
 
 
-async def card_edits(store: Store, job_id: str, policy: ApprovalPolicy) -> list[CardEdit]:
+async def card_edits(
+    store: Store, job_id: str, policy: ApprovalPolicy, now: datetime
+) -> list[CardEdit]:
     """Each delivered card of the job with what it should show now: the full card while its
     approver may still tap it, else what happened."""
     async with store.begin() as tx:
@@ -290,7 +303,7 @@ async def card_edits(store: Store, job_id: str, policy: ApprovalPolicy) -> list[
         waiting: dict[int, CardFacts | None] = {}
         drafts: dict[int, Draft] = {}
         for version in {card.draft_version for card in cards}:  # a card shows its version's
-            facts = waiting[version] = await card_facts(tx, job, version, policy)
+            facts = waiting[version] = await card_facts(tx, job, version, policy, now)
             drafts[version] = facts.draft if facts else await tx.draft(job.id, version)
     edits = []
     for card in cards:

@@ -11,11 +11,11 @@ from typing import Any
 from core.effects import OPEN_STATUSES, EffectStatus
 from core.errors import LeaseLost, SendError
 from core.jobs import Effect, Job, SendOrder, Stamp
-from core.policies import Outcome, Rules, evaluate
+from core.policies import Outcome, Rules
 from core.ports import Store, Tx
 from core.retries import ErrorClass, RetryDecision, classify, decide
 from core.states import Action, State
-from core.workflow import move, standing_decisions
+from core.workflow import move, standing
 
 log = logging.getLogger(__name__)
 
@@ -145,13 +145,12 @@ async def _mark(
 
 
 async def _still_approved(tx: Tx, job: Job, effect: Effect, now: datetime, rules: Rules) -> bool:
-    """The policy, evaluated again at send time: live approvals by people still approvers."""
-    assert job.total_paisa is not None
-    decisions = await standing_decisions(tx, job.id)
-    outcome = evaluate(
-        rules.approval, job.total_paisa, decisions, effect.draft_version, effect.draft_hash, now
-    )
-    return outcome is Outcome.APPROVED
+    """The route, tallied again at send time: live approvals, in their stages, by people who
+    are still approvers and still in the stage's group."""
+    if (job.draft_version, job.draft_hash) != (effect.draft_version, effect.draft_hash):
+        return False
+    where = await standing(tx, job, now, rules.approval.default_policy)
+    return where.tally.outcome is Outcome.APPROVED
 
 
 async def finish_attempt(

@@ -11,6 +11,7 @@ ManzooriError
 │   ├── InviteRefused          an invitation code that is forged, expired or used
 │   ├── ReconcileRefused       nothing to reconcile for that job
 │   ├── DraftPurged            the closed PO's draft was removed by the retention purge
+│   ├── GroupRefused           not an approver, or no such group in the policy in force
 │   └── AlreadyResolved        the PO left the review queue, or moved on, before the choice
 ├── InputError                 what a person or a client sent cannot be used as it is
 │   ├── UnreadableSheet        the file is not a spreadsheet this product reads
@@ -20,6 +21,7 @@ ManzooriError
 ├── ApprovalError              a decision that does not count
 │   ├── NotAnApprover          the reviewer lacks the approver role
 │   ├── SelfApproval           the reviewer is the requester
+│   ├── NotYourTurn            the request waits for a stage of a group the reviewer is not in
 │   ├── DraftChanged           the decision names an older draft version or hash
 │   ├── AlreadyDecided         this reviewer already decided this draft, or the job is decided
 │   └── ApprovalExpired        the approval's time is up
@@ -89,6 +91,10 @@ class DraftPurged(WorkflowError):
     """The closed PO's draft body was removed by the retention purge (core.retention)."""
 
 
+class GroupRefused(WorkflowError):
+    """A user cannot be put in those approver groups: not an approver, or no such group."""
+
+
 class AlreadyResolved(WorkflowError):
     """The PO is no longer in the review queue at the draft version the choice named."""
 
@@ -129,6 +135,10 @@ class NotAnApprover(ApprovalError):
 
 class SelfApproval(ApprovalError):
     """The reviewer is the requester of the job."""
+
+
+class NotYourTurn(ApprovalError):
+    """The request waits for a stage whose group the reviewer is not in."""
 
 
 class DraftChanged(ApprovalError):

@@ -128,7 +128,7 @@ def build_draft(
     number: str,
     terms: Terms,
     history: History,
-    dual_above_paisa: int,
+    dual_above_paisa: int | None,
     extra: Sequence[Flag] = (),
 ) -> Draft:
     """The draft for one order: lines by SKU, every flag an approver should weigh."""
@@ -153,7 +153,9 @@ def build_draft(
             for o in lines
         ),
     )
-    if draft.total_paisa > dual_above_paisa:
+    # The default policy's "two approvers above the limit", shown as a flag; None under an
+    # imported policy, whose stages the card shows instead.
+    if dual_above_paisa is not None and draft.total_paisa > dual_above_paisa:
         flags.append(Flag(FlagCode.DUAL_APPROVAL, "", (draft.total_paisa, dual_above_paisa)))
     return Draft(**{**draft.__dict__, "flags": ordered(flags)})
 
@@ -194,7 +196,7 @@ class Redraft:
 
 
 def redraft(
-    draft: Draft, old: Terms, new: Terms, history: History, dual_above_paisa: int
+    draft: Draft, old: Terms, new: Terms, history: History, dual_above_paisa: int | None
 ) -> Redraft:
     """Re-price a waiting PO under new terms, if they change a price, limit or its supplier."""
     changes: list[Flag] = []

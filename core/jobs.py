@@ -35,6 +35,9 @@ class Job:
     decision_deadline: datetime | None
     created_at: datetime
     updated_at: datetime
+    # The current draft's route (core.policies.Route.plain()); None before approval is asked
+    # for, and for jobs drafted before routing (they follow the configured default policy).
+    route: dict[str, Any] | None = None
 
     @classmethod
     def received(cls, new: NewJob, po_number: str, now: datetime) -> Job:

@@ -3,17 +3,17 @@ promote people the bot has met to admin, and revoke roles."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from core.errors import ExpiredToken, InvalidToken, InviteRefused, NotAnAdmin
+from core.errors import ExpiredToken, GroupRefused, InvalidToken, InviteRefused, NotAnAdmin
 from core.jobs import AuditEvent, Stamp
-from core.policies import Role
+from core.policies import DEFAULT_GROUP, Policy, Role
 from core.ports import Store, Tx
 from core.signing import sign_invite, verify_invite
 from core.users import TelegramUser
-from core.workflow import ask_new_approver
+from core.workflow import ask_new_approver, policy_now
 
 # Long enough to reach someone over a weekend, short enough that a leaked link goes stale.
 INVITE_TTL = timedelta(hours=72)
@@ -28,6 +28,15 @@ INVITE_WITHDRAWN = (
     "This invitation link was withdrawn: the admin who made it is no longer an admin. "
     "Ask an admin for a new one."
 )
+
+
+@dataclass(frozen=True)
+class GroupChange:
+    """What /group did: the approver groups a user is in now, those joined and those left."""
+
+    groups: frozenset[str]
+    joined: frozenset[str]
+    left: frozenset[str]
 
 
 @dataclass(frozen=True)
@@ -74,9 +83,10 @@ async def create_invite(
 
 
 async def redeem_invite(
-    store: Store, secret: bytes, code: str, user_id: int, now: datetime
+    store: Store, secret: bytes, code: str, user_id: int, now: datetime, default: Policy
 ) -> Role:
-    """Register `user_id` with the invitation's role; refuse forged, expired or used codes."""
+    """Register `user_id` with the invitation's role; refuse forged, expired or used codes.
+    `default`: the configuration's approval policy, while none is imported."""
     try:
         invite = verify_invite(secret, code, now)
     except InvalidToken as error:
@@ -87,24 +97,79 @@ async def redeem_invite(
         if role is None:
             withdrawn = await tx.invite_withdrawn(invite.invite_id)
             raise InviteRefused(INVITE_WITHDRAWN if withdrawn else INVITE_USED)
-        await _grant(tx, user_id, role, Stamp(f"invite:{invite.invite_id}", now))
+        await _grant(tx, user_id, role, Stamp(f"invite:{invite.invite_id}", now), default)
         return role
 
 
-async def grant_role(store: Store, user_id: int, role: Role, stamp: Stamp) -> bool:
+async def grant_role(store: Store, user_id: int, role: Role, stamp: Stamp, default: Policy) -> bool:
     """Give a user a role (`manzoori users grant`); False if they held it already. A new
-    approver is owed the cards of the requests still waiting."""
+    approver joins the first group of the approval policy in force (`default` while none is
+    imported) and is owed the cards of the requests waiting for it."""
     async with store.begin() as tx:
-        return await _grant(tx, user_id, role, stamp)
+        return await _grant(tx, user_id, role, stamp, default)
 
 
-async def _grant(tx: Tx, user_id: int, role: Role, stamp: Stamp) -> bool:
-    """Grant and audit the role; a new approver is owed the waiting cards in the same
-    transaction, so nobody becomes an approver without them."""
+async def _grant(
+    tx: Tx, user_id: int, role: Role, stamp: Stamp, default: Policy | None = None
+) -> bool:
+    """Grant and audit the role; a new approver joins the policy's first group and is owed
+    the waiting cards in the same transaction, so nobody becomes an approver without them."""
     granted = await tx.grant(user_id, role, stamp.actor, stamp.at)
     if granted and role is Role.APPROVER:
-        await ask_new_approver(tx, user_id, stamp.at)
+        assert default is not None  # an approver's grant always says which policy is default
+        first = next(iter((await policy_now(tx, default)).groups))
+        if first != DEFAULT_GROUP:  # `approvers` is every approver already
+            await join_groups(tx, user_id, {first}, stamp)
+        await ask_new_approver(tx, user_id, stamp.at, default)
     return granted
+
+
+async def set_groups(
+    store: Store,
+    user_id: int,
+    groups: Collection[str],
+    stamp: Stamp,
+    default: Policy,
+    *,
+    admin_id: int | None = None,
+    configured_admins: frozenset[int] = frozenset(),
+) -> GroupChange:
+    """Make `groups` exactly the approver groups of `user_id` (`/group`, `manzoori users
+    groups`), audited; only for an approver, only groups of the policy in force, and (with
+    `admin_id`, from Telegram) only by an admin. They are owed the cards of the requests now
+    waiting for a group they joined; in a group they left, their approvals count no more."""
+    async with store.begin() as tx:
+        if admin_id is not None and not is_admin(
+            admin_id, await tx.roles(admin_id), configured_admins
+        ):
+            raise NotAnAdmin(f"user {admin_id} is not an admin")
+        if Role.APPROVER not in await tx.roles(user_id):
+            raise GroupRefused(f"user {user_id} is not an approver: grant the role first")
+        policy = await policy_now(tx, default)
+        unknown = sorted(set(groups) - set(policy.groups))
+        if unknown:
+            known = ", ".join(policy.groups)
+            raise GroupRefused(
+                f"no group {', '.join(unknown)} in the approval policy in force ({known})"
+            )
+        explicit = set(groups) - {DEFAULT_GROUP}  # `approvers` is every approver already
+        joined, left = await tx.set_groups(user_id, explicit, stamp.actor, stamp.at)
+        if joined or left:
+            detail = {"user_id": user_id, "joined": sorted(joined), "left": sorted(left)}
+            await tx.append_audit(AuditEvent.stamped(stamp, "set_groups", detail))
+        if joined:
+            await ask_new_approver(tx, user_id, stamp.at, default)
+        return GroupChange(frozenset(await tx.groups_of(user_id)), joined, left)
+
+
+async def join_groups(tx: Tx, user_id: int, groups: set[str], stamp: Stamp) -> frozenset[str]:
+    """Add the user to approver groups, audited; the groups they were not in before."""
+    held = await tx.groups_of(user_id)
+    joined, _ = await tx.set_groups(user_id, held | groups, stamp.actor, stamp.at)
+    if joined:
+        detail = {"user_id": user_id, "joined": sorted(joined)}
+        await tx.append_audit(AuditEvent.stamped(stamp, "join_groups", detail))
+    return joined
 
 
 async def promote(

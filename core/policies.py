@@ -19,7 +19,9 @@ from decimal import Decimal
 from enum import StrEnum
 from typing import Any
 
-from core.errors import NotAnApprover, SelfApproval
+from core.drafts import Draft, Flag
+from core.errors import AlreadyDecided, NotAnApprover, NotYourTurn, SelfApproval
+from core.flags import FlagCode
 from core.money import format_pkr
 from core.retries import RetryPolicy
 from core.terms import match_key
@@ -62,6 +64,11 @@ class Decision:
     expires_at: datetime
     policy_basis: str
     reason: str | None = None
+    # The stage of the request's route it was made in (Route.stages), and that route's
+    # policy version ("" for the configured default) and rule.
+    stage: int = 0
+    policy_version: str = ""
+    rule: str = ""
 
 
 @dataclass(frozen=True)
@@ -71,16 +78,10 @@ class ApprovalPolicy:
     ttl: timedelta = timedelta(days=1)
     dual_above_paisa: int = 500_000 * 100
 
-    def required(self, total_paisa: int) -> int:
-        """Distinct approvers needed for a total."""
-        return 2 if total_paisa > self.dual_above_paisa else 1
-
-    def basis(self, total_paisa: int) -> str:
-        """The rule that applies to a total, in words for the audit trail."""
-        limit = self.dual_above_paisa // 100
-        if self.required(total_paisa) == 2:
-            return f"dual approval: total above PKR {limit:,}"
-        return f"single approval: total at or below PKR {limit:,}"
+    @property
+    def default_policy(self) -> Policy:
+        """The approval policy this configuration implies while none is imported."""
+        return Policy.default(self.dual_above_paisa)
 
 
 def check_reviewer(roles: Iterable[Role], reviewer_id: int, requester_id: int) -> None:
@@ -104,22 +105,6 @@ def counting(
     ]
 
 
-def evaluate(
-    policy: ApprovalPolicy,
-    total_paisa: int,
-    decisions: Iterable[Decision],
-    draft_version: int,
-    draft_hash: str,
-    now: datetime,
-) -> Outcome:
-    """One rejection ends it; otherwise enough distinct live approvals approve it."""
-    live = counting(decisions, draft_version, draft_hash, now)
-    if any(d.verdict is Verdict.REJECT for d in live):
-        return Outcome.REJECTED
-    approvers = {d.reviewer_id for d in live if d.verdict is Verdict.APPROVE}
-    return Outcome.APPROVED if len(approvers) >= policy.required(total_paisa) else Outcome.PENDING
-
-
 @dataclass(frozen=True)
 class Rules:
     """The policies in force, handed in by the shell's configuration."""
@@ -128,6 +113,8 @@ class Rules:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
 
 
+# The group of every approver, always: the default policy's one group, and any policy's that
+# names it. Other groups have members one by one (store: user_groups).
 DEFAULT_GROUP = "approvers"
 DEFAULT_GROUP_TITLE = "Approvers"
 DEFAULT_VERSION = ""  # the version of the policy the configuration implies: none imported
@@ -306,3 +293,171 @@ def _plain(policy: Policy) -> dict[str, Any]:
         if budgets is None
         else [budgets.mode.value, dict(budgets.monthly_paisa), stage(budgets.over_budget_stage)],
     }
+
+
+class StageReason(StrEnum):
+    """Why a stage is on a request's route."""
+
+    RULE = "rule"  # one of the rule's own stages
+    DRIFT = "drift"  # a line priced above the drift tolerance (Policy.drift)
+    BUDGET = "budget"  # the PO takes a category over its month (Policy.budgets, soft mode)
+
+
+@dataclass(frozen=True)
+class Route:
+    """The way one draft of a request must go: the policy version and rule it follows, and
+    its stages in order (the rule's, then those a drift or an over-budget month added). The
+    request keeps it until its next draft, which is routed afresh on the policy then in
+    force."""
+
+    policy_version: str
+    rule: str
+    stages: tuple[Stage, ...]
+    reasons: tuple[StageReason, ...]  # one per stage
+
+    def plain(self) -> dict[str, Any]:
+        """As JSON for the job's row."""
+        return {
+            "policy_version": self.policy_version,
+            "rule": self.rule,
+            "stages": [
+                [s.group, s.approvals, r.value]
+                for s, r in zip(self.stages, self.reasons, strict=True)
+            ],
+        }
+
+    @classmethod
+    def from_plain(cls, data: Mapping[str, Any]) -> Route:
+        """Back from plain()."""
+        stages = [(Stage(g, int(n)), StageReason(r)) for g, n, r in data["stages"]]
+        return cls(
+            str(data["policy_version"]),
+            str(data["rule"]),
+            tuple(s for s, _ in stages),
+            tuple(r for _, r in stages),
+        )
+
+    def basis(self, index: int) -> str:
+        """What a decision in stage `index` satisfies, in words for the audit trail."""
+        stage = self.stages[index]
+        version = self.policy_version or "default"
+        why = "" if self.reasons[index] is StageReason.RULE else f", {self.reasons[index]}"
+        return (
+            f"policy {version}, rule {self.rule}, stage {index + 1} of {len(self.stages)}: "
+            f"{stage.approvals} of {stage.group}{why}"
+        )
+
+
+def drifted(flags: Iterable[Flag], drift: Drift | None) -> bool:
+    """Whether a line of a draft (by its PRICE_CHANGED flags: the last sent PO's price, the
+    price now) is priced more than the drift tolerance above the last sent PO's."""
+    if drift is None:
+        return False
+    for flag in flags:
+        if flag.code == FlagCode.PRICE_CHANGED:
+            before, after = flag.amounts[0], flag.amounts[1]
+            if (after - before) * 100 > drift.percent * before:
+                return True
+    return False
+
+
+def route_draft(policy: Policy, draft: Draft) -> Route:
+    """The route a draft takes under `policy`: route_for its total and supplier, with the
+    drift stage if a line drifted."""
+    return route_for(
+        policy, draft.total_paisa, draft.supplier_id, drifted=drifted(draft.flags, policy.drift)
+    )
+
+
+def route_for(
+    policy: Policy,
+    total_paisa: int,
+    supplier_id: str,
+    categories: Iterable[str] = (),
+    *,
+    drifted: bool = False,
+    over_budget: bool = False,
+) -> Route:
+    """The route a draft of this total, supplier and line categories takes: its rule's
+    stages, then the drift stage if a line drifted, then the budget stage if it goes over a
+    category's month (soft mode; hard mode refuses such a sheet before it is drafted)."""
+    rule = policy.rule_for(total_paisa, supplier_id, categories)
+    stages = list(rule.stages)
+    reasons = [StageReason.RULE] * len(stages)
+    if drifted and policy.drift is not None:
+        stages.append(policy.drift.add_stage)
+        reasons.append(StageReason.DRIFT)
+    if over_budget and policy.budgets is not None and policy.budgets.over_budget_stage:
+        stages.append(policy.budgets.over_budget_stage)
+        reasons.append(StageReason.BUDGET)
+    return Route(policy.version, rule.name, tuple(stages), tuple(reasons))
+
+
+@dataclass(frozen=True)
+class Tally:
+    """Where a draft's decisions leave its route: the outcome, the stage waiting for approvals
+    (len(route.stages) once approved), and whom each stage reached counted."""
+
+    outcome: Outcome
+    stage: int
+    counted: tuple[frozenset[int], ...]
+
+    def has_counted(self, reviewer_id: int) -> bool:
+        """Whether this person's approval already counts in some stage: they count once."""
+        return any(reviewer_id in people for people in self.counted)
+
+
+def tally(
+    route: Route,
+    decisions: Iterable[Decision],
+    draft_version: int,
+    draft_hash: str,
+    now: datetime,
+    requester_id: int,
+    members: Mapping[str, frozenset[int]],
+) -> Tally:
+    """Count a draft's live decisions stage by stage: one rejection ends it; a stage is
+    complete when `approvals` different members of its group approved in it; a person counts
+    once per request whatever groups they are in, and the requester never. `members` is each
+    group's membership now: an approval by someone who has left the group counts no more."""
+    live = counting(decisions, draft_version, draft_hash, now)
+    rejections = [d.stage for d in live if d.verdict is Verdict.REJECT]
+    if rejections:
+        return Tally(Outcome.REJECTED, min(rejections), ())
+    used: set[int] = set()
+    counted: list[frozenset[int]] = []
+    for index, stage in enumerate(route.stages):
+        group = members.get(stage.group, frozenset())
+        people = {
+            d.reviewer_id
+            for d in sorted(live, key=lambda d: d.at)
+            if d.stage == index
+            and d.verdict is Verdict.APPROVE
+            and d.reviewer_id != requester_id
+            and d.reviewer_id in group
+            and d.reviewer_id not in used
+        }
+        used |= people
+        counted.append(frozenset(people))
+        if len(people) < stage.approvals:
+            return Tally(Outcome.PENDING, index, tuple(counted))
+    return Tally(Outcome.APPROVED, len(route.stages), tuple(counted))
+
+
+def stage_for(
+    route: Route, counted: Tally, reviewer_id: int, requester_id: int,
+    members: Mapping[str, frozenset[int]],
+) -> int:  # fmt: skip
+    """The stage a decision by this reviewer is made in, the one waiting now; raise
+    SelfApproval for the requester, AlreadyDecided if their approval counts already in an
+    earlier stage, NotYourTurn if they are not in the waiting stage's group."""
+    if reviewer_id == requester_id:
+        raise SelfApproval("nobody approves their own request")
+    if counted.outcome is not Outcome.PENDING:
+        raise AlreadyDecided(f"the request is {counted.outcome.value}")
+    if counted.has_counted(reviewer_id):
+        raise AlreadyDecided("your approval already counts for this request")
+    group = route.stages[counted.stage].group
+    if reviewer_id not in members.get(group, frozenset()):
+        raise NotYourTurn(f"stage {counted.stage + 1} waits for {group}")
+    return counted.stage

@@ -103,6 +103,24 @@ _AT = re.compile(r"\s*\(at line (\d+), column \d+\)$")
 _END = re.compile(r"\s*\(at end of document\)$")
 
 
+def not_yet_applied(text: str) -> list[Problem]:
+    """The parts of a valid policy file this version checks but does not yet apply: budgets
+    and category conditions (both need the terms file's categories). A policy with them is
+    not put in force, rather than in force without them."""
+    data = tomllib.loads(text)
+    lines = key_lines(text)
+    problems = []
+    if "budgets" in data:
+        message = "budgets are checked but not yet applied by this version: remove [budgets]"
+        problems.append(Problem(line_of(lines, ("budgets",)), "budgets", message, _LINE))
+    for index, rule in enumerate(data.get("rules", [])):
+        if "categories" in rule.get("when", {}):
+            path: Path = ("rules", index, "when", "categories")
+            message = "category conditions are not yet applied by this version: remove it"
+            problems.append(Problem(line_of(lines, path), shown(path), message, _LINE))
+    return problems
+
+
 def _syntax(error: tomllib.TOMLDecodeError) -> Problem:
     message = str(error)
     found = _AT.search(message)

@@ -92,6 +92,15 @@ class ReadTx(Protocol):
     async def terms_record(self, version: str) -> dict[str, Any] | None:
         """When and by whom a terms version was imported, or None."""
 
+    async def group_members(self, groups: Collection[str]) -> dict[str, frozenset[int]]:
+        """Each approver group's members who hold the approver role now."""
+
+    async def groups_of(self, user_id: int) -> frozenset[str]:
+        """The approver groups a user is in."""
+
+    async def memberships(self) -> list[tuple[int, str]]:
+        """Every (user id, group) pair, by user and group."""
+
     async def policy_version(self, *, for_update: bool = False) -> str | None:
         """The approval policy version in force, or None before any import."""
 
@@ -191,6 +200,11 @@ class Tx(ReadTx, Protocol):
 
     async def set_current_terms(self, version: str, at: datetime) -> None:
         """Put a stored terms version in force."""
+
+    async def set_groups(
+        self, user_id: int, groups: Collection[str], by: str, at: datetime
+    ) -> tuple[frozenset[str], frozenset[str]]:
+        """Make `groups` exactly the user's approver groups; the groups (joined, left)."""
 
     async def insert_policy(
         self, version: str, sha256: str, source: str, at: datetime, by: str

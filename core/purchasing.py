@@ -19,14 +19,13 @@ from core.drafts import Draft, Flag, canonical_bytes
 from core.errors import NotARequester
 from core.intake import build_draft, check_sheet, po_number, redraft
 from core.jobs import WORKFLOW_VERSION, AuditEvent, Job, NewJob, Stamp
-from core.notices import NOBODY_TO_ASK, alert_for
 from core.policies import Role, Rules
 from core.ports import Offload, ReadTx, Store, Tx
 from core.service import Revision, open_in, revise_in
 from core.states import Action, State
 from core.tables import Table, summarise
 from core.terms import Terms, content_hash, parse_terms, version_id
-from core.workflow import move, retry_on_stale
+from core.workflow import move, nobody_to_ask, retry_on_stale
 
 T = TypeVar("T")
 # A sheet is planned at most this often: the terms changing again during the second check
@@ -57,7 +56,8 @@ class Submission:
     problems: tuple[str, ...] = ()
     orders: tuple[tuple[Job, Draft], ...] = ()
     repeated: bool = False  # the same requester sent the same bytes before: these are its POs
-    unasked: bool = False  # no approver is registered: nobody was sent a card, admins alerted
+    # Groups some POs wait for with nobody in them to ask: no card went out, admins alerted.
+    unasked: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -182,6 +182,12 @@ async def submit_sheet(
     return Submission(problems=(TERMS_CHANGED,))
 
 
+async def dual_flag_above(tx: ReadTx, rules: Rules) -> int | None:
+    """The total above which a draft is flagged "two approvers needed": the configuration's,
+    while no policy is imported; None under an imported one (the card shows its stages)."""
+    return rules.approval.dual_above_paisa if await tx.policy_version() is None else None
+
+
 async def _require_requester(tx: ReadTx, requester_id: int) -> None:
     if Role.REQUESTER not in await tx.roles(requester_id):
         raise NotARequester(f"user {requester_id} is not a registered requester")
@@ -198,7 +204,8 @@ async def _plan(
     pairs = [(o.supplier.supplier_id, line.offer.sku) for o in orders for line in o.lines]
     async with store.reading() as tx:
         history = await tx.history(pairs)
-    threshold, known = rules.approval.dual_above_paisa, terms
+        threshold = await dual_flag_above(tx, rules)
+    known = terms
 
     def price() -> list[Draft]:
         drafts = [
@@ -244,18 +251,19 @@ async def _record(
             )
             made.append((await open_in(tx, new, draft, now, rules), draft))
         await tx.insert_submission(requester_id, sheet.sha256, sheet.name, numbers, now)
-        unasked = await _nobody_to_ask(tx, [job for job, _ in made], now)
+        unasked = await _nobody_to_ask(tx, [job for job, _ in made], now, rules)
         return Submission(orders=tuple(made), unasked=unasked)
 
 
-async def _nobody_to_ask(tx: Tx, jobs: list[Job], now: datetime) -> bool:
-    """Whether no approver but the requester exists; if so, the admins are owed an alert per
-    PO in this same transaction (the notice runner fans it out to each of them)."""
-    if not jobs or set(await tx.holders(Role.APPROVER)) - {jobs[0].requester_id}:
-        return False
+async def _nobody_to_ask(tx: Tx, jobs: list[Job], now: datetime, rules: Rules) -> tuple[str, ...]:
+    """The groups some of these POs wait for with nobody in them to ask (their admins were
+    alerted by ask_approvers, in this same transaction), in PO order."""
+    missing: list[str] = []
     for job in jobs:
-        await tx.insert_notice(alert_for(job, now, NOBODY_TO_ASK))
-    return True
+        group = await nobody_to_ask(tx, job, now, rules.approval.default_policy)
+        if group is not None and group not in missing:
+            missing.append(group)
+    return tuple(missing)
 
 
 async def _orders(tx: ReadTx, po_numbers: list[str]) -> list[tuple[Job, Draft]]:
@@ -303,7 +311,8 @@ async def _redraft(
             return None
         draft = await tx.draft(job.id, job.draft_version)
         pairs = [(draft.supplier_id, line.sku) for line in draft.lines]
-        outcome = redraft(draft, old, new, await tx.history(pairs), rules.approval.dual_above_paisa)
+        history, threshold = await tx.history(pairs), await dual_flag_above(tx, rules)
+        outcome = redraft(draft, old, new, history, threshold)
         stamp = Stamp(f"terms:{version}", now)
         sources = {**job.source_versions, "terms_version": version}
         if not outcome.changes:

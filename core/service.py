@@ -18,10 +18,32 @@ from core.errors import (
 )
 from core.jobs import AuditEvent, Effect, Job, NewJob, Stamp
 from core.notices import Notice, card_edits_for
-from core.policies import Decision, Outcome, Role, Rules, Verdict, check_reviewer, evaluate
+from core.policies import (
+    Decision,
+    Outcome,
+    Policy,
+    Role,
+    Route,
+    Rules,
+    Tally,
+    Verdict,
+    check_reviewer,
+    route_draft,
+    stage_for,
+    tally,
+)
 from core.ports import ReadTx, Store, Tx
 from core.states import Action, State, next_state
-from core.workflow import ask_approvers, load, move, retry_on_stale, standing_decisions, step
+from core.workflow import (
+    Standing,
+    ask_approvers,
+    load,
+    move,
+    policy_now,
+    retry_on_stale,
+    standing,
+    step,
+)
 
 _DECIDED = frozenset(
     {
@@ -67,14 +89,20 @@ async def open_in(tx: Tx, new: NewJob, draft: Draft, now: datetime, rules: Rules
     receive = {"input_ref": new.input_ref}
     states = (None, received.state)
     audits = [AuditEvent.stamped(stamp, "receive", receive, job_id=received.id, states=states)]
-    basis = {"basis": rules.approval.basis(draft.total_paisa)}
+    default = rules.approval.default_policy
+    route = route_draft(await policy_now(tx, default), draft)
+    basis = _route_evidence(route)
     job = received
     owed: list[Notice] = []
     for action, detail, changes in (
         (Action.VALIDATE, None, {}),
         (Action.RESEARCH, new.source_versions, {}),
         (Action.DRAFT, {"draft_version": 1}, _draft_fields(1, draft)),
-        (Action.REQUEST_APPROVAL, basis, {"decision_deadline": now + rules.approval.ttl}),
+        (
+            Action.REQUEST_APPROVAL,
+            basis,
+            {"decision_deadline": now + rules.approval.ttl, "route": route.plain()},
+        ),
     ):
         done = step(job, action, stamp, detail, **changes)
         job = done.job
@@ -84,8 +112,19 @@ async def open_in(tx: Tx, new: NewJob, draft: Draft, now: datetime, rules: Rules
     await tx.insert_draft(job.id, 1, draft, now)
     await tx.append_audits(audits)
     await tx.insert_notices(owed)
-    await ask_approvers(tx, job, now)
+    await ask_approvers(tx, job, now, default)
     return job
+
+
+def _route_evidence(route: Route) -> dict[str, Any]:
+    """What the audit trail records of the route a draft was given: why it needs whom."""
+    stages = [
+        {"group": s.group, "approvals": s.approvals, "reason": r.value}
+        for s, r in zip(route.stages, route.reasons, strict=True)
+    ]
+    basis = "; ".join(route.basis(i) for i in range(len(route.stages)))
+    return {"basis": basis, "policy_version": route.policy_version, "rule": route.rule,
+            "stages": stages}  # fmt: skip
 
 
 # A revision with an unchanged draft keeps the version in these states; elsewhere (EXPIRED,
@@ -136,12 +175,19 @@ async def revise_in(tx: Tx, job: Job, revision: Revision, stamp: Stamp, rules: R
     version = (job.draft_version or 0) + 1
     await tx.insert_draft(job.id, version, draft, stamp.at)
     await cancel_open_effects(tx, job, stamp.at, "superseded by a new draft version")
-    detail = {"draft_version": version, **revision.evidence}
-    changes = {"decision_deadline": stamp.at + rules.approval.ttl, **revision.changes}
+    # A re-draft is routed afresh, on the policy in force now.
+    default = rules.approval.default_policy
+    route = route_draft(await policy_now(tx, default), draft)
+    detail = {"draft_version": version, **_route_evidence(route), **revision.evidence}
+    changes = {
+        "decision_deadline": stamp.at + rules.approval.ttl,
+        "route": route.plain(),
+        **revision.changes,
+    }
     job = await move(
         tx, job, Action.REVISE, stamp, detail, **_draft_fields(version, draft), **changes
     )
-    await ask_approvers(tx, job, stamp.at)  # the new version needs new cards; old ones go stale
+    await ask_approvers(tx, job, stamp.at, default)  # the new version's cards; old ones go stale
     return job
 
 
@@ -159,18 +205,22 @@ class Review:
 
 @dataclass(frozen=True)
 class DecisionResult:
-    """What a decision did: the job after it, and whether the policy is now met."""
+    """What a decision did: the job after it, whether its route is now complete, and where
+    the route stands (a stage this decision completed: tally.stage > decision.stage)."""
 
     job: Job
     decision: Decision
     outcome: Outcome
+    route: Route
+    tally: Tally
 
 
-async def _refuse(tx: ReadTx, job: Job, review: Review, now: datetime) -> list[Decision]:
+async def _refuse(
+    tx: ReadTx, job: Job, review: Review, now: datetime, default: Policy
+) -> tuple[Standing, int]:
     """Raise the ApprovalError that refuses `review` now (IllegalTransition for a job not yet
-    drafted); the standing decisions on the job otherwise."""
+    drafted); else where the job stands, and the stage of its route the decision is made in."""
     check_reviewer(await tx.roles(review.reviewer_id), review.reviewer_id, job.requester_id)
-    decisions = await standing_decisions(tx, job.id)  # the revoked count no more
     if job.state in _DECIDED:
         raise AlreadyDecided(f"{job.po_number} is already {job.state.value}")
     if job.state is State.EXPIRED:
@@ -180,15 +230,19 @@ async def _refuse(tx: ReadTx, job: Job, review: Review, now: datetime) -> list[D
         raise DraftChanged(
             f"{job.po_number} changed to version {job.draft_version}; review the new draft"
         )
+    where = await standing(tx, job, now, default)  # the revoked count no more
     mine = (review.reviewer_id, review.draft_version, review.draft_hash)
-    if any((d.reviewer_id, d.draft_version, d.draft_hash) == mine for d in decisions):
+    if any((d.reviewer_id, d.draft_version, d.draft_hash) == mine for d in where.decisions):
         raise AlreadyDecided("you already decided this draft")
     if job.decision_deadline is not None and now >= job.decision_deadline:
         raise ApprovalExpired(f"{job.po_number} expired before this decision")
-    return decisions
+    stage = stage_for(where.route, where.tally, review.reviewer_id, job.requester_id, where.members)
+    return where, stage
 
 
-async def may_decide(store: Store, review: Review, now: datetime, *, reading: bool) -> None:
+async def may_decide(
+    store: Store, review: Review, now: datetime, rules: Rules, *, reading: bool
+) -> None:
     """Raise what would refuse `review` now, writing nothing: the check a tap makes before it
     asks for a reason (Reject). `reading`: the reviewer only wants to read the draft (Details),
     so only who they are is checked."""
@@ -198,32 +252,34 @@ async def may_decide(store: Store, review: Review, now: datetime, *, reading: bo
             roles = await tx.roles(review.reviewer_id)
             check_reviewer(roles, review.reviewer_id, job.requester_id)
             return
-        await _refuse(tx, job, review, now)
+        await _refuse(tx, job, review, now, rules.approval.default_policy)
 
 
 @retry_on_stale
 async def decide(store: Store, review: Review, now: datetime, rules: Rules) -> DecisionResult:
-    """Record an authenticated reviewer's decision on one exact draft version and hash."""
+    """Record an authenticated reviewer's decision on one exact draft version and hash, in the
+    stage of the job's route that waits for it."""
     async with store.begin() as tx:
         job = await load(tx, review.po_number)
         try:
-            decisions = await _refuse(tx, job, review, now)
+            where, stage = await _refuse(tx, job, review, now, rules.approval.default_policy)
         except ApprovalExpired:
             if job.state is not State.AWAITING_APPROVAL:
                 raise
             # Too late: the expiry is committed with this transaction, then the reviewer is told.
             await expire_job(tx, job, Stamp("runner", now), "approval window closed")
         else:
-            return await _record(tx, job, decisions, review, now, rules)
+            return await _record(tx, job, where, stage, review, now, rules)
     raise ApprovalExpired(f"{review.po_number} expired before this decision")
 
 
 async def _record(
-    tx: Tx, job: Job, decisions: list[Decision], review: Review, now: datetime, rules: Rules
+    tx: Tx, job: Job, where: Standing, stage: int, review: Review, now: datetime, rules: Rules
 ) -> DecisionResult:
-    """Insert the decision and move the job as the policy now says."""
+    """Insert the decision and move the job as its route now says: approved once its last
+    stage is complete, on to the next stage's group when this one is, rejected on a "no"."""
     assert job.draft_version is not None and job.draft_hash is not None
-    assert job.total_paisa is not None
+    route = where.route
     decision = Decision(
         job_id=job.id,
         reviewer_id=review.reviewer_id,
@@ -233,13 +289,21 @@ async def _record(
         draft_hash=job.draft_hash,
         at=now,
         expires_at=now + rules.approval.ttl,
-        policy_basis=rules.approval.basis(job.total_paisa),
+        policy_basis=route.basis(stage),
         reason=review.reason,
+        stage=stage,
+        policy_version=route.policy_version,
+        rule=route.rule,
     )
     await tx.insert_decision(decision)
-    live = [*decisions, decision]
-    outcome = evaluate(
-        rules.approval, job.total_paisa, live, job.draft_version, job.draft_hash, now
+    after = tally(
+        route,
+        [*where.decisions, decision],
+        job.draft_version,
+        job.draft_hash,
+        now,
+        job.requester_id,
+        where.members,
     )
     stamp = Stamp(f"user:{review.reviewer_id}", now)
     detail = {
@@ -247,15 +311,20 @@ async def _record(
         "draft_version": job.draft_version,
         "draft_hash": job.draft_hash,
         "basis": decision.policy_basis,
+        "policy_version": route.policy_version,
+        "rule": route.rule,
+        "stage": stage + 1,
     }
-    if outcome is Outcome.APPROVED:
+    if after.outcome is Outcome.APPROVED:
         job = await move(tx, job, Action.APPROVE, stamp, detail)
         await tx.insert_effect(Effect.send_po(job, now))
-    elif outcome is Outcome.REJECTED:
+    elif after.outcome is Outcome.REJECTED:
         job = await move(tx, job, Action.REJECT, stamp, detail)
     else:
         job = await _counted(tx, job, stamp, detail)
-    return DecisionResult(job, decision, outcome)
+        if after.stage > where.tally.stage:  # the stage is complete: the next group's turn
+            await ask_approvers(tx, job, now, rules.approval.default_policy)
+    return DecisionResult(job, decision, after.outcome, route, after)
 
 
 async def _counted(tx: Tx, job: Job, stamp: Stamp, detail: dict[str, Any]) -> Job:

@@ -13,7 +13,17 @@ from core import notices
 from core.errors import InsertConflict, StaleJob, StoreBusy, UnknownJob
 from core.jobs import AuditEvent, Job, Stamp
 from core.notices import Notice
-from core.policies import Decision, Role
+from core.policies import (
+    DEFAULT_GROUP,
+    Decision,
+    Outcome,
+    Policy,
+    Role,
+    Route,
+    Tally,
+    route_for,
+    tally,
+)
 from core.ports import ReadTx, Tx
 from core.states import Action, State, next_state
 
@@ -103,22 +113,84 @@ async def move(
     return moved
 
 
-async def ask_approvers(tx: Tx, job: Job, now: datetime) -> list[Notice]:
-    """Owe an approval card for the job's current draft to every approver but the requester."""
-    assert job.draft_version is not None
-    # Nobody approves their own request, so nobody is asked to.
+async def policy_now(tx: ReadTx, default: Policy) -> Policy:
+    """The approval policy new requests and re-drafts follow: the imported one in force, or
+    `default` (the configuration's) while none is."""
+    return await tx.current_policy() or default
+
+
+def route_of(job: Job, default: Policy) -> Route:
+    """The route of the job's current draft: as recorded when approval was asked for, or, for
+    a job drafted before routing, the one `default` (the configuration's) gives it."""
+    if job.route is not None:
+        return Route.from_plain(job.route)
+    assert job.total_paisa is not None and job.supplier_id is not None
+    return route_for(default, job.total_paisa, job.supplier_id)
+
+
+@dataclass(frozen=True)
+class Standing:
+    """Where the current draft of a job stands on its route: who counted in which stage, and
+    the members of every group the route names."""
+
+    route: Route
+    tally: Tally
+    decisions: list[Decision]  # standing decisions on the job, every version
+    members: dict[str, frozenset[int]]
+
+    @property
+    def waiting_for(self) -> frozenset[int]:
+        """Who may approve now: the waiting stage's group, less those who counted already."""
+        if self.tally.outcome is not Outcome.PENDING:
+            return frozenset()
+        group = self.members.get(self.route.stages[self.tally.stage].group, frozenset())
+        return frozenset(p for p in group if not self.tally.has_counted(p))
+
+
+async def standing(tx: ReadTx, job: Job, now: datetime, default: Policy) -> Standing:
+    """Tally the job's current draft on its route, with standing decisions and members now."""
+    assert job.draft_version is not None and job.draft_hash is not None
+    route = route_of(job, default)
+    decisions = await standing_decisions(tx, job.id)
+    members = await tx.group_members({s.group for s in route.stages})
+    counted = tally(
+        route, decisions, job.draft_version, job.draft_hash, now, job.requester_id, members
+    )
+    return Standing(route, counted, decisions, members)
+
+
+async def ask_approvers(tx: Tx, job: Job, now: datetime, default: Policy) -> list[Notice]:
+    """Owe an approval card for the job's current draft to everyone the waiting stage asks for
+    (its group; nobody approves their own request, so the requester is never asked)."""
+    where = await standing(tx, job, now, default)
     owed = [
         notices.card_for(job, approver, now)
-        for approver in await tx.holders(Role.APPROVER)
+        for approver in sorted(where.waiting_for)
         if approver != job.requester_id
     ]
     await tx.insert_notices(owed)
+    if not owed and where.tally.outcome is Outcome.PENDING:
+        # Nobody holds its card until an admin puts someone in the group: they are told.
+        group = where.route.stages[where.tally.stage].group
+        event = notices.NOBODY_TO_ASK  # no approver at all, or nobody in the group:
+        event += "" if group == DEFAULT_GROUP else f":{group}"
+        await tx.insert_notice(notices.alert_for(job, now, event))
     return owed
 
 
-async def ask_new_approver(tx: Tx, approver: int, now: datetime) -> list[Notice]:
-    """Owe someone who just became an approver the card of every request still waiting that
-    they may decide: not their own, and not a draft version they decided before."""
+async def nobody_to_ask(tx: ReadTx, job: Job, now: datetime, default: Policy) -> str | None:
+    """The group of the job's waiting stage if nobody in it (but the requester) can approve
+    it: ask_approvers alerted the admins, and the requester is told whom it waits for."""
+    where = await standing(tx, job, now, default)
+    if where.tally.outcome is not Outcome.PENDING or where.waiting_for - {job.requester_id}:
+        return None
+    return where.route.stages[where.tally.stage].group
+
+
+async def ask_new_approver(tx: Tx, approver: int, now: datetime, default: Policy) -> list[Notice]:
+    """Owe someone who just became an approver (or joined a group) the card of every request
+    still waiting for a stage of their group: not their own, and not a draft version they
+    decided before."""
     owed = []
     for job in await tx.jobs_in_states([State.AWAITING_APPROVAL]):
         if job.requester_id == approver:
@@ -126,6 +198,8 @@ async def ask_new_approver(tx: Tx, approver: int, now: datetime) -> list[Notice]
         decided = {(d.reviewer_id, d.draft_version) for d in await tx.decisions(job.id)}
         if (approver, job.draft_version) in decided:
             continue  # a returning approver's earlier decision on this version stands
+        if approver not in (await standing(tx, job, now, default)).waiting_for:
+            continue
         card = notices.card_for(job, approver, now)
         await tx.insert_notice(card)
         owed.append(card)

@@ -2,18 +2,29 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, delete, insert, select, update
+from sqlalchemy import and_, bindparam, delete, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from core.policies import Role
+from core.policies import DEFAULT_GROUP, Role
 from core.users import TelegramUser
 from store import schema
 from store.versioned import insert_or_keep, upsert
 
 _CLAIM_UPDATE = insert_or_keep(schema.processed_updates, "update_id")
+_groups, _roles = schema.user_groups, schema.user_roles
+_GROUP_MEMBERS = (
+    select(_groups.c.group_name, _groups.c.user_id)
+    .join(
+        _roles,
+        and_(_roles.c.user_id == _groups.c.user_id, _roles.c.role == Role.APPROVER.value),
+    )
+    .where(_groups.c.group_name.in_(bindparam("groups", expanding=True)))
+)
+_APPROVERS = select(_roles.c.user_id).where(_roles.c.role == Role.APPROVER.value)
 # Every update of someone with a role records their name (record_claim): built once.
 _MET = upsert(schema.telegram_users, "user_id", ("first_name", "updated_at"))
 _MET_STARTED = upsert(  # /start: the bot may write to them again, even after a block
@@ -131,3 +142,51 @@ class PeopleQueries:
         """Forget a claimed update id: its handler failed, so a redelivery is handled again."""
         t = schema.processed_updates
         await self.conn.execute(delete(t).where(t.c.update_id == update_id))
+
+    async def group_members(self, groups: Collection[str]) -> dict[str, frozenset[int]]:
+        """Each group's members who hold the approver role now (none: an empty set). The
+        group `approvers` (core.policies.DEFAULT_GROUP) is every approver, always."""
+        found: dict[str, set[int]] = {group: set() for group in groups}
+        named = [group for group in found if group != DEFAULT_GROUP]
+        if named:
+            for group, user_id in await self.conn.execute(_GROUP_MEMBERS, {"groups": named}):
+                found[str(group)].add(int(user_id))
+        if DEFAULT_GROUP in found:
+            rows = await self.conn.execute(_APPROVERS)
+            found[DEFAULT_GROUP] = {int(user_id) for user_id in rows.scalars()}
+        return {group: frozenset(members) for group, members in found.items()}
+
+    async def groups_of(self, user_id: int) -> frozenset[str]:
+        """The groups a user is in."""
+        t = schema.user_groups
+        rows = await self.conn.execute(select(t.c.group_name).where(t.c.user_id == user_id))
+        return frozenset(str(group) for group in rows.scalars())
+
+    async def memberships(self) -> list[tuple[int, str]]:
+        """Every (user id, group) pair, by user and group."""
+        t = schema.user_groups
+        query = select(t.c.user_id, t.c.group_name).order_by(t.c.user_id, t.c.group_name)
+        return [(int(user_id), str(group)) for user_id, group in await self.conn.execute(query)]
+
+    async def set_groups(
+        self, user_id: int, groups: Collection[str], by: str, at: datetime
+    ) -> tuple[frozenset[str], frozenset[str]]:
+        """Make `groups` exactly the groups of `user_id`; the groups (joined, left). The caller
+        audits the change."""
+        t = schema.user_groups
+        held = await self.groups_of(user_id)
+        wanted = frozenset(groups)
+        joined, left = wanted - held, held - wanted
+        if left:
+            await self.conn.execute(
+                delete(t).where(t.c.user_id == user_id, t.c.group_name.in_(sorted(left)))
+            )
+        if joined:
+            await self.conn.execute(
+                insert(t),
+                [
+                    {"user_id": user_id, "group_name": g, "granted_by": by, "granted_at": at}
+                    for g in sorted(joined)
+                ],
+            )
+        return joined, left

@@ -78,6 +78,9 @@ jobs = Table(
     Column("updated_at", UtcDateTime, nullable=False),
     # When core.retention removed the closed job's personal data (the audit says what).
     Column("purged_at", UtcDateTime),
+    # The current draft's route (core.policies.Route as JSON); NULL for jobs drafted before
+    # routing, which follow the configured default policy.
+    Column("route", JSON),
     Index(None, "state", "decision_deadline"),
 )
 
@@ -111,6 +114,11 @@ decisions = Table(
     Column("expires_at", UtcDateTime, nullable=False),
     Column("policy_basis", String(200), nullable=False),
     Column("reason", String(500)),
+    # The stage of the request's route it was made in, and the policy version and rule that
+    # route followed (core.policies.Route); 0, "", "" for decisions before routing.
+    Column("stage", Integer, nullable=False, server_default="0"),
+    Column("policy_version", String(40), nullable=False, server_default=""),
+    Column("rule", String(64), nullable=False, server_default=""),
     UniqueConstraint("job_id", "draft_version", "reviewer_id"),
 )
 
@@ -160,6 +168,16 @@ user_roles = Table(
     metadata,
     Column("user_id", BigInteger, primary_key=True),
     Column("role", String(16), primary_key=True),
+    Column("granted_by", String(100), nullable=False),
+    Column("granted_at", UtcDateTime, nullable=False),
+)
+
+# Which approver groups of the approval policy a user is in (core.policies.Policy.groups).
+user_groups = Table(
+    "user_groups",
+    metadata,
+    Column("user_id", BigInteger, primary_key=True),
+    Column("group_name", String(32), primary_key=True),
     Column("granted_by", String(100), nullable=False),
     Column("granted_at", UtcDateTime, nullable=False),
 )

@@ -271,15 +271,14 @@ class SqlTx(PurchasingQueries, PolicyQueries, PeopleQueries, NoticeQueries, Rete
         held = await self.roles(user_id)
         if not held:
             return held
-        t = schema.user_roles
+        t, groups = schema.user_roles, schema.user_groups
+        left = await self.groups_of(user_id)
         await self.conn.execute(delete(t).where(t.c.user_id == user_id))
-        await self.append_audit(
-            AuditEvent.stamped(
-                Stamp(by, now),
-                "revoke_roles",
-                {"user_id": user_id, "roles": sorted(r.value for r in held)},
-            )
-        )
+        await self.conn.execute(delete(groups).where(groups.c.user_id == user_id))
+        detail: dict[str, Any] = {"user_id": user_id, "roles": sorted(r.value for r in held)}
+        if left:
+            detail["groups"] = sorted(left)
+        await self.append_audit(AuditEvent.stamped(Stamp(by, now), "revoke_roles", detail))
         return held
 
     async def jobs_in_states(self, states: Collection[State]) -> list[Job]:

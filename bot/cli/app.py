@@ -17,7 +17,7 @@ from bot.cli.purchasing import sheets_app, suppliers_app
 from bot.cli.retention import purge
 from bot.config import Settings, write_env_file
 from core import people, service, workflow
-from core.errors import ConfigError
+from core.errors import ConfigError, GroupRefused
 from core.jobs import Job
 from core.policies import Role
 from core.states import NEEDS_REVIEW, Action, State
@@ -220,11 +220,40 @@ def jobs_cancel(
 
 
 @users_app.command("grant")
-def users_grant(user_id: TelegramId, role: Role) -> None:
-    """Give a Telegram user a role (admin, approver or requester)."""
+def users_grant(
+    user_id: TelegramId,
+    role: Role,
+    group: Annotated[
+        list[str] | None,
+        typer.Option(help="An approver's group of the approval policy (repeat for several)."),
+    ] = None,
+) -> None:
+    """Give a Telegram user a role (admin, approver or requester); an approver joins the
+    policy's first group, or exactly the --group ones."""
+    if group and role is not Role.APPROVER:
+        raise fail("--group is for approvers")
 
-    added = with_store(lambda _s, store: people.grant_role(store, user_id, role, stamp()))
+    async def grant(settings: Settings, store: SqlStore) -> tuple[bool, frozenset[str] | None]:
+        default, who = settings.rules().approval.default_policy, stamp()
+        if group:  # checked before the role is granted, so that a typo grants nothing
+            async with store.reading() as tx:
+                known = (await workflow.policy_now(tx, default)).groups
+            unknown = sorted(set(group) - set(known))
+            if unknown:
+                raise GroupRefused(
+                    f"no group {', '.join(unknown)} in the approval policy in force "
+                    f"({', '.join(known)})"
+                )
+        added = await people.grant_role(store, user_id, role, who, default)
+        if not group:
+            return added, None
+        change = await people.set_groups(store, user_id, group, who, default)
+        return added, change.groups
+
+    added, groups = with_store(grant)
     typer.echo(f"user {user_id} {'now has' if added else 'already had'} role {role.value}")
+    if groups is not None:
+        typer.echo(f"user {user_id} is in groups: {', '.join(sorted(groups)) or 'approvers'}")
 
 
 @users_app.command("revoke")

@@ -1,4 +1,4 @@
-"""`manzoori policy …`: an approval policy file checked, and the policy in force shown."""
+"""`manzoori policy …`: an approval policy file checked, put in force, and shown."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from typing import Annotated
 import typer
 
 from bot import texts
-from bot.cli.common import fail, with_store
+from bot.cli.common import actor, fail, with_store
+from bot.clock import utcnow
 from bot.config import Settings
 from core import approval_policy
 from core.policies import Policy
@@ -46,6 +47,34 @@ def policy_check(path: PolicyFile) -> None:
         raise typer.Exit(1)
     typer.echo(f"{flatten(path.name)} is a valid approval policy:")
     typer.echo("\n".join(policy.describe()[1:]))
+
+
+@policy_app.command("import")
+def policy_import(path: PolicyFile) -> None:
+    """Put a policy file in force as a new version: new requests and re-drafts follow it."""
+    text = _read(path)
+
+    async def work(
+        settings: Settings, store: SqlStore
+    ) -> tuple[approval_policy.PolicyImport, list[str]]:
+        result = await approval_policy.import_policy(store, text, utcnow(), actor())
+        if not result.version:
+            return result, []
+        async with store.reading() as tx:
+            policy = await tx.policy(result.version)
+            assert policy is not None
+            return result, await approval_policy.unreachable_groups(tx, policy)
+
+    result, unreachable = with_store(work)
+    typer.echo(texts.policy_import(result, path.name), err=bool(result.problems))
+    for group in unreachable:
+        typer.echo(
+            f"warning: group {group} has nobody the bot can write to; requests needing it "
+            f"wait until an admin puts an approver in it (/group ID {group})",
+            err=True,
+        )
+    if result.problems:
+        raise typer.Exit(1)
 
 
 @policy_app.command("show")

@@ -51,7 +51,16 @@ from bot.telegram.decisions import (
 )
 from bot.telegram.fairness import FairProcessor
 from bot.telegram.orders import history, sheet, status
-from bot.telegram.people import help_command, invite, promote, revoke, start, users
+from bot.telegram.people import (
+    group,
+    groups,
+    help_command,
+    invite,
+    promote,
+    revoke,
+    start,
+    users,
+)
 from bot.telegram.queue import on_queue_tap, queue_command
 from core.errors import ConfigError, InvalidToken, StoreBusy
 from core.ports import ShellStore
@@ -203,6 +212,8 @@ def build_application(settings: Settings, store: ShellStore) -> Application:  # 
         ("users", users),
         ("promote", promote),
         ("revoke", revoke),
+        ("groups", groups),
+        ("group", group),
         ("status", status),
         ("history", history),
         ("queue", queue_command),

@@ -80,6 +80,9 @@ def _card(facts: CardFacts, tz: tzinfo, lines: int, flags: int) -> str:
         hidden = len(draft.flags) - len(shown)
         parts += ["", *shown, *([f"… and {hidden} more flags (see Details)"] if hidden else [])]
     parts += ["", *_evidence(facts, tz)]
+    if facts.stages > 1:  # a chain: whose turn it is
+        group = escaped(facts.group)
+        parts.append(f"🪜 Stage {facts.stage + 1} of {facts.stages}: waiting for {group}")
     if facts.required > 1:
         parts.append(f"👥 {facts.approvals} of {facts.required} approvals")
     parts.append(f"On approval: e-mails this PO to {escaped(mask_email(draft.recipient_email))}")

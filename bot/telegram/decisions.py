@@ -31,6 +31,7 @@ from core.errors import (
     IllegalTransition,
     InvalidToken,
     NotAnApprover,
+    NotYourTurn,
     SelfApproval,
     UnknownJob,
 )
@@ -227,14 +228,32 @@ async def _decide(
         return f"Rejected {job.po_number}. The requester is told your reason.", True
     if result.outcome is Outcome.APPROVED:
         return "Approved — e-mailing the supplier.", True
-    return "Needs a second approver. Your approval is recorded.", True
+    return _pending(result), True
+
+
+def _pending(result: service.DecisionResult) -> str:
+    """The answer to an approval that does not yet complete the route."""
+    route, counted, stage = result.route, result.tally, result.decision.stage
+    if counted.stage > stage:  # this approval completed its stage: the next group's turn
+        waiting = route.stages[counted.stage].group
+        return (
+            f"Recorded. Stage {stage + 1} of {len(route.stages)} is complete; "
+            f"it now waits for {waiting}."
+        )
+    needed = route.stages[counted.stage].approvals
+    left = needed - len(counted.counted[counted.stage])
+    if (needed, left) == (2, 1):
+        return "Needs a second approver. Your approval is recorded."
+    more = "one more approver" if left == 1 else f"{left} more approvers"
+    return f"Needs {more}. Your approval is recorded."
 
 
 async def _refusal(deps: Deps, job: Job, review: Review, *, reading: bool) -> str | None:
     """Why this person may not use this card's button now, as the tap's answer; None if they
     may (core.service.may_decide: the checks a decision makes, without recording one)."""
     try:
-        await service.may_decide(deps.store, review, utcnow(), reading=reading)
+        rules = deps.settings.rules()
+        await service.may_decide(deps.store, review, utcnow(), rules, reading=reading)
     except (ApprovalError, IllegalTransition) as refused:
         return await _refused(deps, job, review, refused)
     return None
@@ -250,6 +269,8 @@ async def _refused(deps: Deps, job: Job, review: Review, refused: Exception) -> 
             return f"You cannot {own} your own request."
         case DraftChanged():
             return f"This card was superseded by v{job.draft_version}."
+        case NotYourTurn():
+            return f"Not your turn: {refused}."
         case ApprovalExpired():
             return "This request expired."
         case _:

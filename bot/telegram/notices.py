@@ -115,7 +115,7 @@ class NoticeRunner:
     async def _edit_cards(self, notice: Notice) -> None:
         """Edit every delivered card of the job to what is true now."""
         edits = await delivery.card_edits(
-            self.store, notice.job_id, self.settings.approval_policy()
+            self.store, notice.job_id, self.settings.approval_policy(), self.runtime.now()
         )
         for edit in edits:
             card, tz = edit.card, self.settings.tz
@@ -156,4 +156,4 @@ def _news_text(notice: Notice, news: News) -> str:
     if notice.kind is NoticeKind.STATUS:
         assert news.state is not None
         return requester_notice(news.job.po_number, news.state, news.reason)
-    return admin_alert(news.job.po_number, news.event, news.approver)
+    return admin_alert(news.job.po_number, news.event, news.approver, news.group)

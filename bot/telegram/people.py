@@ -16,8 +16,10 @@ from bot.clock import utcnow
 from bot.telegram import texts
 from bot.telegram.context import deps_of, holding, reply, roles_of
 from core import people
-from core.errors import InviteRefused, NotAnAdmin
+from core.errors import GroupRefused, InviteRefused, NotAnAdmin
+from core.jobs import Stamp
 from core.policies import Role
+from core.workflow import policy_now
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +40,12 @@ async def start(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     if context.args:
         try:
             role = await people.redeem_invite(
-                deps.store, deps.settings.secret, context.args[0], user.id, utcnow()
+                deps.store,
+                deps.settings.secret,
+                context.args[0],
+                user.id,
+                utcnow(),
+                deps.settings.rules().approval.default_policy,
             )
         except InviteRefused as refused:
             await reply(update, str(refused))
@@ -149,3 +156,48 @@ async def revoke(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     if target in admins:
         text += " They stay an admin through MANZOORI_ADMIN_IDS, which only the host can change."
     await reply(update, text)
+
+
+async def groups(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+    """/groups: the approval policy's groups and their members, for admins only."""
+    allowed = await holding(update, context, Role.ADMIN, "Only admins can list groups.")
+    if allowed is None:
+        return
+    deps, _user = allowed
+    async with deps.store.reading() as tx:
+        policy = await policy_now(tx, deps.settings.rules().approval.default_policy)
+        members = await tx.group_members(list(policy.groups))
+        names = {}
+        for person in {p for people in members.values() for p in people}:
+            known = await tx.telegram_user(person)
+            if known is not None:
+                names[person] = known.first_name
+    await reply(update, texts.groups_list(policy, members, names))
+
+
+async def group(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+    """/group ID GROUP…: set an approver's groups (exactly those), for admins only."""
+    deps, user, target = deps_of(context), update.effective_user, _user_id_arg(context)
+    assert user is not None
+    wanted = [g.lower() for g in (context.args or [])[1:]]
+    if target is None or not wanted:
+        await reply(update, "Usage: /group TELEGRAM_ID GROUP…  (/groups lists the groups)")
+        return
+    stamp = Stamp(f"user:{user.id}", utcnow())
+    try:
+        change = await people.set_groups(
+            deps.store,
+            target,
+            wanted,
+            stamp,
+            deps.settings.rules().approval.default_policy,
+            admin_id=user.id,
+            configured_admins=deps.settings.manzoori_admin_ids,
+        )
+    except NotAnAdmin:
+        await reply(update, "Only admins can set groups.")
+        return
+    except GroupRefused as refused:
+        await reply(update, f"Not changed: {refused}.")
+        return
+    await reply(update, texts.group_change(target, change))

@@ -6,14 +6,15 @@ each goes through core.texts.flatten where it enters a sentence, so it cannot fo
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime, tzinfo
 
 from bot.texts import local_time
 from core.jobs import Job
 from core.money import format_pkr
 from core.notices import NOBODY_TO_ASK, UNREACHABLE
-from core.policies import Role
+from core.people import GroupChange
+from core.policies import DEFAULT_GROUP, Policy, Role
 from core.states import State
 from core.texts import flatten
 from core.users import TelegramUser
@@ -31,6 +32,8 @@ _ROLE_HELP = {
         "/invite approver or /invite requester: a single-use link (72 hours).",
         "/users: everyone and their roles.  /revoke ID: take someone's roles away at once.",
         "/promote ID: make someone with a role an admin.",
+        "/groups: the approval policy's groups and who is in them.  "
+        "/group ID GROUP…: set an approver's groups.",
         "/queue: purchase orders that need a person.  /history PO-…: a PO's audit trail.",
     ],
 }
@@ -156,14 +159,20 @@ def requester_notice(po_number: str, state: State, reason: str | None) -> str:
             )
 
 
-def admin_alert(po_number: str, event: str, approver: str | None) -> str:
+def admin_alert(po_number: str, event: str, approver: str | None, group: str | None = None) -> str:
     """What the admins are told: a PO needs them (`event`: the state it entered), an
-    approver's card could not go out (`event`: UNREACHABLE or UNDELIVERED), or a PO waits with
-    no approver to ask (`event`: NOBODY_TO_ASK)."""
+    approver's card could not go out (`event`: UNREACHABLE or UNDELIVERED), or a PO waits for a
+    group with nobody in it to ask (`event`: NOBODY_TO_ASK, `group`)."""
     if event == NOBODY_TO_ASK:
+        if group in (None, DEFAULT_GROUP):
+            return (
+                f"⚠️ {po_number} is waiting for approval, but no approver is registered. "
+                "Invite one with /invite approver; its card goes out as soon as they join."
+            )
         return (
-            f"⚠️ {po_number} is waiting for approval, but no approver is registered. "
-            "Invite one with /invite approver; its card goes out as soon as they join."
+            f"⚠️ {po_number} is waiting for group {flatten(group)}, which has nobody in it "
+            f"who can approve it. Put an approver in it with /group ID {flatten(group)}; its "
+            "card goes out as soon as they are."
         )
     approver = None if approver is None else flatten(approver)
     if approver is not None and event == UNREACHABLE:
@@ -183,3 +192,26 @@ def admin_alert(po_number: str, event: str, approver: str | None) -> str:
         State.FAILED_FINAL: "it could not be sent",
     }.get(State(event), State(event).value)
     return f"⚠️ {po_number} needs you: {why}. /queue shows it with what you can do."
+
+
+def groups_list(
+    policy: Policy, members: Mapping[str, frozenset[int]], names: Mapping[int, str]
+) -> str:
+    """/groups: each group of the policy in force, with its members by name and id."""
+    lines = []
+    for group, title in policy.groups.items():
+        people = sorted(members.get(group, frozenset()))
+        who = ", ".join(f"{flatten(names.get(p, str(p)))} ({p})" for p in people)
+        everyone = " (every approver)" if group == DEFAULT_GROUP else ""
+        lines.append(f"{group}: {flatten(title)}{everyone}: {who or 'nobody yet'}")
+    return "\n".join(lines)
+
+
+def group_change(user_id: int, change: GroupChange) -> str:
+    """The reply to /group ID GROUP…."""
+    now = ", ".join(sorted(change.groups)) or "approvers only"
+    moved = [
+        *([f"joined {', '.join(sorted(change.joined))}"] if change.joined else []),
+        *([f"left {', '.join(sorted(change.left))}"] if change.left else []),
+    ]
+    return f"User {user_id} is in: {now}." + (f" ({'; '.join(moved)})" if moved else "")

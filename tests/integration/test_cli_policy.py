@@ -8,6 +8,7 @@ import pytest
 
 from bot.clock import utcnow
 from core.approval_policy import PolicyImport, import_policy
+from core.policies import Role
 from store.sql import SqlStore
 from tests.helpers.cli import Cli, base_env, ok, with_store
 
@@ -60,13 +61,67 @@ def test_files_that_are_not_policies(cli: Cli, tmp_path: Path) -> None:
     assert done.returncode == 1 and "a policy file is at most 256 KB" in done.stderr
 
 
+def without_budgets(path: Path) -> Path:
+    """The sample without its [budgets] table, which this version checks but cannot apply."""
+    text = SAMPLE.read_text()
+    path.write_text(text[: text.index("[budgets]")].rstrip("\n") + "\n", encoding="utf-8")
+    return path
+
+
+def test_import_then_show_then_the_same_again(cli: Cli, tmp_path: Path) -> None:
+    refused = cli("policy", "import", str(SAMPLE))
+    assert refused.returncode == 1
+    assert refused.stderr.splitlines() == [
+        "approval-policy.toml: not imported; nothing changed. Please fix:",
+        "Line 25, budgets: budgets are checked but not yet applied by this version: "
+        "remove [budgets]",
+    ]
+    path = without_budgets(tmp_path / "policy.toml")
+    first = cli("policy", "import", str(path))
+    assert ok(first).startswith("policy.toml imported as approval policy ")
+    version = first.stdout.split("approval policy ")[1].split(",")[0]
+    # Nobody is in either group yet: requests needing them would wait for nobody.
+    assert first.stderr.splitlines() == [
+        f"warning: group {group} has nobody the bot can write to; requests needing it wait "
+        f"until an admin puts an approver in it (/group ID {group})"
+        for group in ("managers", "owners")
+    ]
+    again, shown = cli.all(("policy", "import", str(path)), ("policy", "show"))
+    assert ok(again).startswith(f"policy.toml says what the approval policy in force, {version}")
+    assert ok(shown).startswith(f"Version: {version}\nImported ")
+
+
+async def roles_of_4244(store: SqlStore) -> frozenset[Role]:
+    async with store.reading() as tx:
+        return await tx.roles(4244)
+
+
+def test_users_grant_puts_an_approver_in_groups(cli: Cli, tmp_path: Path, db_url: str) -> None:
+    ok(cli("policy", "import", str(without_budgets(tmp_path / "policy.toml"))))
+    granted = ok(cli("users", "grant", "4242", "approver", "--group", "owners"))
+    assert granted.splitlines() == [
+        "user 4242 now has role approver",
+        "user 4242 is in groups: owners",
+    ]
+    wrong = cli("users", "grant", "4242", "approver", "--group", "board")
+    assert wrong.returncode == 1
+    assert "no group board in the approval policy in force (managers, owners)" in wrong.stderr
+    typo = cli("users", "grant", "4244", "approver", "--group", "ownres")
+    assert typo.returncode == 1 and "no group ownres" in typo.stderr
+    assert with_store(db_url, roles_of_4244) == frozenset()  # a typo grants nothing
+    assert cli("users", "grant", "4243", "requester", "--group", "owners").returncode == 1
+
+
 def test_show_prints_an_imported_version_with_its_file(cli: Cli, db_url: str) -> None:
+    text = SAMPLE.read_text()
+    text = text[: text.index("[budgets]")]
+
     async def work(store: SqlStore) -> PolicyImport:
-        return await import_policy(store, SAMPLE.read_text(), utcnow(), "cli:ayesha")
+        return await import_policy(store, text, utcnow(), "cli:ayesha")
 
     version = with_store(db_url, work).version
     out = ok(cli("policy", "show"))
     assert out.startswith(f"Version: {version}\nImported ")
     assert " PKT by cli:ayesha\n" in out
     assert "Rule 2, medium: total above Rs 200,000.00: 2 approvals of Purchasing managers" in out
-    assert out.endswith(SAMPLE.read_text().rstrip("\n") + "\n")  # the file, comments and all
+    assert out.endswith(text.rstrip("\n") + "\n")  # the file, comments and all

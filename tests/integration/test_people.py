@@ -13,7 +13,7 @@ from sqlalchemy import text
 from core import people, service
 from core.errors import InviteRefused, NotAnAdmin
 from core.jobs import Stamp
-from core.policies import Role, Rules, Verdict
+from core.policies import Policy, Role, Rules, Verdict
 from core.service import Review
 from store.engine import make_engine
 from store.sql import SqlStore
@@ -23,6 +23,7 @@ from tests.helpers.store import DATA_KEY
 SECRET = b"s" * 32
 ADMIN = 9001  # configured in MANZOORI_ADMIN_IDS
 PROMOTED = 9002  # holds the admin role in the database
+DEFAULT = Policy.default(500_000 * 100)  # the configuration's policy, none imported
 NEWCOMER, SECOND = 5001, 5002
 
 
@@ -49,9 +50,9 @@ async def trail(store):
 async def test_an_admin_invites_and_the_invitee_gets_the_role(store):
     code = await invite(store, Role.REQUESTER)
     assert len(code) <= 64
-    assert await people.redeem_invite(store, SECRET, code, NEWCOMER, T0 + timedelta(hours=1)) is (
-        Role.REQUESTER
-    )
+    assert await people.redeem_invite(
+        store, SECRET, code, NEWCOMER, T0 + timedelta(hours=1), DEFAULT
+    ) is (Role.REQUESTER)
     assert await roles(store, NEWCOMER) == {Role.REQUESTER}
     events = await trail(store)
     assert events[-2][:2] == (f"user:{ADMIN}", "invite")
@@ -72,22 +73,22 @@ async def test_a_promoted_admin_may_invite_and_nobody_else(store):
 
 async def test_a_code_registers_one_person_once(store):
     code = await invite(store)
-    await people.redeem_invite(store, SECRET, code, NEWCOMER, T0)
+    await people.redeem_invite(store, SECRET, code, NEWCOMER, T0, DEFAULT)
     with pytest.raises(InviteRefused, match="already used"):
-        await people.redeem_invite(store, SECRET, code, SECOND, T0)
+        await people.redeem_invite(store, SECRET, code, SECOND, T0, DEFAULT)
     assert await roles(store, SECOND) == frozenset()
 
 
 async def test_expired_forged_and_foreign_codes_are_refused(store):
     code = await invite(store)
     with pytest.raises(InviteRefused, match="has expired"):
-        await people.redeem_invite(store, SECRET, code, NEWCOMER, T0 + people.INVITE_TTL)
+        await people.redeem_invite(store, SECRET, code, NEWCOMER, T0 + people.INVITE_TTL, DEFAULT)
     for bad in (code[:-1], code[::-1], "hello", await people.create_invite(
         store, ADMIN, Role.APPROVER, T0, people.InviteKey(b"other" * 8, os.urandom(9)),
         frozenset({ADMIN}),
     )):  # fmt: skip
         with pytest.raises(InviteRefused, match="is not valid"):
-            await people.redeem_invite(store, SECRET, bad, NEWCOMER, T0)
+            await people.redeem_invite(store, SECRET, bad, NEWCOMER, T0, DEFAULT)
     assert await roles(store, NEWCOMER) == frozenset()
 
 
@@ -97,7 +98,7 @@ async def test_two_people_racing_for_one_code_register_one(store, db_url):
     try:
         results = await asyncio.gather(
             *(
-                people.redeem_invite(s, SECRET, code, who, T0)
+                people.redeem_invite(s, SECRET, code, who, T0, DEFAULT)
                 for s, who in zip(stores, (NEWCOMER, SECOND), strict=True)
             ),
             return_exceptions=True,
@@ -214,14 +215,16 @@ async def test_revoking_an_admin_withdraws_their_unused_invitations(store):
         await tx.grant(PROMOTED, Role.ADMIN, "test", T0)
     used, unused = await invite(store, by=PROMOTED), await invite(store, by=PROMOTED)
     kept = await invite(store, by=ADMIN)
-    await people.redeem_invite(store, SECRET, used, NEWCOMER, T0)
+    await people.redeem_invite(store, SECRET, used, NEWCOMER, T0, DEFAULT)
     held = await people.revoke(store, ADMIN, PROMOTED, T0, frozenset({ADMIN}))
     assert held == {Role.ADMIN}
     with pytest.raises(InviteRefused) as refused:
-        await people.redeem_invite(store, SECRET, unused, SECOND, T0 + timedelta(minutes=1))
+        await people.redeem_invite(
+            store, SECRET, unused, SECOND, T0 + timedelta(minutes=1), DEFAULT
+        )
     assert str(refused.value) == people.INVITE_WITHDRAWN
     assert await roles(store, SECOND) == frozenset()
-    assert await people.redeem_invite(store, SECRET, kept, SECOND, T0) is Role.APPROVER
+    assert await people.redeem_invite(store, SECRET, kept, SECOND, T0, DEFAULT) is Role.APPROVER
     (withdrawal,) = [e for e in await trail(store) if e[1] == "withdraw_invites"]
     assert withdrawal[0] == f"user:{ADMIN}" and withdrawal[2]["user_id"] == PROMOTED
     assert len(withdrawal[2]["invite_ids"]) == 1  # the unused one; the used one stays used
@@ -232,7 +235,7 @@ async def test_a_configured_admin_keeps_their_invitations_when_their_roles_go(st
         await tx.grant(ADMIN, Role.ADMIN, "test", T0)  # also in MANZOORI_ADMIN_IDS
     code = await invite(store)
     await people.revoke_roles(store, ADMIN, Stamp("cli:root", T0), frozenset({ADMIN}))
-    assert await people.redeem_invite(store, SECRET, code, NEWCOMER, T0) is Role.APPROVER
+    assert await people.redeem_invite(store, SECRET, code, NEWCOMER, T0, DEFAULT) is Role.APPROVER
 
 
 async def test_a_new_approver_is_owed_the_cards_of_requests_still_waiting(store):
@@ -241,13 +244,15 @@ async def test_a_new_approver_is_owed_the_cards_of_requests_still_waiting(store)
     rejected = await service.open_job(store, new_job(), make_draft("PO-2026-003"), T0, Rules())
     review = Review("PO-2026-003", APPROVER_A, Verdict.REJECT, 1, rejected.draft_hash, "no")
     await service.decide(store, review, T0, Rules())
-    await people.redeem_invite(store, SECRET, await invite(store), NEWCOMER, T0)
+    await people.redeem_invite(store, SECRET, await invite(store), NEWCOMER, T0, DEFAULT)
     assert await cards_of(store, NEWCOMER) == {waiting.po_number}  # not their own, not decided
     assert own.requester_id == NEWCOMER
     # granted again (a second grant writes nothing): still the one card, owed once
-    assert not await people.grant_role(store, NEWCOMER, Role.APPROVER, Stamp("cli:root", T0))
+    assert not await people.grant_role(
+        store, NEWCOMER, Role.APPROVER, Stamp("cli:root", T0), DEFAULT
+    )
     assert await cards_of(store, NEWCOMER) == {waiting.po_number}
-    assert await people.grant_role(store, SECOND, Role.APPROVER, Stamp("cli:root", T0))
+    assert await people.grant_role(store, SECOND, Role.APPROVER, Stamp("cli:root", T0), DEFAULT)
     assert await cards_of(store, SECOND) == {waiting.po_number, own.po_number}
 
 

@@ -18,7 +18,9 @@ from store import schema
 from store.sql import SqlStore
 from tests.helpers.factories import T0
 
-SAMPLE = (Path(__file__).parents[2] / "samples" / "approval-policy.toml").read_text()
+FULL = (Path(__file__).parents[2] / "samples" / "approval-policy.toml").read_text()
+# The sample without [budgets], which this version checks but does not yet apply.
+SAMPLE = FULL[: FULL.index("[budgets]")]
 DEFAULT = Policy.default(500_000 * 100)
 
 
@@ -50,6 +52,23 @@ async def test_an_import_puts_the_file_in_force_as_written(store: SqlStore) -> N
     assert record["imported_by"] == "cli:ayesha" and record["imported_at"] == T0
 
 
+async def test_what_is_not_yet_applied_is_not_put_in_force(store: SqlStore) -> None:
+    refused = await import_policy(store, FULL, T0, "cli:ayesha")
+    assert refused.problems == (
+        "Line 25, budgets: budgets are checked but not yet applied by this version: "
+        "remove [budgets]",
+    )
+    categories = SAMPLE.replace(
+        "when = { total_above_pkr = 200_000 }", 'when = { categories = ["chargers"] }'
+    )
+    refused = await import_policy(store, categories, T0, "cli:ayesha")
+    assert refused.problems == (
+        "Line 14, rules[2].when.categories: category conditions are not yet applied by this "
+        "version: remove it",
+    )
+    assert await versions(store) == 0
+
+
 async def test_the_same_policy_again_is_no_new_version(store: SqlStore) -> None:
     first = await import_policy(store, SAMPLE, T0, "cli:ayesha")
     relaid = "# the same rules, laid out again\n" + SAMPLE.replace("   = ", " = ")
@@ -70,9 +89,8 @@ async def test_the_same_policy_again_is_no_new_version(store: SqlStore) -> None:
 
 async def test_a_file_with_problems_changes_nothing(store: SqlStore) -> None:
     first = await import_policy(store, SAMPLE, T0, "cli:ayesha")
-    bad = SAMPLE.replace(
-        'group = "owners", approvals = 1 }\n\n[budgets]', 'group = "x" }\n\n[budgets]'
-    )
+    drift = 'add_stage = { group = "owners", approvals = 1 }'
+    bad = SAMPLE.replace(drift, 'add_stage = { group = "x" }')
     refused = await import_policy(store, bad, T0 + timedelta(hours=1), "cli:ayesha")
     assert not refused.created and refused.version == ""
     assert refused.problems == (

@@ -121,7 +121,7 @@ def _detail(v: str) -> dict[str, object]:
         "purged_at": None, "purged": {},
         "approvals": [{
             "at": T0.isoformat(), "reviewer_id": 1, "decision": "reject", "draft_version": 2,
-            "expires_at": T0.isoformat(), "reason": v,
+            "stage": 1, "expires_at": T0.isoformat(), "reason": v,
         }],
         "effects": [{
             "idempotency_key": "k", "status": "failed", "attempts": 1, "message_id": "<m@x>",

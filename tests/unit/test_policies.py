@@ -9,13 +9,15 @@ import pytest
 
 from core.errors import NotAnApprover, SelfApproval
 from core.policies import (
+    DEFAULT_GROUP,
     ApprovalPolicy,
     Decision,
     Outcome,
     Role,
     Verdict,
     check_reviewer,
-    evaluate,
+    route_for,
+    tally,
 )
 
 POLICY = ApprovalPolicy()  # defaults: dual approval above PKR 500,000, one-day validity
@@ -26,6 +28,20 @@ OLDER = "b" * 64  # the hash of a superseded draft version
 SMALL = 10_000 * 100  # PKR 10,000: one approver
 BIG = 750_000 * 100  # PKR 750,000: two approvers
 REQUESTER = 1
+
+
+def evaluate(
+    policy: ApprovalPolicy,
+    total: int,
+    decisions: list[Decision],
+    version: int,
+    draft_hash: str,
+    now: datetime,
+) -> Outcome:
+    """The default policy's tally, every reviewer an approver: what decide() counts."""
+    route = route_for(policy.default_policy, total, "SUP-1")
+    members = {DEFAULT_GROUP: frozenset(d.reviewer_id for d in decisions)}
+    return tally(route, decisions, version, draft_hash, now, REQUESTER, members).outcome
 
 
 def _decision(
@@ -49,8 +65,14 @@ def _decision(
     )
 
 
+def required(policy: ApprovalPolicy, total: int) -> int:
+    """Approvals the default policy's one stage needs for a total."""
+    (stage,) = route_for(policy.default_policy, total, "SUP-1").stages
+    return stage.approvals
+
+
 @pytest.mark.parametrize(
-    ("total", "required"),
+    ("total", "needed"),
     [
         pytest.param(0, 1, id="zero"),  # a free order still needs one approver
         pytest.param(1, 1, id="one_paisa"),  # the smallest priced order
@@ -60,27 +82,31 @@ def _decision(
         pytest.param(10 * THRESHOLD, 2, id="far_above"),  # large orders stay dual
     ],
 )
-def test_required_approvers_around_threshold(total: int, required: int) -> None:
+def test_required_approvers_around_threshold(total: int, needed: int) -> None:
     """One approver up to and including the threshold, two above it."""
-    assert POLICY.required(total) == required
+    assert required(POLICY, total) == needed
 
 
 def test_required_follows_a_configured_threshold() -> None:
-    """The threshold is the policy's, not a constant baked into required()."""
+    """The threshold is the configuration's, not a constant baked into the default policy."""
     policy = ApprovalPolicy(dual_above_paisa=100)
-    assert (policy.required(100), policy.required(101)) == (1, 2)
+    assert (required(policy, 100), required(policy, 101)) == (1, 2)
 
 
 @pytest.mark.parametrize(
     ("total", "basis"),
     [
-        pytest.param(THRESHOLD, "single approval: total at or below PKR 500,000", id="at"),
-        pytest.param(THRESHOLD + 1, "dual approval: total above PKR 500,000", id="above"),
+        pytest.param(
+            THRESHOLD, "policy default, rule single, stage 1 of 1: 1 of approvers", id="at"
+        ),
+        pytest.param(
+            THRESHOLD + 1, "policy default, rule dual, stage 1 of 1: 2 of approvers", id="above"
+        ),
     ],
 )
 def test_basis_names_the_rule_for_the_audit_trail(total: int, basis: str) -> None:
-    """The audit trail says in words which rule applied."""
-    assert POLICY.basis(total) == basis
+    """The audit trail says in words which rule and stage applied."""
+    assert route_for(POLICY.default_policy, total, "SUP-1").basis(0) == basis
 
 
 @pytest.mark.parametrize(

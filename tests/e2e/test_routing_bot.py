@@ -1,0 +1,152 @@
+"""Routing through the real bot: an imported policy's stages go in order, each to its group
+only; a committee needs N different members; one person counts once; the requester hears
+which group is missing; every approval records the policy version, rule and stage."""
+
+from __future__ import annotations
+
+from bot import reports
+from bot.telegram.cards import APPROVE_TEXT, REJECT_TEXT
+from bot.telegram.notices import NoticeRunner
+from core import people
+from core.approval_policy import import_policy
+from core.jobs import Stamp
+from core.policies import Policy, Role
+from core.states import State
+from tests.helpers.bot import (
+    ADMIN,
+    PO,
+    answer,
+    deliveries_done,
+    job_and_decisions,
+    running_bot,
+    submitted,
+)
+from tests.helpers.factories import APPROVER_A, APPROVER_B, REQUESTER, T0
+
+APPROVER_C = 2003  # a second manager
+GROUPS = '[groups]\nmanagers = "Managers"\nowners = "Owners"\n'
+CHAIN = (
+    GROUPS + '[[rules]]\nname = "chain"\nstages = [{ group = "managers" }, { group = "owners" }]\n'
+)
+COMMITTEE = (
+    GROUPS + '[[rules]]\nname = "committee"\nstages = [{ group = "managers", approvals = 2 }]\n'
+)
+DEFAULT = Policy.default(500_000 * 100)
+
+
+async def team(botapi, run, policy: str) -> dict[int, object]:
+    """The policy in force; Ali and Chand are managers, Sana an owner, all reachable."""
+    version = (await import_policy(run.store, policy, T0, "cli:test")).version
+    assert version
+    async with run.store.begin() as tx:
+        for user_id, name in ((APPROVER_A, "Ali"), (APPROVER_B, "Sana"), (APPROVER_C, "Chand")):
+            botapi.user(user_id, name, started=True)
+            await tx.met(user_id, name, T0, started=True)
+    async with run.store.begin() as tx:
+        await tx.grant(APPROVER_C, Role.APPROVER, "test", T0)
+    for user_id, group in ((APPROVER_A, "managers"), (APPROVER_C, "managers"),
+                           (APPROVER_B, "owners")):  # fmt: skip
+        await people.set_groups(run.store, user_id, [group], Stamp("test", T0), DEFAULT)
+    return {"version": version}
+
+
+async def cards(botapi, run, *user_ids: int) -> dict[int, object]:
+    """Deliver what is owed (the pass, or a tap's own delivery); each of `user_ids` now holds
+    a card."""
+    await deliveries_done(run)
+    await NoticeRunner(run.store, run.app.bot, run.settings).run_once()
+    got = {}
+    for user_id in user_ids:
+        got[user_id] = await botapi.user(user_id).next_message()
+        assert "approval needed" in got[user_id].text
+    return got
+
+
+async def test_a_two_stage_chain_goes_in_order_each_stage_to_its_group(botapi, db_url, store):
+    async with running_bot(botapi, db_url) as run:
+        version = (await team(botapi, run, CHAIN))["version"]
+        await submitted(botapi, run)
+        first = await cards(botapi, run, APPROVER_A, APPROVER_C)
+        assert "Stage 1 of 2: waiting for Managers" in first[APPROVER_A].text
+        assert botapi.user(APPROVER_B).messages() == []  # the owners wait their turn
+        sana = botapi.user(APPROVER_B)
+        ali, chand = botapi.user(APPROVER_A), botapi.user(APPROVER_C)
+
+        done = ali.tap(first[APPROVER_A], APPROVE_TEXT)
+        assert await answer(botapi, done) == (
+            "Recorded. Stage 1 of 2 is complete; it now waits for owners."
+        )
+        late = chand.tap(first[APPROVER_C], APPROVE_TEXT)
+        assert await answer(botapi, late) == "Not your turn: stage 2 waits for owners."
+
+        second = await cards(botapi, run, APPROVER_B)
+        assert "Stage 2 of 2: waiting for Owners" in second[APPROVER_B].text
+        final = sana.tap(second[APPROVER_B], APPROVE_TEXT)
+        assert await answer(botapi, final) == "Approved — e-mailing the supplier."
+
+        job, decisions, effects = await job_and_decisions(run)
+        assert job.state is State.APPROVED and len(effects) == 1
+        assert [(d.reviewer_id, d.stage, d.policy_version, d.rule) for d in decisions] == [
+            (APPROVER_A, 0, version, "chain"),
+            (APPROVER_B, 1, version, "chain"),
+        ]
+        async with run.store.reading() as tx:
+            detail = await reports.job_detail(tx, job, "shop.example")
+        assert [(a["stage"], a["policy_version"], a["rule"]) for a in detail["approvals"]] == [
+            (1, version, "chain"),
+            (2, version, "chain"),
+        ]
+        assert detail["approvals"][1]["policy_basis"] == (
+            f"policy {version}, rule chain, stage 2 of 2: 1 of owners"
+        )
+
+
+async def test_a_committee_needs_two_different_managers_and_a_no_ends_it(botapi, db_url, store):
+    async with running_bot(botapi, db_url) as run:
+        await team(botapi, run, COMMITTEE)
+        await submitted(botapi, run)
+        got = await cards(botapi, run, APPROVER_A, APPROVER_C)
+        ali, chand = botapi.user(APPROVER_A), botapi.user(APPROVER_C)
+        first = ali.tap(got[APPROVER_A], APPROVE_TEXT)
+        assert await answer(botapi, first) == "Needs a second approver. Your approval is recorded."
+        again = ali.tap(got[APPROVER_A], APPROVE_TEXT)
+        assert (await answer(botapi, again)).startswith("Already approved by you at ")
+        assert (await job_and_decisions(run))[0].state is State.AWAITING_APPROVAL
+        second = chand.tap(got[APPROVER_C], APPROVE_TEXT)
+        assert await answer(botapi, second) == "Approved — e-mailing the supplier."
+        assert (await job_and_decisions(run))[0].state is State.APPROVED
+
+
+async def test_a_manager_cannot_reject_once_it_is_the_owners_turn(botapi, db_url, store):
+    async with running_bot(botapi, db_url) as run:
+        await team(botapi, run, CHAIN)
+        await submitted(botapi, run)
+        got = await cards(botapi, run, APPROVER_A, APPROVER_C)
+        ali, chand = botapi.user(APPROVER_A), botapi.user(APPROVER_C)
+        assert (await answer(botapi, ali.tap(got[APPROVER_A], APPROVE_TEXT))).startswith(
+            "Recorded. Stage 1 of 2 is complete"
+        )
+        no = chand.tap(got[APPROVER_C], REJECT_TEXT)
+        assert await answer(botapi, no) == "Not your turn: stage 2 waits for owners."
+        assert (await job_and_decisions(run))[0].state is State.AWAITING_APPROVAL
+
+
+async def test_a_group_with_nobody_in_it_is_named_to_the_requester_and_the_admins(
+    botapi, db_url, store
+):
+    async with running_bot(botapi, db_url) as run:
+        policy = GROUPS + '[[rules]]\nname = "owners only"\nstages = [{ group = "owners" }]\n'
+        assert (await import_policy(run.store, policy, T0, "cli:test")).created
+        botapi.user(ADMIN, "Ayesha", started=True)
+        async with run.store.begin() as tx:
+            await tx.met(ADMIN, "Ayesha", T0, started=True)
+        await submitted(botapi, run)
+        requester = botapi.user(REQUESTER)
+        reply = requester.messages()[-1].text
+        assert "Note: nobody in group owners can approve yet" in reply
+        await deliveries_done(run)
+        runner = NoticeRunner(run.store, run.app.bot, run.settings)
+        await runner.run_once()  # fan the alert out to the admins
+        await runner.run_once()
+        alert = await botapi.user(ADMIN).next_message()
+        assert alert.text.startswith(f"⚠️ {PO} is waiting for group owners, which has nobody")

@@ -1,0 +1,185 @@
+"""Routes and their tally: stages in order, N different people of a group in each, a person
+counted once per request, the requester never, one rejection ends it; and, whatever the
+decisions, no request passes with fewer distinct eligible people than its route asks for."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from core.errors import AlreadyDecided, NotYourTurn, SelfApproval
+from core.policies import (
+    Decision,
+    Outcome,
+    Policy,
+    Role,
+    Route,
+    Stage,
+    StageReason,
+    Verdict,
+    route_for,
+    stage_for,
+    tally,
+)
+from core.policy_file import parse_policy
+
+T0 = datetime(2026, 12, 1, 9, tzinfo=UTC)
+HASH = "ab" * 32
+REQUESTER = 1
+POLICY, _ = parse_policy(
+    (Path(__file__).parents[2] / "samples" / "approval-policy.toml").read_text()
+)
+assert POLICY is not None
+MEMBERS = {"managers": frozenset({10, 11, 12}), "owners": frozenset({20, 21, 12})}
+TWO_STAGES = route_for(POLICY, 2_000_000 * 100, "SUP-1")
+
+
+def decision(
+    reviewer: int, stage: int = 0, verdict: Verdict = Verdict.APPROVE, minute: int = 0,
+    *, version: int = 1, expires: timedelta = timedelta(days=1),
+) -> Decision:  # fmt: skip
+    at = T0 + timedelta(minutes=minute)
+    return Decision(
+        "job", reviewer, Role.APPROVER, verdict, version, HASH, at, at + expires, "", None, stage
+    )
+
+
+def count(route: Route, *decisions: Decision, now: datetime = T0 + timedelta(hours=1)):
+    return tally(route, decisions, 1, HASH, now, REQUESTER, MEMBERS)
+
+
+def test_the_route_is_the_rule_then_what_drift_and_budget_add() -> None:
+    assert TWO_STAGES.rule == "large"
+    assert TWO_STAGES.stages == (Stage("managers", 1), Stage("owners", 1))
+    both = route_for(POLICY, 100 * 100, "SUP-1", drifted=True, over_budget=True)
+    assert both.rule == "default"
+    assert both.stages == (Stage("managers", 1), Stage("owners", 1), Stage("owners", 1))
+    assert both.reasons == (StageReason.RULE, StageReason.DRIFT, StageReason.BUDGET)
+    assert both.basis(1) == "policy default, rule default, stage 2 of 3: 1 of owners, drift"
+
+
+def test_stages_go_in_order_and_each_needs_its_own_people() -> None:
+    assert count(TWO_STAGES) == count(TWO_STAGES)  # a value
+    waiting = count(TWO_STAGES)
+    assert (waiting.outcome, waiting.stage) == (Outcome.PENDING, 0)
+    first = count(TWO_STAGES, decision(10))
+    assert (first.outcome, first.stage, first.counted) == (
+        Outcome.PENDING, 1, (frozenset({10}), frozenset()),
+    )  # fmt: skip
+    done = count(TWO_STAGES, decision(10), decision(20, stage=1, minute=1))
+    assert (done.outcome, done.stage) == (Outcome.APPROVED, 2)
+
+
+def test_one_person_counts_once_whatever_groups_they_are_in() -> None:
+    # 12 is a manager and an owner: their approval in stage 1 does not also satisfy stage 2.
+    twice = count(TWO_STAGES, decision(12), decision(12, stage=1, minute=1))
+    assert (twice.outcome, twice.stage) == (Outcome.PENDING, 1)
+    with pytest.raises(AlreadyDecided, match="already counts"):
+        stage_for(TWO_STAGES, twice, 12, REQUESTER, MEMBERS)
+    assert stage_for(TWO_STAGES, twice, 21, REQUESTER, MEMBERS) == 1
+
+
+def test_a_committee_needs_n_different_members() -> None:
+    committee = route_for(POLICY, 500_000 * 100, "SUP-1")
+    assert committee.stages == (Stage("managers", 2),)
+    assert count(committee, decision(10)).outcome is Outcome.PENDING
+    assert count(committee, decision(10), decision(10, minute=1)).outcome is Outcome.PENDING
+    assert count(committee, decision(10), decision(20)).outcome is Outcome.PENDING  # an owner
+    assert count(committee, decision(10), decision(11, minute=1)).outcome is Outcome.APPROVED
+
+
+def test_the_requester_leavers_the_expired_and_other_drafts_never_count() -> None:
+    committee = route_for(POLICY, 500_000 * 100, "SUP-1")
+    with_requester = {**MEMBERS, "managers": MEMBERS["managers"] | {REQUESTER}}
+    mine = tally(committee, [decision(REQUESTER), decision(10)], 1, HASH, T0, REQUESTER,
+                 with_requester)  # fmt: skip
+    assert mine.outcome is Outcome.PENDING
+    left = {**MEMBERS, "managers": frozenset({10})}  # 11 left the group after approving
+    assert tally(committee, [decision(10), decision(11)], 1, HASH, T0, REQUESTER, left).outcome \
+        is Outcome.PENDING  # fmt: skip
+    late = T0 + timedelta(days=2)
+    assert count(committee, decision(10), decision(11), now=late).outcome is Outcome.PENDING
+    old = [decision(10, version=0), decision(11, version=0)]
+    assert count(committee, *old).outcome is Outcome.PENDING
+
+
+def test_one_rejection_at_any_stage_ends_it() -> None:
+    ended = count(TWO_STAGES, decision(10), decision(20, 1, Verdict.REJECT, 1))
+    assert (ended.outcome, ended.stage) == (Outcome.REJECTED, 1)
+
+
+def test_who_may_decide_now() -> None:
+    waiting = count(TWO_STAGES)
+    with pytest.raises(SelfApproval):
+        stage_for(TWO_STAGES, waiting, REQUESTER, REQUESTER, MEMBERS)
+    with pytest.raises(NotYourTurn, match="stage 1 waits for managers"):
+        stage_for(TWO_STAGES, waiting, 20, REQUESTER, MEMBERS)
+    assert stage_for(TWO_STAGES, waiting, 10, REQUESTER, MEMBERS) == 0
+    approved = count(TWO_STAGES, decision(10), decision(20, 1))
+    with pytest.raises(AlreadyDecided, match="approved"):
+        stage_for(TWO_STAGES, approved, 21, REQUESTER, MEMBERS)
+
+
+def test_the_default_policy_is_one_stage_of_one_or_two() -> None:
+    default = Policy.default(500_000 * 100)
+    members = {"approvers": frozenset({10, 11})}
+    small, large = route_for(default, 100, "S"), route_for(default, 500_001 * 100, "S")
+    assert tally(small, [decision(10)], 1, HASH, T0, REQUESTER, members).outcome \
+        is Outcome.APPROVED  # fmt: skip
+    one = tally(large, [decision(10)], 1, HASH, T0, REQUESTER, members)
+    assert one.outcome is Outcome.PENDING
+    assert tally(large, [decision(10), decision(11)], 1, HASH, T0, REQUESTER, members).outcome \
+        is Outcome.APPROVED  # fmt: skip
+
+
+PEOPLE = st.integers(min_value=1, max_value=8)  # 1 is the requester
+ROUTES = st.lists(
+    st.builds(Stage, st.sampled_from(["a", "b", "c"]), st.integers(min_value=1, max_value=3)),
+    min_size=1,
+    max_size=4,
+).map(lambda s: Route("v", "r", tuple(s), (StageReason.RULE,) * len(s)))
+GROUPS = st.fixed_dictionaries({g: st.frozensets(PEOPLE, max_size=6) for g in ("a", "b", "c")})
+DECISIONS = st.lists(
+    st.builds(
+        decision,
+        PEOPLE,
+        st.integers(min_value=0, max_value=4),
+        st.sampled_from([Verdict.APPROVE] * 5 + [Verdict.REJECT]),
+        st.integers(min_value=0, max_value=60),
+        version=st.sampled_from([1, 1, 1, 0]),
+        expires=st.sampled_from([timedelta(days=1), timedelta(days=1), timedelta(minutes=1)]),
+    ),
+    max_size=15,
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(ROUTES, GROUPS, DECISIONS)
+def test_property_no_request_passes_with_fewer_eligible_people_than_its_route_asks(
+    route: Route, members: dict[str, frozenset[int]], decisions: list[Decision]
+) -> None:
+    now = T0 + timedelta(minutes=30)
+    result = tally(route, decisions, 1, HASH, now, REQUESTER, members)
+    if result.outcome is not Outcome.APPROVED:
+        return
+    live = {
+        (d.reviewer_id, d.stage)
+        for d in decisions
+        if d.verdict is Verdict.APPROVE and d.draft_version == 1 and now < d.expires_at
+    }
+    seen: set[int] = set()
+    for index, stage in enumerate(route.stages):
+        people = result.counted[index]
+        assert len(people) >= stage.approvals
+        assert people <= members[stage.group]  # members of the stage's group, now
+        assert all((p, index) in live for p in people)  # a live approval in that stage
+        assert REQUESTER not in people
+        assert not people & seen  # nobody counts twice
+        seen |= people
+    assert len(seen) >= sum(stage.approvals for stage in route.stages)
+    assert not any(d.verdict is Verdict.REJECT and d.draft_version == 1 and now < d.expires_at
+                   for d in decisions)  # fmt: skip
