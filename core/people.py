@@ -67,17 +67,33 @@ async def create_invite(
     now: datetime,
     key: InviteKey,
     configured_admins: frozenset[int],
+    *,
+    group: str | None = None,
+    default: Policy | None = None,
 ) -> str:
-    """A single-use /start code for `role`, valid for INVITE_TTL; only admins may make one."""
+    """A single-use /start code for `role`, valid for INVITE_TTL; only admins may make one.
+    An approver's may name a `group` of the approval policy in force (`default` while none is
+    imported) to join; without one, they join its first group."""
     if role not in INVITABLE:
         raise InviteRefused(f"invitations are for approvers and requesters, not {role.value}s")
+    if group is not None and role is not Role.APPROVER:
+        raise GroupRefused("only an approver's invitation can name a group")
     async with store.begin() as tx:
         if not is_admin(admin_id, await tx.roles(admin_id), configured_admins):
             raise NotAnAdmin(f"user {admin_id} is not an admin")
+        if group is not None:
+            assert default is not None  # a group is one of the policy in force
+            known = (await policy_now(tx, default)).groups
+            if group not in known:
+                raise GroupRefused(
+                    f"no group {group} in the approval policy in force ({', '.join(known)})"
+                )
         code = sign_invite(key.secret, role, now + INVITE_TTL, key.nonce)
         invite = verify_invite(key.secret, code, now)  # the id and the expiry as the code says
-        await tx.insert_invite(invite.invite_id, role, admin_id, now, invite.expires_at)
+        await tx.insert_invite(invite.invite_id, role, admin_id, now, invite.expires_at, group)
         detail = {"invite_id": invite.invite_id, "role": role.value}
+        if group is not None:
+            detail["group"] = group
         await tx.append_audit(AuditEvent.stamped(Stamp(f"user:{admin_id}", now), "invite", detail))
         return code
 
@@ -93,11 +109,13 @@ async def redeem_invite(
         why = INVITE_EXPIRED if isinstance(error, ExpiredToken) else INVITE_INVALID
         raise InviteRefused(why) from error
     async with store.begin() as tx:
-        role = await tx.use_invite(invite.invite_id, user_id, now)
-        if role is None:
+        used = await tx.use_invite(invite.invite_id, user_id, now)
+        if used is None:
             withdrawn = await tx.invite_withdrawn(invite.invite_id)
             raise InviteRefused(INVITE_WITHDRAWN if withdrawn else INVITE_USED)
-        await _grant(tx, user_id, role, Stamp(f"invite:{invite.invite_id}", now), default)
+        role, group = used
+        stamp = Stamp(f"invite:{invite.invite_id}", now)
+        await _grant(tx, user_id, role, stamp, default, group)
         return role
 
 
@@ -110,16 +128,24 @@ async def grant_role(store: Store, user_id: int, role: Role, stamp: Stamp, defau
 
 
 async def _grant(
-    tx: Tx, user_id: int, role: Role, stamp: Stamp, default: Policy | None = None
+    tx: Tx,
+    user_id: int,
+    role: Role,
+    stamp: Stamp,
+    default: Policy | None = None,
+    group: str | None = None,
 ) -> bool:
-    """Grant and audit the role; a new approver joins the policy's first group and is owed
-    the waiting cards in the same transaction, so nobody becomes an approver without them."""
+    """Grant and audit the role; a new approver joins `group` (an invitation's), or else the
+    policy's first group, and is owed the waiting cards in the same transaction, so nobody
+    becomes an approver without them."""
     granted = await tx.grant(user_id, role, stamp.actor, stamp.at)
     if granted and role is Role.APPROVER:
         assert default is not None  # an approver's grant always says which policy is default
-        first = next(iter((await policy_now(tx, default)).groups))
-        if first != DEFAULT_GROUP:  # `approvers` is every approver already
-            await join_groups(tx, user_id, {first}, stamp)
+        groups = (await policy_now(tx, default)).groups
+        # An invitation's group the policy has dropped since: the first group instead.
+        joining = group if group is not None and group in groups else next(iter(groups))
+        if joining != DEFAULT_GROUP:  # `approvers` is every approver already
+            await join_groups(tx, user_id, {joining}, stamp)
         await ask_new_approver(tx, user_id, stamp.at, default)
     return granted
 

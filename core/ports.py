@@ -156,13 +156,21 @@ class Tx(ReadTx, Protocol):
         """Take every role from a user and audit it; what they held (nothing: nothing written)."""
 
     async def insert_invite(
-        self, invite_id: str, role: Role, created_by: int, at: datetime, expires_at: datetime
+        self,
+        invite_id: str,
+        role: Role,
+        created_by: int,
+        at: datetime,
+        expires_at: datetime,
+        group: str | None = None,
     ) -> None:
-        """Record an invitation that has been handed out."""
+        """Record an invitation that has been handed out (an approver's, to `group`)."""
 
-    async def use_invite(self, invite_id: str, user_id: int, at: datetime) -> Role | None:
-        """Mark an unused, unexpired, not withdrawn invitation used by `user_id`; its role, or
-        None."""
+    async def use_invite(
+        self, invite_id: str, user_id: int, at: datetime
+    ) -> tuple[Role, str | None] | None:
+        """Mark an unused, unexpired, not withdrawn invitation used by `user_id`; its role and
+        group, or None."""
 
     async def withdraw_invites(self, created_by: int, at: datetime) -> list[str]:
         """Withdraw every unused invitation `created_by` made; their ids."""

@@ -44,9 +44,15 @@ class PeopleQueries:
     conn: AsyncConnection
 
     async def insert_invite(
-        self, invite_id: str, role: Role, created_by: int, at: datetime, expires_at: datetime
+        self,
+        invite_id: str,
+        role: Role,
+        created_by: int,
+        at: datetime,
+        expires_at: datetime,
+        group: str | None = None,
     ) -> None:
-        """Record an invitation that has been handed out."""
+        """Record an invitation that has been handed out (an approver's, to `group`)."""
         await self.conn.execute(
             insert(schema.invites).values(
                 id=invite_id,
@@ -54,22 +60,25 @@ class PeopleQueries:
                 created_by=created_by,
                 created_at=at,
                 expires_at=expires_at,
+                group_name=group,
             )
         )
 
-    async def use_invite(self, invite_id: str, user_id: int, at: datetime) -> Role | None:
+    async def use_invite(
+        self, invite_id: str, user_id: int, at: datetime
+    ) -> tuple[Role, str | None] | None:
         """Mark an unused, unexpired, not withdrawn invitation used by `user_id` (compare-and-set
-        on used_by); its role, or None if it is unknown, used, expired or withdrawn."""
+        on used_by); its role and group, or None if it is unknown, used, expired or withdrawn."""
         t = schema.invites
         usable = and_(t.c.used_by.is_(None), t.c.expires_at > at, t.c.withdrawn_at.is_(None))
         query = (
             update(t)
             .where(t.c.id == invite_id, usable)
             .values(used_by=user_id, used_at=at)
-            .returning(t.c.role)
+            .returning(t.c.role, t.c.group_name)
         )
-        role = (await self.conn.execute(query)).scalar_one_or_none()
-        return None if role is None else Role(role)
+        row = (await self.conn.execute(query)).first()
+        return None if row is None else (Role(row.role), row.group_name)
 
     async def invite_withdrawn(self, invite_id: str) -> bool:
         """Whether the invitation was withdrawn (its admin lost the role)."""

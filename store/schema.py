@@ -290,6 +290,7 @@ invites = Table(
     Column("used_by", BigInteger),
     Column("used_at", UtcDateTime),
     Column("withdrawn_at", UtcDateTime),  # its admin lost the role: it can no longer be used
+    Column("group_name", String(32)),  # an approver's invitation to this group; None: the first
 )
 
 # The people the bot has met: a private chat's id is the user's id, and Telegram lets a bot

@@ -75,20 +75,33 @@ async def invite(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     """/invite approver|requester: a single-use link, for admins only."""
     deps, user = deps_of(context), update.effective_user
     assert user is not None
-    wanted = (context.args or [""])[0].lower()
-    if wanted not in (Role.APPROVER.value, Role.REQUESTER.value):
-        await reply(update, "Usage: /invite approver  or  /invite requester")
+    args = [arg.lower() for arg in context.args or []]
+    wanted = args[0] if args else ""
+    group = args[1] if len(args) > 1 else None
+    if wanted not in (Role.APPROVER.value, Role.REQUESTER.value) or len(args) > 2:
+        await reply(update, "Usage: /invite approver [GROUP]  or  /invite requester")
         return
     now = utcnow()
     try:
         key = people.InviteKey(deps.settings.secret, os.urandom(9))
-        admins = deps.settings.manzoori_admin_ids
-        code = await people.create_invite(deps.store, user.id, Role(wanted), now, key, admins)
+        code = await people.create_invite(
+            deps.store,
+            user.id,
+            Role(wanted),
+            now,
+            key,
+            deps.settings.manzoori_admin_ids,
+            group=group,
+            default=deps.settings.rules().approval.default_policy,
+        )
     except NotAnAdmin:
         await reply(update, "Only admins can invite people.")
         return
+    except GroupRefused as refused:
+        await reply(update, f"No invitation made: {refused}.")
+        return
     link = texts.invite_link(
-        context.bot.username, code, Role(wanted), now + people.INVITE_TTL, deps.settings.tz
+        context.bot.username, code, Role(wanted), now + people.INVITE_TTL, deps.settings.tz, group
     )
     await reply(update, link)
 

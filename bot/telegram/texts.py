@@ -29,7 +29,7 @@ _ROLE_HELP = {
         "Approval cards come to this chat: tap Approve or Reject; 📄 Details sends the whole PO.",
     ],
     Role.ADMIN: [
-        "/invite approver or /invite requester: a single-use link (72 hours).",
+        "/invite approver [GROUP] or /invite requester: a single-use link (72 hours).",
         "/users: everyone and their roles.  /revoke ID: take someone's roles away at once.",
         "/promote ID: make someone with a role an admin.",
         "/groups: the approval policy's groups and who is in them.  "
@@ -92,10 +92,18 @@ def registered(role: Role) -> str:
     return f"Welcome! You are now registered as {role.value}. /help shows what you can do."
 
 
-def invite_link(bot_username: str, code: str, role: Role, expires_at: datetime, tz: tzinfo) -> str:
+def invite_link(
+    bot_username: str,
+    code: str,
+    role: Role,
+    expires_at: datetime,
+    tz: tzinfo,
+    group: str | None = None,
+) -> str:
     """The reply to /invite: the link to forward, and when it stops working."""
+    whom = f"new {role.value}" + (f" of group {group}" if group else "")
     return (
-        f"Forward this link to the new {role.value}. It works once, until "
+        f"Forward this link to the {whom}. It works once, until "
         f"{local_time(expires_at, tz)}:\nhttps://t.me/{bot_username}?start={code}"
     )
 

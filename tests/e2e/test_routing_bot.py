@@ -19,6 +19,7 @@ from tests.helpers.bot import (
     deliveries_done,
     job_and_decisions,
     running_bot,
+    said,
     submitted,
 )
 from tests.helpers.factories import APPROVER_A, APPROVER_B, REQUESTER, T0
@@ -150,3 +151,37 @@ async def test_a_group_with_nobody_in_it_is_named_to_the_requester_and_the_admin
         await runner.run_once()
         alert = await botapi.user(ADMIN).next_message()
         assert alert.text.startswith(f"⚠️ {PO} is waiting for group owners, which has nobody")
+
+
+async def test_admins_see_and_set_groups_in_chat(botapi, db_url, store):
+    async with running_bot(botapi, db_url) as run:
+        await team(botapi, run, CHAIN)
+        admin = botapi.user(ADMIN, "Ayesha", started=True)
+        admin.send_text("/groups")
+        assert (await said(admin)).splitlines() == [
+            f"managers: Managers: Ali ({APPROVER_A}), Chand ({APPROVER_C})",
+            f"owners: Owners: Sana ({APPROVER_B})",
+        ]
+        admin.send_text(f"/group {APPROVER_C} owners managers")
+        assert await said(admin) == f"User {APPROVER_C} is in: managers, owners. (joined owners)"
+        admin.send_text(f"/group {REQUESTER} owners")
+        assert await said(admin) == (
+            f"Not changed: user {REQUESTER} is not an approver: grant the role first."
+        )
+        admin.send_text("/group 5 board")
+        assert (await said(admin)).startswith("Not changed: user 5 is not an approver")
+        admin.send_text(f"/group {APPROVER_C} board")
+        assert await said(admin) == (
+            "Not changed: no group board in the approval policy in force (managers, owners)."
+        )
+        admin.send_text("/invite approver owners")
+        assert (await said(admin)).startswith(
+            "Forward this link to the new approver of group owners."
+        )
+        admin.send_text("/invite approver board")
+        assert await said(admin) == (
+            "No invitation made: no group board in the approval policy in force (managers, owners)."
+        )
+        sana = botapi.user(APPROVER_B)
+        sana.send_text(f"/group {APPROVER_B} managers")
+        assert await said(sana) == "Only admins can set groups."

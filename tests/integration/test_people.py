@@ -11,13 +11,14 @@ import pytest
 from sqlalchemy import text
 
 from core import people, service
-from core.errors import InviteRefused, NotAnAdmin
+from core.approval_policy import import_policy
+from core.errors import GroupRefused, InviteRefused, NotAnAdmin
 from core.jobs import Stamp
 from core.policies import Policy, Role, Rules, Verdict
 from core.service import Review
 from store.engine import make_engine
 from store.sql import SqlStore
-from tests.helpers.factories import APPROVER_A, T0, make_draft, new_job
+from tests.helpers.factories import APPROVER_A, APPROVER_B, REQUESTER, T0, make_draft, new_job
 from tests.helpers.store import DATA_KEY
 
 SECRET = b"s" * 32
@@ -262,3 +263,63 @@ async def cards_of(store, user_id):
             text("SELECT key FROM notices WHERE kind = 'card' AND user_id = :u"), {"u": user_id}
         )
         return {key.split(":")[1] for key in rows.scalars()}
+
+
+TWO_GROUPS = (
+    '[groups]\nmanagers = "Managers"\nowners = "Owners"\n'
+    '[[rules]]\nname = "chain"\nstages = [{ group = "managers" }, { group = "owners" }]\n'
+)
+
+
+async def test_an_approvers_invitation_to_a_group_joins_it(store):
+    assert (await import_policy(store, TWO_GROUPS, T0, "cli:test")).created
+    code = await people.create_invite(
+        store, ADMIN, Role.APPROVER, T0, people.InviteKey(SECRET, os.urandom(9)),
+        frozenset({ADMIN}), group="owners", default=DEFAULT,
+    )  # fmt: skip
+    assert await people.redeem_invite(store, SECRET, code, NEWCOMER, T0, DEFAULT) is Role.APPROVER
+    plain = await invite(store)  # no group: the policy's first
+    await people.redeem_invite(store, SECRET, plain, SECOND, T0, DEFAULT)
+    async with store.reading() as tx:
+        assert await tx.groups_of(NEWCOMER) == {"owners"}
+        assert await tx.groups_of(SECOND) == {"managers"}
+    with pytest.raises(GroupRefused, match=r"no group board in the approval policy in force"):
+        await people.create_invite(
+            store, ADMIN, Role.APPROVER, T0, people.InviteKey(SECRET, os.urandom(9)),
+            frozenset({ADMIN}), group="board", default=DEFAULT,
+        )  # fmt: skip
+    with pytest.raises(GroupRefused, match="only an approver's invitation"):
+        await people.create_invite(
+            store, ADMIN, Role.REQUESTER, T0, people.InviteKey(SECRET, os.urandom(9)),
+            frozenset({ADMIN}), group="owners", default=DEFAULT,
+        )  # fmt: skip
+
+
+async def test_set_groups_is_for_admins_approvers_and_known_groups_and_audited(store):
+    assert (await import_policy(store, TWO_GROUPS, T0, "cli:test")).created
+    stamp = Stamp(f"user:{ADMIN}", T0)
+    admins = frozenset({ADMIN})
+    change = await people.set_groups(
+        store, APPROVER_A, ["owners", "managers"], stamp, DEFAULT, admin_id=ADMIN,
+        configured_admins=admins,
+    )  # fmt: skip
+    assert change.groups == {"owners", "managers"} and change.left == frozenset()
+    change = await people.set_groups(store, APPROVER_A, ["owners"], stamp, DEFAULT)
+    assert (change.groups, change.joined, change.left) == ({"owners"}, frozenset(), {"managers"})
+    with pytest.raises(NotAnAdmin):
+        await people.set_groups(
+            store, APPROVER_A, ["owners"], stamp, DEFAULT, admin_id=APPROVER_B,
+            configured_admins=admins,
+        )  # fmt: skip
+    with pytest.raises(GroupRefused, match="not an approver"):
+        await people.set_groups(store, REQUESTER, ["owners"], stamp, DEFAULT)
+    with pytest.raises(GroupRefused, match="no group board"):
+        await people.set_groups(store, APPROVER_A, ["board"], stamp, DEFAULT)
+    events = [(action, detail) for _, action, detail in await trail(store)]
+    assert [e for e in events if e[0] == "set_groups"] == [
+        ("set_groups", {"user_id": APPROVER_A, "joined": ["managers", "owners"], "left": []}),
+        ("set_groups", {"user_id": APPROVER_A, "joined": [], "left": ["managers"]}),
+    ]
+    await people.revoke_roles(store, APPROVER_A, stamp, admins)
+    async with store.reading() as tx:
+        assert await tx.groups_of(APPROVER_A) == frozenset()  # gone with the role

@@ -1,4 +1,4 @@
-"""routing: approver groups, each job's route, each decision's stage
+"""routing: approver groups, each job's route, each decision's stage, invites to a group
 
 Revision ID: 0007
 Revises: 0006
@@ -35,6 +35,7 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("user_id", "group_name", name=op.f("pk_user_groups")),
     )
     op.add_column("jobs", sa.Column("route", sa.JSON(), nullable=True))
+    op.add_column("invites", sa.Column("group_name", sa.String(length=32), nullable=True))
     op.add_column("decisions", sa.Column("stage", sa.Integer(), server_default="0", nullable=False))
     op.add_column(
         "decisions",
@@ -72,6 +73,8 @@ def downgrade() -> None:
         batch_op.drop_column("rule")
         batch_op.drop_column("policy_version")
         batch_op.drop_column("stage")
+    with op.batch_alter_table("invites") as batch_op:
+        batch_op.drop_column("group_name")
     with op.batch_alter_table("jobs") as batch_op:
         batch_op.drop_column("route")
     op.drop_table("user_groups")
