@@ -75,6 +75,7 @@ class CardFacts:
     stage: int = 0  # the waiting stage of the route, from 0
     stages: int = 1  # stages on the route
     group: str = ""  # what the policy calls the waiting stage's group
+    may_approve: frozenset[int] = frozenset()  # who may decide it now (Standing.waiting_for)
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,8 @@ class CardOutcome:
     decisions: tuple[Decision, ...]  # every decision on the job, oldest first
     names: dict[int, str]  # reviewers' names as Telegram gave them
     mine: tuple[Decision, ...]  # the card holder's decisions on this version
-    tally: tuple[int, int]  # approvals so far and needed, while the draft still waits
+    tally: tuple[int, int]  # approvals so far and needed in the waiting stage, while it waits
+    waiting: CardFacts | None = None  # while the draft waits: its stage, for a card of a chain
 
 
 @dataclass(frozen=True)
@@ -280,6 +282,7 @@ async def card_facts(
         stage=stage,
         stages=len(route.stages),
         group=named.title(group) if named else group,
+        may_approve=where.waiting_for,
     )
 
 
@@ -311,10 +314,11 @@ async def card_edits(
         mine = tuple(
             d for d in decisions if (d.reviewer_id, d.draft_version) == (card.user_id, version)
         )
-        if facts is not None and not mine:  # this approver may still tap: keep the buttons
-            edits.append(CardEdit(card, facts, None))
+        if facts is not None and not mine and card.user_id in facts.may_approve:
+            edits.append(CardEdit(card, facts, None))  # they may still tap: keep the buttons
             continue
+        # Decided, expired, superseded, or (in a chain) no longer this approver's stage.
         tally = (facts.approvals, facts.required) if facts else (0, 1)
-        outcome = CardOutcome(job, drafts[version], version, decisions, names, mine, tally)
+        outcome = CardOutcome(job, drafts[version], version, decisions, names, mine, tally, facts)
         edits.append(CardEdit(card, None, outcome))
     return edits

@@ -81,12 +81,16 @@ def _card(facts: CardFacts, tz: tzinfo, lines: int, flags: int) -> str:
         parts += ["", *shown, *([f"… and {hidden} more flags (see Details)"] if hidden else [])]
     parts += ["", *_evidence(facts, tz)]
     if facts.stages > 1:  # a chain: whose turn it is
-        group = escaped(facts.group)
-        parts.append(f"🪜 Stage {facts.stage + 1} of {facts.stages}: waiting for {group}")
+        parts.append(f"🪜 {_stage_of(facts)}")
     if facts.required > 1:
         parts.append(f"👥 {facts.approvals} of {facts.required} approvals")
     parts.append(f"On approval: e-mails this PO to {escaped(mask_email(draft.recipient_email))}")
     return "\n".join(parts)
+
+
+def _stage_of(facts: CardFacts) -> str:
+    """ "Stage 2 of 2: waiting for Owners"."""
+    return f"Stage {facts.stage + 1} of {facts.stages}: waiting for {escaped(facts.group)}"
 
 
 def _lines(draft: Draft, limit: int) -> list[str]:
@@ -151,12 +155,18 @@ def headline_html(outcome: CardOutcome, tz: tzinfo) -> str:
         return f"⌛ <b>Expired</b>{when}: no decision in time, nothing was sent"
     if job.state is State.CANCELLED:
         return "🚫 <b>Cancelled</b>: nothing was sent"
+    chain = outcome.waiting if outcome.waiting and outcome.waiting.stages > 1 else None
     if job.state is State.AWAITING_APPROVAL and outcome.mine:
+        when = escaped(local_time(outcome.mine[-1].at, tz))
+        if chain is not None:
+            return f"🕓 You approved at {when}: 🪜 {_stage_of(chain)}"
         so_far, needed = outcome.tally
         return (
-            f"🕓 You approved at {escaped(local_time(outcome.mine[-1].at, tz))}: "
-            f"👥 {so_far} of {needed} approvals, waiting for another approver"
+            f"🕓 You approved at {when}: 👥 {so_far} of {needed} approvals, "
+            "waiting for another approver"
         )
+    if job.state is State.AWAITING_APPROVAL and chain is not None:  # not this stage's group
+        return f"🪜 {_stage_of(chain)}: not your group's turn"
     if approvals and job.state is not State.AWAITING_APPROVAL:
         by = ", ".join(escaped(names.get(d.reviewer_id, "someone")) for d in approvals[-2:])
         return f"✅ <b>Approved</b> by {by} at {escaped(local_time(approvals[-1].at, tz))}"

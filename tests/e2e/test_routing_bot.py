@@ -79,11 +79,21 @@ async def test_a_two_stage_chain_goes_in_order_each_stage_to_its_group(botapi, d
         )
         late = chand.tap(first[APPROVER_C], APPROVE_TEXT)
         assert await answer(botapi, late) == "Not your turn: stage 2 waits for owners."
+        await deliveries_done(run)  # the managers' cards are edited: their stage is over
+        mine = botapi.message(APPROVER_A, first[APPROVER_A].message_id)
+        assert mine.text.startswith("🕓 You approved at ") and mine.buttons == []
+        assert "🪜 Stage 2 of 2: waiting for Owners" in mine.text
+        other = botapi.message(APPROVER_C, first[APPROVER_C].message_id)
+        assert other.text.startswith("🪜 Stage 2 of 2: waiting for Owners: not your group's turn")
+        assert other.buttons == []
 
         second = await cards(botapi, run, APPROVER_B)
         assert "Stage 2 of 2: waiting for Owners" in second[APPROVER_B].text
         final = sana.tap(second[APPROVER_B], APPROVE_TEXT)
         assert await answer(botapi, final) == "Approved — e-mailing the supplier."
+        await deliveries_done(run)
+        for chat, card in ((APPROVER_A, first[APPROVER_A]), (APPROVER_B, second[APPROVER_B])):
+            assert botapi.message(chat, card.message_id).text.startswith("✅ Approved by ")
 
         job, decisions, effects = await job_and_decisions(run)
         assert job.state is State.APPROVED and len(effects) == 1
