@@ -54,6 +54,8 @@ class Limits:
     timeout: float = 30.0
 
 
+# How much lower than the bot a parse worker runs (nice(2): 0 is the default, 19 the lowest).
+WORKER_NICENESS = 10
 # A Table of 10,000 rows pickles to a few MB; anything far larger did not come from a sheet.
 MAX_RESULT_BYTES = 64 * 1024 * 1024
 
@@ -117,6 +119,9 @@ def parse_isolated(reader: Reader, data: bytes, limits: Limits | None = None) ->
 
 def _work(reader: Reader, data: bytes, sender: Connection, limits: Limits) -> None:
     """In the worker: limit this process, read the file, send back the table or the refusal."""
+    # Behind the bot's own process for the CPU: a burst of large uploads being parsed takes
+    # what the bot leaves, so taps and replies are not held up behind it on a small machine.
+    os.nice(WORKER_NICENESS)
     resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
     resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # an abort leaves no core file behind
