@@ -74,9 +74,3 @@ async def _store(store: Store, text: str, sha: str, now: datetime, actor: str) -
         else:
             await tx.insert_policy(version, sha, text, now, actor)
         return PolicyImport(version=version, created=True)
-
-
-async def policy_in_force(tx: ReadTx, default: Policy) -> Policy:
-    """The imported policy in force, or `default` (the configuration's) if none was."""
-    policy = await tx.current_policy()
-    return default if policy is None else policy

@@ -15,6 +15,7 @@ from bot.config import Settings
 from core import approval_policy
 from core.policies import Policy
 from core.texts import flatten
+from core.workflow import policy_now
 from store.sql import SqlStore
 
 policy_app = typer.Typer(no_args_is_help=True, help="The approval policy: who must approve what.")
@@ -84,7 +85,7 @@ def policy_show() -> None:
     async def work(settings: Settings, store: SqlStore) -> str:
         default = Policy.default(settings.rules().approval.dual_above_paisa)
         async with store.reading() as tx:
-            policy = await approval_policy.policy_in_force(tx, default)
+            policy = await policy_now(tx, default)
             record = await tx.policy_record(policy.version) if policy.version else None
         lines = policy.describe()
         if record is None:

@@ -12,8 +12,9 @@ import pytest
 from sqlalchemy import func, select, text
 from sqlalchemy.exc import DBAPIError
 
-from core.approval_policy import import_policy, policy_in_force
+from core.approval_policy import import_policy
 from core.policies import Policy, Stage
+from core.workflow import policy_now
 from store import schema
 from store.sql import SqlStore
 from tests.helpers.factories import T0
@@ -33,14 +34,14 @@ async def versions(store: SqlStore) -> int:
 async def test_with_none_imported_the_configured_default_is_in_force(store: SqlStore) -> None:
     async with store.reading() as tx:
         assert await tx.current_policy() is None
-        assert await policy_in_force(tx, DEFAULT) == DEFAULT
+        assert await policy_now(tx, DEFAULT) == DEFAULT
 
 
 async def test_an_import_puts_the_file_in_force_as_written(store: SqlStore) -> None:
     done = await import_policy(store, SAMPLE, T0, "cli:ayesha")
     assert done.created and done.problems == ()
     async with store.reading() as tx:
-        policy = await policy_in_force(tx, DEFAULT)
+        policy = await policy_now(tx, DEFAULT)
         record = await tx.policy_record(done.version)
     assert policy.version == done.version and done.version.startswith("20")
     assert policy.rule_for(2_000_000 * 100, "SUP-1").stages == (
