@@ -83,11 +83,7 @@ async def create_invite(
             raise NotAnAdmin(f"user {admin_id} is not an admin")
         if group is not None:
             assert default is not None  # a group is one of the policy in force
-            known = (await policy_now(tx, default)).groups
-            if group not in known:
-                raise GroupRefused(
-                    f"no group {group} in the approval policy in force ({', '.join(known)})"
-                )
+            require_groups(await policy_now(tx, default), [group])
         code = sign_invite(key.secret, role, now + INVITE_TTL, key.nonce)
         invite = verify_invite(key.secret, code, now)  # the id and the expiry as the code says
         await tx.insert_invite(invite.invite_id, role, admin_id, now, invite.expires_at, group)
@@ -150,6 +146,16 @@ async def _grant(
     return granted
 
 
+def require_groups(policy: Policy, groups: Collection[str]) -> None:
+    """Raise GroupRefused unless every one of `groups` is a group of `policy`."""
+    unknown = sorted(set(groups) - set(policy.groups))
+    if unknown:
+        known = ", ".join(policy.groups)
+        raise GroupRefused(
+            f"no group {', '.join(unknown)} in the approval policy in force ({known})"
+        )
+
+
 async def set_groups(
     store: Store,
     user_id: int,
@@ -171,13 +177,7 @@ async def set_groups(
             raise NotAnAdmin(f"user {admin_id} is not an admin")
         if Role.APPROVER not in await tx.roles(user_id):
             raise GroupRefused(f"user {user_id} is not an approver: grant the role first")
-        policy = await policy_now(tx, default)
-        unknown = sorted(set(groups) - set(policy.groups))
-        if unknown:
-            known = ", ".join(policy.groups)
-            raise GroupRefused(
-                f"no group {', '.join(unknown)} in the approval policy in force ({known})"
-            )
+        require_groups(await policy_now(tx, default), groups)
         explicit = set(groups) - {DEFAULT_GROUP}  # `approvers` is every approver already
         joined, left = await tx.set_groups(user_id, explicit, stamp.actor, stamp.at)
         if joined or left:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from decimal import Decimal
 from typing import Annotated, Any, Literal
 
@@ -458,8 +458,3 @@ class _Scanner:
                     self.pos += 1
                 return
             self.pos += 1
-
-
-def problem_lines(problems: Sequence[Problem]) -> list[str]:
-    """Problems in line order, as text."""
-    return [str(p) for p in sorted(problems, key=lambda p: p.row)]

@@ -139,11 +139,18 @@ class Standing:
     members: dict[str, frozenset[int]]
 
     @property
+    def waiting_group(self) -> str | None:
+        """The group of the stage waiting for approvals; None once the draft is decided."""
+        if self.tally.outcome is not Outcome.PENDING:
+            return None
+        return self.route.stages[self.tally.stage].group
+
+    @property
     def waiting_for(self) -> frozenset[int]:
         """Who may approve now: the waiting stage's group, less those who counted already."""
-        if self.tally.outcome is not Outcome.PENDING:
+        if self.waiting_group is None:
             return frozenset()
-        group = self.members.get(self.route.stages[self.tally.stage].group, frozenset())
+        group = self.members.get(self.waiting_group, frozenset())
         return frozenset(p for p in group if not self.tally.has_counted(p))
 
 
@@ -169,9 +176,9 @@ async def ask_approvers(tx: Tx, job: Job, now: datetime, default: Policy) -> lis
         if approver != job.requester_id
     ]
     await tx.insert_notices(owed)
-    if not owed and where.tally.outcome is Outcome.PENDING:
+    group = where.waiting_group
+    if not owed and group is not None:
         # Nobody holds its card until an admin puts someone in the group: they are told.
-        group = where.route.stages[where.tally.stage].group
         event = notices.NOBODY_TO_ASK  # no approver at all, or nobody in the group:
         event += "" if group == DEFAULT_GROUP else f":{group}"
         await tx.insert_notice(notices.alert_for(job, now, event))
@@ -182,9 +189,7 @@ async def nobody_to_ask(tx: ReadTx, job: Job, now: datetime, default: Policy) ->
     """The group of the job's waiting stage if nobody in it (but the requester) can approve
     it: ask_approvers alerted the admins, and the requester is told whom it waits for."""
     where = await standing(tx, job, now, default)
-    if where.tally.outcome is not Outcome.PENDING or where.waiting_for - {job.requester_id}:
-        return None
-    return where.route.stages[where.tally.stage].group
+    return None if where.waiting_for - {job.requester_id} else where.waiting_group
 
 
 async def ask_new_approver(tx: Tx, approver: int, now: datetime, default: Policy) -> list[Notice]:

@@ -7,7 +7,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -15,8 +15,7 @@ from core.errors import InsertConflict
 from core.policies import Policy
 from core.policy_file import parse_policy
 from store import schema
-
-_HEAD = 1  # policy_head has exactly one row, with this id
+from store.versioned import HEAD, set_head
 
 
 class PolicyQueries:
@@ -30,7 +29,7 @@ class PolicyQueries:
         """The policy version in force, or None before any import. An import reads it FOR
         UPDATE on PostgreSQL, so that two imports at once go one after the other."""
         t = schema.policy_head
-        query = select(t.c.current_version).where(t.c.id == _HEAD)
+        query = select(t.c.current_version).where(t.c.id == HEAD)
         if self._postgres and not self._reading and for_update:
             query = query.with_for_update()
         found = (await self.conn.execute(query)).scalar_one_or_none()
@@ -71,18 +70,7 @@ class PolicyQueries:
 
     async def set_current_policy(self, version: str, at: datetime) -> None:
         """Put a stored version in force."""
-        t = schema.policy_head
-        moved = await self.conn.execute(
-            update(t).where(t.c.id == _HEAD).values(current_version=version, updated_at=at)
-        )
-        if moved.rowcount:
-            return
-        try:  # the very first import
-            await self.conn.execute(
-                insert(t).values(id=_HEAD, current_version=version, updated_at=at)
-            )
-        except IntegrityError as error:  # a concurrent first import: retry on its result
-            raise InsertConflict("another import created the policy head meanwhile") from error
+        await set_head(self.conn, schema.policy_head, version, at)
 
 
 @functools.lru_cache(maxsize=16)

@@ -20,8 +20,8 @@ from core.terms import Offer, Supplier, Terms, match_key
 from store import schema
 from store.rows import job_from_row
 from store.sealing import Sealer
+from store.versioned import HEAD, set_head
 
-_HEAD = 1  # terms_head has exactly one row, with this id
 # Terms versions never change once stored, so a process may keep the last few in memory.
 TERMS_CACHE_SIZE = 4
 
@@ -43,7 +43,7 @@ class PurchasingQueries:
         already serialises. A read-only transaction takes no lock: it reads a snapshot.
         """
         t = schema.terms_head
-        query = select(t.c.current_version).where(t.c.id == _HEAD)
+        query = select(t.c.current_version).where(t.c.id == HEAD)
         if self._postgres and not self._reading:
             query = query.with_for_update(read=not for_update)
         found = (await self.conn.execute(query)).scalar_one_or_none()
@@ -130,18 +130,7 @@ class PurchasingQueries:
 
     async def set_current_terms(self, version: str, at: datetime) -> None:
         """Put a stored version in force."""
-        t = schema.terms_head
-        moved = await self.conn.execute(
-            update(t).where(t.c.id == _HEAD).values(current_version=version, updated_at=at)
-        )
-        if moved.rowcount:
-            return
-        try:  # the very first import
-            await self.conn.execute(
-                insert(t).values(id=_HEAD, current_version=version, updated_at=at)
-            )
-        except IntegrityError as error:  # a concurrent first import: retry on its result
-            raise InsertConflict("another import created the terms head meanwhile") from error
+        await set_head(self.conn, schema.terms_head, version, at)
 
     async def terms_record(self, version: str) -> dict[str, Any] | None:
         """A stored version's row (import time, who, counts), or None."""

@@ -1,5 +1,6 @@
 """Rows with a version column: the one compare-and-set update they share, and the lease claim
-both outboxes (supplier e-mail, Telegram) use.
+both outboxes (supplier e-mail, Telegram) use; and the one-row heads that say which
+version of the terms or the approval policy is in force.
 
 Statements here are built once per shape and kept (`_cas_statement`): building a SQLAlchemy
 construct and its cache key costs more than running it, and a use case makes several of these.
@@ -21,13 +22,17 @@ from sqlalchemy import (
     Update,
     and_,
     bindparam,
+    insert,
     or_,
     select,
     text,
     true,
     update,
 )
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
+
+from core.errors import InsertConflict
 
 
 @dataclass(frozen=True)
@@ -146,3 +151,20 @@ def insert_or_keep(table: Table, key: str) -> TextClause:
     return text(sql).bindparams(
         *(bindparam(column.name, type_=column.type) for column in table.columns)
     )
+
+
+HEAD = 1  # a *_head table has exactly one row, with this id
+
+
+async def set_head(conn: AsyncConnection, table: Table, version: str, at: datetime) -> None:
+    """Put a stored version in force in a one-row head table (terms_head, policy_head);
+    InsertConflict if a concurrent first import created the row meanwhile (retry on it)."""
+    moved = await conn.execute(
+        update(table).where(table.c.id == HEAD).values(current_version=version, updated_at=at)
+    )
+    if moved.rowcount:
+        return
+    try:  # the very first import
+        await conn.execute(insert(table).values(id=HEAD, current_version=version, updated_at=at))
+    except IntegrityError as error:
+        raise InsertConflict(f"another import created {table.name} meanwhile") from error

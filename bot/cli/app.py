@@ -17,7 +17,7 @@ from bot.cli.purchasing import sheets_app, suppliers_app
 from bot.cli.retention import purge
 from bot.config import Settings, write_env_file
 from core import people, service, workflow
-from core.errors import ConfigError, GroupRefused
+from core.errors import ConfigError
 from core.jobs import Job
 from core.policies import Role
 from core.states import NEEDS_REVIEW, Action, State
@@ -237,13 +237,7 @@ def users_grant(
         default, who = settings.rules().approval.default_policy, stamp()
         if group:  # checked before the role is granted, so that a typo grants nothing
             async with store.reading() as tx:
-                known = (await workflow.policy_now(tx, default)).groups
-            unknown = sorted(set(group) - set(known))
-            if unknown:
-                raise GroupRefused(
-                    f"no group {', '.join(unknown)} in the approval policy in force "
-                    f"({', '.join(known)})"
-                )
+                people.require_groups(await workflow.policy_now(tx, default), group)
         added = await people.grant_role(store, user_id, role, who, default)
         if not group:
             return added, None

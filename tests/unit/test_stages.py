@@ -63,7 +63,6 @@ def test_the_route_is_the_rule_then_what_drift_and_budget_add() -> None:
 
 
 def test_stages_go_in_order_and_each_needs_its_own_people() -> None:
-    assert count(TWO_STAGES) == count(TWO_STAGES)  # a value
     waiting = count(TWO_STAGES)
     assert (waiting.outcome, waiting.stage) == (Outcome.PENDING, 0)
     first = count(TWO_STAGES, decision(10))
