@@ -36,6 +36,21 @@ def job_summary(job: Job) -> dict[str, Any]:
     }
 
 
+async def _name(tx: ShellReadTx, user_id: int) -> str:
+    known = await tx.telegram_user(user_id)
+    return known.first_name if known else f"user {user_id}"
+
+
+_VERB = {"approve": "approved", "reject": "rejected"}
+
+
+def _decided(a: dict[str, Any]) -> str:
+    """ "approved by Bilal (202) for Ali (101)"."""
+    verb = _VERB.get(a["decision"], a["decision"])
+    who = f"{verb} by {flatten(a['reviewer'])} ({a['reviewer_id']})"
+    return who + (f" for {flatten(a['for'])} ({a['for_id']})" if a["for_id"] is not None else "")
+
+
 async def job_detail(tx: ShellReadTx, job: Job, mail_domain: str) -> dict[str, Any]:
     """Everything an admin needs to judge a job: approvals, sends and the audit trail.
 
@@ -54,7 +69,7 @@ async def job_detail(tx: ShellReadTx, job: Job, mail_domain: str) -> dict[str, A
         "retry_count": job.retry_count,
         "decision_deadline": _iso(job.decision_deadline),
         "created_at": _iso(job.created_at),
-        "approvals": [_approval(d) for d in await tx.decisions(job.id)],
+        "approvals": [await _approval(tx, d) for d in await tx.decisions(job.id)],
         "effects": [_send(e, mail_domain) for e in await tx.effects_for(job.id)],
         "audit": [_event(a) for a in trail],
         "purged_at": _iso(purged.at) if purged else None,
@@ -62,9 +77,13 @@ async def job_detail(tx: ShellReadTx, job: Job, mail_domain: str) -> dict[str, A
     }
 
 
-def _approval(d: Decision) -> dict[str, Any]:
+async def _approval(tx: ShellReadTx, d: Decision) -> dict[str, Any]:
+    """A decision as an admin reads it: who, by name, and for whom when a delegate made it."""
     return {
         "reviewer_id": d.reviewer_id,
+        "reviewer": await _name(tx, d.reviewer_id),
+        "for_id": d.on_behalf_of,
+        "for": None if d.on_behalf_of is None else await _name(tx, d.on_behalf_of),
         "role": d.reviewer_role.value,
         "decision": d.verdict.value,
         "draft_version": d.draft_version,
@@ -142,7 +161,7 @@ def text(detail: dict[str, Any], tz: tzinfo) -> str:
         *_purge_line(detail, tz),
         "approvals:",
         *(
-            f"  {_local(a['at'], tz)}  {a['reviewer_id']}  {a['decision']}"
+            f"  {_local(a['at'], tz)}  {_decided(a)}"
             f"  v{a['draft_version']}  stage {a['stage']}  expires {_local(a['expires_at'], tz)}"
             + (f"  reason: {flatten(a['reason'])}" if a["reason"] else "")
             for a in detail["approvals"]

@@ -8,7 +8,7 @@ needs a person is dropped once somebody acted, an edit shows the decisions made 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
@@ -75,7 +75,9 @@ class CardFacts:
     stage: int = 0  # the waiting stage of the route, from 0
     stages: int = 1  # stages on the route
     group: str = ""  # what the policy calls the waiting stage's group
-    may_approve: frozenset[int] = frozenset()  # who may decide it now (Standing.waiting_for)
+    may_approve: frozenset[int] = frozenset()  # who may decide it now (Standing.may_approve)
+    # The delegates who hold it for an approver away, and that approver's name (Standing.cards_to).
+    holding_for: dict[int, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -90,6 +92,7 @@ class CardOutcome:
     mine: tuple[Decision, ...]  # the card holder's decisions on this version
     tally: tuple[int, int]  # approvals so far and needed in the waiting stage, while it waits
     waiting: CardFacts | None = None  # while the draft waits: its stage, for a card of a chain
+    holder: int = 0  # whose card it is
 
 
 @dataclass(frozen=True)
@@ -271,6 +274,11 @@ async def card_facts(
     route, stage = where.route, min(where.tally.stage, len(where.route.stages) - 1)
     named = await tx.policy(route.policy_version) if route.policy_version else default
     group = route.stages[stage].group
+    holding_for = {
+        holder: await _name(tx, delegator)
+        for holder, delegator in where.cards_to.items()
+        if delegator is not None
+    }
     return CardFacts(
         job=job,
         draft=draft,
@@ -282,8 +290,15 @@ async def card_facts(
         stage=stage,
         stages=len(route.stages),
         group=named.title(group) if named else group,
-        may_approve=where.waiting_for,
+        may_approve=where.may_approve,
+        holding_for=holding_for,
     )
+
+
+async def _name(tx: ReadTx, user_id: int) -> str:
+    """Someone's name as Telegram gave it, or their id."""
+    known = await tx.telegram_user(user_id)
+    return known.first_name if known else f"user {user_id}"
 
 
 async def card_edits(
@@ -300,9 +315,8 @@ async def card_edits(
         ]
         decisions = tuple(await tx.decisions(job_id))
         names = {}
-        for reviewer in {d.reviewer_id for d in decisions}:
-            known = await tx.telegram_user(reviewer)
-            names[reviewer] = known.first_name if known else f"user {reviewer}"
+        for reviewer in {d.reviewer_id for d in decisions} | {d.capacity for d in decisions}:
+            names[reviewer] = await _name(tx, reviewer)
         waiting: dict[int, CardFacts | None] = {}
         drafts: dict[int, Draft] = {}
         for version in {card.draft_version for card in cards}:  # a card shows its version's
@@ -311,14 +325,18 @@ async def card_edits(
     edits = []
     for card in cards:
         version, facts = card.draft_version, waiting[card.draft_version]
-        mine = tuple(
-            d for d in decisions if (d.reviewer_id, d.draft_version) == (card.user_id, version)
+        mine = tuple(  # theirs, or their delegate's for them
+            d
+            for d in decisions
+            if d.draft_version == version and card.user_id in (d.reviewer_id, d.on_behalf_of)
         )
         if facts is not None and not mine and card.user_id in facts.may_approve:
             edits.append(CardEdit(card, facts, None))  # they may still tap: keep the buttons
             continue
         # Decided, expired, superseded, or (in a chain) no longer this approver's stage.
         tally = (facts.approvals, facts.required) if facts else (0, 1)
-        outcome = CardOutcome(job, drafts[version], version, decisions, names, mine, tally, facts)
+        outcome = CardOutcome(
+            job, drafts[version], version, decisions, names, mine, tally, facts, card.user_id
+        )
         edits.append(CardEdit(card, None, outcome))
     return edits

@@ -12,6 +12,7 @@ ManzooriError
 │   ├── ReconcileRefused       nothing to reconcile for that job
 │   ├── DraftPurged            the closed PO's draft was removed by the retention purge
 │   ├── GroupRefused           not an approver, or no such group in the policy in force
+│   ├── DelegationRefused      a hand-over to oneself, back, to a non-approver, or already over
 │   └── AlreadyResolved        the PO left the review queue, or moved on, before the choice
 ├── InputError                 what a person or a client sent cannot be used as it is
 │   ├── UnreadableSheet        the file is not a spreadsheet this product reads
@@ -22,6 +23,7 @@ ManzooriError
 │   ├── NotAnApprover          the reviewer lacks the approver role
 │   ├── SelfApproval           the reviewer is the requester
 │   ├── NotYourTurn            the request waits for a stage of a group the reviewer is not in
+│   ├── DelegationEnded        the reviewer held the card for someone whose hand-over ended
 │   ├── DraftChanged           the decision names an older draft version or hash
 │   ├── AlreadyDecided         this reviewer already decided this draft, or the job is decided
 │   └── ApprovalExpired        the approval's time is up
@@ -95,6 +97,11 @@ class GroupRefused(WorkflowError):
     """A user cannot be put in those approver groups: not an approver, or no such group."""
 
 
+class DelegationRefused(WorkflowError):
+    """A delegation that cannot be: to oneself, back to one's own delegator, to or from
+    someone who is not an approver, ending in the past, or none to end."""
+
+
 class AlreadyResolved(WorkflowError):
     """The PO is no longer in the review queue at the draft version the choice named."""
 
@@ -139,6 +146,10 @@ class SelfApproval(ApprovalError):
 
 class NotYourTurn(ApprovalError):
     """The request waits for a stage whose group the reviewer is not in."""
+
+
+class DelegationEnded(ApprovalError):
+    """The reviewer held the card for an approver who was away, and that delegation is over."""
 
 
 class DraftChanged(ApprovalError):

@@ -147,17 +147,21 @@ def owed(
     )
 
 
-def card_for(job: Job, approver: int, now: datetime) -> Notice:
-    """One card per approver per draft version: the key makes a second one impossible."""
-    key = f"card:{job.po_number}:v{job.draft_version}:{approver}"
+def card_for(job: Job, approver: int, now: datetime, again: str = "") -> Notice:
+    """One card per approver per draft version: the key makes a second one impossible, but
+    for a card sent `again` on purpose (an approver back from leave: `again` names why)."""
+    key = f"card:{job.po_number}:v{job.draft_version}:{approver}" + (again and f":{again}")
     return owed(NoticeKind.CARD, key=key, user_id=approver, job=job, now=now, event="")
 
 
-def card_edits_for(job: Job, now: datetime, late_card: int | None = None) -> Notice:
+def card_edits_for(
+    job: Job, now: datetime, late_card: int | None = None, because: str = ""
+) -> Notice:
     """An edit of the job's delivered cards to what is true at `job.version`; `late_card`: the
-    approver whose card was delivered after that version's edit had already run."""
+    approver whose card was delivered after that version's edit had already run; `because`:
+    what else changed what the cards should say (a delegation's end, say)."""
     late = "" if late_card is None else f":late{late_card}"
-    key = f"cards:{job.po_number}:j{job.version}{late}"
+    key = f"cards:{job.po_number}:j{job.version}{late}" + (because and f":{because}")
     kind = NoticeKind.CARD_EDITS
     return owed(kind, key=key, user_id=EVERYONE, job=job, now=now, event=job.state.value)
 

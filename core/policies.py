@@ -10,6 +10,7 @@ imported, the policy is the one the configuration implies (Policy.default): one 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
@@ -69,6 +70,14 @@ class Decision:
     stage: int = 0
     policy_version: str = ""
     rule: str = ""
+    # The approver away (core.delegations) this reviewer decided for, as their delegate: the
+    # decision counts as theirs, in their groups. None: the reviewer decided as themselves.
+    on_behalf_of: int | None = None
+
+    @property
+    def capacity(self) -> int:
+        """Whose approval this is: the delegator's, when a delegate made it."""
+        return self.reviewer_id if self.on_behalf_of is None else self.on_behalf_of
 
 
 @dataclass(frozen=True)
@@ -394,17 +403,53 @@ def route_for(
 
 
 @dataclass(frozen=True)
+class People:
+    """Who is one person within a request: a delegator and their delegate (core.delegations),
+    linked by a delegation active while the request waited or by a decision one made for the
+    other, as themselves or for each other. `links` are such pairs; a chain of them is one
+    person too."""
+
+    links: frozenset[tuple[int, int]] = frozenset()
+
+    def linked(self, pairs: Iterable[tuple[int, int]]) -> People:
+        """These people, with more pairs linked."""
+        more = frozenset(pairs) - self.links
+        return self if not more else People(self.links | more)
+
+    @functools.cached_property
+    def _root(self) -> dict[int, int]:
+        parent: dict[int, int] = {}
+
+        def find(user: int) -> int:
+            while parent.setdefault(user, user) != user:
+                user = parent[user]
+            return user
+
+        for a, b in sorted(self.links):
+            first, second = sorted((find(a), find(b)))
+            parent[second] = first
+        return {user: find(user) for user in parent}
+
+    def of(self, user: int) -> int:
+        """The one id that stands for this user and everyone linked to them."""
+        return self._root.get(user, user)
+
+
+@dataclass(frozen=True)
 class Tally:
     """Where a draft's decisions leave its route: the outcome, the stage waiting for approvals
-    (len(route.stages) once approved), and whom each stage reached counted."""
+    (len(route.stages) once approved), and whom each stage reached counted (as People.of)."""
 
     outcome: Outcome
     stage: int
     counted: tuple[frozenset[int], ...]
+    people: People = field(default_factory=People)
 
     def has_counted(self, reviewer_id: int) -> bool:
-        """Whether this person's approval already counts in some stage: they count once."""
-        return any(reviewer_id in people for people in self.counted)
+        """Whether this person's approval already counts in some stage: they count once, with
+        whoever is one person with them."""
+        me = self.people.of(reviewer_id)
+        return any(me in people for people in self.counted)
 
 
 def tally(
@@ -415,49 +460,65 @@ def tally(
     now: datetime,
     requester_id: int,
     members: Mapping[str, frozenset[int]],
+    people: People | None = None,
 ) -> Tally:
     """Count a draft's live decisions stage by stage: one rejection ends it; a stage is
-    complete when `approvals` different members of its group approved in it; a person counts
-    once per request whatever groups they are in, and the requester never. `members` is each
-    group's membership now: an approval by someone who has left the group counts no more."""
+    complete when `approvals` different people approved in it, each in the capacity of a
+    member of its group (their own, or the delegator's they decided for); one person counts
+    once per request whatever groups they are in, with whoever is one person with them
+    (`people`), and the requester's person never. `members` is each group's membership now:
+    an approval for someone who has left the group counts no more."""
     live = counting(decisions, draft_version, draft_hash, now)
+    links = ((d.reviewer_id, d.on_behalf_of) for d in live if d.on_behalf_of is not None)
+    people = (people or People()).linked(links)
     rejections = [d.stage for d in live if d.verdict is Verdict.REJECT]
     if rejections:
-        return Tally(Outcome.REJECTED, min(rejections), ())
+        return Tally(Outcome.REJECTED, min(rejections), (), people)
+    requester = people.of(requester_id)
     used: set[int] = set()
     counted: list[frozenset[int]] = []
     for index, stage in enumerate(route.stages):
         group = members.get(stage.group, frozenset())
-        people = {
-            d.reviewer_id
-            for d in sorted(live, key=lambda d: d.at)
-            if d.stage == index
-            and d.verdict is Verdict.APPROVE
-            and d.reviewer_id != requester_id
-            and d.reviewer_id in group
-            and d.reviewer_id not in used
-        }
-        used |= people
-        counted.append(frozenset(people))
-        if len(people) < stage.approvals:
-            return Tally(Outcome.PENDING, index, tuple(counted))
-    return Tally(Outcome.APPROVED, len(route.stages), tuple(counted))
+        found: set[int] = set()
+        for d in sorted(live, key=lambda d: d.at):
+            person = people.of(d.reviewer_id)
+            if (
+                d.stage == index
+                and d.verdict is Verdict.APPROVE
+                and d.capacity in group
+                and person != requester
+                and person not in used
+            ):
+                found.add(person)
+        used |= found
+        counted.append(frozenset(found))
+        if len(found) < stage.approvals:
+            return Tally(Outcome.PENDING, index, tuple(counted), people)
+    return Tally(Outcome.APPROVED, len(route.stages), tuple(counted), people)
 
 
 def stage_for(
     route: Route, counted: Tally, reviewer_id: int, requester_id: int,
-    members: Mapping[str, frozenset[int]],
-) -> int:  # fmt: skip
-    """The stage a decision by this reviewer is made in, the one waiting now; raise
-    SelfApproval for the requester, AlreadyDecided if their approval counts already in an
-    earlier stage, NotYourTurn if they are not in the waiting stage's group."""
-    if reviewer_id == requester_id:
-        raise SelfApproval("nobody approves their own request")
+    members: Mapping[str, frozenset[int]], acting: Mapping[int, int],
+) -> tuple[int, int | None]:  # fmt: skip
+    """The stage a decision by this reviewer is made in, the one waiting now, and whom they
+    decide for: None as themselves (a member of its group), else the approver away whose
+    delegate they are (`acting`: delegator -> delegate now) and who is a member. Raise
+    SelfApproval for the requester or someone one person with them, AlreadyDecided if their
+    person counts already, NotYourTurn if neither they nor one they act for is in the
+    waiting stage's group."""
+    people = counted.people
+    if people.of(reviewer_id) == people.of(requester_id):
+        raise SelfApproval("nobody approves their own request, alone or through a delegate")
     if counted.outcome is not Outcome.PENDING:
         raise AlreadyDecided(f"the request is {counted.outcome.value}")
     if counted.has_counted(reviewer_id):
         raise AlreadyDecided("your approval already counts for this request")
     group = route.stages[counted.stage].group
-    if reviewer_id not in members.get(group, frozenset()):
-        raise NotYourTurn(f"stage {counted.stage + 1} waits for {group}")
-    return counted.stage
+    in_group = members.get(group, frozenset())
+    if reviewer_id in in_group:
+        return counted.stage, None
+    for delegator in sorted(d for d, delegate in acting.items() if delegate == reviewer_id):
+        if delegator in in_group:
+            return counted.stage, delegator
+    raise NotYourTurn(f"stage {counted.stage + 1} waits for {group}")

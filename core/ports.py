@@ -9,6 +9,7 @@ from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
+from core.delegations import Delegation
 from core.drafts import Draft
 from core.intake import History
 from core.jobs import AuditEvent, Effect, Job, SendOrder
@@ -100,6 +101,12 @@ class ReadTx(Protocol):
 
     async def memberships(self) -> list[tuple[int, str]]:
         """Every (user id, group) pair, by user and group."""
+
+    async def delegations_since(self, since: datetime) -> list[Delegation]:
+        """Every delegation that did not end before `since`, oldest first."""
+
+    async def delegations_due(self, now: datetime, limit: int) -> list[Delegation]:
+        """Delegations whose `until` has come and that nobody has ended yet, oldest first."""
 
     async def policy_version(self, *, for_update: bool = False) -> str | None:
         """The approval policy version in force, or None before any import."""
@@ -213,6 +220,14 @@ class Tx(ReadTx, Protocol):
         self, user_id: int, groups: Collection[str], by: str, at: datetime
     ) -> tuple[frozenset[str], frozenset[str]]:
         """Make `groups` exactly the user's approver groups; the groups (joined, left)."""
+
+    async def insert_delegation(
+        self, delegator: int, delegate: int, starts_at: datetime, until: datetime, by: str
+    ) -> Delegation:
+        """Record a delegation; the caller ends the delegator's earlier one and audits."""
+
+    async def end_delegation(self, delegation_id: int, at: datetime) -> Delegation | None:
+        """End a delegation not yet ended (compare-and-set on ended_at); None if it was."""
 
     async def insert_policy(
         self, version: str, sha256: str, source: str, at: datetime, by: str

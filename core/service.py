@@ -11,9 +11,11 @@ from core.drafts import Draft, draft_hash
 from core.errors import (
     AlreadyDecided,
     ApprovalExpired,
+    DelegationEnded,
     DraftChanged,
     DuplicatePurchaseOrder,
     IllegalTransition,
+    NotYourTurn,
     ReconcileRefused,
 )
 from core.jobs import AuditEvent, Effect, Job, NewJob, Stamp
@@ -215,11 +217,19 @@ class DecisionResult:
     tally: Tally
 
 
-async def _refuse(
-    tx: ReadTx, job: Job, review: Review, now: datetime, default: Policy
-) -> tuple[Standing, int]:
+@dataclass(frozen=True)
+class _Allowed:
+    """A decision _refuse lets through: where the job stands, the stage of its route the
+    decision is made in, and the approver away it is made for (None: the reviewer's own)."""
+
+    where: Standing
+    stage: int
+    on_behalf_of: int | None
+
+
+async def _refuse(tx: ReadTx, job: Job, review: Review, now: datetime, default: Policy) -> _Allowed:
     """Raise the ApprovalError that refuses `review` now (IllegalTransition for a job not yet
-    drafted); else where the job stands, and the stage of its route the decision is made in."""
+    drafted); else what the decision may be."""
     check_reviewer(await tx.roles(review.reviewer_id), review.reviewer_id, job.requester_id)
     if job.state in _DECIDED:
         raise AlreadyDecided(f"{job.po_number} is already {job.state.value}")
@@ -236,8 +246,23 @@ async def _refuse(
         raise AlreadyDecided("you already decided this draft")
     if job.decision_deadline is not None and now >= job.decision_deadline:
         raise ApprovalExpired(f"{job.po_number} expired before this decision")
-    stage = stage_for(where.route, where.tally, review.reviewer_id, job.requester_id, where.members)
-    return where, stage
+    try:
+        stage, on_behalf_of = stage_for(
+            where.route, where.tally, review.reviewer_id, job.requester_id, where.members,
+            where.acting,
+        )  # fmt: skip
+    except NotYourTurn:
+        group = where.members.get(where.waiting_group or "", frozenset())
+        ended = [
+            d.delegator for d in where.delegations
+            if d.delegate == review.reviewer_id and d.delegator in group
+        ]  # fmt: skip
+        if ended:  # they held the card for someone back now
+            raise DelegationEnded(
+                f"you no longer act for user {ended[0]}: their delegation has ended"
+            ) from None
+        raise
+    return _Allowed(where, stage, on_behalf_of)
 
 
 async def may_decide(
@@ -262,23 +287,24 @@ async def decide(store: Store, review: Review, now: datetime, rules: Rules) -> D
     async with store.begin() as tx:
         job = await load(tx, review.po_number)
         try:
-            where, stage = await _refuse(tx, job, review, now, rules.approval.default_policy)
+            allowed = await _refuse(tx, job, review, now, rules.approval.default_policy)
         except ApprovalExpired:
             if job.state is not State.AWAITING_APPROVAL:
                 raise
             # Too late: the expiry is committed with this transaction, then the reviewer is told.
             await expire_job(tx, job, Stamp("runner", now), "approval window closed")
         else:
-            return await _record(tx, job, where, stage, review, now, rules)
+            return await _record(tx, job, allowed, review, now, rules)
     raise ApprovalExpired(f"{review.po_number} expired before this decision")
 
 
 async def _record(
-    tx: Tx, job: Job, where: Standing, stage: int, review: Review, now: datetime, rules: Rules
+    tx: Tx, job: Job, allowed: _Allowed, review: Review, now: datetime, rules: Rules
 ) -> DecisionResult:
     """Insert the decision and move the job as its route now says: approved once its last
     stage is complete, on to the next stage's group when this one is, rejected on a "no"."""
     assert job.draft_version is not None and job.draft_hash is not None
+    where, stage = allowed.where, allowed.stage
     route = where.route
     decision = Decision(
         job_id=job.id,
@@ -294,6 +320,7 @@ async def _record(
         stage=stage,
         policy_version=route.policy_version,
         rule=route.rule,
+        on_behalf_of=allowed.on_behalf_of,
     )
     await tx.insert_decision(decision)
     after = tally(
@@ -304,6 +331,7 @@ async def _record(
         now,
         job.requester_id,
         where.members,
+        where.tally.people,
     )
     stamp = Stamp(f"user:{review.reviewer_id}", now)
     detail = {
@@ -315,6 +343,8 @@ async def _record(
         "rule": route.rule,
         "stage": stage + 1,
     }
+    if allowed.on_behalf_of is not None:
+        detail["for"] = allowed.on_behalf_of
     if after.outcome is Outcome.APPROVED:
         job = await move(tx, job, Action.APPROVE, stamp, detail)
         await tx.insert_effect(Effect.send_po(job, now))

@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any, ParamSpec, TypeVar
 
 from core import notices
+from core.delegations import Delegation, acting_for
 from core.errors import InsertConflict, StaleJob, StoreBusy, UnknownJob
 from core.jobs import AuditEvent, Job, Stamp
 from core.notices import Notice
@@ -17,6 +18,7 @@ from core.policies import (
     DEFAULT_GROUP,
     Decision,
     Outcome,
+    People,
     Policy,
     Role,
     Route,
@@ -130,13 +132,17 @@ def route_of(job: Job, default: Policy) -> Route:
 
 @dataclass(frozen=True)
 class Standing:
-    """Where the current draft of a job stands on its route: who counted in which stage, and
-    the members of every group the route names."""
+    """Where the current draft of a job stands on its route: who counted in which stage, the
+    members of every group the route names, and who acts for whom now (delegator ->
+    delegate, core.delegations) and the delegations the request has seen."""
 
     route: Route
     tally: Tally
     decisions: list[Decision]  # standing decisions on the job, every version
     members: dict[str, frozenset[int]]
+    requester_id: int
+    acting: dict[int, int]
+    delegations: list[Delegation]  # those active at some time while the request waited
 
     @property
     def waiting_group(self) -> str | None:
@@ -147,34 +153,63 @@ class Standing:
 
     @property
     def waiting_for(self) -> frozenset[int]:
-        """Who may approve now: the waiting stage's group, less those who counted already."""
+        """Whose approval the request waits for now: the waiting stage's group, less those
+        (one person with someone who) counted already or requested it."""
         if self.waiting_group is None:
             return frozenset()
         group = self.members.get(self.waiting_group, frozenset())
-        return frozenset(p for p in group if not self.tally.has_counted(p))
+        requester = self.tally.people.of(self.requester_id)
+        return frozenset(
+            p
+            for p in group
+            if not self.tally.has_counted(p) and self.tally.people.of(p) != requester
+        )
+
+    @property
+    def cards_to(self) -> dict[int, int | None]:
+        """Who holds a card now, and for whom: each person waited for (None: for themselves),
+        or, while they are away, their delegate (for them)."""
+        held: dict[int, int | None] = {}
+        for person in sorted(self.waiting_for):
+            delegate = self.acting.get(person)
+            if delegate is None:
+                held[person] = None
+            elif delegate not in held:
+                held[delegate] = person
+        return held
+
+    @property
+    def may_approve(self) -> frozenset[int]:
+        """Whose tap would count now: those waited for, away or not, and their delegates."""
+        waiting = self.waiting_for
+        return waiting | {self.acting[p] for p in waiting if p in self.acting}
 
 
 async def standing(tx: ReadTx, job: Job, now: datetime, default: Policy) -> Standing:
-    """Tally the job's current draft on its route, with standing decisions and members now."""
+    """Tally the job's current draft on its route, with standing decisions, members and
+    delegations now."""
     assert job.draft_version is not None and job.draft_hash is not None
     route = route_of(job, default)
     decisions = await standing_decisions(tx, job.id)
     members = await tx.group_members({s.group for s in route.stages})
+    seen = [
+        d for d in await tx.delegations_since(job.created_at) if d.overlaps(job.created_at, now)
+    ]
+    people = People(frozenset((d.delegator, d.delegate) for d in seen))
     counted = tally(
-        route, decisions, job.draft_version, job.draft_hash, now, job.requester_id, members
+        route, decisions, job.draft_version, job.draft_hash, now, job.requester_id, members, people
     )
-    return Standing(route, counted, decisions, members)
+    return Standing(
+        route, counted, decisions, members, job.requester_id, acting_for(seen, now), seen
+    )
 
 
 async def ask_approvers(tx: Tx, job: Job, now: datetime, default: Policy) -> list[Notice]:
     """Owe an approval card for the job's current draft to everyone the waiting stage asks for
-    (its group; nobody approves their own request, so the requester is never asked)."""
+    (its group, or the delegate of a member away; nobody approves their own request, so the
+    requester is never asked)."""
     where = await standing(tx, job, now, default)
-    owed = [
-        notices.card_for(job, approver, now)
-        for approver in sorted(where.waiting_for)
-        if approver != job.requester_id
-    ]
+    owed = [held_card(job, holder, whom, now) for holder, whom in where.cards_to.items()]
     await tx.insert_notices(owed)
     group = where.waiting_group
     if not owed and group is not None:
@@ -185,11 +220,17 @@ async def ask_approvers(tx: Tx, job: Job, now: datetime, default: Policy) -> lis
     return owed
 
 
+def held_card(job: Job, holder: int, whom: int | None, now: datetime) -> Notice:
+    """The card `holder` is owed: their own, or one they hold for `whom`, who is away (a card
+    of its own, so that it reaches them even when they hold one of the same draft already)."""
+    return notices.card_for(job, holder, now, "" if whom is None else f"for{whom}")
+
+
 async def nobody_to_ask(tx: ReadTx, job: Job, now: datetime, default: Policy) -> str | None:
     """The group of the job's waiting stage if nobody in it (but the requester) can approve
     it: ask_approvers alerted the admins, and the requester is told whom it waits for."""
     where = await standing(tx, job, now, default)
-    return None if where.waiting_for - {job.requester_id} else where.waiting_group
+    return None if where.cards_to else where.waiting_group
 
 
 async def ask_new_approver(tx: Tx, approver: int, now: datetime, default: Policy) -> list[Notice]:
@@ -203,7 +244,7 @@ async def ask_new_approver(tx: Tx, approver: int, now: datetime, default: Policy
         decided = {(d.reviewer_id, d.draft_version) for d in await tx.decisions(job.id)}
         if (approver, job.draft_version) in decided:
             continue  # a returning approver's earlier decision on this version stands
-        if approver not in (await standing(tx, job, now, default)).waiting_for:
+        if approver not in (await standing(tx, job, now, default)).cards_to:
             continue
         card = notices.card_for(job, approver, now)
         await tx.insert_notice(card)

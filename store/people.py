@@ -6,9 +6,10 @@ from collections.abc import Collection
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, bindparam, delete, insert, select, update
+from sqlalchemy import and_, bindparam, delete, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from core.delegations import Delegation
 from core.policies import DEFAULT_GROUP, Role
 from core.users import TelegramUser
 from store import schema
@@ -30,6 +31,19 @@ _MET = upsert(schema.telegram_users, "user_id", ("first_name", "updated_at"))
 _MET_STARTED = upsert(  # /start: the bot may write to them again, even after a block
     schema.telegram_users, "user_id", ("first_name", "updated_at", "started_at", "blocked_at")
 )
+
+
+def _delegation(row: Any) -> Delegation:
+    """A delegations row as a Delegation."""
+    return Delegation(
+        id=int(row.id),
+        delegator=int(row.delegator),
+        delegate=int(row.delegate),
+        starts_at=row.starts_at,
+        until=row.until,
+        set_by=str(row.set_by),
+        ended_at=row.ended_at,
+    )
 
 
 def _user(row: Any) -> TelegramUser:
@@ -199,3 +213,48 @@ class PeopleQueries:
                 ],
             )
         return joined, left
+
+    async def delegations_since(self, since: datetime) -> list[Delegation]:
+        """Every delegation that did not end before `since`, oldest first."""
+        t = schema.delegations
+        ends = func.coalesce(t.c.ended_at, t.c.until)
+        rows = await self.conn.execute(select(t).where(ends > since).order_by(t.c.id))
+        return [_delegation(row) for row in rows]
+
+    async def insert_delegation(
+        self, delegator: int, delegate: int, starts_at: datetime, until: datetime, by: str
+    ) -> Delegation:
+        """Record a delegation; the caller ends the delegator's earlier one and audits."""
+        t = schema.delegations
+        values = {
+            "delegator": delegator,
+            "delegate": delegate,
+            "starts_at": starts_at,
+            "until": until,
+            "set_by": by,
+        }
+        row = (await self.conn.execute(insert(t).values(**values).returning(t))).one()
+        return _delegation(row)
+
+    async def end_delegation(self, delegation_id: int, at: datetime) -> Delegation | None:
+        """End a delegation not yet ended (compare-and-set on ended_at); None if it was."""
+        t = schema.delegations
+        query = (
+            update(t)
+            .where(t.c.id == delegation_id, t.c.ended_at.is_(None))
+            .values(ended_at=at)
+            .returning(t)
+        )
+        row = (await self.conn.execute(query)).first()
+        return None if row is None else _delegation(row)
+
+    async def delegations_due(self, now: datetime, limit: int) -> list[Delegation]:
+        """Delegations whose `until` has come and that nobody has ended yet, oldest first."""
+        t = schema.delegations
+        query = (
+            select(t)
+            .where(t.c.ended_at.is_(None), t.c.until <= now)
+            .order_by(t.c.until, t.c.id)
+            .limit(limit)
+        )
+        return [_delegation(row) for row in await self.conn.execute(query)]

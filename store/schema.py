@@ -119,6 +119,8 @@ decisions = Table(
     Column("stage", Integer, nullable=False, server_default="0"),
     Column("policy_version", String(40), nullable=False, server_default=""),
     Column("rule", String(64), nullable=False, server_default=""),
+    # The approver away whose delegate made it, for them (core.delegations); NULL: their own.
+    Column("on_behalf_of", BigInteger),
     UniqueConstraint("job_id", "draft_version", "reviewer_id"),
 )
 
@@ -180,6 +182,22 @@ user_groups = Table(
     Column("group_name", String(32), primary_key=True),
     Column("granted_by", String(100), nullable=False),
     Column("granted_at", UtcDateTime, nullable=False),
+)
+
+# Who acts for whom while an approver is away (core.delegations). Kept once ended, so that a
+# request remembers who were one person while it waited; `ended_at` is set by /back, or at
+# `until` by the runner's sweep (the delegator's cards are then theirs again).
+delegations = Table(
+    "delegations",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("delegator", BigInteger, nullable=False),
+    Column("delegate", BigInteger, nullable=False),
+    Column("starts_at", UtcDateTime, nullable=False),
+    Column("until", UtcDateTime, nullable=False),
+    Column("set_by", String(100), nullable=False),
+    Column("ended_at", UtcDateTime),
+    Index(None, "until"),
 )
 
 # Supplier terms, version by version. A version is never changed once imported: drafts cite it.

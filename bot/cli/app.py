@@ -256,7 +256,11 @@ def users_revoke(user_id: TelegramId) -> None:
 
     held = with_store(
         lambda settings, store: people.revoke_roles(
-            store, user_id, stamp(), settings.manzoori_admin_ids
+            store,
+            user_id,
+            stamp(),
+            settings.manzoori_admin_ids,
+            settings.rules().approval.default_policy,
         )
     )
     if not held:

@@ -12,7 +12,7 @@ from enum import StrEnum
 from typing import Any
 
 from bot.clock import Runtime
-from core import dispatch, purchasing, service
+from core import dispatch, people, purchasing, service
 from core.dispatch import Attempted
 from core.errors import AmbiguousSendError, LeaseLost, SendError
 from core.jobs import Effect, SendOrder
@@ -85,9 +85,11 @@ class OutboxRunner:
             os.kill(os.getpid(), signal.SIGKILL)
 
     async def run_once(self) -> int:
-        """One pass: expire, re-draft on new terms, recover lost attempts, claim and send."""
+        """One pass: expire, end delegations whose time is up, re-draft on new terms, recover
+        lost attempts, claim and send."""
         now = self.runtime.now()
         await service.expire_due(self.store, now)
+        await people.end_due_delegations(self.store, now, self.rules.approval.default_policy)
         for item in await purchasing.apply_terms(self.store, now, self.rules):
             log.info("%s re-drafted on new terms: now %s", item.po_number, item.job.state.value)
         await dispatch.recover_stalled(self.store, now, self.sender.provider_idempotent)

@@ -52,6 +52,8 @@ from bot.telegram.decisions import (
 from bot.telegram.fairness import FairProcessor
 from bot.telegram.orders import history, sheet, status
 from bot.telegram.people import (
+    away,
+    back,
     group,
     groups,
     help_command,
@@ -214,6 +216,8 @@ def build_application(settings: Settings, store: ShellStore) -> Application:  # 
         ("revoke", revoke),
         ("groups", groups),
         ("group", group),
+        ("away", away),
+        ("back", back),
         ("status", status),
         ("history", history),
         ("queue", queue_command),

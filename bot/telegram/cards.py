@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Mapping
 from datetime import tzinfo
 
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
@@ -19,7 +20,7 @@ from core.drafts import Draft, mask_email, short_hash
 from core.flags import describe
 from core.jobs import Job
 from core.money import format_pkr
-from core.policies import Verdict
+from core.policies import Decision, Verdict
 from core.signing import Button, ButtonAction, sign_button
 from core.states import State
 from core.texts import flatten
@@ -46,10 +47,11 @@ def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def card_html(facts: CardFacts, tz: tzinfo) -> str:
-    """The full card for a waiting PO: as many of its lines and flags as fit one message."""
+def card_html(facts: CardFacts, tz: tzinfo, holder: int | None = None) -> str:
+    """The full card for a waiting PO, as its `holder` sees it: as many of its lines and flags
+    as fit one message."""
     for lines, flags in _SHOWN:
-        text = _card(facts, tz, lines, flags)
+        text = _card(facts, tz, lines, flags, holder)
         if visible_length(text) < MESSAGE_LIMIT:
             return text
     raise AssertionError("a card with no lines and no flags always fits")  # pragma: no cover
@@ -65,10 +67,12 @@ def visible_length(text_html: str) -> int:
     return len(html.unescape(_TAG.sub("", text_html)))
 
 
-def _card(facts: CardFacts, tz: tzinfo, lines: int, flags: int) -> str:
+def _card(facts: CardFacts, tz: tzinfo, lines: int, flags: int, holder: int | None) -> str:
     job, draft = facts.job, facts.draft
+    away = facts.holding_for.get(holder) if holder is not None else None
     parts = [
-        f"🧾 <b>{escaped(job.po_number)}</b> — approval needed",
+        f"🧾 <b>{escaped(job.po_number)}</b> — approval needed"
+        + (f" <b>for {escaped(away)}</b>" if away else ""),
         f"<b>{escaped(draft.supplier_name)}</b> ({escaped(mask_email(draft.recipient_email))})",
         "",
         *_lines(draft, lines),
@@ -80,6 +84,8 @@ def _card(facts: CardFacts, tz: tzinfo, lines: int, flags: int) -> str:
         hidden = len(draft.flags) - len(shown)
         parts += ["", *shown, *([f"… and {hidden} more flags (see Details)"] if hidden else [])]
     parts += ["", *_evidence(facts, tz)]
+    if away:  # a delegate's card: whose approval a tap gives
+        parts.append(f"🤝 {escaped(away)} is away: your decision counts as theirs")
     if facts.stages > 1:  # a chain: whose turn it is
         parts.append(f"🪜 {_stage_of(facts)}")
     if facts.required > 1:
@@ -147,7 +153,7 @@ def headline_html(outcome: CardOutcome, tz: tzinfo) -> str:
     approvals = [d for d in on_this if d.verdict is Verdict.APPROVE]
     rejections = [d for d in on_this if d.verdict is Verdict.REJECT]
     if job.state is State.REJECTED and rejections:
-        who = escaped(names.get(rejections[-1].reviewer_id, "someone"))
+        who = decided_by(rejections[-1], names)
         return f"❌ <b>Rejected</b> by {who} at {escaped(local_time(rejections[-1].at, tz))}"
     if job.state is State.EXPIRED:
         deadline = job.decision_deadline
@@ -158,6 +164,8 @@ def headline_html(outcome: CardOutcome, tz: tzinfo) -> str:
     chain = outcome.waiting if outcome.waiting and outcome.waiting.stages > 1 else None
     if job.state is State.AWAITING_APPROVAL and outcome.mine:
         when = escaped(local_time(outcome.mine[-1].at, tz))
+        if outcome.mine[-1].on_behalf_of == outcome.holder:  # their delegate's, for them
+            return f"🕓 {decided_by(outcome.mine[-1], names)} approved at {when}"
         if chain is not None:
             return f"🕓 You approved at {when}: 🪜 {_stage_of(chain)}"
         so_far, needed = outcome.tally
@@ -168,9 +176,17 @@ def headline_html(outcome: CardOutcome, tz: tzinfo) -> str:
     if job.state is State.AWAITING_APPROVAL and chain is not None:  # not this stage's group
         return f"🪜 {_stage_of(chain)}: not your group's turn"
     if approvals and job.state is not State.AWAITING_APPROVAL:
-        by = ", ".join(escaped(names.get(d.reviewer_id, "someone")) for d in approvals[-2:])
+        by = ", ".join(decided_by(d, names) for d in approvals[-2:])
         return f"✅ <b>Approved</b> by {by} at {escaped(local_time(approvals[-1].at, tz))}"
     return f"ℹ️ <b>{escaped(job.state.value.replace('_', ' ').capitalize())}</b>"
+
+
+def decided_by(decision: Decision, names: Mapping[int, str]) -> str:
+    """ "Bilal", or "Bilal for Ali" when Bilal decided as Ali's delegate, escaped."""
+    who = escaped(names.get(decision.reviewer_id, "someone"))
+    if decision.on_behalf_of is None:
+        return who
+    return f"{who} for {escaped(names.get(decision.on_behalf_of, 'someone'))}"
 
 
 def signed_markup(

@@ -27,6 +27,7 @@ from core.drafts import draft_hash
 from core.errors import (
     ApprovalError,
     ApprovalExpired,
+    DelegationEnded,
     DraftChanged,
     IllegalTransition,
     InvalidToken,
@@ -40,6 +41,7 @@ from core.policies import Outcome, Verdict
 from core.ports import ShellReadTx, ShellStore, ShellTx, Store
 from core.service import Review
 from core.signing import Button, ButtonAction, verify_button
+from core.states import State
 from core.texts import flatten
 from store.group_commit import urgent as urgent_writes
 
@@ -264,9 +266,13 @@ async def _refused(deps: Deps, job: Job, review: Review, refused: Exception) -> 
     match refused:
         case NotAnApprover():
             return "You are not an approver."
+        case SelfApproval() if review.reviewer_id != job.requester_id:
+            return "You cannot decide this request: you and its requester act for each other."
         case SelfApproval():
             own = "approve" if review.verdict is Verdict.APPROVE else "decide"
             return f"You cannot {own} your own request."
+        case DelegationEnded():
+            return f"Not counted: {refused}."
         case DraftChanged():
             return f"This card was superseded by v{job.draft_version}."
         case NotYourTurn():
@@ -284,11 +290,21 @@ async def _already(deps: Deps, user_id: int, po: str, version: int) -> str:
         mine = [
             d
             for d in await tx.decisions(job.id)
-            if d.reviewer_id == user_id and d.draft_version == version
+            if user_id in (d.reviewer_id, d.on_behalf_of) and d.draft_version == version
         ]
+        by = None if not mine else await tx.telegram_user(mine[-1].reviewer_id)
     if mine:
         done = "approved" if mine[-1].verdict is Verdict.APPROVE else "rejected"
-        return f"Already {done} by you at {local_time(mine[-1].at, deps.settings.tz, TIME_OF_DAY)}."
+        when = local_time(mine[-1].at, deps.settings.tz, TIME_OF_DAY)
+        if mine[-1].reviewer_id != user_id:  # their delegate's, for them
+            name = flatten(by.first_name) if by else f"user {mine[-1].reviewer_id}"
+            return f"Already {done} for you by {name} at {when}."
+        return f"Already {done} by you at {when}."
+    if job.state is State.AWAITING_APPROVAL:  # one person with someone who counted
+        return (
+            "Already counted: you and the approver you act with while one is away count as one "
+            "person on this request."
+        )
     return f"Already decided: {job.po_number} is {job.state.value.lower().replace('_', ' ')}."
 
 

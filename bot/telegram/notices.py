@@ -94,7 +94,7 @@ class NoticeRunner:
         try:
             sent = await self.bot.send_message(
                 notice.user_id,
-                card_html(facts, self.settings.tz),
+                card_html(facts, self.settings.tz, notice.user_id),
                 parse_mode=ParseMode.HTML,
                 reply_markup=card_markup(self.settings.secret, facts.job),
             )
@@ -120,7 +120,7 @@ class NoticeRunner:
         for edit in edits:
             card, tz = edit.card, self.settings.tz
             if edit.waiting is not None:  # its approver may still tap: the card, its buttons
-                text = card_html(edit.waiting, tz)
+                text = card_html(edit.waiting, tz, card.user_id)
                 markup = card_markup(self.settings.secret, edit.waiting.job)
             else:
                 assert edit.outcome is not None

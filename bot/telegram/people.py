@@ -1,6 +1,6 @@
-"""People and roles in Telegram: /start with an invitation, /help, and the admins' /invite,
-/users, /promote and /revoke. Each command calls one use case of core.people, which checks the
-admin inside the transaction that writes."""
+"""People and roles in Telegram: /start with an invitation, /help, an approver's /away and
+/back, and the admins' /invite, /users, /promote, /revoke, /groups and /group. Each command
+calls one use case of core.people, which checks the admin inside the transaction that writes."""
 
 from __future__ import annotations
 
@@ -14,9 +14,11 @@ from telegram.ext import ContextTypes
 
 from bot.clock import utcnow
 from bot.telegram import texts
-from bot.telegram.context import deps_of, holding, reply, roles_of
+from bot.telegram.context import Deps, deps_of, holding, reply, roles_of
+from bot.texts import local_time
 from core import people
-from core.errors import GroupRefused, InviteRefused, NotAnAdmin
+from core.delegations import parse_until
+from core.errors import DelegationRefused, GroupRefused, InviteRefused, NotAnAdmin
 from core.jobs import Stamp
 from core.policies import Role
 from core.workflow import policy_now
@@ -157,7 +159,8 @@ async def revoke(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         return
     admins = deps.settings.manzoori_admin_ids
     try:
-        held = await people.revoke(deps.store, user.id, target, utcnow(), admins)
+        default = deps.settings.rules().approval.default_policy
+        held = await people.revoke(deps.store, user.id, target, utcnow(), admins, default)
     except NotAnAdmin:
         await reply(update, "Only admins can revoke roles.")
         return
@@ -214,3 +217,90 @@ async def group(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         await reply(update, f"Not changed: {refused}.")
         return
     await reply(update, texts.group_change(target, change))
+
+
+AWAY_USAGE = (
+    "Usage: /away UNTIL DELEGATE_ID, UNTIL a date (2026-12-24: to the end of that day) or a "
+    "duration (3d, 12h); an admin: /away ID UNTIL DELEGATE_ID. /back ends it."
+)
+
+
+async def away(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+    """/away UNTIL DELEGATE_ID: hand one's approvals to another approver until then (an admin:
+    /away ID UNTIL DELEGATE_ID, for someone else)."""
+    deps, user = deps_of(context), update.effective_user
+    assert user is not None
+    args = context.args or []
+    ids = [int(a) if USER_ID.fullmatch(a) else None for a in args]
+    if len(args) == 2 and ids[1] is not None:
+        delegator, until_text, delegate_id = user.id, args[0], ids[1]
+    elif len(args) == 3 and ids[0] is not None and ids[2] is not None:
+        delegator, until_text, delegate_id = ids[0], args[1], ids[2]
+    else:
+        await reply(update, AWAY_USAGE)
+        return
+    assert delegator is not None and delegate_id is not None
+    now = utcnow()
+    try:
+        until = parse_until(until_text, now, deps.settings.tz)
+        made = await people.delegate(
+            deps.store,
+            delegator,
+            delegate_id,
+            until,
+            Stamp(f"user:{user.id}", now),
+            deps.settings.rules().approval.default_policy,
+            acting_id=user.id,
+            configured_admins=deps.settings.manzoori_admin_ids,
+        )
+    except NotAnAdmin:
+        await reply(update, "Only admins can set someone else's delegation.")
+        return
+    except DelegationRefused as refused:
+        await reply(update, f"Not set: {refused}.")
+        return
+    names = await _names(deps, {delegator, delegate_id})
+    when = local_time(made.until, deps.settings.tz)
+    mine = delegator == user.id
+    await reply(update, texts.away_set(names[delegator], names[delegate_id], when, mine=mine))
+    try:  # best effort: their cards say the same
+        await context.bot.send_message(delegate_id, texts.acting_for(names[delegator], when))
+    except TelegramError as error:
+        log.info("delegate %s not told of their delegation: %s", delegate_id, error)
+
+
+async def back(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+    """/back: end one's delegation now (an admin: /back ID, someone else's)."""
+    deps, user = deps_of(context), update.effective_user
+    assert user is not None
+    delegator = _user_id_arg(context) if context.args else user.id
+    if delegator is None:
+        await reply(update, "Usage: /back, or for an admin /back ID")
+        return
+    try:
+        ended = await people.come_back(
+            deps.store,
+            delegator,
+            Stamp(f"user:{user.id}", utcnow()),
+            deps.settings.rules().approval.default_policy,
+            acting_id=user.id,
+            configured_admins=deps.settings.manzoori_admin_ids,
+        )
+    except NotAnAdmin:
+        await reply(update, "Only admins can end someone else's delegation.")
+        return
+    except DelegationRefused as refused:
+        await reply(update, f"Nothing to end: {refused}.")
+        return
+    names = await _names(deps, {ended.delegator, ended.delegate})
+    await reply(update, texts.back(names[ended.delegator], names[ended.delegate]))
+
+
+async def _names(deps: Deps, user_ids: set[int]) -> dict[int, str]:
+    """What to call each user: their name and id, or their id alone."""
+    names = {}
+    async with deps.store.reading() as tx:
+        for user_id in user_ids:
+            known = await tx.telegram_user(user_id)
+            names[user_id] = f"{known.first_name} ({user_id})" if known else f"user {user_id}"
+    return names

@@ -27,6 +27,8 @@ _ROLE_HELP = {
     ],
     Role.APPROVER: [
         "Approval cards come to this chat: tap Approve or Reject; 📄 Details sends the whole PO.",
+        "/away UNTIL DELEGATE_ID: while you are away (until a date, 2026-12-24, or for 3d or "
+        "12h), another approver gets your cards and decides for you.  /back ends it.",
     ],
     Role.ADMIN: [
         "/invite approver [GROUP] or /invite requester: a single-use link (72 hours).",
@@ -35,6 +37,7 @@ _ROLE_HELP = {
         "/groups: the approval policy's groups and who is in them.  "
         "/group ID GROUP…: set an approver's groups.",
         "/queue: purchase orders that need a person.  /history PO-…: a PO's audit trail.",
+        "/away ID UNTIL DELEGATE_ID, /back ID: set or end someone's delegation.",
     ],
 }
 
@@ -223,3 +226,29 @@ def group_change(user_id: int, change: GroupChange) -> str:
         *([f"left {', '.join(sorted(change.left))}"] if change.left else []),
     ]
     return f"User {user_id} is in: {now}." + (f" ({'; '.join(moved)})" if moved else "")
+
+
+def away_set(delegator: str, delegate: str, until: str, *, mine: bool) -> str:
+    """/away's answer: who decides for whom, until when."""
+    who = "You are" if mine else f"{flatten(delegator)} is"
+    whose = "your" if mine else "their"
+    return (
+        f"{who} away until {until}. {flatten(delegate)} gets {whose} approval cards, waiting "
+        f"and new, and decides for {'you' if mine else 'them'}. /back ends it sooner."
+    )
+
+
+def acting_for(delegator: str, until: str) -> str:
+    """What a delegate is told when someone hands over to them."""
+    return (
+        f"{flatten(delegator)} is away until {until}: their approval cards come to you, marked "
+        "for them, and your decision on them counts as theirs."
+    )
+
+
+def back(delegator: str, delegate: str) -> str:
+    """/back's answer."""
+    return (
+        f"Delegation ended: {flatten(delegator)} decides again, and gets the cards still "
+        f"waiting; {flatten(delegate)}'s cards for them no longer decide."
+    )

@@ -208,7 +208,7 @@ async def test_history_shows_an_admin_the_audit_trail_without_addresses(botapi, 
         admin.send_text(f"/history {PO.lower()}")
         trail = await said(admin)
         assert trail.startswith(f"{PO}  APPROVED")
-        assert f"{APPROVER_A}  approve  v1" in trail
+        assert f"approved by Ali ({APPROVER_A})  v1" in trail
         assert "request_approval  DRAFTED -> AWAITING_APPROVAL" in trail
         assert "AWAITING_APPROVAL -> APPROVED" in trail
         assert "hallroad" not in trail  # no supplier address in the trail

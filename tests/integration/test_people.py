@@ -198,8 +198,8 @@ async def test_revoke_takes_the_admin_role_too_and_only_admins_may(store):
         await tx.grant(PROMOTED, Role.ADMIN, "test", T0)
         await tx.grant(PROMOTED, Role.APPROVER, "test", T0)
     with pytest.raises(NotAnAdmin):
-        await people.revoke(store, APPROVER_A, PROMOTED, T0, frozenset({ADMIN}))
-    held = await people.revoke(store, ADMIN, PROMOTED, T0, frozenset({ADMIN}))
+        await people.revoke(store, APPROVER_A, PROMOTED, T0, frozenset({ADMIN}), DEFAULT)
+    held = await people.revoke(store, ADMIN, PROMOTED, T0, frozenset({ADMIN}), DEFAULT)
     assert held == {Role.ADMIN, Role.APPROVER} and await roles(store, PROMOTED) == frozenset()
     assert (await trail(store))[-1] == (
         f"user:{ADMIN}",
@@ -207,7 +207,7 @@ async def test_revoke_takes_the_admin_role_too_and_only_admins_may(store):
         {"user_id": PROMOTED, "roles": ["admin", "approver"]},
     )
     with pytest.raises(NotAnAdmin):  # no longer an admin
-        await people.revoke(store, PROMOTED, APPROVER_A, T0, frozenset({ADMIN}))
+        await people.revoke(store, PROMOTED, APPROVER_A, T0, frozenset({ADMIN}), DEFAULT)
     assert await roles(store, APPROVER_A) == {Role.APPROVER}
 
 
@@ -217,7 +217,7 @@ async def test_revoking_an_admin_withdraws_their_unused_invitations(store):
     used, unused = await invite(store, by=PROMOTED), await invite(store, by=PROMOTED)
     kept = await invite(store, by=ADMIN)
     await people.redeem_invite(store, SECRET, used, NEWCOMER, T0, DEFAULT)
-    held = await people.revoke(store, ADMIN, PROMOTED, T0, frozenset({ADMIN}))
+    held = await people.revoke(store, ADMIN, PROMOTED, T0, frozenset({ADMIN}), DEFAULT)
     assert held == {Role.ADMIN}
     with pytest.raises(InviteRefused) as refused:
         await people.redeem_invite(
@@ -235,7 +235,7 @@ async def test_a_configured_admin_keeps_their_invitations_when_their_roles_go(st
     async with store.begin() as tx:
         await tx.grant(ADMIN, Role.ADMIN, "test", T0)  # also in MANZOORI_ADMIN_IDS
     code = await invite(store)
-    await people.revoke_roles(store, ADMIN, Stamp("cli:root", T0), frozenset({ADMIN}))
+    await people.revoke_roles(store, ADMIN, Stamp("cli:root", T0), frozenset({ADMIN}), DEFAULT)
     assert await people.redeem_invite(store, SECRET, code, NEWCOMER, T0, DEFAULT) is Role.APPROVER
 
 
@@ -320,6 +320,6 @@ async def test_set_groups_is_for_admins_approvers_and_known_groups_and_audited(s
         ("set_groups", {"user_id": APPROVER_A, "joined": ["managers", "owners"], "left": []}),
         ("set_groups", {"user_id": APPROVER_A, "joined": [], "left": ["managers"]}),
     ]
-    await people.revoke_roles(store, APPROVER_A, stamp, admins)
+    await people.revoke_roles(store, APPROVER_A, stamp, admins, DEFAULT)
     async with store.reading() as tx:
         assert await tx.groups_of(APPROVER_A) == frozenset()  # gone with the role

@@ -120,8 +120,9 @@ def _detail(v: str) -> dict[str, object]:
         "draft_hash": "cc90", "supplier_id": "SUP-LHR-07", "total_paisa": 100,
         "purged_at": None, "purged": {},
         "approvals": [{
-            "at": T0.isoformat(), "reviewer_id": 1, "decision": "reject", "draft_version": 2,
-            "stage": 1, "expires_at": T0.isoformat(), "reason": v,
+            "at": T0.isoformat(), "reviewer_id": 1, "reviewer": v, "for_id": 2, "for": v,
+            "decision": "reject", "draft_version": 2, "stage": 1, "expires_at": T0.isoformat(),
+            "reason": v,
         }],
         "effects": [{
             "idempotency_key": "k", "status": "failed", "attempts": 1, "message_id": "<m@x>",

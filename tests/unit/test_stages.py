@@ -15,6 +15,7 @@ from core.errors import AlreadyDecided, NotYourTurn, SelfApproval
 from core.policies import (
     Decision,
     Outcome,
+    People,
     Policy,
     Role,
     Route,
@@ -40,16 +41,20 @@ TWO_STAGES = route_for(POLICY, 2_000_000 * 100, "SUP-1")
 
 def decision(
     reviewer: int, stage: int = 0, verdict: Verdict = Verdict.APPROVE, minute: int = 0,
-    *, version: int = 1, expires: timedelta = timedelta(days=1),
+    *, version: int = 1, expires: timedelta = timedelta(days=1), for_: int | None = None,
 ) -> Decision:  # fmt: skip
     at = T0 + timedelta(minutes=minute)
     return Decision(
-        "job", reviewer, Role.APPROVER, verdict, version, HASH, at, at + expires, "", None, stage
-    )
+        "job", reviewer, Role.APPROVER, verdict, version, HASH, at, at + expires, "", None, stage,
+        on_behalf_of=for_,
+    )  # fmt: skip
 
 
-def count(route: Route, *decisions: Decision, now: datetime = T0 + timedelta(hours=1)):
-    return tally(route, decisions, 1, HASH, now, REQUESTER, MEMBERS)
+def count(
+    route: Route, *decisions: Decision, now: datetime = T0 + timedelta(hours=1),
+    people: People | None = None,
+):  # fmt: skip
+    return tally(route, decisions, 1, HASH, now, REQUESTER, MEMBERS, people)
 
 
 def test_the_route_is_the_rule_then_what_drift_and_budget_add() -> None:
@@ -78,8 +83,8 @@ def test_one_person_counts_once_whatever_groups_they_are_in() -> None:
     twice = count(TWO_STAGES, decision(12), decision(12, stage=1, minute=1))
     assert (twice.outcome, twice.stage) == (Outcome.PENDING, 1)
     with pytest.raises(AlreadyDecided, match="already counts"):
-        stage_for(TWO_STAGES, twice, 12, REQUESTER, MEMBERS)
-    assert stage_for(TWO_STAGES, twice, 21, REQUESTER, MEMBERS) == 1
+        stage_for(TWO_STAGES, twice, 12, REQUESTER, MEMBERS, {})
+    assert stage_for(TWO_STAGES, twice, 21, REQUESTER, MEMBERS, {}) == (1, None)
 
 
 def test_a_committee_needs_n_different_members() -> None:
@@ -114,13 +119,13 @@ def test_one_rejection_at_any_stage_ends_it() -> None:
 def test_who_may_decide_now() -> None:
     waiting = count(TWO_STAGES)
     with pytest.raises(SelfApproval):
-        stage_for(TWO_STAGES, waiting, REQUESTER, REQUESTER, MEMBERS)
+        stage_for(TWO_STAGES, waiting, REQUESTER, REQUESTER, MEMBERS, {})
     with pytest.raises(NotYourTurn, match="stage 1 waits for managers"):
-        stage_for(TWO_STAGES, waiting, 20, REQUESTER, MEMBERS)
-    assert stage_for(TWO_STAGES, waiting, 10, REQUESTER, MEMBERS) == 0
+        stage_for(TWO_STAGES, waiting, 20, REQUESTER, MEMBERS, {})
+    assert stage_for(TWO_STAGES, waiting, 10, REQUESTER, MEMBERS, {}) == (0, None)
     approved = count(TWO_STAGES, decision(10), decision(20, 1))
     with pytest.raises(AlreadyDecided, match="approved"):
-        stage_for(TWO_STAGES, approved, 21, REQUESTER, MEMBERS)
+        stage_for(TWO_STAGES, approved, 21, REQUESTER, MEMBERS, {})
 
 
 def test_the_default_policy_is_one_stage_of_one_or_two() -> None:
@@ -135,50 +140,126 @@ def test_the_default_policy_is_one_stage_of_one_or_two() -> None:
         is Outcome.APPROVED  # fmt: skip
 
 
-PEOPLE = st.integers(min_value=1, max_value=8)  # 1 is the requester
+# Delegation: 30 is away and 11 decides for them (30 is a manager only through 11's card).
+AWAY = {**MEMBERS, "managers": MEMBERS["managers"] | {30}}
+
+
+def test_a_delegate_decides_for_the_one_away_in_their_groups() -> None:
+    committee = route_for(POLICY, 500_000 * 100, "SUP-1")
+    linked = People(frozenset({(30, 40)}))  # 40, not a manager, acts for 30
+    waiting = tally(committee, [], 1, HASH, T0, REQUESTER, AWAY, linked)
+    assert stage_for(committee, waiting, 40, REQUESTER, AWAY, {30: 40}) == (0, 30)
+    with pytest.raises(NotYourTurn):  # the delegation is over: 40 decides for nobody
+        stage_for(committee, waiting, 40, REQUESTER, AWAY, {})
+    for_30 = decision(40, for_=30)
+    one = tally(committee, [for_30, decision(10, minute=1)], 1, HASH, T0, REQUESTER, AWAY, linked)
+    assert one.outcome is Outcome.APPROVED  # 30 (by 40) and 10: two managers
+    assert one.has_counted(30) and one.has_counted(40)
+
+
+def test_a_delegator_and_their_delegate_are_one_person_in_a_request() -> None:
+    committee = route_for(POLICY, 500_000 * 100, "SUP-1")
+    pair = People(frozenset({(10, 11)}))  # 10 handed over to 11; both are managers
+    both = tally(committee, [decision(10), decision(11, minute=1)], 1, HASH, T0, REQUESTER,
+                 MEMBERS, pair)  # fmt: skip
+    assert both.outcome is Outcome.PENDING  # as themselves, still one person
+    for_each = [decision(11, for_=10), decision(10, minute=1)]
+    assert tally(committee, for_each, 1, HASH, T0, REQUESTER, MEMBERS).outcome is Outcome.PENDING
+    first = tally(committee, [decision(10)], 1, HASH, T0, REQUESTER, MEMBERS, pair)
+    with pytest.raises(AlreadyDecided):
+        stage_for(committee, first, 11, REQUESTER, MEMBERS, {10: 11})
+
+
+def test_nobody_approves_their_own_request_through_a_delegate() -> None:
+    linked = People(frozenset({(REQUESTER, 10)}))  # the requester handed over to 10
+    waiting = count(TWO_STAGES, people=linked)
+    with pytest.raises(SelfApproval, match="through a delegate"):
+        stage_for(TWO_STAGES, waiting, 10, REQUESTER, MEMBERS, {REQUESTER: 10})
+    # Nor does a decision 10 made (before, as themselves) count for it.
+    assert count(TWO_STAGES, decision(10), people=linked).counted == (frozenset(),)
+
+
+PEOPLE = st.integers(min_value=1, max_value=6)  # 1 is the requester
 ROUTES = st.lists(
     st.builds(Stage, st.sampled_from(["a", "b", "c"]), st.integers(min_value=1, max_value=3)),
     min_size=1,
-    max_size=4,
+    max_size=3,
 ).map(lambda s: Route("v", "r", tuple(s), (StageReason.RULE,) * len(s)))
-GROUPS = st.fixed_dictionaries({g: st.frozensets(PEOPLE, max_size=6) for g in ("a", "b", "c")})
+GROUPS = st.fixed_dictionaries({g: st.frozensets(PEOPLE, min_size=2) for g in ("a", "b", "c")})
 DECISIONS = st.lists(
     st.builds(
         decision,
         PEOPLE,
-        st.integers(min_value=0, max_value=4),
-        st.sampled_from([Verdict.APPROVE] * 5 + [Verdict.REJECT]),
+        st.integers(min_value=0, max_value=2),
+        st.sampled_from([Verdict.APPROVE] * 9 + [Verdict.REJECT]),
         st.integers(min_value=0, max_value=60),
         version=st.sampled_from([1, 1, 1, 0]),
         expires=st.sampled_from([timedelta(days=1), timedelta(days=1), timedelta(minutes=1)]),
+        for_=st.one_of(st.none(), st.none(), PEOPLE),  # a delegate's, for someone away
     ),
-    max_size=15,
+    max_size=20,
 )
+# Delegations the request saw (delegator, delegate), any of them since ended.
+LINKS = st.frozensets(st.tuples(PEOPLE, PEOPLE), max_size=3)
+
+
+def persons(links: set[tuple[int, int]]) -> dict[int, frozenset[int]]:
+    """Each user's person, worked out the slow way: everyone reachable through links."""
+    reach: dict[int, set[int]] = {}
+    for a, b in links:
+        reach.setdefault(a, {a}).add(b)
+        reach.setdefault(b, {b}).add(a)
+    found: dict[int, frozenset[int]] = {}
+    for start in reach:
+        seen, todo = {start}, [start]
+        while todo:
+            for other in reach[todo.pop()] - seen:
+                seen.add(other)
+                todo.append(other)
+        found[start] = frozenset(seen)
+    return found
 
 
 @settings(max_examples=500, deadline=None)
-@given(ROUTES, GROUPS, DECISIONS)
+@given(ROUTES, GROUPS, DECISIONS, LINKS)
 def test_property_no_request_passes_with_fewer_eligible_people_than_its_route_asks(
-    route: Route, members: dict[str, frozenset[int]], decisions: list[Decision]
+    route: Route,
+    members: dict[str, frozenset[int]],
+    decisions: list[Decision],
+    links: frozenset[tuple[int, int]],
 ) -> None:
+    """Whatever the approvals, delegations (the one away and their delegate are one person)
+    and rejections, an approved request had, in each stage, that many different people, each
+    with a live approval of their own or their delegate's in that stage, in the capacity of
+    a member of its group; none of them one person with the requester or with another."""
     now = T0 + timedelta(minutes=30)
-    result = tally(route, decisions, 1, HASH, now, REQUESTER, members)
+    result = tally(route, decisions, 1, HASH, now, REQUESTER, members, People(links))
     if result.outcome is not Outcome.APPROVED:
         return
-    live = {
-        (d.reviewer_id, d.stage)
+    live = [
+        d
         for d in decisions
         if d.verdict is Verdict.APPROVE and d.draft_version == 1 and now < d.expires_at
-    }
-    seen: set[int] = set()
+    ]
+    pairs = set(links) | {(d.reviewer_id, d.on_behalf_of) for d in live if d.on_behalf_of}
+    person = persons(pairs)
+
+    def of(user: int) -> frozenset[int]:
+        return person.get(user, frozenset({user}))
+
+    seen: list[frozenset[int]] = []
     for index, stage in enumerate(route.stages):
-        people = result.counted[index]
-        assert len(people) >= stage.approvals
-        assert people <= members[stage.group]  # members of the stage's group, now
-        assert all((p, index) in live for p in people)  # a live approval in that stage
-        assert REQUESTER not in people
-        assert not people & seen  # nobody counts twice
-        seen |= people
+        people = [of(p) for p in result.counted[index]]
+        assert len(set(people)) == len(people) >= stage.approvals
+        for who in people:
+            assert REQUESTER not in who
+            assert any(  # a live approval in that stage, by them, for a member of the group
+                d.stage == index and d.reviewer_id in who
+                and (d.on_behalf_of or d.reviewer_id) in members[stage.group]
+                for d in live
+            )  # fmt: skip
+            assert who not in seen  # nobody counts twice, through a delegate or not
+            seen.append(who)
     assert len(seen) >= sum(stage.approvals for stage in route.stages)
     assert not any(d.verdict is Verdict.REJECT and d.draft_version == 1 and now < d.expires_at
                    for d in decisions)  # fmt: skip
