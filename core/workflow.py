@@ -192,8 +192,14 @@ async def standing(tx: ReadTx, job: Job, now: datetime, default: Policy) -> Stan
     route = route_of(job, default)
     decisions = await standing_decisions(tx, job.id)
     members = await tx.group_members({s.group for s in route.stages})
+    # Who were one person while it waited: from its request to now, or, once decided, to the
+    # last decision on this draft (a hand-over after approval does not undo it at send time).
+    decided = [d.at for d in decisions if d.draft_version == job.draft_version]
+    until = now if job.state is State.AWAITING_APPROVAL or not decided else max(decided)
     seen = [
-        d for d in await tx.delegations_since(job.created_at) if d.overlaps(job.created_at, now)
+        d
+        for d in await tx.delegations_since(job.created_at)
+        if d.overlaps(job.created_at, until)
     ]
     people = People(frozenset((d.delegator, d.delegate) for d in seen))
     counted = tally(

@@ -13,8 +13,9 @@ from core.approval_policy import import_policy
 from core.errors import DelegationEnded, DelegationRefused, NotAnAdmin
 from core.jobs import Stamp
 from core.notices import NoticeKind
-from core.policies import Policy, Role, Rules, Verdict
+from core.policies import Outcome, Policy, Role, Rules, Verdict
 from core.service import Review
+from core.workflow import standing
 from tests.helpers.factories import APPROVER_A, APPROVER_B, T0, make_draft, new_job
 from tests.helpers.store import grant_cast
 
@@ -125,3 +126,24 @@ async def test_only_an_admin_sets_or_ends_someone_elses_delegation(store):
         await people.come_back(store, APPROVER_A, Stamp("t", T0), DEFAULT, acting_id=APPROVER_B)
     ended = await people.come_back(store, APPROVER_A, Stamp("t", T0), DEFAULT)
     assert ended.id == made.id and ended.ended_at == T0
+
+
+async def test_a_hand_over_after_approval_does_not_undo_it_at_send_time(store):
+    await grant_cast(store)
+    async with store.begin() as tx:
+        await tx.grant(APPROVER_C, Role.APPROVER, "test", T0)
+    two = MANAGERS.replace('{ group = "managers" }', '{ group = "managers", approvals = 2 }')
+    await import_policy(store, two, T0, "cli:test")
+    for manager in (APPROVER_A, APPROVER_C):
+        await people.set_groups(store, manager, ["managers"], Stamp("test", T0), DEFAULT)
+    job = await service.open_job(store, new_job(), make_draft(PO), T0, Rules())
+    await service.decide(store, review(job, APPROVER_A), T0, Rules())
+    done = await service.decide(store, review(job, APPROVER_C), T0 + timedelta(minutes=1), Rules())
+    assert done.job.state.value == "APPROVED"
+    later = T0 + timedelta(minutes=2)
+    until = T0 + timedelta(days=1)
+    await people.delegate(store, APPROVER_A, APPROVER_C, until, Stamp("t", later), DEFAULT)
+    async with store.reading() as tx:
+        job = await tx.job_by_po(PO)
+        where = await standing(tx, job, later, DEFAULT)
+    assert where.tally.outcome is Outcome.APPROVED  # two people when they approved
