@@ -35,6 +35,7 @@ _ROLE_HELP = {
         "/groups: the approval policy's groups and who is in them.  "
         "/group ID GROUP…: set an approver's groups.",
         "/queue: purchase orders that need a person.  /history PO-…: a PO's audit trail.",
+        "/export PO-…: a PO's audit trail as a CSV file.",
     ],
 }
 
