@@ -200,8 +200,8 @@ def send_result(event: AuditEvent) -> str | None:
     if action is Action.MARK_UNKNOWN:
         why = detail.get("class", "runner lost")
         return f"outcome unknown ({why}): to be reconciled"
-    if action is Action.FAIL_RETRYABLE and event.from_state is State.SENDING:
-        retry = f", retry at {detail['retry_at']}" if "retry_at" in detail else ", to be retried"
+    if action is Action.FAIL_RETRYABLE:  # only ever from SENDING
+        retry = f", next try at {detail['retry_at']}" if "retry_at" in detail else ", to be retried"
         return _failure(detail) + retry
     if action is Action.FAIL_FINAL and event.from_state in _SENDING:
         return _failure(detail) + ", given up"

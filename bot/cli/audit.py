@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import sys
 from collections.abc import Iterator
@@ -25,14 +26,24 @@ Day = Annotated[str, typer.Option(metavar="YYYY-MM-DD", show_default=False)]
 
 @contextmanager
 def _sink(output: Path | None) -> Iterator[TextIO]:
-    """Stdout, or a file that appears whole: written beside it, then renamed over it, so a
-    failed export leaves no half file behind."""
+    """Stdout as UTF-8, or a file that appears whole: written beside it, then renamed over
+    it, so a failed export leaves no half file behind. Line ends are written as given (CSV's
+    CRLF)."""
     if output is None:
-        yield sys.stdout
+        out = io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8", newline="")
+        try:
+            yield out
+        finally:
+            out.flush()
+            out.detach()  # stdout itself stays open
         return
     partial = output.with_name(f".{output.name}.part")
     try:
-        with partial.open("w", encoding="utf-8", newline="") as out:  # CRLF stays CRLF
+        opened = partial.open("w", encoding="utf-8", newline="")
+    except OSError as error:
+        raise fail(f"cannot write {output}: {error.strerror or error}") from None
+    try:
+        with opened as out:
             yield out
         os.replace(partial, output)
     finally:

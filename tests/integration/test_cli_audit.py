@@ -92,10 +92,12 @@ def test_export_writes_a_days_events_as_csv_or_json(cli: Cli, db_url: str, tmp_p
 
 def test_bad_days_and_a_backwards_period_are_refused(cli: Cli, tmp_path: Path):
     out = tmp_path / "never.csv"
-    typo, backwards, no_to = cli.all(
+    nowhere = tmp_path / "no-such-folder" / "audit.csv"
+    typo, backwards, no_to, unwritable = cli.all(
         ("audit", "export", "--from", "2026-02-30", "--to", "2026-03-01"),
         ("audit", "export", "--from", "2026-12-31", "--to", "2026-12-01", "--output", str(out)),
         ("audit", "export", "--from", "2026-12-01"),
+        ("audit", "export", "--from", "2026-12-01", "--to", "2026-12-01", "--output", str(nowhere)),
     )
     assert typo.returncode == 1 and typo.stdout == ""
     assert typo.stderr.strip() == (
@@ -106,3 +108,6 @@ def test_bad_days_and_a_backwards_period_are_refused(cli: Cli, tmp_path: Path):
         "error: the period ends (2026-12-01) before it starts (2026-12-31)"
     )
     assert no_to.returncode == 2 and "--to" in no_to.stderr  # click's usage error
+    assert unwritable.returncode == 1 and unwritable.stderr.strip() == (
+        f"error: cannot write {nowhere}: No such file or directory"
+    )

@@ -95,7 +95,7 @@ SENDING, RETRYABLE = State.SENDING, State.FAILED_RETRYABLE
             {"key": KEY, "error": "421 busy", "class": "transient", "decision": "retry 2 of 5",
              "retry_at": "2026-12-01T09:31:00+00:00"},
             (SENDING, RETRYABLE),
-            "failed (transient): retry 2 of 5, retry at 2026-12-01T09:31:00+00:00",
+            "failed (transient): retry 2 of 5, next try at 2026-12-01T09:31:00+00:00",
         ),
         # a runner lost mid-attempt, the provider dedupes: sent again, no verdict
         ("fail_retryable", {"key": KEY, "reason": "runner lost"}, (SENDING, RETRYABLE),
