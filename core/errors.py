@@ -16,6 +16,7 @@ ManzooriError
 │   └── AlreadyResolved        the PO left the review queue, or moved on, before the choice
 ├── InputError                 what a person or a client sent cannot be used as it is
 │   ├── UnreadableSheet        the file is not a spreadsheet this product reads
+│   ├── BadPeriod              a day that is not YYYY-MM-DD, or a period ending before it starts
 │   └── InvalidToken           signed data (a button, an invite code) forged, altered or cut
 │       └── ExpiredToken       well signed, but past its expiry
 ├── ConfigError                the configuration is unusable (each bad variable named)
@@ -118,6 +119,10 @@ class InputError(ManzooriError):
 
 class UnreadableSheet(InputError):
     """The file is not a spreadsheet this product reads; the message is one plain sentence."""
+
+
+class BadPeriod(InputError):
+    """A day that is not written YYYY-MM-DD, or a period that ends before it starts."""
 
 
 class InvalidToken(InputError):

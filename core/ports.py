@@ -4,11 +4,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
+from core.audit import Logged
 from core.delegations import Delegation
 from core.drafts import Draft
 from core.intake import History
@@ -257,6 +258,13 @@ class Views(Protocol):
 
     async def audit(self, job_id: str) -> list[AuditEvent]:
         """A job's audit trail, oldest first."""
+
+    async def audit_logged(self, job_id: str) -> list[Logged]:
+        """A job's whole audit trail for an export (core.audit), by time then id."""
+
+    def audit_between(self, start: datetime, end: datetime) -> AsyncIterator[Logged]:
+        """Every audit event at or after `start` and before `end`, about jobs or people, for
+        an export, by time then id; streamed, a page at a time, inside the transaction."""
 
     async def people(self) -> list[tuple[TelegramUser | None, int, frozenset[Role]]]:
         """Everyone holding a role, with what the bot knows of them, by user id."""

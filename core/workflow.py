@@ -197,9 +197,7 @@ async def standing(tx: ReadTx, job: Job, now: datetime, default: Policy) -> Stan
     decided = [d.at for d in decisions if d.draft_version == job.draft_version]
     until = now if job.state is State.AWAITING_APPROVAL or not decided else max(decided)
     seen = [
-        d
-        for d in await tx.delegations_since(job.created_at)
-        if d.overlaps(job.created_at, until)
+        d for d in await tx.delegations_since(job.created_at) if d.overlaps(job.created_at, until)
     ]
     people = People(frozenset((d.delegator, d.delegate) for d in seen))
     counted = tally(

@@ -76,3 +76,16 @@ def audit_values(event: AuditEvent) -> dict[str, Any]:
         "to_state": event.to_state and event.to_state.value,
         "detail": event.detail,
     }
+
+
+def audit_from_row(row: Any) -> AuditEvent:
+    """An audit_events row (its id ignored) as an AuditEvent."""
+    return AuditEvent(
+        job_id=row.job_id,
+        at=row.at,
+        actor=row.actor,
+        action=row.action,
+        from_state=row.from_state and State(row.from_state),
+        to_state=row.to_state and State(row.to_state),
+        detail=row.detail,
+    )

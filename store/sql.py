@@ -29,6 +29,7 @@ from core.policies import Decision, Role
 from core.states import State
 from core.terms import Terms
 from store import schema
+from store.audit import AuditQueries
 from store.engine import READING, is_busy
 from store.group_commit import GroupCommit
 from store.notices import NoticeQueries
@@ -37,6 +38,7 @@ from store.policies import PolicyQueries
 from store.purchasing import PurchasingQueries
 from store.retention import RetentionQueries
 from store.rows import (
+    audit_from_row,
     audit_values,
     decision_from_row,
     effect_from_row,
@@ -75,7 +77,9 @@ _ROLES_OF = select(_roles.c.user_id, _roles.c.role).where(
 )
 
 
-class SqlTx(PurchasingQueries, PolicyQueries, PeopleQueries, NoticeQueries, RetentionQueries):
+class SqlTx(
+    PurchasingQueries, PolicyQueries, PeopleQueries, NoticeQueries, RetentionQueries, AuditQueries
+):
     """One transaction on one connection; implements core.ports.Tx."""
 
     def __init__(
@@ -313,18 +317,7 @@ class SqlTx(PurchasingQueries, PolicyQueries, PeopleQueries, NoticeQueries, Rete
         """A job's audit trail, oldest first."""
         t = schema.audit_events
         rows = await self.conn.execute(select(t).where(t.c.job_id == job_id).order_by(t.c.id))
-        return [
-            AuditEvent(
-                job_id=r.job_id,
-                at=r.at,
-                actor=r.actor,
-                action=r.action,
-                from_state=r.from_state and State(r.from_state),
-                to_state=r.to_state and State(r.to_state),
-                detail=r.detail,
-            )
-            for r in rows
-        ]
+        return [audit_from_row(row) for row in rows]
 
 
 @contextmanager

@@ -11,6 +11,7 @@ from typing import Annotated, Any
 import typer
 
 from bot import bootstrap, reports
+from bot.cli.audit import audit_app
 from bot.cli.common import JsonFlag, TelegramId, fail, need_note, stamp, with_store
 from bot.cli.policy import policy_app
 from bot.cli.purchasing import sheets_app, suppliers_app
@@ -34,6 +35,7 @@ app.add_typer(users_app, name="users")
 app.add_typer(suppliers_app, name="suppliers")
 app.add_typer(sheets_app, name="sheets")
 app.add_typer(policy_app, name="policy")
+app.add_typer(audit_app, name="audit")
 app.command("purge")(purge)
 
 

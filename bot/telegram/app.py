@@ -50,7 +50,7 @@ from bot.telegram.decisions import (
     on_tap,
 )
 from bot.telegram.fairness import FairProcessor
-from bot.telegram.orders import history, sheet, status
+from bot.telegram.orders import export, history, sheet, status
 from bot.telegram.people import (
     away,
     back,
@@ -220,6 +220,7 @@ def build_application(settings: Settings, store: ShellStore) -> Application:  # 
         ("back", back),
         ("status", status),
         ("history", history),
+        ("export", export),
         ("queue", queue_command),
     ):
         app.add_handler(CommandHandler(name, callback))

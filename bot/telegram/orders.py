@@ -1,9 +1,10 @@
 """Purchase orders in Telegram: a requester's sheet becomes POs, /status lists them, and an
-admin's /history reads one PO's trail."""
+admin's /history reads one PO's trail, which /export sends as a CSV file (core.audit)."""
 
 from __future__ import annotations
 
 import hashlib
+from functools import partial
 
 from telegram import Update
 from telegram.ext import ContextTypes
@@ -14,6 +15,7 @@ from bot.telegram.context import Deps, deps_of, holding, reply, roles_of
 from bot.telegram.texts import status_list, stranger
 from bot.texts import submission
 from core import purchasing
+from core.audit import ExportFormat, Logged, export_row, render
 from core.errors import UnreadableSheet
 from core.policies import Role
 from core.purchasing import Sheet, Submission
@@ -21,6 +23,8 @@ from core.sheets import too_big
 
 # A phone screen's worth; older POs are in `manzoori jobs list`.
 STATUS_LIMIT = 10
+# What a non-admin hears from /history and /export.
+NOT_AN_ADMIN = "Only admins can read the audit trail."
 # A requester's second sheet while the first is still being downloaded, read or submitted:
 # refused at once rather than queued, so one person's burst holds one sheet's memory.
 SHEET_IN_FLIGHT = (
@@ -93,7 +97,7 @@ async def status(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
 
 async def history(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     """/history PO-…: a PO's approvals, sends and audit trail, for admins only."""
-    allowed = await holding(update, context, Role.ADMIN, "Only admins can read the audit trail.")
+    allowed = await holding(update, context, Role.ADMIN, NOT_AN_ADMIN)
     if allowed is None:
         return
     deps, _user = allowed
@@ -105,3 +109,32 @@ async def history(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         await reply(update, f"No purchase order {po}." if po else "Usage: /history PO-2026-0001")
         return
     await reply(update, reports.text(detail, deps.settings.tz))
+
+
+async def export(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+    """/export PO-…: a PO's whole audit trail as a CSV file, to the admin's own chat."""
+    allowed = await holding(update, context, Role.ADMIN, NOT_AN_ADMIN)
+    if allowed is None:
+        return
+    deps, user = allowed
+    po = (context.args or [""])[0].upper()
+    if not po:
+        await reply(update, "Usage: /export PO-2026-0001")
+        return
+    async with deps.store.reading() as tx:
+        job = await tx.job_by_po(po)
+        trail = await tx.audit_logged(job.id) if job else []
+    if job is None:
+        await reply(update, f"No purchase order {po}.")
+        return
+    text = await deps.offload(partial(_audit_csv, trail))  # off the loop, as Details is
+    await context.bot.send_document(
+        user.id,
+        text.encode(),
+        filename=f"{job.po_number}-audit.csv",
+        caption=f"{job.po_number}: {len(trail):,} audit events",
+    )
+
+
+def _audit_csv(trail: list[Logged]) -> str:
+    return render([export_row(logged) for logged in trail], ExportFormat.CSV)

@@ -38,6 +38,7 @@ _ROLE_HELP = {
         "/group ID GROUP…: set an approver's groups.",
         "/queue: purchase orders that need a person.  /history PO-…: a PO's audit trail.",
         "/away ID UNTIL DELEGATE_ID, /back ID: set or end someone's delegation.",
+        "/export PO-…: a PO's audit trail as a CSV file.",
     ],
 }
 
