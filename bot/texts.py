@@ -40,6 +40,7 @@ NOBODY_IN_GROUP = (
 # answer, beside the card that shows the day; and in the CLI's reports, to the second.
 DATE_AND_TIME = "%d %b %Y, %H:%M %Z"  # 29 Nov 2026, 21:27 PKT
 TIME_OF_DAY = "%H:%M"  # 21:27
+DAY_MONTH = "%d %b"  # 12 Sep: when the last PO a price is compared with was sent
 TIMESTAMP = "%Y-%m-%d %H:%M:%S %Z"  # 2026-11-29 21:27:05 PKT
 
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from decimal import ROUND_HALF_UP, Decimal
 from enum import StrEnum
 from typing import Any
 
-from core.drafts import Draft
+from core.drafts import Draft, Flag
 from core.jobs import Job
 from core.notices import (
     EVERYONE,
@@ -28,7 +29,7 @@ from core.notices import (
     fanned_out,
     is_moot,
 )
-from core.policies import DEFAULT_GROUP, ApprovalPolicy, Decision, Role, Verdict
+from core.policies import DEFAULT_GROUP, ApprovalPolicy, Decision, Policy, Role, Verdict, drifts
 from core.ports import ReadTx, Store, Tx
 from core.retries import ErrorClass, RetryPolicy, decide
 from core.states import State
@@ -62,6 +63,27 @@ class Undelivered:
 
 
 @dataclass(frozen=True)
+class DriftLine:
+    """A line priced above the drift tolerance of the draft's policy: its PRICE_CHANGED flag
+    (the last sent PO's price, the price now; ref that PO), and when that PO was sent."""
+
+    flag: Flag
+    sent_at: datetime | None  # None: no sent PO of that number is found any more
+
+    @property
+    def percent(self) -> Decimal | None:
+        """How far the price now is above the last PO's, in percent to one decimal; None if
+        that PO had it for nothing."""
+        before, after = self.flag.amounts[0], self.flag.amounts[1]
+        if before == 0:
+            return None
+        return (Decimal(after - before) * 100 / before).quantize(_TENTH, ROUND_HALF_UP)
+
+
+_TENTH = Decimal("0.1")  # a drift is shown to one decimal place of a percent
+
+
+@dataclass(frozen=True)
 class CardFacts:
     """Everything a card of a waiting draft shows."""
 
@@ -76,6 +98,7 @@ class CardFacts:
     stages: int = 1  # stages on the route
     group: str = ""  # what the policy calls the waiting stage's group
     may_approve: frozenset[int] = frozenset()  # who may decide it now (Standing.waiting_for)
+    drifts: tuple[DriftLine, ...] = ()  # lines above the route's policy's drift tolerance
 
 
 @dataclass(frozen=True)
@@ -283,7 +306,22 @@ async def card_facts(
         stages=len(route.stages),
         group=named.title(group) if named else group,
         may_approve=where.waiting_for,
+        drifts=await _drift_lines(tx, draft, named),
     )
+
+
+async def _drift_lines(tx: ReadTx, draft: Draft, policy: Policy | None) -> tuple[DriftLine, ...]:
+    """The draft's lines above its policy's drift tolerance, each with its last PO's sent date.
+    The date is read here, from that PO's job (SENT is final, so the job's last change is its
+    sending), not carried in the flag: flags are part of the draft's hash, and a date the
+    approver is shown to place the price needs no new hash. One read per PO compared with,
+    and only for a card with drifted lines."""
+    flags = drifts(draft.flags, policy.drift if policy else None)
+    sent: dict[str, datetime | None] = {}
+    for ref in sorted({flag.ref for flag in flags}):
+        job = await tx.job_by_po(ref)
+        sent[ref] = job.updated_at if job is not None and job.state is State.SENT else None
+    return tuple(DriftLine(flag, sent[flag.ref]) for flag in flags)
 
 
 async def card_edits(
