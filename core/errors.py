@@ -113,6 +113,10 @@ class UnreadableSheet(InputError):
     """The file is not a spreadsheet this product reads; the message is one plain sentence."""
 
 
+class UnreadablePolicy(InputError):
+    """The file cannot be an approval policy (too large, not text); one plain sentence."""
+
+
 class InvalidToken(InputError):
     """Forged, altered or truncated signed data: the token is worth nothing."""
 
