@@ -8,15 +8,16 @@ goes through core.texts.flatten where it enters a sentence, so none can add a li
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime, tzinfo
+from typing import Any
 
 from core.approval_policy import PolicyImport
 from core.drafts import Draft, mask_email
 from core.flags import describe
 from core.jobs import Job
 from core.money import format_pkr
-from core.policies import DEFAULT_GROUP
+from core.policies import DEFAULT_GROUP, Policy
 from core.purchasing import Submission, Superseded, TermsImport
 from core.states import State
 from core.terms import Terms, offers_by_supplier
@@ -40,6 +41,7 @@ NOBODY_IN_GROUP = (
 # answer, beside the card that shows the day; and in the CLI's reports, to the second.
 DATE_AND_TIME = "%d %b %Y, %H:%M %Z"  # 29 Nov 2026, 21:27 PKT
 TIME_OF_DAY = "%H:%M"  # 21:27
+DAY_MONTH = "%d %b"  # 12 Sep: when the last PO a price is compared with was sent
 TIMESTAMP = "%Y-%m-%d %H:%M:%S %Z"  # 2026-11-29 21:27:05 PKT
 
 
@@ -128,6 +130,28 @@ def policy_import(result: PolicyImport, file_name: str) -> str:
         f"{flatten(file_name)} imported as approval policy {result.version}, now in force "
         "for new requests and re-drafts"
     )
+
+
+def unreachable_warnings(groups: Iterable[str]) -> list[str]:
+    """What `policy import` warns of: each group the policy needs that nobody the bot can
+    write to is in."""
+    return [
+        f"group {flatten(group)} has nobody the bot can write to; requests needing it wait "
+        f"until an admin puts an approver in it (/group ID {flatten(group)})"
+        for group in groups
+    ]
+
+
+def policy_described(policy: Policy, record: Mapping[str, Any] | None, tz: tzinfo) -> list[str]:
+    """What `policy show` says of the policy in force: its rules in words, and who imported
+    it when (`record`: its stored version's row; None for the configured default)."""
+    lines = policy.describe()
+    if record is not None:
+        at = record["imported_at"]
+        assert isinstance(at, datetime)
+        by = flatten(str(record["imported_by"]))
+        lines.insert(1, f"Imported {local_time(at, tz)} by {by}")
+    return lines
 
 
 def superseded(changes: Iterable[Superseded]) -> str:

@@ -2,24 +2,34 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from datetime import datetime
 
+from core.errors import UnreadablePolicy
+from core.notices import policy_alert
 from core.policies import Policy, content_hash
 from core.policy_file import not_yet_applied, parse_policy
-from core.ports import ReadTx, Store
+from core.ports import Offload, ReadTx, Store
+from core.purchasing import run_inline
 from core.tables import summarise
 from core.terms import version_id
+from core.texts import flatten
 from core.workflow import retry_on_stale
+
+# A policy is a page or two of TOML; anything far larger is not one.
+MAX_POLICY_BYTES = 256 * 1024
 
 
 @dataclass(frozen=True)
 class PolicyImport:
-    """What an import did: the version in force, whether it is new, or the problems."""
+    """What an import did: the version in force, whether it is new, and its groups nobody can
+    approve for (by name); or the problems."""
 
     problems: tuple[str, ...] = ()
     version: str = ""
     created: bool = False
+    unreachable: tuple[str, ...] = ()
 
 
 def check_policy(text: str) -> tuple[Policy | None, tuple[str, ...]]:
@@ -28,16 +38,48 @@ def check_policy(text: str) -> tuple[Policy | None, tuple[str, ...]]:
     return policy, tuple(summarise(problems))
 
 
-async def import_policy(store: Store, text: str, now: datetime, actor: str) -> PolicyImport:
-    """Check a policy file and put it in force as a new version, unless the policy in force
-    says the same (layout and comments aside). Stored as written, with who and when."""
-    policy, problems = check_policy(text)
+def policy_text(data: bytes, name: str) -> str:
+    """A policy file's text; UnreadablePolicy, saying why, if it cannot be one."""
+    too_big = policy_too_big(len(data), name)
+    if too_big:
+        raise UnreadablePolicy(too_big)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise UnreadablePolicy(
+            f"{flatten(name)} is not UTF-8 text (byte {error.start + 1})"
+        ) from None
+
+
+def policy_too_big(size: int, name: str) -> str | None:
+    """The sentence refusing a policy file of `size` bytes before it is read, or None."""
+    if size <= MAX_POLICY_BYTES:
+        return None
+    return f"{flatten(name)} is {size:,} bytes; a policy file is at most 256 KB"
+
+
+async def import_policy(
+    store: Store, text: str, now: datetime, actor: str, *, offload: Offload = run_inline
+) -> PolicyImport:
+    """Check a policy file (through `offload`: a large one is CPU work) and put it in force as
+    a new version, unless the policy in force says the same (layout and comments aside).
+    Stored as written, with who and when; if a group it needs has nobody the bot can write
+    to, the admins are owed an alert in the same transaction (core.notices.policy_alert)."""
+    policy, problems = await offload(functools.partial(_importable, text))
     if policy is None:
         return PolicyImport(problems=problems)
+    return await _store(store, text, policy, now, actor)
+
+
+def _importable(text: str) -> tuple[Policy | None, tuple[str, ...]]:
+    """The policy, if it is valid and this version applies all of it; else the problems."""
+    policy, problems = check_policy(text)
+    if policy is None:
+        return None, problems
     unapplied = not_yet_applied(text)
     if unapplied:
-        return PolicyImport(problems=tuple(summarise(unapplied)))
-    return await _store(store, text, content_hash(policy), now, actor)
+        return None, tuple(summarise(unapplied))
+    return policy, ()
 
 
 async def unreachable_groups(tx: ReadTx, policy: Policy) -> list[str]:
@@ -63,14 +105,21 @@ async def unreachable_groups(tx: ReadTx, policy: Policy) -> list[str]:
 
 
 @retry_on_stale
-async def _store(store: Store, text: str, sha: str, now: datetime, actor: str) -> PolicyImport:
+async def _store(
+    store: Store, text: str, policy: Policy, now: datetime, actor: str
+) -> PolicyImport:
+    sha = content_hash(policy)
     async with store.begin() as tx:
         current = await tx.policy_version(for_update=True)
         if current is not None and (await tx.policy_record(current) or {}).get("sha256") == sha:
-            return PolicyImport(version=current, created=False)
+            missing = tuple(await unreachable_groups(tx, policy))
+            return PolicyImport(version=current, created=False, unreachable=missing)
         version = version_id(sha, now)
         if await tx.policy_record(version) is not None:  # in force earlier within this second
             await tx.set_current_policy(version, now)
         else:
             await tx.insert_policy(version, sha, text, now, actor)
-        return PolicyImport(version=version, created=True)
+        missing = tuple(await unreachable_groups(tx, policy))
+        if missing:  # delivered by the bot's notice runner, whoever imported it
+            await tx.insert_notice(policy_alert(version, now))
+        return PolicyImport(version=version, created=True, unreachable=missing)

@@ -10,16 +10,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from decimal import ROUND_HALF_UP, Decimal
 from enum import StrEnum
 from typing import Any
 
-from core.drafts import Draft
+from core.approval_policy import unreachable_groups
+from core.drafts import Draft, Flag
 from core.jobs import Job
 from core.notices import (
     EVERYONE,
     NOBODY_TO_ASK,
     UNDELIVERED,
     UNREACHABLE,
+    UNSTAFFED_POLICY,
     Notice,
     NoticeKind,
     NoticeStatus,
@@ -27,8 +30,9 @@ from core.notices import (
     card_edits_for,
     fanned_out,
     is_moot,
+    policy_of,
 )
-from core.policies import DEFAULT_GROUP, ApprovalPolicy, Decision, Role, Verdict
+from core.policies import DEFAULT_GROUP, ApprovalPolicy, Decision, Policy, Role, Verdict, drifts
 from core.ports import ReadTx, Store, Tx
 from core.retries import ErrorClass, RetryPolicy, decide
 from core.states import State
@@ -62,6 +66,27 @@ class Undelivered:
 
 
 @dataclass(frozen=True)
+class DriftLine:
+    """A line priced above the drift tolerance of the draft's policy: its PRICE_CHANGED flag
+    (the last sent PO's price, the price now; ref that PO), and when that PO was sent."""
+
+    flag: Flag
+    sent_at: datetime | None  # None: no sent PO of that number is found any more
+
+    @property
+    def percent(self) -> Decimal | None:
+        """How far the price now is above the last PO's, in percent to one decimal; None if
+        that PO had it for nothing."""
+        before, after = self.flag.amounts[0], self.flag.amounts[1]
+        if before == 0:
+            return None
+        return (Decimal(after - before) * 100 / before).quantize(_TENTH, ROUND_HALF_UP)
+
+
+_TENTH = Decimal("0.1")  # a drift is shown to one decimal place of a percent
+
+
+@dataclass(frozen=True)
 class CardFacts:
     """Everything a card of a waiting draft shows."""
 
@@ -78,6 +103,7 @@ class CardFacts:
     may_approve: frozenset[int] = frozenset()  # who may decide it now (Standing.may_approve)
     # The delegates who hold it for an approver away, and that approver's name (Standing.cards_to).
     holding_for: dict[int, str] = field(default_factory=dict)
+    drifts: tuple[DriftLine, ...] = ()  # lines above the route's policy's drift tolerance
 
 
 @dataclass(frozen=True)
@@ -107,14 +133,17 @@ class CardEdit:
 
 @dataclass(frozen=True)
 class News:
-    """A plain message to send: a requester's (state, reason) or an admin's (event, approver)."""
+    """A plain message to send: a requester's (state, reason) or an admin's (event, approver;
+    or, about no job, a policy's groups nobody can approve for)."""
 
-    job: Job
+    job: Job | None  # None: a policy's news (core.notices.policy_alert)
     state: State | None = None  # a requester's: where their PO is now
     reason: str | None = None  # a rejection's reason
     event: str = ""  # an admin's: the state the PO entered, or UNREACHABLE / UNDELIVERED
     approver: str | None = None  # whose card did not go out, by name and id
     group: str | None = None  # the group with nobody to ask (NOBODY_TO_ASK)
+    policy_version: str = ""  # UNSTAFFED_POLICY: the policy in force, and
+    unstaffed: tuple[tuple[str, str], ...] = ()  # its groups nobody can approve for (name, title)
 
 
 async def claim(
@@ -147,7 +176,7 @@ async def card_to_send(
     """The card a CARD notice delivers; None, and the notice cancelled, if its draft was
     decided, expired or re-drafted before the card went out."""
     async with store.begin() as tx:
-        job = await tx.job(notice.job_id)
+        job = await tx.job(_job_id(notice))
         facts = await card_facts(tx, job, notice.draft_version, policy, now)
         if facts is None:
             await settle(tx, notice, NoticeStatus.CANCELLED, now)
@@ -162,7 +191,7 @@ async def card_sent(
     async with store.begin() as tx:
         attempts = notice.attempts + 1
         await settle(tx, notice, NoticeStatus.SENT, now, message_id=message_id, attempts=attempts)
-        job = await tx.job(notice.job_id)
+        job = await tx.job(_job_id(notice))
         if job.version != shown.version:
             await tx.insert_notice(card_edits_for(job, now, late_card=notice.user_id))
 
@@ -176,21 +205,35 @@ async def sent(store: Store, notice: Notice, message_id: int | None, now: dateti
 
 async def news_to_send(store: Store, notice: Notice, now: datetime) -> News | None:
     """What a STATUS or an admin's ALERT notice says; None, and the notice cancelled, if the
-    news that a PO needs a person is moot by now. Read-only unless it cancels: a delivery
-    takes no write turn (SQLite's one writer) that the next tap's decision needs."""
+    news is moot by now (a PO needing a person left that state; a policy's group nobody
+    could approve for has someone now, or another policy is in force). Read-only unless it
+    cancels: a delivery takes no write turn (SQLite's one writer) that the next tap's
+    decision needs."""
     async with store.reading() as tx:
-        job = await tx.job(notice.job_id)
-        if not is_moot(notice, job):
-            return await _news(tx, notice, job)
+        news = await _news(tx, notice)
+    if news is not None:
+        return news
     async with store.begin() as tx:
-        job = await tx.job(notice.job_id)  # read again where the cancellation is written
-        if not is_moot(notice, job):
-            return await _news(tx, notice, job)
-        await settle(tx, notice, NoticeStatus.CANCELLED, now)
+        news = await _news(tx, notice)  # read again where the cancellation is written
+        if news is None:
+            await settle(tx, notice, NoticeStatus.CANCELLED, now)
+        return news
+
+
+def _job_id(notice: Notice) -> str:
+    """The job of a notice that has one: every kind but a policy's alert."""
+    assert notice.job_id is not None, f"notice {notice.key} is about no job"
+    return notice.job_id
+
+
+async def _news(tx: ReadTx, notice: Notice) -> News | None:
+    """What the notice says now, or None if it is moot."""
+    version = policy_of(notice)
+    if version is not None:
+        return await _policy_news(tx, version)
+    job = await tx.job(_job_id(notice))
+    if is_moot(notice, job):
         return None
-
-
-async def _news(tx: ReadTx, notice: Notice, job: Job) -> News:
     if notice.kind is NoticeKind.STATUS:
         state = State(notice.event)
         reason = await _rejection_reason(tx, job) if state is State.REJECTED else None
@@ -205,6 +248,19 @@ async def _news(tx: ReadTx, notice: Notice, job: Job) -> News:
     return News(job, event=event, approver=approver)
 
 
+async def _policy_news(tx: ReadTx, version: str) -> News | None:
+    """The groups of policy `version` nobody can approve for, while it is in force and any
+    such group is left."""
+    policy = await tx.current_policy()
+    if policy is None or policy.version != version:
+        return None  # a later import owes news of its own
+    missing = await unreachable_groups(tx, policy)
+    if not missing:
+        return None
+    named = tuple((group, policy.title(group)) for group in missing)
+    return News(None, event=UNSTAFFED_POLICY, policy_version=version, unstaffed=named)
+
+
 async def _rejection_reason(tx: ReadTx, job: Job) -> str | None:
     rejections = [d for d in await tx.decisions(job.id) if d.verdict is Verdict.REJECT]
     return rejections[-1].reason if rejections else None
@@ -215,7 +271,7 @@ async def fan_out(store: Store, alert: Notice, now: datetime, configured: frozen
     role), unless it is moot; how many admins it went to."""
     assert alert.kind is NoticeKind.ALERT and alert.user_id == EVERYONE
     async with store.begin() as tx:
-        if is_moot(alert, await tx.job(alert.job_id)):
+        if await _news(tx, alert) is None:
             await settle(tx, alert, NoticeStatus.CANCELLED, now)
             return 0
         admins = set(configured) | set(await tx.holders(Role.ADMIN))
@@ -254,7 +310,7 @@ async def undelivered(
             await tx.mark_blocked(notice.user_id, now)
         if notice.kind is NoticeKind.CARD:  # an approver the admins must chase
             event = UNREACHABLE if why.failure in _FINAL else UNDELIVERED
-            job = await tx.job(notice.job_id)
+            job = await tx.job(_job_id(notice))
             await tx.insert_notice(alert_for(job, now, f"{event}:{notice.user_id}"))
     return status
 
@@ -292,6 +348,7 @@ async def card_facts(
         group=named.title(group) if named else group,
         may_approve=where.may_approve,
         holding_for=holding_for,
+        drifts=await _drift_lines(tx, draft, named),
     )
 
 
@@ -299,6 +356,20 @@ async def _name(tx: ReadTx, user_id: int) -> str:
     """Someone's name as Telegram gave it, or their id."""
     known = await tx.telegram_user(user_id)
     return known.first_name if known else f"user {user_id}"
+
+
+async def _drift_lines(tx: ReadTx, draft: Draft, policy: Policy | None) -> tuple[DriftLine, ...]:
+    """The draft's lines above its policy's drift tolerance, each with its last PO's sent date.
+    The date is read here, from that PO's job (SENT is final, so the job's last change is its
+    sending), not carried in the flag: flags are part of the draft's hash, and a date the
+    approver is shown to place the price needs no new hash. One read per PO compared with,
+    and only for a card with drifted lines."""
+    flags = drifts(draft.flags, policy.drift if policy else None)
+    sent: dict[str, datetime | None] = {}
+    for ref in sorted({flag.ref for flag in flags}):
+        job = await tx.job_by_po(ref)
+        sent[ref] = job.updated_at if job is not None and job.state is State.SENT else None
+    return tuple(DriftLine(flag, sent[flag.ref]) for flag in flags)
 
 
 async def card_edits(

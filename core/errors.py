@@ -17,6 +17,7 @@ ManzooriError
 ├── InputError                 what a person or a client sent cannot be used as it is
 │   ├── UnreadableSheet        the file is not a spreadsheet this product reads
 │   ├── BadPeriod              a day that is not YYYY-MM-DD, or a period ending before it starts
+│   ├── UnreadablePolicy       the file cannot be an approval policy (too large, not text)
 │   └── InvalidToken           signed data (a button, an invite code) forged, altered or cut
 │       └── ExpiredToken       well signed, but past its expiry
 ├── ConfigError                the configuration is unusable (each bad variable named)
@@ -123,6 +124,10 @@ class UnreadableSheet(InputError):
 
 class BadPeriod(InputError):
     """A day that is not written YYYY-MM-DD, or a period that ends before it starts."""
+
+
+class UnreadablePolicy(InputError):
+    """The file cannot be an approval policy (too large, not text); one plain sentence."""
 
 
 class InvalidToken(InputError):

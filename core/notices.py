@@ -7,7 +7,8 @@ Four kinds, each owed in the same transaction as the change it reports (core.wor
 - CARD_EDITS: the job's delivered cards are to be edited to what is true now (a decision, an
   approval counted, expiry, a new draft version); one row per job version, whoever holds cards;
 - ALERT: a message for the admins (a PO entered the manual-review queue, an approver cannot
-  be reached, a PO was opened with no approver to ask). It is owed to nobody in particular
+  be reached, a PO was opened with no approver to ask, or, about no job, a policy was put in
+  force with a group nobody can approve for). It is owed to nobody in particular
   (EVERYONE) and fanned out, on delivery, to one row per admin, since who is an admin is
   configuration as well as data.
 
@@ -53,7 +54,7 @@ class Notice:
     key: str
     kind: NoticeKind
     user_id: int
-    job_id: str
+    job_id: str | None  # None: an alert about no job (policy_alert)
     draft_version: int
     status: NoticeStatus
     version: int
@@ -78,6 +79,9 @@ UNDELIVERED = "undelivered"
 # The event of an alert that a PO was opened while no approver (other than its requester)
 # was registered: nobody holds its card until an admin makes someone an approver.
 NOBODY_TO_ASK = "nobody_to_ask"
+# The event of a job-less alert (followed by ":" and the policy version) that a policy was put
+# in force with a group a rule needs and nobody the bot can write to is in.
+UNSTAFFED_POLICY = "unstaffed_policy"
 
 # The moves a requester hears about, in Telegram, and nothing else (a retry is not news).
 TOLD_TO_REQUESTER = frozenset(
@@ -178,6 +182,26 @@ def alert_for(job: Job, now: datetime, event: str) -> Notice:
     UNDELIVERED, ":", the approver's id."""
     key = f"alert:{job.po_number}:{event}:j{job.version}"
     return owed(NoticeKind.ALERT, key=key, user_id=EVERYONE, job=job, now=now, event=event)
+
+
+def policy_alert(version: str, now: datetime) -> Notice:
+    """The admins' news that policy `version` is in force with a group nobody can approve
+    for; one per version, whoever imports it again."""
+    return Notice(
+        key=f"alert:policy:{version}:{UNSTAFFED_POLICY}",
+        kind=NoticeKind.ALERT,
+        user_id=EVERYONE,
+        job_id=None,
+        draft_version=0,
+        event=f"{UNSTAFFED_POLICY}:{version}",
+        **_fresh(now),
+    )
+
+
+def policy_of(notice: Notice) -> str | None:
+    """The policy version a job-less alert (policy_alert) is about; None for any other."""
+    event, _, version = notice.event.partition(":")
+    return version if notice.job_id is None and event == UNSTAFFED_POLICY else None
 
 
 def fanned_out(alert: Notice, admin_id: int, now: datetime) -> Notice:

@@ -357,17 +357,23 @@ class Route:
         )
 
 
-def drifted(flags: Iterable[Flag], drift: Drift | None) -> bool:
-    """Whether a line of a draft (by its PRICE_CHANGED flags: the last sent PO's price, the
-    price now) is priced more than the drift tolerance above the last sent PO's."""
+def drifts(flags: Iterable[Flag], drift: Drift | None) -> tuple[Flag, ...]:
+    """The PRICE_CHANGED flags of a draft (the last sent PO's price, the price now) whose line
+    is priced more than the drift tolerance above the last sent PO's."""
     if drift is None:
-        return False
-    for flag in flags:
-        if flag.code == FlagCode.PRICE_CHANGED:
-            before, after = flag.amounts[0], flag.amounts[1]
-            if (after - before) * 100 > drift.percent * before:
-                return True
-    return False
+        return ()
+    return tuple(
+        flag
+        for flag in flags
+        if flag.code == FlagCode.PRICE_CHANGED
+        and (flag.amounts[1] - flag.amounts[0]) * 100 > drift.percent * flag.amounts[0]
+    )
+
+
+def drifted(flags: Iterable[Flag], drift: Drift | None) -> bool:
+    """Whether a line of a draft is priced more than the drift tolerance above the last sent
+    PO's (drifts)."""
+    return bool(drifts(flags, drift))
 
 
 def route_draft(policy: Policy, draft: Draft) -> Route:

@@ -339,7 +339,7 @@ notices = Table(
     Column("key", String(200), primary_key=True),
     Column("kind", String(16), nullable=False),
     Column("user_id", BigInteger, nullable=False),
-    Column("job_id", String(36), ForeignKey("jobs.id"), nullable=False),
+    Column("job_id", String(36), ForeignKey("jobs.id")),  # NULL: an admin's news of no job
     Column("draft_version", Integer, nullable=False),
     Column("status", String(16), nullable=False),
     Column("version", Integer, nullable=False),
@@ -351,7 +351,8 @@ notices = Table(
     Column("last_error", Text),
     Column("created_at", UtcDateTime, nullable=False),
     Column("updated_at", UtcDateTime, nullable=False),
-    Column("event", String(32), nullable=False),  # for a requester's notice: the new state
+    # a requester's notice: the new state; an alert: what happened (core.notices)
+    Column("event", String(64), nullable=False),
     Index(None, "status", "next_attempt_at"),
     Index(None, "job_id"),
 )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from pathlib import Path
 from typing import Annotated
 
@@ -13,15 +12,13 @@ from bot.cli.common import actor, fail, with_store
 from bot.clock import utcnow
 from bot.config import Settings
 from core import approval_policy
+from core.errors import UnreadablePolicy
 from core.policies import Policy
 from core.texts import flatten
 from core.workflow import policy_now
 from store.sql import SqlStore
 
 policy_app = typer.Typer(no_args_is_help=True, help="The approval policy: who must approve what.")
-
-# A policy is a page or two of TOML; anything far larger is not one.
-MAX_POLICY_BYTES = 256 * 1024
 
 PolicyFile = Annotated[
     Path, typer.Argument(exists=True, dir_okay=False, readable=True, help="The TOML file.")
@@ -30,13 +27,10 @@ PolicyFile = Annotated[
 
 def _read(path: Path) -> str:
     """The file's text, or exit saying why it is not a policy file."""
-    data = path.read_bytes()
-    if len(data) > MAX_POLICY_BYTES:
-        raise fail(f"{path.name} is {len(data):,} bytes; a policy file is at most 256 KB")
     try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise fail(f"{path.name} is not UTF-8 text (byte {error.start + 1})") from None
+        return approval_policy.policy_text(path.read_bytes(), path.name)
+    except UnreadablePolicy as refused:
+        raise fail(str(refused)) from None
 
 
 @policy_app.command("check")
@@ -55,25 +49,13 @@ def policy_import(path: PolicyFile) -> None:
     """Put a policy file in force as a new version: new requests and re-drafts follow it."""
     text = _read(path)
 
-    async def work(
-        settings: Settings, store: SqlStore
-    ) -> tuple[approval_policy.PolicyImport, list[str]]:
-        result = await approval_policy.import_policy(store, text, utcnow(), actor())
-        if not result.version:
-            return result, []
-        async with store.reading() as tx:
-            policy = await tx.policy(result.version)
-            assert policy is not None
-            return result, await approval_policy.unreachable_groups(tx, policy)
+    async def work(settings: Settings, store: SqlStore) -> approval_policy.PolicyImport:
+        return await approval_policy.import_policy(store, text, utcnow(), actor())
 
-    result, unreachable = with_store(work)
+    result = with_store(work)
     typer.echo(texts.policy_import(result, path.name), err=bool(result.problems))
-    for group in unreachable:
-        typer.echo(
-            f"warning: group {group} has nobody the bot can write to; requests needing it "
-            f"wait until an admin puts an approver in it (/group ID {group})",
-            err=True,
-        )
+    for warning in texts.unreachable_warnings(result.unreachable):
+        typer.echo(f"warning: {warning}", err=True)
     if result.problems:
         raise typer.Exit(1)
 
@@ -87,13 +69,9 @@ def policy_show() -> None:
         async with store.reading() as tx:
             policy = await policy_now(tx, default)
             record = await tx.policy_record(policy.version) if policy.version else None
-        lines = policy.describe()
+        lines = texts.policy_described(policy, record, settings.tz)
         if record is None:
             return "\n".join(lines)
-        at = record["imported_at"]
-        assert isinstance(at, datetime)
-        when = texts.local_time(at, settings.tz)
-        lines.insert(1, f"Imported {when} by {flatten(str(record['imported_by']))}")
         return "\n".join([*lines, "", "The file as imported:", "", str(record["source"])])
 
     typer.echo(with_store(work).rstrip("\n"))

@@ -63,6 +63,7 @@ from bot.telegram.people import (
     start,
     users,
 )
+from bot.telegram.policy import POLICY_FILE, policy_command, policy_file
 from bot.telegram.queue import on_queue_tap, queue_command
 from core.errors import ConfigError, InvalidToken, StoreBusy
 from core.ports import ShellStore
@@ -222,12 +223,14 @@ def build_application(settings: Settings, store: ShellStore) -> Application:  # 
         ("history", history),
         ("export", export),
         ("queue", queue_command),
+        ("policy", policy_command),
     ):
         app.add_handler(CommandHandler(name, callback))
     # The review queue's buttons (core.signing: action letter, then "."), before the cards'.
     app.add_handler(CallbackQueryHandler(on_queue_tap, pattern=r"^[sgc]\."))
     app.add_handler(CallbackQueryHandler(on_tap))
     app.add_handler(MessageHandler(REASON_REPLY & ~filters.COMMAND, on_reason))
+    app.add_handler(MessageHandler(POLICY_FILE, policy_file))  # before a sheet's
     app.add_handler(MessageHandler(filters.Document.ALL, sheet))
     app.add_handler(MessageHandler(filters.ALL, help_command))  # anything else: help
     app.add_error_handler(on_error)

@@ -14,7 +14,7 @@ from datetime import tzinfo
 
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
-from bot.texts import local_time
+from bot.texts import DAY_MONTH, local_time
 from core.delivery import CardFacts, CardOutcome
 from core.drafts import Draft, mask_email, short_hash
 from core.flags import describe
@@ -79,9 +79,12 @@ def _card(facts: CardFacts, tz: tzinfo, lines: int, flags: int, holder: int | No
         "",
         f"<b>Total: {escaped(format_pkr(draft.total_paisa))}</b>",
     ]
-    if draft.flags:
-        shown = [f"⚠️ {escaped(describe(flag))}" for flag in draft.flags[:flags]]
-        hidden = len(draft.flags) - len(shown)
+    drifted = _drifts(facts, tz, flags)
+    parts += ["", *drifted] if drifted else []
+    others = tuple(f for f in draft.flags if f not in {d.flag for d in facts.drifts})
+    if others:  # a drifted line's price change is its ▲ line above
+        shown = [f"⚠️ {escaped(describe(flag))}" for flag in others[:flags]]
+        hidden = len(others) - len(shown)
         parts += ["", *shown, *([f"… and {hidden} more flags (see Details)"] if hidden else [])]
     parts += ["", *_evidence(facts, tz)]
     if away:  # a delegate's card: whose approval a tap gives
@@ -92,6 +95,23 @@ def _card(facts: CardFacts, tz: tzinfo, lines: int, flags: int, holder: int | No
         parts.append(f"👥 {facts.approvals} of {facts.required} approvals")
     parts.append(f"On approval: e-mails this PO to {escaped(mask_email(draft.recipient_email))}")
     return "\n".join(parts)
+
+
+def _drifts(facts: CardFacts, tz: tzinfo, limit: int) -> list[str]:
+    """ "▲ CHG-65W: 5.0% vs last PO PO-2026-0031, 12 Sep (Rs 6,825.53, was Rs 6,500.50)": each
+    line priced above the policy's drift tolerance, which added a stage to the route."""
+    shown = []
+    for line in facts.drifts[:limit]:
+        before, after = line.flag.amounts[0], line.flag.amounts[1]
+        rise = "was free" if line.percent is None else f"{line.percent}%"
+        when = "" if line.sent_at is None else f", {local_time(line.sent_at, tz, DAY_MONTH)}"
+        shown.append(
+            f"▲ <code>{escaped(line.flag.sku)}</code>: {rise} vs last PO "
+            f"{escaped(line.flag.ref)}{escaped(when)} "
+            f"({escaped(format_pkr(after))}, was {escaped(format_pkr(before))})"
+        )
+    hidden = len(facts.drifts) - len(shown)
+    return [*shown, *([f"… and {hidden} more lines above the drift tolerance"] if hidden else [])]
 
 
 def _stage_of(facts: CardFacts) -> str:

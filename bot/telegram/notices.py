@@ -24,7 +24,7 @@ from bot.clock import Runtime
 from bot.config import Settings
 from bot.telegram.cards import card_html, card_markup, outcome_html
 from bot.telegram.errors import classify
-from bot.telegram.texts import admin_alert, requester_notice
+from bot.telegram.texts import admin_alert, policy_alert, requester_notice
 from core import delivery
 from core.delivery import Failure, News, Undelivered
 from core.errors import LeaseLost
@@ -114,6 +114,7 @@ class NoticeRunner:
 
     async def _edit_cards(self, notice: Notice) -> None:
         """Edit every delivered card of the job to what is true now."""
+        assert notice.job_id is not None  # CARD_EDITS are a job's
         edits = await delivery.card_edits(
             self.store, notice.job_id, self.settings.approval_policy(), self.runtime.now()
         )
@@ -153,6 +154,8 @@ class NoticeRunner:
 
 def _news_text(notice: Notice, news: News) -> str:
     """A requester's or an admin's news, in words."""
+    if news.job is None:  # about a policy, not a PO
+        return policy_alert(news.policy_version, news.unstaffed)
     if notice.kind is NoticeKind.STATUS:
         assert news.state is not None
         return requester_notice(news.job.po_number, news.state, news.reason)

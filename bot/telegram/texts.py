@@ -39,6 +39,7 @@ _ROLE_HELP = {
         "/queue: purchase orders that need a person.  /history PO-…: a PO's audit trail.",
         "/away ID UNTIL DELEGATE_ID, /back ID: set or end someone's delegation.",
         "/export PO-…: a PO's audit trail as a CSV file.",
+        "/policy: the approval policy in force; send a .toml policy file to check and import it.",
     ],
 }
 
@@ -169,6 +170,18 @@ def requester_notice(po_number: str, state: State, reason: str | None) -> str:
                 f"{po_number} needs a person to check it ({_STATE_WORDS.get(state, state.value)}); "
                 "an admin has it in the review queue."
             )
+
+
+def policy_alert(version: str, unstaffed: Iterable[tuple[str, str]]) -> str:
+    """What the admins are told when a policy is in force with groups (name, title) nobody
+    the bot can write to is in."""
+    lines = [f"⚠️ Policy {flatten(version)} is in force."]
+    for name, title in unstaffed:
+        lines.append(
+            f"Nobody can approve for {flatten(title)} yet: add someone with "
+            f"/group ID {flatten(name)}."
+        )
+    return "\n".join(lines)
 
 
 def admin_alert(po_number: str, event: str, approver: str | None, group: str | None = None) -> str:

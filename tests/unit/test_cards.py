@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from html.parser import HTMLParser
 from zoneinfo import ZoneInfo
 
@@ -18,7 +19,7 @@ from bot.telegram.cards import (
     outcome_html,
     visible_length,
 )
-from core.delivery import CardFacts, CardOutcome
+from core.delivery import CardFacts, CardOutcome, DriftLine
 from core.drafts import Draft, DraftLine, Flag
 from core.flags import FlagCode
 from core.jobs import WORKFLOW_VERSION, Job
@@ -116,6 +117,42 @@ def test_dual_approval_shows_the_count_and_the_flag():
     shown = parsed(card_html(facts(d, approvals=1, required=2), PKT)).text
     assert "👥 1 of 2 approvals" in shown
     assert "⚠️ Total Rs 600,000.00 is above Rs 500,000.00: two approvers needed" in shown
+
+
+def test_a_drifted_line_shows_its_rise_and_the_last_po_sent_a_smaller_change_its_flag():
+    up = Flag(FlagCode.PRICE_CHANGED, "SKU-000", (43_000, 45_050), "PO-2026-0031")  # +4.8%
+    small = Flag(FlagCode.PRICE_CHANGED, "SKU-001", (44_500, 45_050), "PO-2026-0031")  # +1.2%
+    d = draft(flags=(small, up))
+    sent = datetime(2026, 9, 11, 20, 30, tzinfo=UTC)  # 12 Sep, 01:30 in Pakistan
+    card = replace(facts(d), drifts=(DriftLine(up, sent),), stages=2, stage=0, group="Managers")
+    shown = parsed(card_html(card, PKT)).text.splitlines()
+    assert "▲ SKU-000: 4.8% vs last PO PO-2026-0031, 12 Sep (Rs 450.50, was Rs 430.00)" in shown
+    assert not any("SKU-000: unit price" in line for line in shown)  # said once, by ▲
+    assert "⚠️ SKU-001: unit price Rs 450.50, was Rs 445.00 on PO-2026-0031 (+1.2%)" in shown
+    assert not any(line.startswith("▲") and "SKU-001" in line for line in shown)
+
+
+def test_a_drift_without_its_sent_date_or_from_a_free_price_still_says_what_it_can():
+    free = Flag(FlagCode.PRICE_CHANGED, "SKU-000", (0, 45_050), "PO-2026-0007")
+    shown = parsed(card_html(replace(facts(draft(flags=(free,))), drifts=(
+        DriftLine(free, None),)), PKT)).text  # fmt: skip
+    assert "▲ SKU-000: was free vs last PO PO-2026-0007 (Rs 450.50, was Rs 0.00)" in shown
+    assert DriftLine(free, None).percent is None
+    # One decimal, rounded half up: 4.25% shows as 4.3%.
+    assert DriftLine(Flag(FlagCode.PRICE_CHANGED, "S", (40_000, 41_700)), None).percent == (
+        Decimal("4.3")
+    )
+
+
+def test_many_drifted_lines_are_cut_like_flags():
+    ups = tuple(
+        Flag(FlagCode.PRICE_CHANGED, f"SKU-{n:03d}", (40_000, 45_050), "PO-2026-0031")
+        for n in range(20)
+    )
+    card = replace(facts(draft(lines=20, flags=ups)), drifts=tuple(DriftLine(f, T0) for f in ups))
+    shown = parsed(card_html(card, PKT)).text
+    assert shown.count("▲ ") == 12 and "… and 8 more lines above the drift tolerance" in shown
+    assert "⚠️" not in shown  # every price change is a ▲ line
 
 
 def test_long_pos_list_fifteen_lines_and_stay_inside_one_message():

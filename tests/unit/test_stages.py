@@ -11,7 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from core import policies
+from core.drafts import Flag
 from core.errors import AlreadyDecided, NotYourTurn, SelfApproval
+from core.flags import FlagCode
 from core.policies import (
     Decision,
     Outcome,
@@ -263,3 +266,22 @@ def test_property_no_request_passes_with_fewer_eligible_people_than_its_route_as
     assert len(seen) >= sum(stage.approvals for stage in route.stages)
     assert not any(d.verdict is Verdict.REJECT and d.draft_version == 1 and now < d.expires_at
                    for d in decisions)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "drifts"),
+    [
+        (10_000, 10_300, False),  # exactly 3%: not above the tolerance
+        (10_000, 10_301, True),  # a paisa above it
+        (10_000, 10_200, False),  # 2%: the ordinary price-changed flag only
+        (10_000, 9_000, False),  # cheaper is no drift
+        (0, 100, True),  # free on the last PO, priced now
+    ],
+)
+def test_a_line_drifts_only_above_the_policy_percent(before: int, after: int, drifts: bool) -> None:
+    flag = Flag(FlagCode.PRICE_CHANGED, "SKU-1", (before, after), "PO-2026-0001")
+    other = Flag(FlagCode.QUANTITY_JUMP, "SKU-1", (50, 5), "PO-2026-0001")
+    assert POLICY.drift is not None and POLICY.drift.percent == 3
+    assert policies.drifts([other, flag], POLICY.drift) == ((flag,) if drifts else ())
+    assert policies.drifted([other, flag], POLICY.drift) is drifts
+    assert policies.drifts([flag], None) == ()  # a policy without [drift]
