@@ -91,6 +91,9 @@ def _card(facts: CardFacts, tz: tzinfo, lines: int, flags: int, holder: int | No
         parts.append(f"🤝 {escaped(away)} is away: your decision counts as theirs")
     if facts.stages > 1:  # a chain: whose turn it is
         parts.append(f"🪜 {_stage_of(facts)}")
+    if facts.stage > 0:  # the stages before are complete: the holder's group is next
+        done = "Stage 1 is" if facts.stage == 1 else f"Stages 1 to {facts.stage} are"
+        parts.append(f"👉 It's your turn: {done} complete.")
     if facts.required > 1:
         parts.append(f"👥 {facts.approvals} of {facts.required} approvals")
     parts.append(f"On approval: e-mails this PO to {escaped(mask_email(draft.recipient_email))}")

@@ -29,6 +29,7 @@ async def test_a_two_stage_chain_goes_in_order_each_stage_to_its_group(botapi, d
         await submitted(botapi, run)
         first = await cards(botapi, run, APPROVER_A, APPROVER_C)
         assert "Stage 1 of 2: waiting for Managers" in first[APPROVER_A].text
+        assert "your turn" not in first[APPROVER_A].text
         assert botapi.user(APPROVER_B).messages() == []  # the owners wait their turn
         sana = botapi.user(APPROVER_B)
         ali, chand = botapi.user(APPROVER_A), botapi.user(APPROVER_C)
@@ -49,6 +50,7 @@ async def test_a_two_stage_chain_goes_in_order_each_stage_to_its_group(botapi, d
 
         second = await cards(botapi, run, APPROVER_B)
         assert "Stage 2 of 2: waiting for Owners" in second[APPROVER_B].text
+        assert "👉 It's your turn: Stage 1 is complete." in second[APPROVER_B].text
         final = sana.tap(second[APPROVER_B], APPROVE_TEXT)
         assert await answer(botapi, final) == "Approved — e-mailing the supplier."
         await deliveries_done(run)
