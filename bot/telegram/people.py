@@ -114,9 +114,18 @@ async def users(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     if allowed is None:
         return
     deps, _user = allowed
+    now = utcnow()
     async with deps.store.reading() as tx:
         rows = await tx.people()
-    await reply(update, texts.people_list(rows))
+        groups: dict[int, list[str]] = {}
+        for user_id, group_name in await tx.memberships():
+            groups.setdefault(user_id, []).append(group_name)
+        delegations = await tx.delegations_since(now)
+    tz = deps.settings.tz
+    away = {
+        d.delegator: (d.delegate, local_time(d.ends_at, tz)) for d in delegations if d.active(now)
+    }
+    await reply(update, texts.people_list(rows, groups, away))
 
 
 def _user_id_arg(context: ContextTypes.DEFAULT_TYPE) -> int | None:

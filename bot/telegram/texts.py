@@ -113,13 +113,24 @@ def invite_link(
     )
 
 
-def people_list(rows: Iterable[tuple[TelegramUser | None, int, frozenset[Role]]]) -> str:
-    """/users: one line per person: id, name, roles, and whether the bot can reach them."""
+def people_list(
+    rows: Iterable[tuple[TelegramUser | None, int, frozenset[Role]]],
+    groups: Mapping[int, Iterable[str]] | None = None,
+    away: Mapping[int, tuple[int, str]] | None = None,
+) -> str:
+    """/users: one line per person: id, name, roles, an approver's groups, who decides for
+    them while they are away (delegate id, until when), and whether the bot can reach them."""
     lines = []
     for known, user_id, roles in rows:
         name = flatten(known.first_name) if known else "(never wrote to the bot)"
+        line = f"{user_id}  {name}  {roles_text(roles)}"
+        if Role.APPROVER in roles and groups is not None:
+            line += f"  groups: {', '.join(sorted(groups.get(user_id, ()))) or DEFAULT_GROUP}"
+        if away and user_id in away:
+            delegate, until = away[user_id]
+            line += f"  away until {until}: {delegate} decides"
         reach = "" if known and known.reachable else "  ⚠️ cannot receive messages yet"
-        lines.append(f"{user_id}  {name}  {roles_text(roles)}{reach}")
+        lines.append(line + reach)
     return "\n".join(lines) if lines else "Nobody holds a role yet."
 
 

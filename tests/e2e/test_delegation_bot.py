@@ -100,6 +100,11 @@ async def test_delegations_that_cannot_be_are_refused_with_the_reason(botapi, db
             f"Not set: user {APPROVER_B} has delegated to user {APPROVER_C}: no delegation back."
         )
         admin = botapi.user(ADMIN, "Ayesha")
+        admin.send_text("/users")
+        listing = (await said(admin)).splitlines()
+        [line] = [x for x in listing if x.startswith(f"{APPROVER_B}  Sana  approver")]
+        assert "groups: owners  away until " in line and line.endswith(f": {APPROVER_C} decides")
+        assert f"{APPROVER_A}  Ali  approver  groups: managers" in listing
         admin.send_text(f"/away {APPROVER_A} 2026-12-31 {APPROVER_C}")  # an admin, for Ali
         assert (await said(admin)).startswith(f"Ali ({APPROVER_A}) is away until 01 Jan 2027")
         admin.send_text(f"/back {APPROVER_A}")

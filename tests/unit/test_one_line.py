@@ -176,7 +176,11 @@ RENDERINGS: dict[str, Callable[[str], str]] = {
     "greeting": lambda v: texts.greeting(v, frozenset({Role.APPROVER})),
     "promoted": texts.promoted,
     "promotion reply": lambda v: texts.promotion(42, v, promoted=True),
-    "people": lambda v: texts.people_list([(TelegramUser(42, v, True), 42, frozenset())] * 2),
+    "people": lambda v: texts.people_list(
+        [(TelegramUser(42, v, True), 42, frozenset({Role.APPROVER}))] * 2,
+        {42: ["owners"]},
+        {42: (7, "05 Dec 2026, 00:00 PKT")},
+    ),
     "alert: approver unreachable": lambda v: texts.admin_alert("PO-1", "unreachable", v),
     "alert: approver undelivered": lambda v: texts.admin_alert("PO-1", "undelivered", v),
     "history": lambda v: reports.text(_detail(v), PKT),
