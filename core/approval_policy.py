@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from core.policies import Policy, content_hash
-from core.policy_file import not_yet_applied, parse_policy
+from core.policy_file import parse_policy
 from core.ports import ReadTx, Store
 from core.tables import summarise
 from core.terms import version_id
@@ -34,9 +34,6 @@ async def import_policy(store: Store, text: str, now: datetime, actor: str) -> P
     policy, problems = check_policy(text)
     if policy is None:
         return PolicyImport(problems=problems)
-    unapplied = not_yet_applied(text)
-    if unapplied:
-        return PolicyImport(problems=tuple(summarise(unapplied)))
     return await _store(store, text, content_hash(policy), now, actor)
 
 

@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
+from core.budgets import CategoryMonth, month_standings
 from core.drafts import Draft
 from core.jobs import Job
 from core.notices import (
@@ -76,6 +77,8 @@ class CardFacts:
     stages: int = 1  # stages on the route
     group: str = ""  # what the policy calls the waiting stage's group
     may_approve: frozenset[int] = frozenset()  # who may decide it now (Standing.waiting_for)
+    # Each budgeted category the draft touches, its month as it stands now (core.budgets).
+    budgets: tuple[CategoryMonth, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -283,6 +286,7 @@ async def card_facts(
         stages=len(route.stages),
         group=named.title(group) if named else group,
         may_approve=where.waiting_for,
+        budgets=await month_standings(tx, named, draft.lines, now, policy.zone),
     )
 
 

@@ -14,6 +14,7 @@ from datetime import tzinfo
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
 from bot.texts import local_time
+from core.budgets import CategoryMonth
 from core.delivery import CardFacts, CardOutcome
 from core.drafts import Draft, mask_email, short_hash
 from core.flags import describe
@@ -79,6 +80,7 @@ def _card(facts: CardFacts, tz: tzinfo, lines: int, flags: int) -> str:
         shown = [f"⚠️ {escaped(describe(flag))}" for flag in draft.flags[:flags]]
         hidden = len(draft.flags) - len(shown)
         parts += ["", *shown, *([f"… and {hidden} more flags (see Details)"] if hidden else [])]
+    parts += _budget_lines(facts)
     parts += ["", *_evidence(facts, tz)]
     if facts.stages > 1:  # a chain: whose turn it is
         parts.append(f"🪜 {_stage_of(facts)}")
@@ -86,6 +88,23 @@ def _card(facts: CardFacts, tz: tzinfo, lines: int, flags: int) -> str:
         parts.append(f"👥 {facts.approvals} of {facts.required} approvals")
     parts.append(f"On approval: e-mails this PO to {escaped(mask_email(draft.recipient_email))}")
     return "\n".join(parts)
+
+
+def _budget_lines(facts: CardFacts) -> list[str]:
+    """One line per budgeted category the PO touches, after a blank line: "💰 Accessories:
+    Rs 320,000.00 left of Rs 1,000,000.00 in December; this PO uses Rs 110,000.00"."""
+    return ["", *(escaped(budget_line(month)) for month in facts.budgets)] if facts.budgets else []
+
+
+def budget_line(found: CategoryMonth) -> str:
+    """A category's month as a card says it, ⚠️ and by how much when this PO goes over."""
+    name = found.category[:1].upper() + found.category[1:]
+    line = (
+        f"{name}: {format_pkr(max(0, found.left_paisa))} left of "
+        f"{format_pkr(found.budget_paisa)} in {found.month.name}; "
+        f"this PO uses {format_pkr(found.uses_paisa)}"
+    )
+    return f"⚠️ {line}, over by {format_pkr(found.over_paisa)}" if found.over else f"💰 {line}"
 
 
 def _stage_of(facts: CardFacts) -> str:
