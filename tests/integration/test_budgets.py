@@ -228,3 +228,21 @@ async def test_a_policy_without_budgets_leaves_approvals_alone(shop: SqlStore) -
     await in_force(shop, policy)
     [job] = await submitted(shop, DECEMBER, (CHG, "9", "SUP-A"))
     assert (await approve(shop, job, APPROVER_A, DECEMBER)).job.state is State.APPROVED
+
+
+async def test_uncategorised_lines_and_jobs_routed_before_policies_need_no_reason(
+    shop: SqlStore,
+) -> None:
+    # Drafted before any policy: they follow the configured default, which has no budgets.
+    [default, unrouted] = await submitted(shop, DECEMBER, (CHG, "9", "SUP-A"), (CHG, "2", "SUP-B"))
+    await in_force(shop, POLICY)
+    assert Route.from_plain(default.route or {}).policy_version == ""
+    assert (await approve(shop, default, APPROVER_A, DECEMBER)).job.state is State.APPROVED
+    async with shop.begin() as tx:  # as a job drafted before routing: no stored route
+        jobs = schema.jobs
+        await tx.conn.execute(jobs.update().where(jobs.c.id == unrouted.id).values(route=None))
+    assert (await approve(shop, unrouted, APPROVER_A, DECEMBER)).job.state is State.APPROVED
+    assert await spend(shop, DECEMBER) == {"chargers": 110_000 * 100}  # over Rs 50,000
+    [batteries] = await submitted(shop, DECEMBER, (BAT, "400", "SUP-B"))  # uncategorised
+    assert Route.from_plain(batteries.route or {}).stages == (Stage("approvers"),)
+    assert (await approve(shop, batteries, APPROVER_A, DECEMBER)).job.state is State.APPROVED
