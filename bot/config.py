@@ -270,6 +270,7 @@ class Settings(BaseSettings):
         return ApprovalPolicy(
             ttl=timedelta(seconds=self.manzoori_approval_ttl_seconds),
             dual_above_paisa=self.manzoori_dual_approval_above_pkr * 100,
+            zone=self.tz,
         )
 
     def retry_policy(self) -> RetryPolicy:

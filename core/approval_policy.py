@@ -9,7 +9,7 @@ from datetime import datetime
 from core.errors import UnreadablePolicy
 from core.notices import policy_alert
 from core.policies import Policy, content_hash
-from core.policy_file import not_yet_applied, parse_policy
+from core.policy_file import parse_policy
 from core.ports import Offload, ReadTx, Store
 from core.purchasing import run_inline
 from core.tables import summarise
@@ -65,21 +65,10 @@ async def import_policy(
     a new version, unless the policy in force says the same (layout and comments aside).
     Stored as written, with who and when; if a group it needs has nobody the bot can write
     to, the admins are owed an alert in the same transaction (core.notices.policy_alert)."""
-    policy, problems = await offload(functools.partial(_importable, text))
+    policy, problems = await offload(functools.partial(check_policy, text))
     if policy is None:
         return PolicyImport(problems=problems)
     return await _store(store, text, policy, now, actor)
-
-
-def _importable(text: str) -> tuple[Policy | None, tuple[str, ...]]:
-    """The policy, if it is valid and this version applies all of it; else the problems."""
-    policy, problems = check_policy(text)
-    if policy is None:
-        return None, problems
-    unapplied = not_yet_applied(text)
-    if unapplied:
-        return None, tuple(summarise(unapplied))
-    return policy, ()
 
 
 async def unreachable_groups(tx: ReadTx, policy: Policy) -> list[str]:

@@ -15,6 +15,7 @@ from enum import StrEnum
 from typing import Any
 
 from core.approval_policy import unreachable_groups
+from core.budgets import CategoryMonth, month_standings
 from core.drafts import Draft, Flag
 from core.jobs import Job
 from core.notices import (
@@ -104,6 +105,8 @@ class CardFacts:
     # The delegates who hold it for an approver away, and that approver's name (Standing.cards_to).
     holding_for: dict[int, str] = field(default_factory=dict)
     drifts: tuple[DriftLine, ...] = ()  # lines above the route's policy's drift tolerance
+    # Each budgeted category the draft touches, its month as it stands now (core.budgets).
+    budgets: tuple[CategoryMonth, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -349,6 +352,7 @@ async def card_facts(
         may_approve=where.may_approve,
         holding_for=holding_for,
         drifts=await _drift_lines(tx, draft, named),
+        budgets=await month_standings(tx, named, draft.lines, now, policy.zone),
     )
 
 

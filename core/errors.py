@@ -28,7 +28,8 @@ ManzooriError
 │   ├── DelegationEnded        the reviewer held the card for someone whose hand-over ended
 │   ├── DraftChanged           the decision names an older draft version or hash
 │   ├── AlreadyDecided         this reviewer already decided this draft, or the job is decided
-│   └── ApprovalExpired        the approval's time is up
+│   ├── ApprovalExpired        the approval's time is up
+│   └── ReasonRequired         an approval that takes a category over its month, without a reason
 ├── StoredDataError            stored data cannot be read back as written
 │   └── SealedDataUnreadable   MANZOORI_DATA_KEY cannot open a sealed field (or it was altered)
 ├── ConcurrencyError
@@ -172,6 +173,10 @@ class AlreadyDecided(ApprovalError):
 
 class ApprovalExpired(ApprovalError):
     """The approval's expiry has passed."""
+
+
+class ReasonRequired(ApprovalError):
+    """An approval that takes a category over its monthly budget needs the approver's reason."""
 
 
 class StoredDataError(ManzooriError):

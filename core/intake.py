@@ -149,6 +149,7 @@ def build_draft(
                 o.item.quantity,
                 o.offer.unit_price_paisa,
                 o.item.note,
+                o.offer.category,
             )
             for o in lines
         ),

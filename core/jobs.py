@@ -38,6 +38,9 @@ class Job:
     # The current draft's route (core.policies.Route.plain()); None before approval is asked
     # for, and for jobs drafted before routing (they follow the configured default policy).
     route: dict[str, Any] | None = None
+    # When its current draft was approved (the last approval its route needed); its month is
+    # the budget month it counts in (core.budgets). None until then.
+    approved_at: datetime | None = None
 
     @classmethod
     def received(cls, new: NewJob, po_number: str, now: datetime) -> Job:

@@ -15,10 +15,11 @@ import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, tzinfo
 from decimal import Decimal
 from enum import StrEnum
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from core.drafts import Draft, Flag
 from core.errors import AlreadyDecided, NotAnApprover, NotYourTurn, SelfApproval
@@ -80,12 +81,17 @@ class Decision:
         return self.reviewer_id if self.on_behalf_of is None else self.on_behalf_of
 
 
+# The time zone of budgets' calendar months unless configured otherwise (MANZOORI_TIMEZONE).
+PAKISTAN = ZoneInfo("Asia/Karachi")
+
+
 @dataclass(frozen=True)
 class ApprovalPolicy:
     """The approval rules in force."""
 
     ttl: timedelta = timedelta(days=1)
     dual_above_paisa: int = 500_000 * 100
+    zone: tzinfo = PAKISTAN  # budgets' months are calendar months here (core.budgets)
 
     @property
     def default_policy(self) -> Policy:
@@ -376,11 +382,17 @@ def drifted(flags: Iterable[Flag], drift: Drift | None) -> bool:
     return bool(drifts(flags, drift))
 
 
-def route_draft(policy: Policy, draft: Draft) -> Route:
-    """The route a draft takes under `policy`: route_for its total and supplier, with the
-    drift stage if a line drifted."""
+def route_draft(policy: Policy, draft: Draft, *, over_budget: bool = False) -> Route:
+    """The route a draft takes under `policy`: route_for its total, supplier and lines'
+    categories, with the drift stage if a line drifted and the budget stage if it goes over
+    a category's month (core.budgets.over_budget)."""
     return route_for(
-        policy, draft.total_paisa, draft.supplier_id, drifted=drifted(draft.flags, policy.drift)
+        policy,
+        draft.total_paisa,
+        draft.supplier_id,
+        {line.category for line in draft.lines if line.category},
+        drifted=drifted(draft.flags, policy.drift),
+        over_budget=over_budget,
     )
 
 

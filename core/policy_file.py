@@ -7,7 +7,7 @@ kinds of problem, each with the line a person fixes it on:
   or out of range;
 - cross-references: a stage naming a group the file does not define, two rules of one name,
   a rule that can never apply, no rule for every request, budget stages that contradict the
-  budget mode.
+  budget mode, a category no terms file could name (core.terms.is_category).
 
 tomllib gives no positions, so `key_lines` reads them off the text: the line each table,
 key and array element starts on, by the path pydantic reports an error at.
@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, Validation
 
 from core.policies import BudgetMode, Budgets, Condition, Drift, Policy, Rule, Stage
 from core.tables import Problem
-from core.terms import match_key
+from core.terms import NOT_A_CATEGORY, is_category, match_key
 
 _LINE = "Line"
 Path = tuple[str | int, ...]
@@ -101,24 +101,6 @@ def parse_policy(text: str) -> tuple[Policy | None, list[Problem]]:
 
 _AT = re.compile(r"\s*\(at line (\d+), column \d+\)$")
 _END = re.compile(r"\s*\(at end of document\)$")
-
-
-def not_yet_applied(text: str) -> list[Problem]:
-    """The parts of a valid policy file this version checks but does not yet apply: budgets
-    and category conditions (both need the terms file's categories). A policy with them is
-    not put in force, rather than in force without them."""
-    data = tomllib.loads(text)
-    lines = key_lines(text)
-    problems = []
-    if "budgets" in data:
-        message = "budgets are checked but not yet applied by this version: remove [budgets]"
-        problems.append(Problem(line_of(lines, ("budgets",)), "budgets", message, _LINE))
-    for index, rule in enumerate(data.get("rules", [])):
-        if "categories" in rule.get("when", {}):
-            path: Path = ("rules", index, "when", "categories")
-            message = "category conditions are not yet applied by this version: remove it"
-            problems.append(Problem(line_of(lines, path), shown(path), message, _LINE))
-    return problems
 
 
 def _syntax(error: tomllib.TOMLDecodeError) -> Problem:
@@ -271,6 +253,14 @@ def _cross_checks(data: dict[str, Any], lines: Mapping[Path, int]) -> list[Probl
     categories = [c.strip().lower() for c in months]
     if len(set(categories)) != len(categories):
         bad(("budgets", "monthly_pkr"), "a category appears twice (case does not count)")
+    written: list[tuple[Path, object]] = [(("budgets", "monthly_pkr", c), c) for c in months]
+    for index, raw in enumerate(rules):
+        listed = _table(_table(raw).get("when")).get("categories")
+        for n, c in enumerate(listed if isinstance(listed, list) else []):
+            written.append((("rules", index, "when", "categories", n), c))
+    for path, category in written:
+        if isinstance(category, str) and category.strip() and not is_category(category.strip()):
+            bad(path, f"{category.strip()!r} {NOT_A_CATEGORY}")
     return problems
 
 

@@ -94,6 +94,13 @@ class ReadTx(Protocol):
     async def terms_record(self, version: str) -> dict[str, Any] | None:
         """When and by whom a terms version was imported, or None."""
 
+    async def committed_spend(
+        self, start: datetime, end: datetime, excluding: str | None = None
+    ) -> dict[str, int]:
+        """Line totals in paisa, by category (uncategorised lines left out), of the current
+        drafts of the POs approved in [start, end) that are APPROVED, SENDING, SENT or
+        UNKNOWN_OUTCOME (core.budgets.COMMITTED); `excluding` one job."""
+
     async def group_members(self, groups: Collection[str]) -> dict[str, frozenset[int]]:
         """Each approver group's members who hold the approver role now."""
 

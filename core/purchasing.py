@@ -9,23 +9,24 @@ approval request, or none does.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from typing import Any, TypeVar
 
+from core.budgets import month_standings, refusal
 from core.dispatch import cancel_open_effects
 from core.drafts import Draft, Flag, canonical_bytes
 from core.errors import NotARequester
 from core.intake import build_draft, check_sheet, po_number, redraft
 from core.jobs import WORKFLOW_VERSION, AuditEvent, Job, NewJob, Stamp
-from core.policies import Role, Rules
+from core.policies import BudgetMode, Role, Rules
 from core.ports import Offload, ReadTx, Store, Tx
 from core.service import Revision, open_in, revise_in
 from core.states import Action, State
 from core.tables import Table, summarise
 from core.terms import Terms, content_hash, parse_terms, version_id
-from core.workflow import move, nobody_to_ask, retry_on_stale
+from core.workflow import move, nobody_to_ask, policy_now, retry_on_stale
 
 T = TypeVar("T")
 # A sheet is planned at most this often: the terms changing again during the second check
@@ -110,12 +111,21 @@ async def run_inline(work: Callable[[], T], /) -> T:
 
 
 async def preview_sheet(
-    store: Store, sheet: Sheet, rules: Rules, *, offload: Offload = run_inline
+    store: Store,
+    sheet: Sheet,
+    rules: Rules,
+    *,
+    now: datetime | None = None,
+    offload: Offload = run_inline,
 ) -> Submission:
-    """Validate and price a sheet exactly as a submission would, and store nothing."""
+    """Validate and price a sheet exactly as a submission would, and store nothing; with
+    `now`, a hard budget is checked as a submission then would check it."""
     async with store.reading() as tx:
         terms = await tx.current_terms()
     drafts, problems = await _plan(store, sheet.table, terms, rules, offload)
+    if not problems and now is not None:
+        async with store.reading() as tx:
+            problems = await hard_budget_refusal(tx, drafts, now, rules)
     if problems:
         return Submission(problems=tuple(problems))
     return Submission(orders=tuple((_unsaved(d), d) for d in drafts))
@@ -188,6 +198,18 @@ async def dual_flag_above(tx: ReadTx, rules: Rules) -> int | None:
     return rules.approval.dual_above_paisa if await tx.policy_version() is None else None
 
 
+async def hard_budget_refusal(
+    tx: ReadTx, drafts: Sequence[Draft], now: datetime, rules: Rules
+) -> list[str]:
+    """Why a sheet is refused under a hard budget in force: each category its POs together
+    take over this month, with the figures; nothing if none does (or no hard budget)."""
+    policy = await policy_now(tx, rules.approval.default_policy)
+    if policy.budgets is None or policy.budgets.mode is not BudgetMode.HARD:
+        return []
+    lines = [line for draft in drafts for line in draft.lines]
+    return refusal(await month_standings(tx, policy, lines, now, rules.approval.zone))
+
+
 async def _require_requester(tx: ReadTx, requester_id: int) -> None:
     if Role.REQUESTER not in await tx.roles(requester_id):
         raise NotARequester(f"user {requester_id} is not a registered requester")
@@ -232,6 +254,9 @@ async def _record(
             return Submission(orders=tuple(await _orders(tx, earlier)), repeated=True)
         if await tx.terms_version() != planned.terms_version:
             return None
+        refused = await hard_budget_refusal(tx, planned.drafts, now, rules)
+        if refused:
+            return Submission(problems=tuple(refused))
         year = numbering.year
         numbers = [po_number(year, await tx.next_po_serial(year)) for _ in planned.drafts]
         made = []

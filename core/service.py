@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from core.budgets import month_standings, needs_reason, over_budget
 from core.dispatch import cancel_open_effects, expire_job, settle_unknown_sends
 from core.drafts import Draft, draft_hash
 from core.errors import (
@@ -16,6 +17,7 @@ from core.errors import (
     DuplicatePurchaseOrder,
     IllegalTransition,
     NotYourTurn,
+    ReasonRequired,
     ReconcileRefused,
 )
 from core.jobs import AuditEvent, Effect, Job, NewJob, Stamp
@@ -92,7 +94,7 @@ async def open_in(tx: Tx, new: NewJob, draft: Draft, now: datetime, rules: Rules
     states = (None, received.state)
     audits = [AuditEvent.stamped(stamp, "receive", receive, job_id=received.id, states=states)]
     default = rules.approval.default_policy
-    route = route_draft(await policy_now(tx, default), draft)
+    route = await _route(tx, received, draft, now, rules)
     basis = _route_evidence(route)
     job = received
     owed: list[Notice] = []
@@ -116,6 +118,15 @@ async def open_in(tx: Tx, new: NewJob, draft: Draft, now: datetime, rules: Rules
     await tx.insert_notices(owed)
     await ask_approvers(tx, job, now, default)
     return job
+
+
+async def _route(tx: ReadTx, job: Job, draft: Draft, now: datetime, rules: Rules) -> Route:
+    """The route of a new draft of `job`, on the policy in force: with the budget stage if it
+    takes a category over its month now (its own earlier approval not counted)."""
+    policy = await policy_now(tx, rules.approval.default_policy)
+    zone = rules.approval.zone
+    found = await month_standings(tx, policy, draft.lines, now, zone, excluding=job.id)
+    return route_draft(policy, draft, over_budget=over_budget(found))
 
 
 def _route_evidence(route: Route) -> dict[str, Any]:
@@ -179,7 +190,7 @@ async def revise_in(tx: Tx, job: Job, revision: Revision, stamp: Stamp, rules: R
     await cancel_open_effects(tx, job, stamp.at, "superseded by a new draft version")
     # A re-draft is routed afresh, on the policy in force now.
     default = rules.approval.default_policy
-    route = route_draft(await policy_now(tx, default), draft)
+    route = await _route(tx, job, draft, stamp.at, rules)
     detail = {"draft_version": version, **_route_evidence(route), **revision.evidence}
     changes = {
         "decision_deadline": stamp.at + rules.approval.ttl,
@@ -202,7 +213,7 @@ class Review:
     verdict: Verdict
     draft_version: int
     draft_hash: str
-    reason: str | None = None  # a rejection's, for the requester
+    reason: str | None = None  # a rejection's, for the requester; an over-budget approval's
 
 
 @dataclass(frozen=True)
@@ -294,8 +305,18 @@ async def decide(store: Store, review: Review, now: datetime, rules: Rules) -> D
             # Too late: the expiry is committed with this transaction, then the reviewer is told.
             await expire_job(tx, job, Stamp("runner", now), "approval window closed")
         else:
+            if await _needs_reason(tx, job, review, now, rules):
+                raise ReasonRequired(f"{job.po_number} goes over a monthly budget")
             return await _record(tx, job, allowed, review, now, rules)
     raise ApprovalExpired(f"{review.po_number} expired before this decision")
+
+
+async def _needs_reason(tx: ReadTx, job: Job, review: Review, now: datetime, rules: Rules) -> bool:
+    """Whether `review` is an approval without a reason that takes a category over its month
+    now: not recorded; the approver is asked for a reason (core.budgets.needs_reason)."""
+    if review.verdict is not Verdict.APPROVE or review.reason:
+        return False
+    return await needs_reason(tx, job, now, rules.approval.zone)
 
 
 async def _record(
@@ -346,7 +367,7 @@ async def _record(
     if allowed.on_behalf_of is not None:
         detail["for"] = allowed.on_behalf_of
     if after.outcome is Outcome.APPROVED:
-        job = await move(tx, job, Action.APPROVE, stamp, detail)
+        job = await move(tx, job, Action.APPROVE, stamp, detail, approved_at=now)
         await tx.insert_effect(Effect.send_po(job, now))
     elif after.outcome is Outcome.REJECTED:
         job = await move(tx, job, Action.REJECT, stamp, detail)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -39,9 +40,13 @@ REQUIRED = (
     "min_qty",
     "max_qty",
 )
+OPTIONAL = ("category",)  # blank: uncategorised (budgets do not count the line)
 # Long enough for real names, short enough for a phone screen and a mail subject.
 _MAX_NAME = 100
 _MAX_DESCRIPTION = 200
+# A category names a budget (core.policies.Budgets) and goes on cards: a few words of letters,
+# digits, spaces and . & / - _ ', the policy file's limit of 64 characters.
+_CATEGORY = re.compile(r"[^\W_](?:[\w .&/'-]{0,62}[^\W_])?")
 # Rs 1,000,000 a unit: far above any retail item, and it keeps totals inside 64-bit paisa.
 MAX_UNIT_PRICE_PAISA = 100_000_000
 MAX_LIMIT = 1_000_000_000  # min_qty and max_qty: far beyond any order, well inside 64 bits
@@ -51,6 +56,10 @@ NOT_AN_ADDRESS = (
     "is not a plain e-mail address like orders@supplier.pk: ASCII letters, digits and "
     ". _ + - ' before the @ (no spaces, quotes, brackets, colons, % or !), "
     "a domain name with a dot after it"
+)
+NOT_A_CATEGORY = (
+    "is not a category name: up to 64 letters, digits, spaces and . & / - _ ', starting and "
+    "ending with a letter or digit"
 )
 _LINE = "Line"  # the terms file is CSV: people open it in an editor, which counts lines
 _Bad = Callable[[str, str], None]  # records a problem in one column of the current line
@@ -80,6 +89,7 @@ class Offer:
     unit_price_paisa: int
     min_qty: int = 1
     max_qty: int | None = None
+    category: str = ""  # lower case; "" uncategorised
 
 
 @dataclass(frozen=True)
@@ -127,12 +137,21 @@ def match_key(code: str) -> str:
     return visible.strip().casefold()
 
 
+def is_category(text: str) -> bool:
+    """A category name as terms files and the policy file write it: up to 64 letters, digits,
+    spaces and . & / - _ ', starting and ending with a letter or digit."""
+    return _CATEGORY.fullmatch(text) is not None
+
+
 def content_hash(terms: Terms) -> str:
-    """sha256 of the offers and suppliers in canonical order: the identity of the content."""
+    """sha256 of the offers and suppliers in canonical order: the identity of the content. An
+    offer's category is hashed only when it has one, so terms without categories keep the
+    hash (and version) they had before categories existed."""
     body = {
         "suppliers": sorted([s.supplier_id, s.name, s.email] for s in terms.suppliers.values()),
         "offers": sorted(
             [o.supplier_id, o.sku, o.description, o.unit_price_paisa, o.min_qty, o.max_qty]
+            + ([o.category] if o.category else [])
             for o in terms.offers
         ),
     }
@@ -152,7 +171,7 @@ def parse_terms(table: Table) -> tuple[Terms | None, list[Problem]]:
             Problem(1, None, "the file is empty; the first line must be the header", _LINE)
         ]
     header, *rows = table.rows
-    columns, problems = read_header(header, REQUIRED, (), _LINE)
+    columns, problems = read_header(header, REQUIRED, OPTIONAL, _LINE)
     if problems:
         return None, problems
     if not rows:
@@ -175,7 +194,7 @@ def parse_terms(table: Table) -> tuple[Terms | None, list[Problem]]:
 
 
 def _text(row: Row, columns: dict[str, int], name: str) -> str:
-    return text_of(cell(row, columns[name])).strip()
+    return text_of(cell(row, columns.get(name))).strip()
 
 
 def _read_line(
@@ -208,11 +227,14 @@ def _read_line(
         bad("supplier_email", "is empty")
     elif not is_email(email):
         bad("supplier_email", f"{quote(email)} {NOT_AN_ADDRESS}")
+    category = _text(row, columns, "category")
+    if category and not is_category(category):
+        bad("category", f"{quote(category)} {NOT_A_CATEGORY}")
     price = _price(row, columns, bad, decimal_comma)
     min_qty, max_qty = _limits(row, columns, bad, decimal_comma)
     if len(problems) > before or price is None:
         return None, None
-    offer = Offer(supplier_id, sku, description, price, min_qty, max_qty)
+    offer = Offer(supplier_id, sku, description, price, min_qty, max_qty, category.lower())
     return offer, Supplier(supplier_id, name, email)
 
 

@@ -1,4 +1,5 @@
-"""SqlTx's queries for supplier terms, submitted sheets, PO serials and price history."""
+"""SqlTx's queries for supplier terms, submitted sheets, PO serials, price history and the
+budgets' committed spend."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from sqlalchemy import func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from core.budgets import COMMITTED
 from core.drafts import Draft
 from core.errors import InsertConflict
 from core.intake import History, PastLine
@@ -68,7 +70,15 @@ class PurchasingQueries:
         if not suppliers:
             return None
         offers = tuple(
-            Offer(r.supplier_id, r.sku, r.description, r.unit_price_paisa, r.min_qty, r.max_qty)
+            Offer(
+                r.supplier_id,
+                r.sku,
+                r.description,
+                r.unit_price_paisa,
+                r.min_qty,
+                r.max_qty,
+                r.category or "",
+            )
             for r in await self.conn.execute(select(o).where(o.c.terms_version == version))
         )
         terms = Terms(suppliers, offers, version)
@@ -122,6 +132,7 @@ class PurchasingQueries:
                     "unit_price_paisa": o.unit_price_paisa,
                     "min_qty": o.min_qty,
                     "max_qty": o.max_qty,
+                    "category": o.category or None,
                 }
                 for o in terms.offers
             ],
@@ -202,7 +213,15 @@ class PurchasingQueries:
         await self.conn.exec_driver_sql(
             _insert_order_lines(self.conn.dialect.paramstyle),
             [
-                (job_id, version, line.sku, supplier, line.quantity, line.unit_price_paisa)
+                (
+                    job_id,
+                    version,
+                    line.sku,
+                    supplier,
+                    line.quantity,
+                    line.unit_price_paisa,
+                    line.category or None,
+                )
                 for line in draft.lines
             ],
         )
@@ -238,6 +257,30 @@ class PurchasingQueries:
                 found[pair] = PastLine(row.po_number, row.unit_price_paisa, row.quantity)
         return found
 
+    async def committed_spend(
+        self, start: datetime, end: datetime, excluding: str | None = None
+    ) -> dict[str, int]:
+        """Line totals by category of the current drafts of POs approved in [start, end) and
+        still committed (core.budgets.COMMITTED), from the lines in the clear; `excluding`
+        one job."""
+        lines, jobs = schema.order_lines, schema.jobs
+        total = func.sum(lines.c.quantity * lines.c.unit_price_paisa)
+        query = (
+            select(lines.c.category, total)
+            .join(jobs, jobs.c.id == lines.c.job_id)
+            .where(
+                jobs.c.state.in_(sorted(s.value for s in COMMITTED)),
+                jobs.c.approved_at >= start,
+                jobs.c.approved_at < end,
+                lines.c.draft_version == jobs.c.draft_version,
+                lines.c.category.is_not(None),
+            )
+            .group_by(lines.c.category)
+        )
+        if excluding is not None:
+            query = query.where(jobs.c.id != excluding)
+        return {str(c): int(paisa) for c, paisa in await self.conn.execute(query)}
+
 
 _ORDER_LINE_COLUMNS = (
     "job_id",
@@ -246,6 +289,7 @@ _ORDER_LINE_COLUMNS = (
     "supplier_id",
     "quantity",
     "unit_price_paisa",
+    "category",
 )
 
 

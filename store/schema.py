@@ -81,7 +81,10 @@ jobs = Table(
     # The current draft's route (core.policies.Route as JSON); NULL for jobs drafted before
     # routing, which follow the configured default policy.
     Column("route", JSON),
+    # When the current draft was approved: the budget month it is committed in (core.budgets).
+    Column("approved_at", UtcDateTime),
     Index(None, "state", "decision_deadline"),
+    Index(None, "approved_at"),
 )
 
 # Append-only: one row per version; the body is the canonical JSON, encrypted, because it
@@ -231,6 +234,7 @@ terms_offers = Table(
     Column("unit_price_paisa", BigInteger, nullable=False),
     Column("min_qty", BigInteger, nullable=False),
     Column("max_qty", BigInteger),
+    Column("category", String(64)),  # lower case; NULL: uncategorised
 )
 
 # One row: the version in force. Intake reads it FOR SHARE and an import updates it, so no
@@ -282,7 +286,8 @@ po_serials = Table(
 )
 
 # Every draft version's lines, in the clear: no personal data, and the price history
-# ("unit price differs from the last PO") needs them without opening sealed bodies.
+# ("unit price differs from the last PO") and the budgets' committed spend need them without
+# opening sealed bodies.
 order_lines = Table(
     "order_lines",
     metadata,
@@ -292,6 +297,7 @@ order_lines = Table(
     Column("supplier_id", String(64), nullable=False),
     Column("quantity", BigInteger, nullable=False),
     Column("unit_price_paisa", BigInteger, nullable=False),
+    Column("category", String(64)),  # the line's (core.drafts.DraftLine); NULL: uncategorised
     Index(None, "supplier_id", "sku"),
 )
 

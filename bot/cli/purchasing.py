@@ -98,7 +98,7 @@ def sheets_check(path: ExistingFile) -> None:
     sheet = _sheet(path)
 
     async def work(settings: Settings, store: SqlStore) -> purchasing.Submission:
-        return await purchasing.preview_sheet(store, sheet, settings.rules())
+        return await purchasing.preview_sheet(store, sheet, settings.rules(), now=utcnow())
 
     result = with_store(work)
     typer.echo(texts.submission(result, sheet.name, preview=True))

@@ -15,6 +15,7 @@ from datetime import tzinfo
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
 from bot.texts import DAY_MONTH, local_time
+from core.budgets import CategoryMonth
 from core.delivery import CardFacts, CardOutcome
 from core.drafts import Draft, mask_email, short_hash
 from core.flags import describe
@@ -86,6 +87,7 @@ def _card(facts: CardFacts, tz: tzinfo, lines: int, flags: int, holder: int | No
         shown = [f"⚠️ {escaped(describe(flag))}" for flag in others[:flags]]
         hidden = len(others) - len(shown)
         parts += ["", *shown, *([f"… and {hidden} more flags (see Details)"] if hidden else [])]
+    parts += _budget_lines(facts)
     parts += ["", *_evidence(facts, tz)]
     if away:  # a delegate's card: whose approval a tap gives
         parts.append(f"🤝 {escaped(away)} is away: your decision counts as theirs")
@@ -115,6 +117,23 @@ def _drifts(facts: CardFacts, tz: tzinfo, limit: int) -> list[str]:
         )
     hidden = len(facts.drifts) - len(shown)
     return [*shown, *([f"… and {hidden} more lines above the drift tolerance"] if hidden else [])]
+
+
+def _budget_lines(facts: CardFacts) -> list[str]:
+    """One line per budgeted category the PO touches, after a blank line: "💰 Accessories:
+    Rs 320,000.00 left of Rs 1,000,000.00 in December; this PO uses Rs 110,000.00"."""
+    return ["", *(escaped(budget_line(month)) for month in facts.budgets)] if facts.budgets else []
+
+
+def budget_line(found: CategoryMonth) -> str:
+    """A category's month as a card says it, ⚠️ and by how much when this PO goes over."""
+    name = found.category[:1].upper() + found.category[1:]
+    line = (
+        f"{name}: {format_pkr(max(0, found.left_paisa))} left of "
+        f"{format_pkr(found.budget_paisa)} in {found.month.name}; "
+        f"this PO uses {format_pkr(found.uses_paisa)}"
+    )
+    return f"⚠️ {line}, over by {format_pkr(found.over_paisa)}" if found.over else f"💰 {line}"
 
 
 def _stage_of(facts: CardFacts) -> str:

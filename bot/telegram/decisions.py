@@ -33,6 +33,7 @@ from core.errors import (
     InvalidToken,
     NotAnApprover,
     NotYourTurn,
+    ReasonRequired,
     SelfApproval,
     UnknownJob,
 )
@@ -48,10 +49,25 @@ from store.group_commit import urgent as urgent_writes
 log = logging.getLogger(__name__)
 
 NOT_VALID = "This button is not valid."
-# The reason prompt names the PO and version; the reply to it is matched by this text, which
-# only the bot can have written (the reply quotes the bot's own message).
+# A reason prompt names the decision, the PO and the version; the reply to it is matched by
+# this text, which only the bot can have written (the reply quotes the bot's own message). A
+# rejection always asks for one; an approval that takes a category over its month does too.
 REASON_PROMPT = "Reason for rejecting"
-_PROMPTED = re.compile(rf"^{REASON_PROMPT} (PO-[A-Za-z0-9-]+) v(\d+)\?$")
+OVER_BUDGET_PROMPT = "Reason for approving over budget"
+_PROMPTS = {Verdict.REJECT: REASON_PROMPT, Verdict.APPROVE: OVER_BUDGET_PROMPT}
+_ASKED = {
+    Verdict.REJECT: (
+        "Why reject it? Reply to my next message with the reason.",
+        "The reason, for the requester",
+    ),
+    Verdict.APPROVE: (
+        "This approval goes over a monthly budget: reply to my next message with your reason.",
+        "Why approve it over budget",
+    ),
+}
+_PROMPTED = re.compile(
+    rf"^({'|'.join(map(re.escape, _PROMPTS.values()))}) (PO-[A-Za-z0-9-]+) v(\d+)\?$"
+)
 _MAX_REASON = 500
 # Seconds the deliveries a tap starts wait for a pause in the taps (FairProcessor.between_taps).
 DELIVERY_PATIENCE = 5.0
@@ -78,13 +94,14 @@ REASON_REPLY = _ReasonReply()
 
 
 async def on_reason(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-    """A reply to the reason prompt (REASON_REPLY): the rejection, with its reason, for the
-    requester."""
+    """A reply to a reason prompt (REASON_REPLY): the rejection, with its reason for the
+    requester, or the over-budget approval, with its reason for the record."""
     message, user = update.effective_message, update.effective_user
     assert message is not None and user is not None and message.reply_to_message is not None
     asked = _PROMPTED.match(message.reply_to_message.text or "")
     assert asked is not None  # REASON_REPLY let it through
-    deps, po, version = deps_of(context), asked.group(1), int(asked.group(2))
+    verdict = next(v for v, prompt in _PROMPTS.items() if prompt == asked.group(1))
+    deps, po, version = deps_of(context), asked.group(2), int(asked.group(3))
     # One line, without bidi or zero-width tricks: it goes on the requester's news and the trail.
     reason = flatten(message.text or "")[:_MAX_REASON] or "no reason given"
     async with deps.store.reading() as tx:
@@ -93,7 +110,7 @@ async def on_reason(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     if job is None:
         await message.reply_text(NOT_VALID)
         return
-    review = Review(po, user.id, Verdict.REJECT, version, reviewed, reason)
+    review = Review(po, user.id, verdict, version, reviewed, reason)
     text, decided = await _decide(deps, job, review)
     await message.reply_text(text)
     if decided:
@@ -115,6 +132,9 @@ async def on_tap(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         except Redelivered:
             log.info("update %s delivered again; ignored", update.update_id)
             return
+        except ReasonRequired:  # nothing was recorded: the approval waits for its reason
+            await _ask_reason(context, tap, Verdict.APPROVE)
+            return
         await answer_tap(query, text)
         if decided:
             deliver_now(context, deps, job.id)
@@ -125,14 +145,20 @@ async def on_tap(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     elif button.action is ButtonAction.DETAILS:
         await _details(context, tap)
     elif button.action is ButtonAction.REJECT:
-        await answer_tap(query, "Why reject it? Reply to my next message with the reason.")
-        await context.bot.send_message(
-            user.id,
-            f"{REASON_PROMPT} {job.po_number} v{button.draft_version}?",
-            reply_markup=ForceReply(input_field_placeholder="The reason, for the requester"),
-        )
+        await _ask_reason(context, tap, Verdict.REJECT)
     else:
         await answer_tap(query, NOT_VALID)
+
+
+async def _ask_reason(context: ContextTypes.DEFAULT_TYPE, tap: Tap, verdict: Verdict) -> None:
+    """Answer the tap, then ask for the decision's reason with a prompt the reply quotes."""
+    answer, placeholder = _ASKED[verdict]
+    await answer_tap(tap.query, answer)
+    await context.bot.send_message(
+        tap.user.id,
+        f"{_PROMPTS[verdict]} {tap.job.po_number} v{tap.button.draft_version}?",
+        reply_markup=ForceReply(input_field_placeholder=placeholder),
+    )
 
 
 def claimed_with_decision(button: Button) -> bool:
@@ -219,11 +245,14 @@ async def _decide(
     deps: Deps, job: Job, review: Review, store: Store | None = None
 ) -> tuple[str, bool]:
     """Record the decision (through `store`, deps.store by default); the answer for the
-    decider, and whether anything was recorded (notices to deliver)."""
+    decider, and whether anything was recorded (notices to deliver). ReasonRequired passes
+    through: an approval over budget without a reason, which records nothing."""
     try:
         result = await service.decide(store or deps.store, review, utcnow(), deps.settings.rules())
     except ApprovalExpired:
         return "This request expired.", True  # the expiry it found is news
+    except ReasonRequired:  # for the caller, which asks for the reason
+        raise
     except (ApprovalError, IllegalTransition) as refused:
         return await _refused(deps, job, review, refused), False
     if review.verdict is Verdict.REJECT:

@@ -7,14 +7,17 @@ import asyncio
 import os
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from alembic.script import ScriptDirectory
-from sqlalchemy import make_url, text
+from sqlalchemy import insert, make_url, select, text
+from sqlalchemy.exc import DBAPIError
 
+from store import schema
 from store.engine import make_engine
-from store.migrate import alembic_config, current
+from store.migrate import alembic_config, current, upgrade
 from tests.helpers.cli import Cli, base_env, ok
 
 POSTGRES_URL = os.environ.get("TEST_POSTGRES_URL")
@@ -62,3 +65,90 @@ def test_upgrades_started_at_once_on_a_fresh_database_all_succeed(
         assert "database is at the latest schema" in ok(result)
     head = ScriptDirectory.from_config(alembic_config()).get_current_head()
     assert asyncio.run(_revision(fresh_postgres)) == head
+
+
+async def _downgrade(url: str, revision: str) -> None:
+    from alembic import command
+
+    engine = make_engine(url)
+    async with engine.begin() as conn:
+        await conn.run_sync(lambda sync: command.downgrade(alembic_config(sync), revision))
+    await engine.dispose()
+
+
+_AT = datetime(2026, 11, 30, 19, 30, tzinfo=UTC)
+
+
+async def _approved_before_budgets(url: str) -> None:
+    """At revision 0009 (before budgets): an approved job with its "approve" event, and a
+    waiting one."""
+    engine = make_engine(url)
+    await upgrade(engine, "0009")
+    async with engine.begin() as conn:
+        for number, state in ((1, "SENT"), (2, "AWAITING_APPROVAL")):
+            job_id = f"job-{number}"
+            await conn.execute(
+                insert(schema.jobs).values(
+                    id=job_id, po_number=f"PO-2026-000{number}", state=state, version=5,
+                    requester_id=1001, input_ref=f"sheet:{number}", workflow_version="w",
+                    source_versions={}, tool_results={}, retry_count=0, created_at=_AT,
+                    updated_at=_AT,
+                )
+            )  # fmt: skip
+            for action, at in (("approve", _AT - timedelta(days=2)), ("approve", _AT)):
+                await conn.execute(
+                    insert(schema.audit_events).values(
+                        job_id=job_id, at=at, actor="user:2001", action=action, detail={}
+                    )
+                )
+    await engine.dispose()
+
+
+async def _approved_at(url: str) -> dict[str, datetime | None]:
+    engine = make_engine(url)
+    async with engine.connect() as conn:
+        t = schema.jobs
+        rows = await conn.execute(select(t.c.id, t.c.approved_at).order_by(t.c.id))
+        found = {row.id: row.approved_at for row in rows}
+    await engine.dispose()
+    return found
+
+
+async def _order_line_update(url: str) -> None:
+    engine = make_engine(url)
+    try:
+        async with engine.begin() as conn:
+            await conn.execute(text("UPDATE order_lines SET sku = 'x'"))
+    finally:
+        await engine.dispose()
+
+
+async def _budgets_revision_round_trip(url: str) -> None:
+    """0010 gives a committed job the time of its last approval, and nothing else one;
+    going back to 0009 keeps the append-only guards of the tables it changed."""
+    await _approved_before_budgets(url)
+    engine = make_engine(url)
+    await upgrade(engine)
+    await engine.dispose()
+    assert await _approved_at(url) == {"job-1": _AT, "job-2": None}
+    await _downgrade(url, "0009")
+    assert await _revision(url) == "0009"
+    engine = make_engine(url)
+    async with engine.begin() as conn:
+        await conn.execute(
+            insert(schema.order_lines).values(
+                job_id="job-1", draft_version=1, sku="A", supplier_id="S", quantity=1,
+                unit_price_paisa=1,
+            )
+        )  # fmt: skip
+    await engine.dispose()
+    with pytest.raises(DBAPIError, match="append-only"):
+        await _order_line_update(url)
+
+
+def test_the_budgets_revision_backfills_and_goes_back_on_sqlite(tmp_path: Path) -> None:
+    asyncio.run(_budgets_revision_round_trip(f"sqlite+aiosqlite:///{tmp_path / 'm.db'}"))
+
+
+def test_the_budgets_revision_backfills_and_goes_back_on_postgres(fresh_postgres: str) -> None:
+    asyncio.run(_budgets_revision_round_trip(fresh_postgres))

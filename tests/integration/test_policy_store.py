@@ -13,15 +13,13 @@ from sqlalchemy import func, select, text
 from sqlalchemy.exc import DBAPIError
 
 from core.approval_policy import import_policy
-from core.policies import Policy, Stage
+from core.policies import BudgetMode, Budgets, Policy, Stage
 from core.workflow import policy_now
 from store import schema
 from store.sql import SqlStore
 from tests.helpers.factories import T0
 
-FULL = (Path(__file__).parents[2] / "samples" / "approval-policy.toml").read_text()
-# The sample without [budgets], which this version checks but does not yet apply.
-SAMPLE = FULL[: FULL.index("[budgets]")]
+SAMPLE = (Path(__file__).parents[2] / "samples" / "approval-policy.toml").read_text()
 DEFAULT = Policy.default(500_000 * 100)
 
 
@@ -53,21 +51,20 @@ async def test_an_import_puts_the_file_in_force_as_written(store: SqlStore) -> N
     assert record["imported_by"] == "cli:ayesha" and record["imported_at"] == T0
 
 
-async def test_what_is_not_yet_applied_is_not_put_in_force(store: SqlStore) -> None:
-    refused = await import_policy(store, FULL, T0, "cli:ayesha")
-    assert refused.problems == (
-        "Line 25, budgets: budgets are checked but not yet applied by this version: "
-        "remove [budgets]",
-    )
+async def test_budgets_and_category_conditions_are_put_in_force(store: SqlStore) -> None:
     categories = SAMPLE.replace(
-        "when = { total_above_pkr = 200_000 }", 'when = { categories = ["chargers"] }'
+        "when = { total_above_pkr = 200_000 }", 'when = { categories = ["Chargers"] }'
     )
-    refused = await import_policy(store, categories, T0, "cli:ayesha")
-    assert refused.problems == (
-        "Line 14, rules[2].when.categories: category conditions are not yet applied by this "
-        "version: remove it",
+    done = await import_policy(store, categories, T0, "cli:ayesha")
+    assert done.created and done.problems == ()
+    async with store.reading() as tx:
+        policy = await policy_now(tx, DEFAULT)
+    assert policy.budgets == Budgets(
+        BudgetMode.SOFT, {"accessories": 100_000_000, "chargers": 60_000_000}, Stage("owners")
     )
-    assert await versions(store) == 0
+    assert policy.rule_for(100, "SUP-1", ["cables", "chargers"]).name == "medium"
+    assert policy.rule_for(100, "SUP-1", ["cables"]).name == "default"
+    assert await versions(store) == 1
 
 
 async def test_the_same_policy_again_is_no_new_version(store: SqlStore) -> None:

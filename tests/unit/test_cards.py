@@ -13,12 +13,14 @@ from bot.telegram.cards import (
     DETAILS_TEXT,
     MESSAGE_LIMIT,
     REJECT_TEXT,
+    budget_line,
     card_html,
     card_markup,
     headline_html,
     outcome_html,
     visible_length,
 )
+from core.budgets import CategoryMonth, month_of
 from core.delivery import CardFacts, CardOutcome, DriftLine
 from core.drafts import Draft, DraftLine, Flag
 from core.flags import FlagCode
@@ -273,3 +275,19 @@ def test_escaping_counts_once_against_the_limit_and_long_lines_make_fewer_lines_
     assert len(shown) < MESSAGE_LIMIT and 0 < lines < 15
     assert f"… and {40 - lines} more lines (📄 Details has them all)" in shown
     assert shown.splitlines()[-1] == "On approval: e-mails this PO to or***@hallroad.example"
+
+
+def test_each_budgeted_category_the_po_touches_has_its_line():
+    december = month_of(T0 + timedelta(days=5), PKT)
+    within = CategoryMonth("usb & power", december, 1_000_000_00, 680_000_00, 110_000_00)
+    over = CategoryMonth("chargers", december, 600_000_00, 590_000_00, 20_000_00)
+    shown = parsed(card_html(replace(facts(draft()), budgets=(over, within)), PKT)).text
+    assert (
+        "⚠️ Chargers: Rs 10,000.00 left of Rs 600,000.00 in December; this PO uses "
+        "Rs 20,000.00, over by Rs 10,000.00\n"
+        "💰 Usb & power: Rs 320,000.00 left of Rs 1,000,000.00 in December; this PO uses "
+        "Rs 110,000.00\n"
+    ) in shown
+    already = CategoryMonth("chargers", december, 600_000_00, 650_000_00, 1_00)
+    assert budget_line(already).startswith("⚠️ Chargers: Rs 0.00 left of Rs 600,000.00")
+    assert "budget" not in card_html(facts(draft()), PKT).lower()  # no budgets, no lines

@@ -341,6 +341,7 @@ def _draft_and_variant(draw: st.DrawFn) -> tuple[Draft, Draft]:
         "description": _TEXT,
         "quantity": st.integers(min_value=1, max_value=10**6),
         "unit_price_paisa": st.integers(min_value=0, max_value=10**10),
+        "category": st.sampled_from(["", "chargers", "accessories"]),
     }
     target = draw(st.sampled_from([*top, "add_line", "drop_line", *per_line]))
     if target in top:
@@ -391,6 +392,7 @@ def test_property_round_trip(draft: Draft) -> None:
     assert draft_hash(again) == draft_hash(draft)
 
 
+_CATEGORIES = st.sampled_from(["", "chargers", "usb & power", "چائے"])
 _FLAGS = st.builds(
     Flag,
     code=st.sampled_from(["price_drift", "new_item", "first_order"]),
@@ -413,6 +415,7 @@ _FULL_DRAFTS = st.builds(
             quantity=st.integers(min_value=1, max_value=10**6),
             unit_price_paisa=st.integers(min_value=0, max_value=10**10),
             note=_TEXT,
+            category=_CATEGORIES,
         ),
         min_size=1,
         max_size=4,
@@ -454,3 +457,14 @@ def test_renumbered_checks_the_new_number() -> None:
 
 def test_renumbered_keeps_the_pinned_bytes() -> None:
     assert canonical_bytes(_draft(po_number="NEW-1").renumbered("PO-2026-014")) == PINNED_BYTES
+
+
+def test_a_category_is_in_the_bytes_only_when_the_line_has_one() -> None:
+    """An uncategorised line's bytes are what they were before categories existed."""
+    plain = _draft()
+    line = dataclasses.replace(plain.lines[0], category="chargers")
+    categorised = dataclasses.replace(plain, lines=(line, *plain.lines[1:]))
+    assert b"category" not in canonical_bytes(plain)
+    assert json.loads(canonical_bytes(categorised))["lines"][0]["category"] == "chargers"
+    assert from_canonical(canonical_bytes(categorised)) == categorised
+    assert draft_hash(categorised) != draft_hash(plain)

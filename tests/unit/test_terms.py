@@ -131,7 +131,8 @@ def test_a_file_without_a_header_is_told_so_once():
     assert terms is None
     assert summarise(problems) == [
         "Line 1: this is not a header; the first row must name the columns supplier_id, "
-        "supplier_name, supplier_email, sku, description, unit_price_pkr, min_qty, max_qty"
+        "supplier_name, supplier_email, sku, description, unit_price_pkr, min_qty, max_qty "
+        "(optional: category)"
     ]
 
 
