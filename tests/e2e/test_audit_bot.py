@@ -24,7 +24,7 @@ from tests.helpers.bot import (
     running_bot,
     said,
 )
-from tests.helpers.factories import APPROVER_A, T0
+from tests.helpers.factories import APPROVER_A, APPROVER_B, T0
 
 POLICY = (
     '[groups]\napprovers = "Approvers"\n'
@@ -34,6 +34,9 @@ POLICY = (
 
 async def test_an_admin_exports_a_sent_pos_trail_as_csv(botapi, db_url, store, smtp_sink):
     async with running_bot(botapi, db_url) as run:
+        async with run.store.begin() as tx:  # reachable first: the import owes no alert
+            for user_id, name in ((APPROVER_A, "Ali"), (APPROVER_B, "Sana")):
+                await tx.met(user_id, name, T0, started=True)
         version = (await import_policy(run.store, POLICY, T0, "cli:test")).version
         ali, ali_card, _sana, _sana_card = await cards_out(botapi, run)
         assert await answer(botapi, ali.tap(ali_card, APPROVE_TEXT)) == (
