@@ -47,9 +47,11 @@ class Delegation:
         """Whether the delegate acts for the delegator at `now`."""
         return self.starts_at <= now < self.ends_at
 
-    def overlaps(self, start: datetime, end: datetime) -> bool:
-        """Whether it was active at some moment of [start, end]."""
-        return self.starts_at <= end and start < self.ends_at
+    def overlaps(self, start: datetime, end: datetime, *, closed: bool = True) -> bool:
+        """Whether it was active at some moment of [start, end] (of [start, end) if not
+        `closed`: one that began at `end` began after it)."""
+        began = self.starts_at <= end if closed else self.starts_at < end
+        return began and start < self.ends_at
 
 
 def parse_until(text: str, now: datetime, tz: tzinfo) -> datetime:

@@ -195,9 +195,12 @@ async def standing(tx: ReadTx, job: Job, now: datetime, default: Policy) -> Stan
     # Who were one person while it waited: from its request to now, or, once decided, to the
     # last decision on this draft (a hand-over after approval does not undo it at send time).
     decided = [d.at for d in decisions if d.draft_version == job.draft_version]
-    until = now if job.state is State.AWAITING_APPROVAL or not decided else max(decided)
+    waiting = job.state is State.AWAITING_APPROVAL or not decided
+    until = now if waiting else max(decided)
     seen = [
-        d for d in await tx.delegations_since(job.created_at) if d.overlaps(job.created_at, until)
+        d
+        for d in await tx.delegations_since(job.created_at)
+        if d.overlaps(job.created_at, until, closed=waiting)
     ]
     people = People(frozenset((d.delegator, d.delegate) for d in seen))
     counted = tally(

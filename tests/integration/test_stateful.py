@@ -1,16 +1,16 @@
 """Random interleavings of the whole workflow, checked against the database and a real SMTP server.
 
 A hypothesis state machine opens, revises, reissues, approves, rejects and cancels purchase
-orders, revokes and restores approvers, moves the clock, runs the outbox runner against one
-running SMTP sink (which may answer 451, 550, or too late), kills "ghost" runners mid-attempt, and
-reconciles unknown outcomes the way a careful person would. After every step the invariants are
-read back from the database and the sink; they run on SQLite and, with TEST_POSTGRES_URL, on
-PostgreSQL.
+orders, revokes and restores approvers, hands approvals over while someone is away and takes
+them back (a delegator and their delegate are one person on a request), moves the clock, runs
+the outbox runner against one running SMTP sink (which may answer 451, 550, or too late), kills
+"ghost" runners mid-attempt, and reconciles unknown outcomes the way a careful person would.
+After every step the invariants are read back from the database and the sink; they run on
+SQLite and, with TEST_POSTGRES_URL, on PostgreSQL.
 
 The only model kept is what the system cannot know: which ghost still holds a delivered e-mail
 it has not reported, and how many e-mails each job had when it was closed. Whether an e-mail was
-delivered is read from the sink, which plays the supplier's inbox.
-"""
+delivered is read from the sink, which plays the supplier's inbox."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ import uuid
 from collections import Counter
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from email.message import EmailMessage
 from itertools import pairwise
 from pathlib import Path
@@ -44,13 +44,15 @@ from bot.clock import Runtime
 from bot.dev.smtp import SmtpSink, running_sink
 from bot.outbox.runner import OutboxRunner
 from bot.outbox.smtp import SmtpSender, SmtpServer
-from core import dispatch, service
+from core import dispatch, people, service
+from core.delegations import Delegation
 from core.dispatch import Attempted
 from core.drafts import draft_hash
 from core.effects import OPEN_STATUSES, EffectStatus, message_id, send_po_key
 from core.errors import (
     AlreadyDecided,
     ApprovalExpired,
+    DelegationRefused,
     DraftChanged,
     DuplicatePurchaseOrder,
     IllegalTransition,
@@ -67,6 +69,7 @@ from core.policies import (
     ApprovalPolicy,
     Decision,
     Outcome,
+    People,
     Role,
     Rules,
     Verdict,
@@ -96,6 +99,7 @@ RULES = Rules(
     retry=FAST_RETRY,
 )
 LEASE = timedelta(seconds=60)
+DEFAULT_POLICY = RULES.approval.default_policy
 
 
 def _required(total: int) -> int:
@@ -108,7 +112,7 @@ DOMAIN = "shop.example"
 # Small, so an answer that comes too late costs the test little; LATE is well past it.
 CLIENT_TIMEOUT = 0.3
 LATE = 0.5
-_TABLES = "audit_events, decisions, effects, drafts, user_roles, jobs"
+_TABLES = "audit_events, decisions, effects, drafts, user_roles, delegations, jobs"
 
 POS = ("PO-A", "PO-B", "PO-C")
 NEVER_OPENED = "PO-Z"
@@ -219,6 +223,23 @@ class Snapshot:
     drafts: dict[tuple[str, int], tuple[str, int]]  # (job id, version) -> (hash, total)
     audit: list[AuditRow]  # oldest first
     roles: dict[int, frozenset[Role]]  # the cast's roles now
+    delegations: list[Delegation]  # every hand-over, ended or not
+
+    def people(self, job: Job, until: datetime, *, closed: bool = True) -> People:
+        """Who are one person on the job: pairs whose delegation was active at some time from
+        its request to `until` (before `until`, if not `closed`: a decided job's last
+        decision), the model's view of core.policies.People."""
+        return People(
+            frozenset(
+                (d.delegator, d.delegate)
+                for d in self.delegations
+                if d.overlaps(job.created_at, until, closed=closed)
+            )
+        )
+
+    def active(self, now: datetime) -> list[Delegation]:
+        """The hand-overs in force now."""
+        return [d for d in self.delegations if d.active(now)]
 
     def effects_of(self, job: Job) -> list[Effect]:
         """The job's outbox rows."""
@@ -259,7 +280,10 @@ async def read_snapshot(store: SqlStore) -> Snapshot:
         for user, role in await tx.conn.execute(select(u.c.user_id, u.c.role)):
             held.setdefault(user, set()).add(Role(role))
         roles = {user: frozenset(held.get(user, ())) for user in REVIEWERS}
-    return Snapshot({j.po_number: j for j in jobs}, effects, decisions, drafts, audit, roles)
+        delegations = await tx.delegations_since(datetime.min.replace(tzinfo=UTC))
+    return Snapshot(
+        {j.po_number: j for j in jobs}, effects, decisions, drafts, audit, roles, delegations
+    )
 
 
 def job_id(po: str) -> str:
@@ -298,6 +322,19 @@ def decide_refusal(
     assert job.decision_deadline is not None
     if now >= job.decision_deadline:
         return ApprovalExpired
+    one = snap.people(job, now)
+    if one.of(reviewer) == one.of(job.requester_id):
+        return SelfApproval  # through a delegate
+    counted = {
+        one.of(d.reviewer_id)
+        for d in snap.decisions[job.id]
+        if (d.draft_version, d.draft_hash) == (version, reviewed)
+        and d.verdict is Verdict.APPROVE
+        and d.at <= now < d.expires_at
+        and snap.is_approver(d.reviewer_id)
+    }
+    if one.of(reviewer) in counted:
+        return AlreadyDecided  # their person counts already
     return None
 
 
@@ -317,7 +354,12 @@ def expected_after_decision(
     ]
     if any(d.verdict is Verdict.REJECT for d in live):
         return State.REJECTED
-    approvers = {d.reviewer_id for d in live if d.verdict is Verdict.APPROVE}
+    one = snap.people(job, now)
+    approvers = {
+        one.of(d.reviewer_id)
+        for d in live
+        if d.verdict is Verdict.APPROVE and one.of(d.reviewer_id) != one.of(job.requester_id)
+    }  # distinct people: a delegator and delegate are one
     if len(approvers) >= _required(job.total_paisa):
         return State.APPROVED
     return State.AWAITING_APPROVAL
@@ -652,6 +694,40 @@ class Workflow(RuleBasedStateMachine):
         self.run(toggle())
         self.seen("approver revoked" if self.snap.is_approver(who) else "approver restored")
 
+    # -- delegation ------------------------------------------------------------------------
+
+    @rule(
+        who=st.sampled_from(REVIEWERS),
+        to=st.sampled_from(REVIEWERS),
+        hours=st.sampled_from((1, 30)),
+    )
+    def hand_over(self, who: int, to: int, hours: int) -> None:
+        """Someone going away hands their approvals over (refused unless both are approvers,
+        two people, and not back to one's own delegate)."""
+        now = self.clock()
+        back = any((d.delegator, d.delegate) == (to, who) for d in self.snap.active(now))
+        refused = (
+            who == to or back or not (self.snap.is_approver(who) and self.snap.is_approver(to))
+        )
+        call = people.delegate(
+            self.store, who, to, now + timedelta(hours=hours), Stamp("t", now), DEFAULT_POLICY
+        )
+        if refused:
+            return self.refused(DelegationRefused, call)
+        made = self.run(call)
+        assert (made.delegator, made.delegate, made.starts_at) == (who, to, now)
+        self.seen("handed over")
+
+    @rule(who=st.sampled_from(APPROVERS))
+    def come_back(self, who: int) -> None:
+        """Someone back from leave ends their delegation (refused if none is in force)."""
+        now = self.clock()
+        call = people.come_back(self.store, who, Stamp("t", now), DEFAULT_POLICY)
+        if not any(d.delegator == who for d in self.snap.active(now)):
+            return self.refused(DelegationRefused, call)
+        assert self.run(call).ended_at == now
+        self.seen("came back")
+
     # -- time ------------------------------------------------------------------------------
 
     @rule(step=st.sampled_from(STEPS), then=st.sampled_from(("nothing", "sweep", "pass")))
@@ -850,7 +926,10 @@ def check_mail_was_approved(snap: Snapshot, mail: EmailMessage, domain: str) -> 
     assert all(d.reviewer_id != job.requester_id for d in approvals), f"{key}: self-approved"
     route = route_of(job, RULES.approval.default_policy)
     members = {DEFAULT_GROUP: frozenset(d.reviewer_id for d in approvals)}
-    counted = tally(route, approvals, version, hash_, sent_at, job.requester_id, members)
+    on_version = [d.at for d in approvals if d.draft_version == version]
+    # One person while it waited: up to its last approval on this version.
+    one = snap.people(job, max(on_version, default=sent_at), closed=not on_version)
+    counted = tally(route, approvals, version, hash_, sent_at, job.requester_id, members, one)
     assert counted.outcome is Outcome.APPROVED, f"{key} was sent without enough live approvals"
 
 
@@ -860,7 +939,7 @@ def check_audit(snap: Snapshot) -> None:
     trails: dict[str, list[AuditRow]] = {}
     for row in snap.audit:
         if row.job_id is None:
-            assert row.action in {"grant_role", "revoke_roles"}, row
+            assert row.action in {"grant_role", "revoke_roles", "delegate", "end_delegation"}, row
             assert row.source is None and row.target is None
         else:
             trails.setdefault(row.job_id, []).append(row)
