@@ -7,7 +7,9 @@ from __future__ import annotations
 from bot import reports
 from bot.telegram.cards import APPROVE_TEXT, REJECT_TEXT
 from bot.telegram.notices import NoticeRunner
+from core import people
 from core.approval_policy import import_policy
+from core.jobs import Stamp
 from core.states import State
 from tests.helpers.bot import (
     ADMIN,
@@ -20,7 +22,7 @@ from tests.helpers.bot import (
     submitted,
 )
 from tests.helpers.factories import APPROVER_A, APPROVER_B, REQUESTER, T0
-from tests.helpers.routing import APPROVER_C, CHAIN, COMMITTEE, GROUPS, cards, team
+from tests.helpers.routing import APPROVER_C, CHAIN, COMMITTEE, DEFAULT, GROUPS, cards, team
 
 
 async def test_a_two_stage_chain_goes_in_order_each_stage_to_its_group(botapi, db_url, store):
@@ -88,6 +90,31 @@ async def test_a_committee_needs_two_different_managers_and_a_no_ends_it(botapi,
         second = chand.tap(got[APPROVER_C], APPROVE_TEXT)
         assert await answer(botapi, second) == "Approved — e-mailing the supplier."
         assert (await job_and_decisions(run))[0].state is State.APPROVED
+
+
+async def test_a_two_of_three_committee_needs_two_of_its_three_members(botapi, db_url, store):
+    async with running_bot(botapi, db_url) as run:
+        await team(botapi, run, COMMITTEE)
+        # Sana joins the managers: a committee of three, two of whom must approve.
+        await people.set_groups(run.store, APPROVER_B, ["managers"], Stamp("test", T0), DEFAULT)
+        await submitted(botapi, run)
+        got = await cards(botapi, run, APPROVER_A, APPROVER_B, APPROVER_C)
+        assert all("👥 0 of 2 approvals" in card.text for card in got.values())
+        ali, sana, chand = (botapi.user(u) for u in (APPROVER_A, APPROVER_B, APPROVER_C))
+        assert await answer(botapi, sana.tap(got[APPROVER_B], APPROVE_TEXT)) == (
+            "Needs a second approver. Your approval is recorded."
+        )
+        await deliveries_done(run)
+        for other in (APPROVER_A, APPROVER_C):  # the others' cards count the first approval
+            assert "👥 1 of 2 approvals" in botapi.message(other, got[other].message_id).text
+        assert await answer(botapi, chand.tap(got[APPROVER_C], APPROVE_TEXT)) == (
+            "Approved — e-mailing the supplier."
+        )
+        late = ali.tap(got[APPROVER_A], APPROVE_TEXT)  # the third member, too late to count
+        assert (await answer(botapi, late)).startswith("Already decided: ")
+        job, decisions, effects = await job_and_decisions(run)
+        assert job.state is State.APPROVED and len(effects) == 1
+        assert sorted(d.reviewer_id for d in decisions) == [APPROVER_B, APPROVER_C]
 
 
 async def test_a_manager_cannot_reject_once_it_is_the_owners_turn(botapi, db_url, store):
