@@ -158,8 +158,8 @@ def text_answer(found: Referred) -> str:
     job = found.job
     po = f"{job.po_number} ({_amount(job)})"
     if found.decidable:
-        oldest = ", the oldest waiting for you," if found.others and not found.replied else ""
-        lines = [f"{NEVER} To decide {po}{oldest} tap a button:"]
+        oldest = " the oldest waiting for you," if found.others and not found.replied else ""
+        lines = [f"{NEVER} To decide {po},{oldest} tap a button:"]
     else:
         state = job.state.value.lower().replace("_", " ")
         lines = [f"{NEVER} {po} no longer waits for your decision: it is {state}."]
