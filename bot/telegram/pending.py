@@ -48,7 +48,7 @@ RESEND_TEXT = "🔁 {po}"
 NEVER = "A message never approves a purchase order."
 
 
-def _age(delta: timedelta) -> str:
+def age(delta: timedelta) -> str:
     """ "45 min", "3 h", "2 d 4 h": how long a request has waited."""
     minutes = max(int(delta.total_seconds() // 60), 0)
     if minutes < 60:
@@ -94,7 +94,7 @@ def _when(w: Waiting, now: datetime, tz: tzinfo) -> str:
     """ "waiting 3 h · expires 30 Nov 2026, 14:00 PKT"."""
     deadline = w.job.decision_deadline
     due = f" · expires {local_time(deadline, tz)}" if deadline else ""
-    return f"waiting {_age(now - w.job.created_at)}{due}"
+    return f"waiting {age(now - w.job.created_at)}{due}"
 
 
 def mine_text(listed: list[Listed], more: int, person: int, now: datetime, tz: tzinfo) -> str:

@@ -68,7 +68,9 @@ async def test_pending_lists_a_delegates_card_and_sends_it_again(botapi, db_url,
             "Waiting for your decision: 2 requests, oldest first. 🔁 sends a card again."
         )
         job, _, _ = await job_and_decisions(run)
-        assert lines[1] == f"1. {PO} · {format_pkr(job.total_paisa)} · Hall Road Traders · from Bilal"
+        assert (
+            lines[1] == f"1. {PO} · {format_pkr(job.total_paisa)} · Hall Road Traders · from Bilal"
+        )
         assert lines[2].startswith("   waiting ") and " · expires " in lines[2]
         assert lines[3] == "   stage 2 of 2 (owners) · for Sana, who is away"
         assert lines[4].startswith(f"2. {PO2} · ")
