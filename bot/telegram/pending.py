@@ -15,7 +15,7 @@ from telegram.ext import ContextTypes
 from bot.clock import utcnow
 from bot.telegram.cards import MESSAGE_LIMIT, card_markup, signed_markup
 from bot.telegram.context import Deps, answer_tap, deps_of, held_roles, reply
-from bot.telegram.decisions import NOT_VALID, checked_tap, deliver_now, refusal
+from bot.telegram.decisions import checked_tap, deliver_now, refusal
 from bot.telegram.people import help_command
 from bot.texts import local_time
 from core import pending
@@ -118,6 +118,16 @@ def mine_text(listed: list[Listed], more: int, person: int, now: datetime, tz: t
     if more:
         lines.append(f"… and {more} more: decide these, then send /pending again.")
     return "\n".join(lines)
+
+
+def fitted(
+    listed: list[Listed], more: int, person: int, now: datetime, tz: tzinfo
+) -> tuple[str, list[Listed]]:
+    """/pending's text and the requests it shows, with their buttons: as many as fit one
+    message (long names make fewer fit), the rest counted in "… and N more"."""
+    while len(text := mine_text(listed, more, person, now, tz)) > MESSAGE_LIMIT:
+        listed, more = listed[:-1], more + 1
+    return text, listed
 
 
 def _waits_for(item: Listed) -> str:
@@ -233,8 +243,7 @@ async def pending_command(update: Update, context: ContextTypes.DEFAULT_TYPE) ->
     elif everyone:
         await reply(update, all_text(listed, more, now, tz))
     else:
-        while len(text := mine_text(listed, more, user.id, now, tz)) > MESSAGE_LIMIT:
-            listed, more = listed[:-1], more + 1  # long supplier names: fewer to a message
+        text, listed = fitted(listed, more, user.id, now, tz)
         await message.reply_text(text, reply_markup=_resend_markup(deps.settings.secret, listed))
 
 
@@ -247,9 +256,8 @@ async def on_resend_tap(update: Update, context: ContextTypes.DEFAULT_TYPE) -> N
     tap = await checked_tap(update, context)
     if tap is None:
         return
-    if tap.button.action is not ButtonAction.RESEND:
-        await answer_tap(tap.query, NOT_VALID)
-        return
+    # Routed here by its action letter (app: "^p\\."), which the verified tag covers.
+    assert tap.button.action is ButtonAction.RESEND
     deps, job, user = tap.deps, tap.job, tap.user
     review = Review(
         job.po_number, user.id, Verdict.APPROVE, tap.button.draft_version, tap.signed_for

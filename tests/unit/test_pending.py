@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from bot.telegram.pending import Listed, age, mine_text, text_answer
+from bot.telegram.pending import Listed, age, all_text, fitted, mine_text, text_answer
 from core.jobs import Job
 from core.pending import COMMENT_LIMIT, COMMENT_TEXT, Waiting, comment_text, refers_to
 from core.retention import FREE_TEXT_KEYS
@@ -124,3 +124,41 @@ def test_the_answer_to_free_text_names_the_others_and_how_many_more() -> None:
     assert lines[2].endswith(
         "PO-2026-0014 (Rs 450,000.00) and 3 more. /pending sends their cards again."
     )
+
+
+def test_pending_shows_as_many_as_fit_one_message() -> None:
+    long = "N" * 64  # Telegram's longest first name
+    items = [
+        Listed(waiting(job(f"PO-2026-{n:04}", n), {2003: 2002}), "S" * 60, {1001: long, 2002: long})
+        for n in range(1, 21)
+    ]
+    assert len(mine_text(items[:10], 0, 2003, T0, PKT)) <= 4096  # MINE_LIMIT always fits
+    text, shown = fitted(items, 0, 2003, T0, PKT)
+    assert len(text) <= 4096 and 0 < len(shown) < len(items)
+    assert text.endswith(
+        f"… and {len(items) - len(shown)} more: decide these, then send /pending again."
+    )
+    assert fitted(items[:2], 0, 2003, T0, PKT) == (
+        mine_text(items[:2], 0, 2003, T0, PKT),
+        items[:2],
+    )
+
+
+def test_pending_all_says_whom_each_waits_for() -> None:
+    committee = Waiting(
+        OLD, 1, 2, "owners", 1, 2, frozenset({2001, 2002}), {2001: None, 2003: 2002}
+    )
+    nobody = Waiting(YOUNG, 0, 1, "buyers", 0, 1, frozenset(), {})
+    names = {1001: "Bilal", 2001: "Ali", 2002: "Sana", 2003: "Chand"}
+    text = all_text(
+        [Listed(committee, "Hall Road", names), Listed(nobody, "Saddar", names)], 4, T0, PKT
+    )
+    lines = text.splitlines()
+    assert lines[0] == "Waiting for a decision: 6 requests, oldest first."
+    assert lines[1] == "PO-2026-0001 · Rs 450,000.00 · Hall Road · from Bilal (1001)"
+    assert lines[2] == (
+        "  waiting 0 min · expires 02 Dec 2026, 14:00 PKT · stage 2 of 2 (owners), 1 of 2 approvals"
+    )
+    assert lines[3] == "  waits for: Ali (2001); Sana (2002), away: Chand (2003) holds the card"
+    assert lines[6] == "  waits for: nobody in group buyers can approve it: /group ID buyers"
+    assert lines[7] == "… and 4 more, younger than these."
