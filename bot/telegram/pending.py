@@ -26,6 +26,7 @@ from core.policies import Policy, Role, Verdict
 from core.ports import ShellReadTx
 from core.service import Review
 from core.signing import ButtonAction
+from core.states import State
 from core.texts import flatten
 
 # Requests one /pending lists, each with its button: a phone screen's worth of buttons.
@@ -170,6 +171,8 @@ def text_answer(found: Referred) -> str:
     if found.decidable:
         oldest = " the oldest waiting for you," if found.others and not found.replied else ""
         lines = [f"{NEVER} To decide {po},{oldest} tap a button:"]
+    elif job.state is State.AWAITING_APPROVAL:  # another stage's turn, or counted already
+        lines = [f"{NEVER} {po} no longer waits for your decision."]
     else:
         state = job.state.value.lower().replace("_", " ")
         lines = [f"{NEVER} {po} no longer waits for your decision: it is {state}."]

@@ -162,3 +162,18 @@ def test_pending_all_says_whom_each_waits_for() -> None:
     assert lines[3] == "  waits for: Ali (2001); Sana (2002), away: Chand (2003) holds the card"
     assert lines[6] == "  waits for: nobody in group buyers can approve it: /group ID buyers"
     assert lines[7] == "… and 4 more, younger than these."
+
+
+def test_the_answer_to_a_reply_on_a_card_that_no_longer_decides() -> None:
+    counted = refers_to([], OLD, replied_open=False)  # Ali approved; it waits for the owners
+    rejected = refers_to([], job("PO-2026-0009", 1, State.REJECTED))
+    assert counted is not None and rejected is not None
+    assert text_answer(counted).splitlines()[0] == (
+        "A message never approves a purchase order. PO-2026-0001 (Rs 450,000.00) no longer "
+        "waits for your decision."
+    )
+    assert (
+        text_answer(rejected)
+        .splitlines()[0]
+        .endswith("no longer waits for your decision: it is rejected.")
+    )
