@@ -7,9 +7,11 @@ as a comment that the other approvers read in /history."""
 from __future__ import annotations
 
 from bot.telegram.cards import APPROVE_TEXT, DETAILS_TEXT, REJECT_TEXT
+from bot.telegram.orders import NOT_ASKED
 from bot.telegram.pending import CARD_AGAIN, NOT_AN_APPROVER, NOTHING_MINE, ONLY_ADMINS, USAGE
 from core.money import format_pkr
 from core.pending import COMMENT
+from core.policies import Role
 from core.states import State
 from tests.helpers.bot import (
     ADMIN,
@@ -23,7 +25,7 @@ from tests.helpers.bot import (
     said,
     submitted,
 )
-from tests.helpers.factories import APPROVER_A, APPROVER_B, REQUESTER
+from tests.helpers.factories import APPROVER_A, APPROVER_B, REQUESTER, T0
 from tests.helpers.routing import APPROVER_C, CHAIN, cards, team
 
 PO2 = f"PO-{YEAR}-0002"
@@ -173,6 +175,17 @@ async def test_free_text_is_never_a_decision_and_is_kept_as_a_comment(botapi, db
         assert (await said(bilal)).startswith("You are registered as requester.")
         await deliveries_done(run)
         assert len(await _comments(run, PO)) == len(expected) + 1
+
+        # An approver who joins after the decision was never asked: not theirs to read.
+        async with run.store.begin() as tx:
+            await tx.grant(APPROVER_C, Role.APPROVER, "test", T0)
+        chand = botapi.user(APPROVER_C, "Chand", started=True)
+        for command, answered in (
+            (f"/history {PO}", NOT_ASKED.format(po=PO)),
+            ("/history", "Usage: /history PO-2026-0001"),
+        ):
+            chand.send_text(command)
+            assert await said(chand) == answered
 
 
 async def test_free_text_with_two_waiting_refers_to_the_oldest_or_the_card(botapi, db_url, store):
