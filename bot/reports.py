@@ -13,6 +13,7 @@ from bot.texts import TIMESTAMP, local_time
 from core.effects import message_id
 from core.jobs import AuditEvent, Effect, Job
 from core.money import format_pkr
+from core.pending import COMMENT, COMMENT_TEXT
 from core.policies import Decision
 from core.ports import ShellReadTx
 from core.retention import JOBS, PURGED, STRANGER_NAMES, Removed, Stale
@@ -150,8 +151,9 @@ def _local(iso: str | None, tz: tzinfo) -> str:
     return "-" if iso is None else local_time(datetime.fromisoformat(iso), tz, TIMESTAMP)
 
 
-def text(detail: dict[str, Any], tz: tzinfo) -> str:
-    """One job for a person to read, times in `tz` (MANZOORI_TIMEZONE)."""
+def text(detail: dict[str, Any], tz: tzinfo, *, send_errors: bool = True) -> str:
+    """One job for a person to read, times in `tz` (MANZOORI_TIMEZONE); `send_errors`: with
+    the provider's replies to its sends (which may name an address: admins only)."""
     total = detail["total_paisa"]
     out = [
         f"{detail['po_number']}  {detail['state']}",
@@ -170,18 +172,28 @@ def text(detail: dict[str, Any], tz: tzinfo) -> str:
         *(
             f"  {e['idempotency_key']}  {e['status']}  attempts={e['attempts']}"
             f"  {e['message_id']}"
-            + (f"  last error: {flatten(e['last_error'])}" if e["last_error"] else "")
+            + (
+                f"  last error: {flatten(e['last_error'])}"
+                if e["last_error"] and send_errors
+                else ""
+            )
             for e in detail["effects"]
         ),
         "audit:",
         *(
             f"  {_local(a['at'], tz)}  {flatten(a['actor'])}  {a['action']}  "
             f"{a['from_state'] or '-'} -> "
-            f"{a['to_state'] or '-'}"
+            f"{a['to_state'] or '-'}" + _comment(a)
             for a in detail["audit"]
         ),
     ]
     return "\n".join(out)
+
+
+def _comment(event: dict[str, Any]) -> str:
+    """A comment's text, quoted on its audit line (gone once the purge removed it)."""
+    said = event["detail"].get(COMMENT_TEXT) if event["action"] == COMMENT else None
+    return f'  "{flatten(str(said))}"' if said else ""
 
 
 def _purge_line(detail: dict[str, Any], tz: tzinfo) -> list[str]:

@@ -67,6 +67,10 @@ class ReadTx(Protocol):
     async def notices_for(self, job_id: str) -> list[Notice]:
         """A job's notices, oldest first."""
 
+    async def notice_of_message(self, user_id: int, message_id: int) -> Notice | None:
+        """The notice delivered to `user_id` as their chat's message `message_id` (the card
+        a reply quotes, say), if any."""
+
     async def jobs_in_states(self, states: Collection[State]) -> list[Job]:
         """Every job in one of `states`, oldest first."""
 

@@ -44,8 +44,9 @@ DELIVERED: frozenset[NoticeStatus] = frozenset(
     {NoticeStatus.SENT, NoticeStatus.FAILED, NoticeStatus.CANCELLED}
 )
 # Audit-detail keys that hold free text (people's notes and reasons, SMTP replies that may
-# name an address); ids, states, hashes, totals and times are kept.
-FREE_TEXT_KEYS: frozenset[str] = frozenset({"note", "reason", "error", "decision"})
+# name an address, an approver's comment: core.pending.COMMENT_TEXT); ids, states, hashes,
+# totals and times are kept.
+FREE_TEXT_KEYS: frozenset[str] = frozenset({"note", "reason", "error", "decision", "text"})
 # A LIMIT both databases accept, for a dry run that counts everything.
 _UNLIMITED = 2**31 - 1
 # The audit action that records a job's purge; its detail counts what was removed.

@@ -68,6 +68,12 @@ class NoticeQueries:
             raise LeaseLost(f"{notice.key} changed under this sender")
         return replace(notice, version=notice.version + 1, **changes)
 
+    async def notice_of_message(self, user_id: int, message_id: int) -> Notice | None:
+        """The notice delivered to `user_id` as their chat's message `message_id`, if any."""
+        query = select(_t).where(_t.c.user_id == user_id, _t.c.message_id == message_id)
+        row = (await self.conn.execute(query.limit(1))).first()
+        return None if row is None else notice_from_row(row)
+
     async def notices_for(self, job_id: str) -> list[Notice]:
         """A job's notices, oldest first."""
         rows = await self.conn.execute(_NOTICES_FOR, {"job_id": job_id})

@@ -51,6 +51,7 @@ from bot.telegram.decisions import (
 )
 from bot.telegram.fairness import FairProcessor
 from bot.telegram.orders import export, history, sheet, status
+from bot.telegram.pending import on_resend_tap, on_text, pending_command
 from bot.telegram.people import (
     away,
     back,
@@ -223,15 +224,19 @@ def build_application(settings: Settings, store: ShellStore) -> Application:  # 
         ("history", history),
         ("export", export),
         ("queue", queue_command),
+        ("pending", pending_command),
         ("policy", policy_command),
     ):
         app.add_handler(CommandHandler(name, callback))
     # The review queue's buttons (core.signing: action letter, then "."), before the cards'.
     app.add_handler(CallbackQueryHandler(on_queue_tap, pattern=r"^[sgc]\."))
+    app.add_handler(CallbackQueryHandler(on_resend_tap, pattern=r"^p\."))  # /pending's 🔁
     app.add_handler(CallbackQueryHandler(on_tap))
     app.add_handler(MessageHandler(REASON_REPLY & ~filters.COMMAND, on_reason))
     app.add_handler(MessageHandler(POLICY_FILE, policy_file))  # before a sheet's
     app.add_handler(MessageHandler(filters.Document.ALL, sheet))
+    # Free text never decides: an approver is shown the buttons that do (telegram.pending).
+    app.add_handler(MessageHandler(filters.TEXT & ~filters.COMMAND, on_text))
     app.add_handler(MessageHandler(filters.ALL, help_command))  # anything else: help
     app.add_error_handler(on_error)
     app.add_error_handler(release)

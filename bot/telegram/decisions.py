@@ -139,9 +139,9 @@ async def on_tap(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         if decided:
             deliver_now(context, deps, job.id)
         return
-    refusal = await _refusal(deps, job, review, reading=button.action is ButtonAction.DETAILS)
-    if refusal is not None:  # checked again where a decision is recorded
-        await answer_tap(query, refusal)
+    refused = await refusal(deps, job, review, reading=button.action is ButtonAction.DETAILS)
+    if refused is not None:  # checked again where a decision is recorded
+        await answer_tap(query, refused)
     elif button.action is ButtonAction.DETAILS:
         await _details(context, tap)
     elif button.action is ButtonAction.REJECT:
@@ -279,7 +279,7 @@ def _pending(result: service.DecisionResult) -> str:
     return f"Needs {more}. Your approval is recorded."
 
 
-async def _refusal(deps: Deps, job: Job, review: Review, *, reading: bool) -> str | None:
+async def refusal(deps: Deps, job: Job, review: Review, *, reading: bool) -> str | None:
     """Why this person may not use this card's button now, as the tap's answer; None if they
     may (core.service.may_decide: the checks a decision makes, without recording one)."""
     try:

@@ -11,20 +11,23 @@ from telegram.ext import ContextTypes
 
 from bot import reports
 from bot.clock import numbering, utcnow
-from bot.telegram.context import Deps, deps_of, holding, reply, roles_of
+from bot.telegram.context import Deps, deps_of, held_roles, holding, reply, roles_of
 from bot.telegram.texts import status_list, stranger
 from bot.texts import submission
 from core import purchasing
 from core.audit import ExportFormat, Logged, export_row, render
 from core.errors import UnreadableSheet
+from core.pending import may_read_trail
 from core.policies import Role
 from core.purchasing import Sheet, Submission
 from core.sheets import too_big
 
 # A phone screen's worth; older POs are in `manzoori jobs list`.
 STATUS_LIMIT = 10
-# What a non-admin hears from /history and /export.
+# What a non-admin hears from /history and /export; an approver reads /history of a PO
+# they were asked to decide.
 NOT_AN_ADMIN = "Only admins can read the audit trail."
+NOT_ASKED = "You can read the history of requests you were asked to decide; {po} is not one."
 # A requester's second sheet while the first is still being downloaded, read or submitted:
 # refused at once rather than queued, so one person's burst holds one sheet's memory.
 SHEET_IN_FLIGHT = (
@@ -96,19 +99,30 @@ async def status(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
 
 
 async def history(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-    """/history PO-…: a PO's approvals, sends and audit trail, for admins only."""
-    allowed = await holding(update, context, Role.ADMIN, NOT_AN_ADMIN)
-    if allowed is None:
-        return
-    deps, _user = allowed
-    po = (context.args or [""])[0].upper()
+    """/history PO-…: a PO's approvals, sends, comments and audit trail, for admins and for
+    the approvers it asked (core.pending.may_read_trail), who are not shown send errors."""
+    deps, user = deps_of(context), update.effective_user
+    assert user is not None
+    po, now = (context.args or [""])[0].upper(), utcnow()
     async with deps.store.reading() as tx:
-        job = await tx.job_by_po(po) if po else None
-        detail = await reports.job_detail(tx, job, deps.settings.mail_domain) if job else None
-    if detail is None:
-        await reply(update, f"No purchase order {po}." if po else "Usage: /history PO-2026-0001")
-        return
-    await reply(update, reports.text(detail, deps.settings.tz))
+        roles = held_roles(deps, user.id, await tx.roles(user.id))
+        admin = Role.ADMIN in roles
+        job = await tx.job_by_po(po) if po and (admin or Role.APPROVER in roles) else None
+        default = deps.settings.rules().approval.default_policy
+        allowed = admin or (
+            job is not None and await may_read_trail(tx, job, user.id, now, default)
+        )
+        detail = None
+        if job is not None and allowed:
+            detail = await reports.job_detail(tx, job, deps.settings.mail_domain)
+    if not admin and Role.APPROVER not in roles:
+        await reply(update, NOT_AN_ADMIN)
+    elif not po:
+        await reply(update, "Usage: /history PO-2026-0001")
+    elif job is None or detail is None:
+        await reply(update, f"No purchase order {po}." if job is None else NOT_ASKED.format(po=po))
+    else:
+        await reply(update, reports.text(detail, deps.settings.tz, send_errors=admin))
 
 
 async def export(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:

@@ -29,6 +29,8 @@ _ROLE_HELP = {
         "Approval cards come to this chat: tap Approve or Reject; 📄 Details sends the whole PO.",
         "/away UNTIL DELEGATE_ID: while you are away (until a date, 2026-12-24, or for 3d or "
         "12h), another approver gets your cards and decides for you.  /back ends it.",
+        "/pending: what waits for your decision, each with its card again.  /history PO-…: the "
+        "trail of a request you were asked to decide. A message never approves: tap a button.",
     ],
     Role.ADMIN: [
         "/invite approver [GROUP] or /invite requester: a single-use link (72 hours).",
@@ -37,6 +39,7 @@ _ROLE_HELP = {
         "/groups: the approval policy's groups and who is in them.  "
         "/group ID GROUP…: set an approver's groups.",
         "/queue: purchase orders that need a person.  /history PO-…: a PO's audit trail.",
+        "/pending all: every request waiting for a decision, and whom it waits for.",
         "/away ID UNTIL DELEGATE_ID, /back ID: set or end someone's delegation.",
         "/export PO-…: a PO's audit trail as a CSV file.",
         "/policy: the approval policy in force; send a .toml policy file to check and import it.",
