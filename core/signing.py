@@ -38,6 +38,7 @@ class ButtonAction(StrEnum):
     MARK_SENT = "s"  # admin queue: the supplier has the mail
     SEND_AGAIN = "g"  # admin queue: it never arrived, send once more with the same key
     CANCEL = "c"  # admin queue: withdraw
+    CARD = "k"  # a digest's or reminder's list: send that request's card again
 
 
 @dataclass(frozen=True)

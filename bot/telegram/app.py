@@ -34,6 +34,7 @@ from telegram.ext import (
 from bot.clock import utcnow
 from bot.config import Settings
 from bot.parsing import SheetParser
+from bot.telegram.again import on_card_again
 from bot.telegram.context import (
     Deps,
     answer_tap,
@@ -228,6 +229,7 @@ def build_application(settings: Settings, store: ShellStore) -> Application:  # 
         app.add_handler(CommandHandler(name, callback))
     # The review queue's buttons (core.signing: action letter, then "."), before the cards'.
     app.add_handler(CallbackQueryHandler(on_queue_tap, pattern=r"^[sgc]\."))
+    app.add_handler(CallbackQueryHandler(on_card_again, pattern=r"^k\."))
     app.add_handler(CallbackQueryHandler(on_tap))
     app.add_handler(MessageHandler(REASON_REPLY & ~filters.COMMAND, on_reason))
     app.add_handler(MessageHandler(POLICY_FILE, policy_file))  # before a sheet's

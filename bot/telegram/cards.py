@@ -48,11 +48,11 @@ def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def card_html(facts: CardFacts, tz: tzinfo, holder: int | None = None) -> str:
-    """The full card for a waiting PO, as its `holder` sees it: as many of its lines and flags
-    as fit one message."""
+def card_html(facts: CardFacts, tz: tzinfo, holder: int | None = None, above: str = "") -> str:
+    """The full card for a waiting PO, as its `holder` sees it, under `above` (a reminder's
+    words, say): as many of its lines and flags as fit one message."""
     for lines, flags in _SHOWN:
-        text = _card(facts, tz, lines, flags, holder)
+        text = above + _card(facts, tz, lines, flags, holder)
         if visible_length(text) < MESSAGE_LIMIT:
             return text
     raise AssertionError("a card with no lines and no flags always fits")  # pragma: no cover
