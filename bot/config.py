@@ -163,17 +163,17 @@ class Settings(BaseSettings):
     manzoori_remind_after: str = Field(
         "2h",
         description="The configured ladder's reminder to each approver a request waits for, "
-        "after their card was delivered (90s, 45m, 2h, 3d); empty: no ladder unless the "
+        "after their card was delivered (90s, 45m, 2h, 3d); off: no ladder unless the "
         "policy in force has [reminders]",
     )
     manzoori_escalate_after: str = Field(
-        "6h", description="When the admins hear who has not decided; empty: never"
+        "6h", description="When the admins hear who has not decided; off: never"
     )
     manzoori_before_expiry: str = Field(
-        "1h", description="The last warning before a request expires; empty: none"
+        "1h", description="The last warning before a request expires; off: none"
     )
     manzoori_digest_at: str = Field(
-        "09:30", description="Time of day (HH:MM) of each approver's daily digest; empty: none"
+        "09:30", description="Time of day (HH:MM) of each approver's daily digest; off: none"
     )
     manzoori_ladder_check_seconds: float = Field(
         5.0,
@@ -276,14 +276,14 @@ class Settings(BaseSettings):
     @field_validator("manzoori_remind_after", "manzoori_escalate_after", "manzoori_before_expiry")
     @classmethod
     def _duration(cls, value: str) -> str:
-        if value.strip():
+        if not _off(value):
             parse_duration(value)
         return value
 
     @field_validator("manzoori_digest_at")
     @classmethod
     def _clock(cls, value: str) -> str:
-        if value.strip():
+        if not _off(value):
             parse_clock(value)
         return value
 
@@ -322,18 +322,19 @@ class Settings(BaseSettings):
 
     def ladder(self) -> Ladder | None:
         """The reminder ladder of a policy in force with no [reminders]; None: no ladder."""
-        if not self.manzoori_remind_after.strip():
+        if _off(self.manzoori_remind_after):
             return None
 
         def duration(text: str) -> timedelta | None:
-            return parse_duration(text) if text.strip() else None
+            return None if _off(text) else parse_duration(text)
 
+        at = self.manzoori_digest_at
         return Ladder(
             working_hours=WorkingHours.parse(self.manzoori_working_hours),
             remind_after=parse_duration(self.manzoori_remind_after),
             escalate_after=duration(self.manzoori_escalate_after),
             before_expiry=duration(self.manzoori_before_expiry),
-            digest_at=parse_clock(self.manzoori_digest_at) if self.manzoori_digest_at else None,
+            digest_at=None if _off(at) else parse_clock(at),
         )
 
     def retry_policy(self) -> RetryPolicy:
@@ -367,6 +368,11 @@ class Settings(BaseSettings):
     def mail_domain(self) -> str:
         """The domain of MAIL_FROM, for Message-ID headers."""
         return self.mail_from.rpartition("@")[2]
+
+
+def _off(setting: str) -> bool:
+    """Whether a ladder setting turns its step off."""
+    return setting.strip().lower() in {"", "off"}
 
 
 def load_settings() -> Settings:

@@ -87,7 +87,7 @@ async def sweep(store: Store, run: Sweep, owner: str) -> int | None:
             return None
         ladder = ladder_in_force(await tx.current_policy(), run.configured)
         jobs = [job.id for job in await tx.jobs_in_states([State.AWAITING_APPROVAL])]
-    count, holding = 0, set[int]()
+    count, holding = 0, dict[int, datetime]()
     if ladder is not None:
         for job_id in jobs:
             async with store.begin() as tx:
@@ -98,9 +98,11 @@ async def sweep(store: Store, run: Sweep, owner: str) -> int | None:
     return count
 
 
-async def _owe_steps(tx: Tx, job_id: str, ladder: Ladder, run: Sweep, holding: set[int]) -> int:
-    """Owe the steps due now on one request; add whoever holds its delivered card to
-    `holding` (the digest's people)."""
+async def _owe_steps(
+    tx: Tx, job_id: str, ladder: Ladder, run: Sweep, holding: dict[int, datetime]
+) -> int:
+    """Owe the steps due now on one request; note in `holding` whoever can be written to and
+    holds its delivered card, with their earliest such delivery (the digest's people)."""
     now, job = run.stamp.at, await tx.job(job_id)
     if job.state is not State.AWAITING_APPROVAL:
         return 0
@@ -116,7 +118,7 @@ async def _owe_steps(tx: Tx, job_id: str, ladder: Ladder, run: Sweep, holding: s
         user = await tx.telegram_user(holder)
         reachable = card.status is NoticeStatus.SENT and user is not None and user.reachable
         if reachable:
-            holding.add(holder)
+            holding[holder] = min(holding.get(holder, card.updated_at), card.updated_at)
         due = due_times(
             ladder,
             delivered_at=card.updated_at,
@@ -137,9 +139,10 @@ async def _owe_steps(tx: Tx, job_id: str, ladder: Ladder, run: Sweep, holding: s
 
 
 async def _owe_digests(
-    store: Store, ladder: Ladder, run: Sweep, owner: str, holding: set[int]
+    store: Store, ladder: Ladder, run: Sweep, owner: str, holding: dict[int, datetime]
 ) -> int:
-    """Once a day, at the ladder's digest_at: each person with a card waiting, their digest."""
+    """Once a day, at the ladder's digest_at: each person with a card waiting that was
+    delivered before then, their digest (a card just delivered is news enough)."""
     now = run.stamp.at
     day = digest_day(ladder, now, run.zone)
     moment = None if day is None else digest_moment(ladder, day, run.zone)
@@ -150,7 +153,7 @@ async def _owe_digests(
         before = moment - timedelta(microseconds=1)  # done at or after today's moment: done
         if not await tx.claim_chore(DIGEST_CHORE, owner, now, before, now + SWEEP_LEASE):
             return 0
-        for person in sorted(holding):
+        for person in sorted(p for p, since in holding.items() if since < moment):
             if await tx.owe_notice(digest_for(person, day, now)):
                 detail = {"to": person, "day": day.isoformat()}
                 await tx.append_audit(AuditEvent.stamped(run.stamp, "ladder_digest", detail))
@@ -267,7 +270,11 @@ async def _still_due(tx: Tx, notice: Notice, now: datetime, policy: ApprovalPoli
         return Due(facts)
     user = await tx.telegram_user(person)
     name = user.first_name if user else f"user {person}"
-    return Due(facts, f"{name} (Telegram id {person})", user is None or not user.reachable)
+    key = held_card(job, person, where.cards_to[person], now).key
+    card = next((n for n in await tx.notices_for(job.id) if n.key == key), None)
+    refused = card is not None and card.status is NoticeStatus.FAILED
+    unreachable = refused or user is None or not user.reachable
+    return Due(facts, f"{name} (Telegram id {person})", unreachable)
 
 
 async def _digest_items(tx: Tx, person: int, now: datetime, policy: ApprovalPolicy) -> list[Due]:
