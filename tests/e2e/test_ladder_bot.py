@@ -17,8 +17,16 @@ from bot.telegram.notices import NoticeRunner
 from core.notices import NoticeKind
 from core.states import State
 from store import schema
-from tests.helpers.bot import PO, answer, cards_out, deliveries_done, job_and_decisions, running_bot
-from tests.helpers.factories import APPROVER_A
+from tests.helpers.bot import (
+    ADMIN,
+    PO,
+    answer,
+    cards_out,
+    deliveries_done,
+    job_and_decisions,
+    running_bot,
+)
+from tests.helpers.factories import APPROVER_A, APPROVER_B, T0
 
 SECONDS = {
     "manzoori_working_hours": "Mon-Sun 00:00-24:00",
@@ -92,3 +100,31 @@ async def test_the_digest_lists_what_waits_and_brings_the_card_back(botapi, db_u
         await deliveries_done(run)
         job, _decisions, _ = await job_and_decisions(run)
         assert job.state is State.APPROVED
+
+
+async def test_an_approver_who_blocked_the_bot_is_escalated_to_the_admin_at_once(
+    botapi, db_url, store
+):
+    slow = {**SECONDS, "manzoori_escalate_after": "1h"}
+    async with running_bot(botapi, db_url, **slow) as run:
+        admin = botapi.user(ADMIN, "Ayesha", started=True)
+        async with run.store.begin() as tx:
+            await tx.met(ADMIN, "Ayesha", T0, started=True)
+        ali, _card, sana, _other = await cards_out(botapi, run)
+        sana.block()  # after her card: her reminder cannot go out
+        sweep = LadderSweep(run.settings, run.store)
+        notices = NoticeRunner(run.store, run.app.bot, run.settings)
+        await asyncio.sleep(1.1)
+        await sweep.run_once()
+        assert await notices.run_once() == 2
+        assert (await ali.next_message()).text.startswith("⏰ Reminder")
+        async with run.store.reading() as tx:
+            sana_known = await tx.telegram_user(APPROVER_B)
+        assert sana_known is not None and not sana_known.reachable  # marked by the failure
+        await asyncio.sleep(0.05)
+        await sweep.run_once()  # she cannot be reached: the escalation does not wait an hour
+        assert await notices.run_once() == 1  # fanned out to the admin
+        assert await notices.run_once() == 1
+        escalation = await admin.next_message()
+        assert escalation.text.startswith("🚨 Waiting too long: these approvers have not decided")
+        assert f"Sana (Telegram id {APPROVER_B}) cannot be reached" in escalation.text
