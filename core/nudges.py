@@ -5,7 +5,8 @@ The sweep runs in every process, at most once per `every` across all of them (th
 chore's lease), and reads each waiting request: for each person its current stage waits for
 whose card was delivered (or could not be), it owes the ladder's steps that are due, each as a
 NUDGE notice whose key names the request, its draft version, the step and the person, with
-its audit event, in one transaction per request. The key makes a second one impossible,
+its audit event, in one transaction (a request is read first without a write lock, and
+written only when something is due). The key makes a second one impossible,
 however many processes sweep and however often they restart; the audit event is written
 only by the transaction whose insert was new. Once a day at `digest_at` (the `digest` chore)
 each person with a card waiting gets the day's digest, keyed by day and person.
@@ -37,7 +38,7 @@ from core.notices import (
     owed,
 )
 from core.policies import ApprovalPolicy, Policy, Role
-from core.ports import Store, Tx
+from core.ports import ReadTx, Store, Tx
 from core.states import State
 from core.workflow import held_card, standing
 
@@ -80,7 +81,8 @@ def nudge_for(job: Job, step: Step, person: int, now: datetime, escalate_to: str
 
 async def sweep(store: Store, run: Sweep, owner: str) -> int | None:
     """Owe every nudge due now, unless another process swept within `run.every`: how many
-    were owed, or None when it was not this process's turn."""
+    were owed, or None when it was not this process's turn. Each request is read without a
+    write lock; only one with a step due and not yet owed takes a write transaction."""
     now = run.stamp.at
     async with store.begin() as tx:
         if not await tx.claim_chore(LADDER_CHORE, owner, now, now - run.every, now + SWEEP_LEASE):
@@ -90,29 +92,44 @@ async def sweep(store: Store, run: Sweep, owner: str) -> int | None:
     count, holding = 0, dict[int, datetime]()
     if ladder is not None:
         for job_id in jobs:
-            async with store.begin() as tx:
-                count += await _owe_steps(tx, job_id, ladder, run, holding)
+            async with store.reading() as reading:
+                due = await _due_steps(reading, job_id, ladder, run, holding)
+            if due:
+                async with store.begin() as tx:
+                    count += await _owe(tx, due)
         count += await _owe_digests(store, ladder, run, owner, holding)
     async with store.begin() as tx:
         await tx.finish_chore(LADDER_CHORE, owner, now)
     return count
 
 
-async def _owe_steps(
-    tx: Tx, job_id: str, ladder: Ladder, run: Sweep, holding: dict[int, datetime]
-) -> int:
-    """Owe the steps due now on one request; note in `holding` whoever can be written to and
-    holds its delivered card, with their earliest such delivery (the digest's people)."""
+async def _owe(tx: Tx, due: list[tuple[Notice, AuditEvent]]) -> int:
+    """Owe each notice, and audit those whose insert was new (another process may have owed
+    one since it was read)."""
+    count = 0
+    for notice, event in due:
+        if await tx.owe_notice(notice):
+            await tx.append_audit(event)
+            count += 1
+    return count
+
+
+async def _due_steps(
+    tx: ReadTx, job_id: str, ladder: Ladder, run: Sweep, holding: dict[int, datetime]
+) -> list[tuple[Notice, AuditEvent]]:
+    """The steps due now on one request and not owed yet, each with its audit event; note in
+    `holding` whoever can be written to and holds its delivered card, with their earliest
+    such delivery (the digest's people)."""
     now, job = run.stamp.at, await tx.job(job_id)
     if job.state is not State.AWAITING_APPROVAL:
-        return 0
+        return []
     where = await standing(tx, job, now, run.default)
     if where.waiting_group is None:
-        return 0
-    cards = {n.key: n for n in await tx.notices_for(job.id) if n.kind is NoticeKind.CARD}
-    count = 0
+        return []
+    known = {n.key: n for n in await tx.notices_for(job.id)}
+    owed: list[tuple[Notice, AuditEvent]] = []
     for holder, whom in where.cards_to.items():
-        card = cards.get(held_card(job, holder, whom, now).key)
+        card = known.get(held_card(job, holder, whom, now).key)
         if card is None or card.status not in (NoticeStatus.SENT, NoticeStatus.FAILED):
             continue  # not delivered yet: the ladder starts when it is
         user = await tx.telegram_user(holder)
@@ -127,15 +144,12 @@ async def _owe_steps(
             zone=run.zone,
         )
         for step, at in sorted(due.items(), key=lambda item: item[1]):
-            if at <= now and await tx.owe_notice(
-                nudge_for(job, step, holder, now, ladder.escalate_to)
-            ):
+            notice = nudge_for(job, step, holder, now, ladder.escalate_to)
+            if at <= now and notice.key not in known:
                 detail = {"to": holder, "stage": where.tally.stage + 1, "due_at": at.isoformat()}
-                await tx.append_audit(
-                    AuditEvent.stamped(run.stamp, f"ladder_{step.value}", detail, job_id=job.id)
-                )
-                count += 1
-    return count
+                event = AuditEvent.stamped(run.stamp, f"ladder_{step.value}", detail, job_id=job.id)
+                owed.append((notice, event))
+    return owed
 
 
 async def _owe_digests(
