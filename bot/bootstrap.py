@@ -19,7 +19,7 @@ from bot.clock import Runtime
 from bot.config import Settings
 from bot.outbox.runner import OutboxRunner
 from bot.outbox.smtp import SmtpSender, SmtpServer
-from core import retention
+from core import nudges, retention
 from core.jobs import Stamp
 from core.retention import Purge
 from store.engine import make_engine
@@ -120,6 +120,31 @@ class DailyPurge:
 
 
 @dataclass(frozen=True)
+class LadderSweep:
+    """The reminder ladder's sweep (core.nudges): owes the nudges that are due, at most once
+    every MANZOORI_LADDER_CHECK_SECONDS across all processes."""
+
+    settings: Settings
+    store: SqlStore
+    runtime: Runtime = field(default_factory=lambda: Runtime.of_process("ladder"))
+
+    async def run_once(self) -> int:
+        """Sweep if due; always 0, so the loop waits its interval before asking again."""
+        settings, approval = self.settings, self.settings.approval_policy()
+        run = nudges.Sweep(
+            stamp=Stamp("ladder", self.runtime.now()),
+            configured=settings.ladder(),
+            default=approval.default_policy,
+            zone=settings.tz,
+            every=timedelta(seconds=settings.manzoori_ladder_check_seconds),
+        )
+        owed = await nudges.sweep(self.store, run, self.runtime.owner)
+        if owed:
+            log.info("the ladder owed %d nudges", owed)
+        return 0
+
+
+@dataclass(frozen=True)
 class Running:
     """What `running` started: the store, the settings, and the bot with its notice runner
     (None for an outbox worker); the outbox runner always."""
@@ -181,13 +206,15 @@ async def _serving(
 
 @contextlib.asynccontextmanager
 async def _looping(run: Running) -> AsyncIterator[None]:
-    """The outbox runner's loop, the notice runner's beside a bot, and the daily purge's,
-    until the block ends."""
+    """The outbox runner's loop, the notice runner's beside a bot, the daily purge's and the
+    reminder ladder's sweep, until the block ends."""
     stop, poll = asyncio.Event(), run.settings.manzoori_poll_seconds
     passes = [run.outbox.run_once, *([run.notices.run_once] if run.notices else [])]
     tasks = [asyncio.create_task(run_forever(each, poll, stop)) for each in passes]
     purge = DailyPurge(run.settings, run.store)
     tasks.append(asyncio.create_task(run_forever(purge.run_once, PURGE_CHECK_SECONDS, stop)))
+    ladder, every = LadderSweep(run.settings, run.store), run.settings.manzoori_ladder_check_seconds
+    tasks.append(asyncio.create_task(run_forever(ladder.run_once, every, stop)))
     try:
         yield
     finally:

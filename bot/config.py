@@ -24,6 +24,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from bot.outbox.runner import CONNECTIONS, SENDS_PER_CONNECTION, FaultPoint
 from bot.outbox.smtp import TlsMode
 from core.errors import ConfigError
+from core.ladder import Ladder, WorkingHours, parse_clock, parse_duration
 from core.policies import ApprovalPolicy, Rules
 from core.retention import RETENTION_DAYS, Retention
 from core.retries import RetryPolicy
@@ -153,6 +154,32 @@ class Settings(BaseSettings):
         description="Days a closed PO keeps its personal data (draft bodies, supplier address, "
         "notes, reasons) before the daily purge removes them; integer >= 1",
     )
+    # The reminder ladder of a policy in force with no [reminders] (core.ladder, core.nudges).
+    manzoori_working_hours: str = Field(
+        "Mon-Sat 09:00-19:00",
+        description="Working hours of the configured reminder ladder, in MANZOORI_TIMEZONE: "
+        "nudges due outside them wait for the next opening; Mon-Sun 00:00-24:00 is always",
+    )
+    manzoori_remind_after: str = Field(
+        "2h",
+        description="The configured ladder's reminder to each approver a request waits for, "
+        "after their card was delivered (90s, 45m, 2h, 3d); off: no ladder unless the "
+        "policy in force has [reminders]",
+    )
+    manzoori_escalate_after: str = Field(
+        "6h", description="When the admins hear who has not decided; off: never"
+    )
+    manzoori_before_expiry: str = Field(
+        "1h", description="The last warning before a request expires; off: none"
+    )
+    manzoori_digest_at: str = Field(
+        "09:30", description="Time of day (HH:MM) of each approver's daily digest; off: none"
+    )
+    manzoori_ladder_check_seconds: float = Field(
+        5.0,
+        gt=0,
+        description="Seconds between two sweeps for due reminders, across all processes; > 0",
+    )
     manzoori_fault_point: FaultPoint | None = Field(
         None,
         description="For crash tests only: the runner kills itself with SIGKILL at that point; "
@@ -240,6 +267,26 @@ class Settings(BaseSettings):
             ) from None
         return value
 
+    @field_validator("manzoori_working_hours")
+    @classmethod
+    def _working_hours(cls, value: str) -> str:
+        WorkingHours.parse(value)
+        return value
+
+    @field_validator("manzoori_remind_after", "manzoori_escalate_after", "manzoori_before_expiry")
+    @classmethod
+    def _duration(cls, value: str) -> str:
+        if not _off(value):
+            parse_duration(value)
+        return value
+
+    @field_validator("manzoori_digest_at")
+    @classmethod
+    def _clock(cls, value: str) -> str:
+        if not _off(value):
+            parse_clock(value)
+        return value
+
     @field_validator("manzoori_lease_seconds")
     @classmethod
     def _lease_outlives_smtp(cls, value: float, info: ValidationInfo) -> float:
@@ -273,6 +320,23 @@ class Settings(BaseSettings):
             zone=self.tz,
         )
 
+    def ladder(self) -> Ladder | None:
+        """The reminder ladder of a policy in force with no [reminders]; None: no ladder."""
+        if _off(self.manzoori_remind_after):
+            return None
+
+        def duration(text: str) -> timedelta | None:
+            return None if _off(text) else parse_duration(text)
+
+        at = self.manzoori_digest_at
+        return Ladder(
+            working_hours=WorkingHours.parse(self.manzoori_working_hours),
+            remind_after=parse_duration(self.manzoori_remind_after),
+            escalate_after=duration(self.manzoori_escalate_after),
+            before_expiry=duration(self.manzoori_before_expiry),
+            digest_at=None if _off(at) else parse_clock(at),
+        )
+
     def retry_policy(self) -> RetryPolicy:
         """The outbox retry rules these settings describe."""
         return RetryPolicy(
@@ -304,6 +368,11 @@ class Settings(BaseSettings):
     def mail_domain(self) -> str:
         """The domain of MAIL_FROM, for Message-ID headers."""
         return self.mail_from.rpartition("@")[2]
+
+
+def _off(setting: str) -> bool:
+    """Whether a ladder setting turns its step off."""
+    return setting.strip().lower() in {"", "off"}
 
 
 def load_settings() -> Settings:

@@ -1,11 +1,13 @@
 """Telegram messages the system owes people, as outbox rows: a restart resumes delivery.
 
-Four kinds, each owed in the same transaction as the change it reports (core.workflow):
+Five kinds, each owed in the same transaction as the change it reports (core.workflow):
 - CARD: an approval card, owed to every approver (except the requester) when a draft version
   starts waiting for approval;
 - STATUS: a requester's news, when their PO moves (TOLD_TO_REQUESTER);
 - CARD_EDITS: the job's delivered cards are to be edited to what is true now (a decision, an
   approval counted, expiry, a new draft version); one row per job version, whoever holds cards;
+- NUDGE: a reminder, a last warning before expiry, an escalation to the admins, or the daily
+  digest (core.nudges), owed by the ladder's sweep; the event says which;
 - ALERT: a message for the admins (a PO entered the manual-review queue, an approver cannot
   be reached, a PO was opened with no approver to ask, or, about no job, a policy was put in
   force with a group nobody can approve for). It is owed to nobody in particular
@@ -20,7 +22,7 @@ This module holds the values and the rules; core.delivery has the use cases that
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import date, datetime
 from enum import StrEnum
 from typing import Any
 
@@ -35,6 +37,7 @@ class NoticeKind(StrEnum):
     CARD_EDITS = "cards"  # edit every delivered card of the job to what is true now
     STATUS = "status"  # a requester's news
     ALERT = "alert"  # the admins' news
+    NUDGE = "nudge"  # a rung of the reminder ladder, or the daily digest (core.nudges)
 
 
 class NoticeStatus(StrEnum):
@@ -82,6 +85,9 @@ NOBODY_TO_ASK = "nobody_to_ask"
 # The event of a job-less alert (followed by ":" and the policy version) that a policy was put
 # in force with a group a rule needs and nobody the bot can write to is in.
 UNSTAFFED_POLICY = "unstaffed_policy"
+
+# The event of a daily digest (digest_for).
+DIGEST = "digest"
 
 # The moves a requester hears about, in Telegram, and nothing else (a retry is not news).
 TOLD_TO_REQUESTER = frozenset(
@@ -194,6 +200,19 @@ def policy_alert(version: str, now: datetime) -> Notice:
         job_id=None,
         draft_version=0,
         event=f"{UNSTAFFED_POLICY}:{version}",
+        **_fresh(now),
+    )
+
+
+def digest_for(person: int, day: date, now: datetime) -> Notice:
+    """One person's daily digest of `day` (core.nudges): one per person and day."""
+    return Notice(
+        key=f"digest:{day.isoformat()}:{person}",
+        kind=NoticeKind.NUDGE,
+        user_id=person,
+        job_id=None,
+        draft_version=0,
+        event=DIGEST,
         **_fresh(now),
     )
 

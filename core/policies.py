@@ -24,6 +24,7 @@ from zoneinfo import ZoneInfo
 from core.drafts import Draft, Flag
 from core.errors import AlreadyDecided, NotAnApprover, NotYourTurn, SelfApproval
 from core.flags import FlagCode
+from core.ladder import Ladder
 from core.money import format_pkr
 from core.retries import RetryPolicy
 from core.terms import match_key
@@ -225,6 +226,7 @@ class Policy:
     drift: Drift | None = None
     budgets: Budgets | None = None
     version: str = DEFAULT_VERSION
+    reminders: Ladder | None = None  # None: the configured ladder (core.nudges)
 
     @classmethod
     def default(cls, dual_above_paisa: int) -> Policy:
@@ -270,6 +272,8 @@ class Policy:
                 else "; a sheet over budget is refused"
             )
             lines.append(f"Budgets ({budgets.mode.value}), a month: {months}{over}")
+        if self.reminders is not None:
+            lines.append(f"Reminders: {self.reminders.describe()}")
         return lines
 
 
@@ -298,7 +302,9 @@ def _plain(policy: Policy) -> dict[str, Any]:
         ]
 
     budgets = policy.budgets
+    ladder = {} if policy.reminders is None else {"reminders": policy.reminders.describe()}
     return {
+        **ladder,  # only when set: the hash of a policy without one is what it always was
         "groups": [[name, title] for name, title in policy.groups.items()],
         "rules": [[r.name, when(r.when), [stage(s) for s in r.stages]] for r in policy.rules],
         "drift": None

@@ -7,7 +7,9 @@ kinds of problem, each with the line a person fixes it on:
   or out of range;
 - cross-references: a stage naming a group the file does not define, two rules of one name,
   a rule that can never apply, no rule for every request, budget stages that contradict the
-  budget mode, a category no terms file could name (core.terms.is_category).
+  budget mode, a category no terms file could name (core.terms.is_category), a [reminders]
+  escalate_to naming no group; a duration or working hours that do not read are schema
+  problems, in core.ladder's words.
 
 tomllib gives no positions, so `key_lines` reads them off the text: the line each table,
 key and array element starts on, by the path pydantic reports an error at.
@@ -18,11 +20,20 @@ from __future__ import annotations
 import re
 import tomllib
 from collections.abc import Mapping
+from datetime import timedelta
 from decimal import Decimal
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+)
 
+from core.ladder import Ladder, WorkingHours, parse_clock, parse_duration
 from core.policies import BudgetMode, Budgets, Condition, Drift, Policy, Rule, Stage
 from core.tables import Problem
 from core.terms import NOT_A_CATEGORY, is_category, match_key
@@ -74,11 +85,34 @@ class _Budgets(_Model):
     monthly_pkr: Annotated[dict[Category, Rupees], Field(min_length=1)]
 
 
+def _checked(parse: Any) -> AfterValidator:
+    """Text that `parse` must read (core.ladder), kept as written."""
+
+    def check(text: str) -> str:
+        parse(text)
+        return text
+
+    return AfterValidator(check)
+
+
+Duration = Annotated[str, _checked(parse_duration)]
+
+
+class _Reminders(_Model):
+    working_hours: Annotated[str, _checked(WorkingHours.parse)]
+    remind_after: Duration
+    escalate_after: Duration | None = None
+    escalate_to: GroupName | None = None
+    before_expiry: Duration | None = None
+    digest_at: Annotated[str, _checked(parse_clock)] | None = None
+
+
 class _File(_Model):
     groups: Annotated[dict[GroupName, Title], Field(min_length=1)]
     rules: Annotated[list[_Rule], Field(min_length=1, max_length=100)]
     drift: _Drift | None = None
     budgets: _Budgets | None = None
+    reminders: _Reminders | None = None
 
 
 def parse_policy(text: str) -> tuple[Policy | None, list[Problem]]:
@@ -160,6 +194,8 @@ def _message(error: Mapping[str, Any]) -> str:
             return "is not a group name: a lower-case letter, then up to 31 letters, digits, _ or -"
         case "literal_error":
             return f"must be one of {ctx['expected']}"
+        case "value_error":  # a parser's own words (core.ladder)
+            return str(ctx["error"])
     return str(error["msg"]).lower()
 
 
@@ -249,6 +285,11 @@ def _cross_checks(data: dict[str, Any], lines: Mapping[Path, int]) -> list[Probl
         bad(("budgets", "mode"), "soft mode needs an over_budget_stage to add")
     elif "over_budget_stage" in budgets:
         stage(over, budgets["over_budget_stage"])
+    escalate_to = _table(data.get("reminders")).get("escalate_to")
+    if isinstance(escalate_to, str) and groups and escalate_to not in groups:
+        defined = ", ".join(groups)
+        where: Path = ("reminders", "escalate_to")
+        bad(where, f"group {escalate_to!r} is not defined in [groups] ({defined})")
     months = _table(budgets.get("monthly_pkr"))
     categories = [c.strip().lower() for c in months]
     if len(set(categories)) != len(categories):
@@ -284,6 +325,7 @@ def _policy(parsed: _File) -> Policy:
     drift = parsed.drift
     budgets = parsed.budgets
     return Policy(
+        reminders=None if parsed.reminders is None else _ladder(parsed.reminders),
         groups=dict(parsed.groups),
         rules=tuple(
             Rule(r.name, tuple(stage(s) for s in r.stages), condition(r.when)) for r in parsed.rules
@@ -296,6 +338,20 @@ def _policy(parsed: _File) -> Policy:
             {c.lower(): pkr * 100 for c, pkr in budgets.monthly_pkr.items()},
             None if budgets.over_budget_stage is None else stage(budgets.over_budget_stage),
         ),
+    )
+
+
+def _ladder(r: _Reminders) -> Ladder:
+    def duration(text: str | None) -> timedelta | None:
+        return None if text is None else parse_duration(text)
+
+    return Ladder(
+        working_hours=WorkingHours.parse(r.working_hours),
+        remind_after=parse_duration(r.remind_after),
+        escalate_after=duration(r.escalate_after),
+        escalate_to=r.escalate_to,
+        before_expiry=duration(r.before_expiry),
+        digest_at=None if r.digest_at is None else parse_clock(r.digest_at),
     )
 
 

@@ -14,7 +14,7 @@ from core.delegations import Delegation
 from core.drafts import Draft
 from core.intake import History
 from core.jobs import AuditEvent, Effect, Job, SendOrder
-from core.notices import Notice
+from core.notices import Notice, NoticeKind
 from core.policies import Decision, Policy, Role
 from core.states import State
 from core.terms import Terms
@@ -200,11 +200,30 @@ class Tx(ReadTx, Protocol):
     async def insert_notice(self, notice: Notice) -> None:
         """Owe a Telegram message; a notice with the same key already owed stays as it is."""
 
+    async def owe_notice(self, notice: Notice) -> bool:
+        """insert_notice, and whether it was new: False if a notice of that key was owed."""
+
     async def claim_notices(
         self, now: datetime, owner: str, lease_until: datetime, limit: int, job_id: str | None
     ) -> list[Notice]:
         """Lease due pending notices (of one job, if given), and claimed ones whose lease ran
         out, to `owner`."""
+
+    async def claim_notices_of(
+        self, user_id: int, kind: NoticeKind, prefix: str, now: datetime, owner: str,
+        lease_until: datetime,
+    ) -> list[Notice]:  # fmt: skip
+        """Lease one user's due notices of one kind whose event starts with `prefix` to
+        `owner`, so that one message can settle them all."""
+
+    async def claim_chore(
+        self, name: str, owner: str, now: datetime, done_before: datetime, lease_until: datetime
+    ) -> bool:
+        """Lease the chore to `owner` until `lease_until` if it was last done at or before
+        `done_before` and no lease on it runs at `now`; whether it was leased."""
+
+    async def finish_chore(self, name: str, owner: str, done_at: datetime) -> None:
+        """Record the chore done at `done_at` and release `owner`'s lease."""
 
     async def update_notice(self, notice: Notice, **changes: Any) -> Notice:
         """Compare-and-set on (key, version); bump version; raise LeaseLost on a miss."""

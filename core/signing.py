@@ -35,7 +35,7 @@ class ButtonAction(StrEnum):
     APPROVE = "a"
     REJECT = "r"
     DETAILS = "d"
-    RESEND = "p"  # /pending: send the card of a waiting request again
+    RESEND = "p"  # /pending's, a reminder's or digest's list: send a waiting request's card again
     MARK_SENT = "s"  # admin queue: the supplier has the mail
     SEND_AGAIN = "g"  # admin queue: it never arrived, send once more with the same key
     CANCEL = "c"  # admin queue: withdraw

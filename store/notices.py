@@ -7,11 +7,11 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import and_, bindparam, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from core.errors import LeaseLost
-from core.notices import Notice, NoticeStatus
+from core.notices import Notice, NoticeKind, NoticeStatus
 from core.policies import Role
 from store import schema
 from store.rows import notice_from_row, plain, values_of
@@ -24,6 +24,8 @@ _HOLDERS = (
     .order_by(schema.user_roles.c.user_id)
 )
 _INSERT = insert_or_keep(_t, "key")  # a notice already owed under the same key stays as it is
+# One user's due notices one message lists: far more requests than anyone has waiting.
+_OF_ONE = 100
 _NOTICES_FOR = (
     select(_t).where(_t.c.job_id == bindparam("job_id")).order_by(_t.c.created_at, _t.c.key)
 )
@@ -48,6 +50,26 @@ class NoticeQueries:
         """Owe several Telegram messages in one statement (insert_notice's rule for each)."""
         if notices:
             await self.conn.execute(_INSERT, [values_of(notice) for notice in notices])
+
+    async def owe_notice(self, notice: Notice) -> bool:
+        """insert_notice, and whether it was new: False if a notice of that key was owed."""
+        result = await self.conn.execute(_INSERT, values_of(notice))
+        return bool(result.rowcount)
+
+    async def claim_notices_of(
+        self, user_id: int, kind: NoticeKind, prefix: str, now: datetime, owner: str,
+        lease_until: datetime,
+    ) -> list[Notice]:  # fmt: skip
+        """Lease one user's due notices of one kind whose event starts with `prefix` to
+        `owner` (claim_notices' rules), so that one message can settle them all."""
+        t = schema.notices
+        among = and_(
+            t.c.user_id == user_id,
+            t.c.kind == kind.value,
+            t.c.event.startswith(prefix, autoescape=True),
+        )
+        rows = await claim_rows(self.conn, t, now, Lease(owner, lease_until), _OF_ONE, among)
+        return [notice_from_row(row) for row in rows]
 
     async def claim_notices(
         self, now: datetime, owner: str, lease_until: datetime, limit: int, job_id: str | None

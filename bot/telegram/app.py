@@ -230,7 +230,9 @@ def build_application(settings: Settings, store: ShellStore) -> Application:  # 
         app.add_handler(CommandHandler(name, callback))
     # The review queue's buttons (core.signing: action letter, then "."), before the cards'.
     app.add_handler(CallbackQueryHandler(on_queue_tap, pattern=r"^[sgc]\."))
-    app.add_handler(CallbackQueryHandler(on_resend_tap, pattern=r"^p\."))  # /pending's 🔁
+    app.add_handler(
+        CallbackQueryHandler(on_resend_tap, pattern=r"^p\.")
+    )  # /pending's and the ladder's 🔁
     app.add_handler(CallbackQueryHandler(on_tap))
     app.add_handler(MessageHandler(REASON_REPLY & ~filters.COMMAND, on_reason))
     app.add_handler(MessageHandler(POLICY_FILE, policy_file))  # before a sheet's

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import tzinfo
 
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
@@ -37,6 +37,10 @@ MESSAGE_LIMIT = 4096  # characters Telegram takes in one message, after entity p
 APPROVE_TEXT, REJECT_TEXT, DETAILS_TEXT = "✅ Approve", "❌ Reject", "📄 Details"
 
 
+# The button of a list (/pending, a reminder's or digest's) that sends a request's card again.
+RESEND_TEXT = "🔁 {po}"
+
+
 def escaped(value: object) -> str:
     """A value for a Telegram HTML message: on one line, without bidi controls or zero-width
     characters (core.texts.flatten), and escaped."""
@@ -48,11 +52,11 @@ def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def card_html(facts: CardFacts, tz: tzinfo, holder: int | None = None) -> str:
-    """The full card for a waiting PO, as its `holder` sees it: as many of its lines and flags
-    as fit one message."""
+def card_html(facts: CardFacts, tz: tzinfo, holder: int | None = None, above: str = "") -> str:
+    """The full card for a waiting PO, as its `holder` sees it, under `above` (a reminder's
+    words, say): as many of its lines and flags as fit one message."""
     for lines, flags in _SHOWN:
-        text = _card(facts, tz, lines, flags, holder)
+        text = above + _card(facts, tz, lines, flags, holder)
         if visible_length(text) < MESSAGE_LIMIT:
             return text
     raise AssertionError("a card with no lines and no flags always fits")  # pragma: no cover
@@ -229,6 +233,18 @@ def decided_by(decision: Decision, names: Mapping[int, str]) -> str:
     if decision.on_behalf_of is None:
         return who
     return f"{who} for {escaped(names.get(decision.on_behalf_of, 'someone'))}"
+
+
+def resend_markup(secret: bytes, jobs: Iterable[Job]) -> InlineKeyboardMarkup:
+    """One row per request: its 🔁 button, signed for its current draft version and hash, that
+    sends its card again (on_resend_tap): /pending's lists, and the ladder's."""
+    rows: list[tuple[InlineKeyboardButton, ...]] = []
+    for job in jobs:
+        made = signed_markup(
+            secret, job, [[(RESEND_TEXT.format(po=job.po_number), ButtonAction.RESEND)]]
+        )
+        rows.extend(made.inline_keyboard)
+    return InlineKeyboardMarkup(rows)
 
 
 def signed_markup(

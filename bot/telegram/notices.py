@@ -24,8 +24,9 @@ from bot.clock import Runtime
 from bot.config import Settings
 from bot.telegram.cards import card_html, card_markup, outcome_html
 from bot.telegram.errors import classify
+from bot.telegram.ladder import nudge_html, nudge_markup
 from bot.telegram.texts import admin_alert, policy_alert, requester_notice
-from core import delivery
+from core import delivery, nudges
 from core.delivery import Failure, News, Undelivered
 from core.errors import LeaseLost
 from core.notices import EVERYONE, Notice, NoticeKind, NoticeStatus
@@ -50,13 +51,17 @@ class NoticeRunner:
     ) -> None:
         self.store, self.bot, self.settings = store, bot, settings
         self.runtime = runtime or Runtime.of_process("notices")
+        self._together: dict[str, list[Notice]] = {}  # this pass's nudges carried by another
 
     async def run_once(self, job_id: str | None = None) -> int:
         """One pass: lease due notices (of one job, if given) and deliver each; the number
         claimed."""
         now, owner = self.runtime.now(), self.runtime.owner
         claimed = await delivery.claim(self.store, now, owner, LEASE, BATCH, job_id)
+        self._together, carried = nudges.together(claimed)  # one person's nudges: one message
         for notice in claimed:
+            if notice.key in carried:
+                continue
             try:
                 await self._deliver(
                     await delivery.keep_lease(self.store, notice, self.runtime.now(), LEASE)
@@ -81,6 +86,14 @@ class NoticeRunner:
                 admins = self.settings.manzoori_admin_ids
                 if not await delivery.fan_out(self.store, notice, self.runtime.now(), admins):
                     log.warning("alert %s has no admin to go to", notice.key)
+            case NoticeKind.NUDGE if notice.user_id == EVERYONE:
+                admins = self.settings.manzoori_admin_ids
+                if not await nudges.fan_out_escalation(
+                    self.store, notice, self.runtime.now(), admins
+                ):
+                    log.info("escalation %s is moot or has nobody to go to", notice.key)
+            case NoticeKind.NUDGE:
+                await self._nudge(notice)
             case NoticeKind.STATUS | NoticeKind.ALERT:
                 news = await delivery.news_to_send(self.store, notice, self.runtime.now())
                 if news is not None:
@@ -102,6 +115,31 @@ class NoticeRunner:
             await self._failed(notice, classify(error))
             return
         await delivery.card_sent(self.store, notice, sent.message_id, facts.job, self.runtime.now())
+
+    async def _nudge(self, notice: Notice) -> None:
+        """A person's due nudge, with the others of the same step in one message."""
+        now = self.runtime.now()
+        carried = [
+            await delivery.keep_lease(self.store, other, now, LEASE)
+            for other in self._together.get(notice.key, [])
+        ]
+        policy = self.settings.approval_policy()
+        nudge = await nudges.nudge_to_send(self.store, [notice, *carried], now, policy, now + LEASE)
+        if nudge is None:  # decided, expired, re-drafted, or no longer theirs
+            return
+        try:
+            sent = await self.bot.send_message(
+                notice.user_id,
+                nudge_html(nudge, self.settings.tz, notice.user_id),
+                parse_mode=ParseMode.HTML,
+                reply_markup=nudge_markup(nudge, self.settings.secret),
+            )
+        except Exception as error:
+            why = classify(error)
+            for each in nudge.settles:
+                await self._failed(each, why)
+            return
+        await nudges.nudge_sent(self.store, nudge, sent.message_id, self.runtime.now())
 
     async def _send_text(self, notice: Notice, text: str) -> None:
         """Plain text, nothing to click; the outcome recorded on the notice."""

@@ -9,11 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
 
-from telegram import InlineKeyboardButton, InlineKeyboardMarkup, Message, Update
+from telegram import Message, Update
 from telegram.ext import ContextTypes
 
 from bot.clock import utcnow
-from bot.telegram.cards import MESSAGE_LIMIT, card_markup, signed_markup
+from bot.telegram.cards import MESSAGE_LIMIT, card_markup, resend_markup
 from bot.telegram.context import Deps, answer_tap, deps_of, held_roles, reply
 from bot.telegram.decisions import checked_tap, deliver_now, refusal
 from bot.telegram.people import help_command
@@ -45,7 +45,6 @@ ONLY_ADMINS = "Only admins can list every waiting request."
 NOTHING_MINE = "Nothing waits for your decision."
 NOTHING_AT_ALL = "No request waits for a decision."
 CARD_AGAIN = "Here is its card again; the one you had still works."
-RESEND_TEXT = "🔁 {po}"
 NEVER = "A message never approves a purchase order."
 
 
@@ -206,18 +205,6 @@ async def _listed(tx: ShellReadTx, waiting: list[Waiting], people: bool) -> list
     return listed
 
 
-def _resend_markup(secret: bytes, listed: list[Listed]) -> InlineKeyboardMarkup:
-    """One row per request: its 🔁 button, signed for its current draft version and hash."""
-    rows: list[tuple[InlineKeyboardButton, ...]] = []
-    for item in listed:
-        job = item.waiting.job
-        made = signed_markup(
-            secret, job, [[(RESEND_TEXT.format(po=job.po_number), ButtonAction.RESEND)]]
-        )
-        rows.extend(made.inline_keyboard)
-    return InlineKeyboardMarkup(rows)
-
-
 async def pending_command(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     """/pending: the requests waiting for your decision; /pending all: every one, for admins."""
     deps, user, message = deps_of(context), update.effective_user, update.effective_message
@@ -247,7 +234,10 @@ async def pending_command(update: Update, context: ContextTypes.DEFAULT_TYPE) ->
         await reply(update, all_text(listed, more, now, tz))
     else:
         text, listed = fitted(listed, more, user.id, now, tz)
-        await message.reply_text(text, reply_markup=_resend_markup(deps.settings.secret, listed))
+        await message.reply_text(
+            text,
+            reply_markup=resend_markup(deps.settings.secret, [item.waiting.job for item in listed]),
+        )
 
 
 def _default(deps: Deps) -> Policy:

@@ -6,7 +6,7 @@ import base64
 import os
 import re
 import stat
-from datetime import timedelta
+from datetime import time, timedelta
 from pathlib import Path
 
 import pytest
@@ -14,6 +14,7 @@ from cryptography.fernet import Fernet
 
 from bot.config import Settings, load_settings, write_env_file
 from core.errors import ConfigError
+from core.ladder import WorkingHours
 from core.policies import ApprovalPolicy, Rules
 from core.retries import RetryPolicy
 
@@ -334,3 +335,33 @@ def test_telegram_and_webhook_settings(env: pytest.MonkeyPatch) -> None:
 )
 def test_webhook_settings_are_checked(env: pytest.MonkeyPatch, values, reason) -> None:
     assert reason in config_error(env, **values)
+
+
+def test_the_configured_ladder_and_how_to_turn_it_off(env: pytest.MonkeyPatch) -> None:
+    ladder = load_settings().ladder()
+    assert ladder is not None
+    assert (ladder.remind_after, ladder.escalate_after) == (timedelta(hours=2), timedelta(hours=6))
+    assert ladder.before_expiry == timedelta(hours=1) and ladder.digest_at == time(9, 30)
+    assert ladder.working_hours == WorkingHours.parse("Mon-Sat 09:00-19:00")
+    env.setenv("MANZOORI_ESCALATE_AFTER", "off")
+    env.setenv("MANZOORI_DIGEST_AT", "Off")
+    fewer = load_settings().ladder()
+    assert fewer is not None and fewer.escalate_after is None and fewer.digest_at is None
+    env.setenv("MANZOORI_REMIND_AFTER", "off")
+    assert load_settings().ladder() is None
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "words"),
+    [
+        ("MANZOORI_REMIND_AFTER", "2 hours", "is not a duration"),
+        ("MANZOORI_BEFORE_EXPIRY", "0s", "no time at all"),
+        ("MANZOORI_WORKING_HOURS", "weekdays", "is not working hours"),
+        ("MANZOORI_DIGEST_AT", "9.30", "is not a time of day"),
+    ],
+)
+def test_a_bad_ladder_setting_is_named(
+    env: pytest.MonkeyPatch, name: str, value: str, words: str
+) -> None:
+    message = config_error(env, **{name: value})
+    assert name in message and words in message

@@ -3,6 +3,7 @@ its line, schema and cross-reference problems together; the line of any key is f
 
 from __future__ import annotations
 
+from datetime import time, timedelta
 from decimal import Decimal
 from pathlib import Path
 
@@ -215,3 +216,54 @@ def test_property_every_key_is_found_on_its_line(table: dict[str, list[int]]) ->
 def test_approvals_within_bounds_are_accepted(approvals: int) -> None:
     policy, found = parse_policy(SAMPLE.replace("approvals = 2", f"approvals = {approvals}"))
     assert found == [] and policy is not None
+
+
+def test_the_sample_ladder_reads_as_written() -> None:
+    policy, _ = parse_policy(SAMPLE)
+    assert policy is not None and policy.reminders is not None
+    ladder = policy.reminders
+    assert (ladder.remind_after, ladder.escalate_after) == (timedelta(hours=2), timedelta(hours=6))
+    assert (ladder.escalate_to, ladder.before_expiry) == ("owners", timedelta(hours=1))
+    assert ladder.digest_at == time(9, 30)
+    assert ladder.working_hours.days == frozenset(range(6))
+    assert policy.describe()[-1].startswith("Reminders: remind after 2h, escalate to the admins")
+
+
+LADDER_BASE = '[groups]\nmanagers = "M"\n[[rules]]\nname = "d"\nstages = [{ group = "managers" }]\n'
+
+
+def test_every_problem_of_the_ladder_is_named_by_its_line() -> None:
+    text = LADDER_BASE + (
+        "[reminders]\n"  # line 6
+        'working_hours = "Mon-Fun 09:00-19:00"\n'
+        'remind_after = "2x"\n'
+        'escalate_to = "owners"\n'
+        "before_expiry = 5\n"
+        'digest_at = "25:30"\n'
+        'colour = "red"\n'
+    )
+    assert problems(text) == [
+        "Line 7, reminders.working_hours: 'Mon-Fun 09:00-19:00': days are Mon, Tue, Wed, "
+        "Thu, Fri, Sat, Sun",
+        "Line 8, reminders.remind_after: '2x' is not a duration: a whole number and s, m, h "
+        "or d, as 2h",
+        "Line 9, reminders.escalate_to: group 'owners' is not defined in [groups] (managers)",
+        "Line 10, reminders.before_expiry: must be text in quotes",
+        "Line 11, reminders.digest_at: '25:30' is not a time of day: HH:MM, as 09:30",
+        "Line 12, reminders: unknown key 'colour'",
+    ]
+    assert problems(LADDER_BASE + '[reminders]\nremind_after = "2h"\n') == [
+        "Line 6, reminders: 'working_hours' is missing"
+    ]
+
+
+def test_a_ladder_changes_the_content_hash_and_none_leaves_it_as_it_was() -> None:
+    plain, _ = parse_policy(LADDER_BASE)
+    laddered, _ = parse_policy(
+        LADDER_BASE + '[reminders]\nworking_hours = "Mon-Sun 00:00-24:00"\nremind_after = "2h"\n'
+    )
+    assert plain is not None and laddered is not None and plain.reminders is None
+    assert content_hash(plain) != content_hash(laddered)
+    # The hash of a policy with no ladder is the one it had before ladders existed.
+    assert content_hash(plain) == "57516193bab85e01eaf71a5938010ac44cd72bed8b6d4309d5a3484a3f03e3fe"
+    assert laddered.reminders is not None and laddered.reminders.escalate_after is None
