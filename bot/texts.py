@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime, tzinfo
 from typing import Any
 
+from bot.i18n import ENGLISH, N_, Translator
 from core.approval_policy import PolicyImport
 from core.drafts import Draft, mask_email
 from core.flags import describe
@@ -27,11 +28,11 @@ from core.texts import flatten
 CLOSED_UNSENT = frozenset({State.REJECTED, State.CANCELLED, State.EXPIRED, State.FAILED_FINAL})
 # Under an accepted sheet's POs when no approver was registered to send a card to, or nobody
 # in the group they wait for.
-NOBODY_TO_ASK = (
+NOBODY_TO_ASK = N_(
     "Note: no approver is registered yet; an admin has been told, and the cards go out as "
     "soon as someone becomes an approver."
 )
-NOBODY_IN_GROUP = (
+NOBODY_IN_GROUP = N_(
     "Note: nobody in group {groups} can approve yet; an admin has been told, and the cards "
     "go out as soon as someone is in it."
 )
@@ -54,44 +55,66 @@ def _plural(count: int, noun: str) -> str:
     return f"{count:,} {noun}{'' if count == 1 else 's'}"
 
 
-def order_summary(job: Job, draft: Draft) -> list[str]:
-    """A PO in a few lines: number, supplier, size, total, then its flags."""
+def order_summary(job: Job, draft: Draft, *, tr: Translator = ENGLISH) -> list[str]:
+    """A PO in a few lines: number, supplier, size, total, then its flags (core's words)."""
+    lines = tr.plural("{count} line", "{count} lines", len(draft.lines))
     head = (
-        f"{job.po_number}  {flatten(draft.supplier_name)} ({mask_email(draft.recipient_email)})  "
-        f"{_plural(len(draft.lines), 'line')}  {format_pkr(draft.total_paisa)}"
+        f"{tr.ltr(job.po_number)}  {tr.ltr(flatten(draft.supplier_name))} "
+        f"({tr.ltr(mask_email(draft.recipient_email))})  {lines}  "
+        f"{tr.ltr(format_pkr(draft.total_paisa))}"
     )
-    return [head, *(f"  ! {describe(flag)}" for flag in draft.flags)]
+    return [head, *(f"  ! {tr.ltr(describe(flag))}" for flag in draft.flags)]
 
 
-def submission(result: Submission, sheet_name: str, *, preview: bool = False) -> str:
-    """What became of a sheet: every problem, or the POs made (or that would be made)."""
-    sheet_name = flatten(sheet_name)
+def submission(
+    result: Submission, sheet_name: str, *, preview: bool = False, tr: Translator = ENGLISH
+) -> str:
+    """What became of a sheet: every problem (core's words, which quote the file), or the
+    POs made (or that would be made)."""
+    sheet = flatten(sheet_name)
     if result.problems:
-        lines = [f"{sheet_name}: not accepted; nothing was created. Please fix:"]
-        return "\n".join([*lines, *map(flatten, result.problems)])
-    count = _plural(len(result.orders), "purchase order")
+        lead = tr("{sheet}: not accepted; nothing was created. Please fix:", sheet=sheet)
+        return "\n".join([lead, *(tr.ltr(flatten(problem)) for problem in result.problems)])
+    n = len(result.orders)
     if result.repeated:
-        lead = f"{sheet_name} was already submitted; it made {count}:"
+        lead = tr.plural(
+            "{sheet} was already submitted; it made {count} purchase order:",
+            "{sheet} was already submitted; it made {count} purchase orders:",
+            n,
+            sheet=sheet,
+        )
         body = [
-            f"{job.po_number}  {flatten(draft.supplier_name)}  {format_pkr(draft.total_paisa)}  "
-            f"{job.state.value}"
+            f"{tr.ltr(job.po_number)}  {tr.ltr(flatten(draft.supplier_name))}  "
+            f"{tr.ltr(format_pkr(draft.total_paisa))}  {tr.ltr(job.state.value)}"
             for job, draft in result.orders
         ]
         if all(job.state in CLOSED_UNSENT for job, _ in result.orders):
             body.append(
-                "None of them was sent. To order the same again, change the file "
-                "(for example, add a note) and send it again."
+                tr(
+                    "None of them was sent. To order the same again, change the file "
+                    "(for example, add a note) and send it again."
+                )
             )
         return "\n".join([lead, *body])
     elif preview:
-        lead = f"{sheet_name} is valid; it would make {count}:"
+        lead = tr.plural(
+            "{sheet} is valid; it would make {count} purchase order:",
+            "{sheet} is valid; it would make {count} purchase orders:",
+            n,
+            sheet=sheet,
+        )
     else:
-        lead = f"{sheet_name} accepted; {count} drafted and sent for approval:"
-    body = [line for job, draft in result.orders for line in order_summary(job, draft)]
+        lead = tr.plural(
+            "{sheet} accepted; {count} purchase order drafted and sent for approval:",
+            "{sheet} accepted; {count} purchase orders drafted and sent for approval:",
+            n,
+            sheet=sheet,
+        )
+    body = [line for job, draft in result.orders for line in order_summary(job, draft, tr=tr)]
     missing = (
-        NOBODY_TO_ASK
+        tr(NOBODY_TO_ASK)
         if result.unasked == (DEFAULT_GROUP,)
-        else NOBODY_IN_GROUP.format(groups=" or ".join(map(flatten, result.unasked)))
+        else tr(NOBODY_IN_GROUP, groups=tr(" or ").join(map(flatten, result.unasked)))
     )
     return "\n".join([lead, *body, *([missing] if result.unasked else [])])
 
