@@ -9,7 +9,13 @@ from __future__ import annotations
 
 import re
 
-from telegram import InlineKeyboardButton, InlineKeyboardMarkup, Update
+from telegram import (
+    InlineKeyboardButton,
+    InlineKeyboardMarkup,
+    MaybeInaccessibleMessage,
+    Message,
+    Update,
+)
 from telegram.ext import ContextTypes
 
 from bot.clock import utcnow
@@ -62,7 +68,17 @@ async def on_language(update: Update, context: ContextTypes.DEFAULT_TYPE) -> Non
     tr = translator(language)
     done = tr("From now on I write to you in {language}.", language=LANGUAGE_NAMES[language])
     await answer_tap(query, done)
-    if query.message is not None:
+    if _offer(query.message):  # the /language message: it says the choice, without buttons
+        assert query.message is not None
         await context.bot.edit_message_text(
             done, chat_id=user.id, message_id=query.message.message_id
         )
+
+
+def _offer(message: MaybeInaccessibleMessage | None) -> bool:
+    """Whether a tapped message is /language's offer (and not, with forged data, another)."""
+    markup = message.reply_markup if isinstance(message, Message) else None
+    data = (
+        [button.callback_data for row in markup.inline_keyboard for button in row] if markup else []
+    )
+    return bool(data) and all(isinstance(d, str) and CHOICE.match(d) for d in data)

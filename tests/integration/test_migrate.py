@@ -161,12 +161,8 @@ async def _language_revision_round_trip(url: str) -> None:
     await upgrade(engine, "0010")
     users = schema.telegram_users
     async with engine.begin() as conn:
-        await conn.execute(
-            text(
-                "INSERT INTO telegram_users (user_id, first_name, updated_at) VALUES (7, 'Ali', :at)"
-            ),
-            {"at": _AT},
-        )
+        met = "INSERT INTO telegram_users (user_id, first_name, updated_at) VALUES (7, 'Ali', :at)"
+        await conn.execute(text(met), {"at": _AT})
     await upgrade(engine)
     async with engine.begin() as conn:
         assert (await conn.execute(select(users.c.language))).scalars().all() == [None]
