@@ -135,45 +135,62 @@ def terms_import(result: TermsImport, file_name: str) -> str:
     return f"{file_name} imported as supplier terms {result.version}, now in force"
 
 
-def policy_problems(problems: Iterable[str], file_name: str, *, imported: bool = False) -> str:
+def policy_problems(
+    problems: Iterable[str], file_name: str, *, imported: bool = False, tr: Translator = ENGLISH
+) -> str:
     """Why `policy check` (or `policy import`) refused a policy file, every problem with its
-    line."""
-    verdict = "not imported; nothing changed" if imported else "not a valid approval policy"
-    return "\n".join([f"{flatten(file_name)}: {verdict}. Please fix:", *map(flatten, problems)])
+    line (core's words, quoted)."""
+    name = flatten(file_name)
+    if imported:
+        lead = tr("{file}: not imported; nothing changed. Please fix:", file=name)
+    else:
+        lead = tr("{file}: not a valid approval policy. Please fix:", file=name)
+    return "\n".join([lead, *(tr.ltr(flatten(problem)) for problem in problems)])
 
 
-def policy_import(result: PolicyImport, file_name: str) -> str:
+def policy_import(result: PolicyImport, file_name: str, *, tr: Translator = ENGLISH) -> str:
     """The outcome of `policy import`."""
     if result.problems:
-        return policy_problems(result.problems, file_name, imported=True)
+        return policy_problems(result.problems, file_name, imported=True, tr=tr)
+    name = flatten(file_name)
     if not result.created:
-        same = f"says what the approval policy in force, {result.version}, says"
-        return f"{flatten(file_name)} {same}; nothing imported"
-    return (
-        f"{flatten(file_name)} imported as approval policy {result.version}, now in force "
-        "for new requests and re-drafts"
+        return tr(
+            "{file} says what the approval policy in force, {version}, says; nothing imported",
+            file=name,
+            version=result.version,
+        )
+    return tr(
+        "{file} imported as approval policy {version}, now in force for new requests and re-drafts",
+        file=name,
+        version=result.version,
     )
 
 
-def unreachable_warnings(groups: Iterable[str]) -> list[str]:
+def unreachable_warnings(groups: Iterable[str], *, tr: Translator = ENGLISH) -> list[str]:
     """What `policy import` warns of: each group the policy needs that nobody the bot can
     write to is in."""
     return [
-        f"group {flatten(group)} has nobody the bot can write to; requests needing it wait "
-        f"until an admin puts an approver in it (/group ID {flatten(group)})"
+        tr(
+            "group {group} has nobody the bot can write to; requests needing it wait "
+            "until an admin puts an approver in it (/group ID {group})",
+            group=flatten(group),
+        )
         for group in groups
     ]
 
 
-def policy_described(policy: Policy, record: Mapping[str, Any] | None, tz: tzinfo) -> list[str]:
-    """What `policy show` says of the policy in force: its rules in words, and who imported
-    it when (`record`: its stored version's row; None for the configured default)."""
-    lines = policy.describe()
+def policy_described(
+    policy: Policy, record: Mapping[str, Any] | None, tz: tzinfo, *, tr: Translator = ENGLISH
+) -> list[str]:
+    """What `policy show` says of the policy in force: its rules in words (core's, English),
+    and who imported it when (`record`: its stored version's row; None for the configured
+    default)."""
+    lines = [tr.ltr(line) if line else line for line in policy.describe()]
     if record is not None:
         at = record["imported_at"]
         assert isinstance(at, datetime)
         by = flatten(str(record["imported_by"]))
-        lines.insert(1, f"Imported {local_time(at, tz)} by {by}")
+        lines.insert(1, tr("Imported {at} by {by}", at=local_time(at, tz), by=by))
     return lines
 
 

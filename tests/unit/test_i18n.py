@@ -29,7 +29,7 @@ from bot.i18n import (
     translator,
 )
 from bot.telegram import texts
-from bot.texts import submission
+from bot.texts import policy_problems, submission, unreachable_warnings
 from core.policies import Role
 from core.purchasing import Submission
 from core.states import State
@@ -161,3 +161,13 @@ def test_urdu_dates_are_pakistan_time_with_english_month_names():
     )
     assert isolated("02 Dec 2026, 14:00 PKT") in shown
     assert re.search(r"https://t\.me/manzoori_bot\?start=c0de$", shown)
+
+
+def test_policy_replies_frame_cores_problems_and_description_in_urdu():
+    refused = policy_problems(["line 3: unknown group owners"], "p.toml", imported=True, tr=UR)
+    assert refused.splitlines() == [
+        f"{isolated('p.toml')}: درآمد نہیں ہوئی؛ کچھ تبدیل نہیں ہوا۔ براہِ کرم درست کریں:",
+        isolated("line 3: unknown group owners"),
+    ]
+    (warning,) = unreachable_warnings(["owners"], tr=UR)
+    assert warning.startswith(f"گروپ {isolated('owners')} میں") and warning.count(FSI) == 2
