@@ -7,10 +7,22 @@ from __future__ import annotations
 from bot.i18n import isolated
 from bot.telegram.cards import APPROVE_TEXT
 from bot.telegram.notices import NoticeRunner
+from core.policies import Role
 from core.states import State
-from tests.helpers.bot import PO, answer, deliveries_done, job_and_decisions, running_bot, said
+from store.engine import make_engine
+from store.sql import SqlStore
+from tests.helpers.bot import (
+    ADMIN,
+    PO,
+    answer,
+    deliveries_done,
+    job_and_decisions,
+    running_bot,
+    said,
+)
 from tests.helpers.bot import with_terms as terms_in_force
 from tests.helpers.factories import APPROVER_A, APPROVER_B, REQUESTER, T0
+from tests.helpers.store import DATA_KEY
 
 URDU = "اردو"
 SHEET_NAME = "restock.csv"
@@ -92,4 +104,61 @@ async def test_a_forged_language_tap_sets_only_the_tappers_own(botapi, db_url, s
         ali.send_text("/status")
         assert await said(ali) == (
             "/status درخواست گزار کے پرچیز آرڈر دکھاتا ہے؛ آپ درخواست گزار نہیں ہیں۔"
+        )
+
+
+async def test_an_urdu_rejection_asks_for_its_reason_and_the_requester_hears_it(
+    botapi, db_url, store
+):
+    async with running_bot(botapi, db_url) as run:
+        ali = botapi.user(APPROVER_A, "Ali", started=True)
+        bilal = botapi.user(REQUESTER, "Bilal", started=True)
+        async with run.store.begin() as tx:
+            for person, name in ((ali, "Ali"), (bilal, "Bilal")):
+                await tx.met(person.id, name, T0, started=True)
+        await choose_urdu(botapi, ali)
+        await choose_urdu(botapi, bilal)
+        await terms_in_force(run.store)
+        bilal.send_document(b"sku,quantity\nCHG-65W,3\n", SHEET_NAME, "text/csv")
+        await said(bilal)
+        await NoticeRunner(run.store, run.app.bot, run.settings).run_once()
+        card = await ali.next_message()
+
+        asked = ali.tap(card, "❌ مسترد")
+        assert await answer(botapi, asked) == (
+            "مسترد کیوں کر رہے ہیں؟ میرے اگلے پیغام کے جواب میں وجہ لکھیں۔"
+        )
+        prompt = await ali.next_message()
+        assert prompt.text == f"مسترد کرنے کی وجہ {isolated(PO + ' v1')}?"
+        ali.reply_to(prompt, "قیمت بہت زیادہ ہے")
+        assert await said(ali) == (
+            f"{isolated(PO)} مسترد کر دیا گیا۔ درخواست گزار کو آپ کی وجہ بتا دی گئی ہے۔"
+        )
+        await deliveries_done(run)
+        job, decisions, _ = await job_and_decisions(run)
+        assert job.state is State.REJECTED and decisions[0].reason == "قیمت بہت زیادہ ہے"
+        news = await bilal.next_message()
+        assert news.text == f"{isolated(PO)} مسترد کر دیا گیا: {isolated('قیمت بہت زیادہ ہے')}"
+
+
+async def test_an_admin_alert_fanned_out_is_rendered_in_each_admins_language(botapi, db_url):
+    setup = SqlStore(make_engine(db_url), DATA_KEY)
+    async with setup.begin() as tx:
+        await tx.grant(REQUESTER, Role.REQUESTER, "test", T0)  # and no approver at all
+    await setup.close()
+    async with running_bot(botapi, db_url) as run:
+        admin = botapi.user(ADMIN, "Ayesha", started=True)
+        admin.send_text("/start")
+        await said(admin)
+        await choose_urdu(botapi, admin)
+        await terms_in_force(run.store)
+        bilal = botapi.user(REQUESTER, "Bilal")
+        bilal.send_document(b"sku,quantity\nCHG-65W,3\n", SHEET_NAME, "text/csv")
+        assert (await said(bilal)).startswith(f"{SHEET_NAME} accepted; 1 purchase order")
+        runner = NoticeRunner(run.store, run.app.bot, run.settings)
+        assert await runner.run_once() == 1  # the alert, fanned out to each admin
+        assert await runner.run_once() == 1  # the one admin's copy, in their language
+        assert await said(admin) == (
+            f"⚠️ {isolated(PO)} منظوری کا منتظر ہے، لیکن کوئی منظوری دہندہ رجسٹرڈ نہیں۔ "
+            "/invite approver سے کسی کو مدعو کریں؛ ان کے شامل ہوتے ہی کارڈ بھیج دیا جائے گا۔"
         )
