@@ -6,7 +6,7 @@ export PATH := $(HOME)/.local/bin:$(PATH)
 # Extra pytest arguments, e.g. `make test PYTEST_ARGS="-k config -x"`.
 PYTEST_ARGS ?=
 
-.PHONY: uv install check test test-fast bench demo clean
+.PHONY: uv install check test test-fast bench demo clean messages
 
 uv:
 	@command -v uv >/dev/null 2>&1 || python3 -m pip install --quiet uv \
@@ -48,3 +48,12 @@ demo: install
 clean:
 	rm -rf .pytest_cache .ruff_cache .mypy_cache .coverage .coverage.* build dist
 	find . -path ./.venv -prune -o -type d -name __pycache__ -prune -exec rm -rf {} +
+
+# The bot's messages (README "Languages"): extract them from bot/ into the template, then merge
+# it into each language's catalogue; a new message arrives with an empty msgstr, which
+# tests/unit/test_i18n.py refuses until it is translated. No build step: bot.i18n reads the .po.
+messages: install
+	uv run pybabel extract -F babel.cfg --no-default-keywords -k tr -k plural:1,2 -k N_ \
+		--no-location --sort-output --omit-header -o bot/locale/manzoori.pot .
+	uv run pybabel update -i bot/locale/manzoori.pot -d bot/locale -D manzoori \
+		--no-fuzzy-matching --ignore-obsolete

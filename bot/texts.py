@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime, tzinfo
 from typing import Any
 
+from bot.i18n import ENGLISH, N_, Translator
 from core.approval_policy import PolicyImport
 from core.drafts import Draft, mask_email
 from core.flags import describe
@@ -27,11 +28,11 @@ from core.texts import flatten
 CLOSED_UNSENT = frozenset({State.REJECTED, State.CANCELLED, State.EXPIRED, State.FAILED_FINAL})
 # Under an accepted sheet's POs when no approver was registered to send a card to, or nobody
 # in the group they wait for.
-NOBODY_TO_ASK = (
+NOBODY_TO_ASK = N_(
     "Note: no approver is registered yet; an admin has been told, and the cards go out as "
     "soon as someone becomes an approver."
 )
-NOBODY_IN_GROUP = (
+NOBODY_IN_GROUP = N_(
     "Note: nobody in group {groups} can approve yet; an admin has been told, and the cards "
     "go out as soon as someone is in it."
 )
@@ -54,44 +55,66 @@ def _plural(count: int, noun: str) -> str:
     return f"{count:,} {noun}{'' if count == 1 else 's'}"
 
 
-def order_summary(job: Job, draft: Draft) -> list[str]:
-    """A PO in a few lines: number, supplier, size, total, then its flags."""
+def order_summary(job: Job, draft: Draft, *, tr: Translator = ENGLISH) -> list[str]:
+    """A PO in a few lines: number, supplier, size, total, then its flags (core's words)."""
+    lines = tr.plural("{count} line", "{count} lines", len(draft.lines))
     head = (
-        f"{job.po_number}  {flatten(draft.supplier_name)} ({mask_email(draft.recipient_email)})  "
-        f"{_plural(len(draft.lines), 'line')}  {format_pkr(draft.total_paisa)}"
+        f"{tr.ltr(job.po_number)}  {tr.ltr(flatten(draft.supplier_name))} "
+        f"({tr.ltr(mask_email(draft.recipient_email))})  {lines}  "
+        f"{tr.ltr(format_pkr(draft.total_paisa))}"
     )
-    return [head, *(f"  ! {describe(flag)}" for flag in draft.flags)]
+    return [head, *(f"  ! {tr.ltr(describe(flag))}" for flag in draft.flags)]
 
 
-def submission(result: Submission, sheet_name: str, *, preview: bool = False) -> str:
-    """What became of a sheet: every problem, or the POs made (or that would be made)."""
-    sheet_name = flatten(sheet_name)
+def submission(
+    result: Submission, sheet_name: str, *, preview: bool = False, tr: Translator = ENGLISH
+) -> str:
+    """What became of a sheet: every problem (core's words, which quote the file), or the
+    POs made (or that would be made)."""
+    sheet = flatten(sheet_name)
     if result.problems:
-        lines = [f"{sheet_name}: not accepted; nothing was created. Please fix:"]
-        return "\n".join([*lines, *map(flatten, result.problems)])
-    count = _plural(len(result.orders), "purchase order")
+        lead = tr("{sheet}: not accepted; nothing was created. Please fix:", sheet=sheet)
+        return "\n".join([lead, *(tr.ltr(flatten(problem)) for problem in result.problems)])
+    n = len(result.orders)
     if result.repeated:
-        lead = f"{sheet_name} was already submitted; it made {count}:"
+        lead = tr.plural(
+            "{sheet} was already submitted; it made {count} purchase order:",
+            "{sheet} was already submitted; it made {count} purchase orders:",
+            n,
+            sheet=sheet,
+        )
         body = [
-            f"{job.po_number}  {flatten(draft.supplier_name)}  {format_pkr(draft.total_paisa)}  "
-            f"{job.state.value}"
+            f"{tr.ltr(job.po_number)}  {tr.ltr(flatten(draft.supplier_name))}  "
+            f"{tr.ltr(format_pkr(draft.total_paisa))}  {tr.ltr(job.state.value)}"
             for job, draft in result.orders
         ]
         if all(job.state in CLOSED_UNSENT for job, _ in result.orders):
             body.append(
-                "None of them was sent. To order the same again, change the file "
-                "(for example, add a note) and send it again."
+                tr(
+                    "None of them was sent. To order the same again, change the file "
+                    "(for example, add a note) and send it again."
+                )
             )
         return "\n".join([lead, *body])
     elif preview:
-        lead = f"{sheet_name} is valid; it would make {count}:"
+        lead = tr.plural(
+            "{sheet} is valid; it would make {count} purchase order:",
+            "{sheet} is valid; it would make {count} purchase orders:",
+            n,
+            sheet=sheet,
+        )
     else:
-        lead = f"{sheet_name} accepted; {count} drafted and sent for approval:"
-    body = [line for job, draft in result.orders for line in order_summary(job, draft)]
+        lead = tr.plural(
+            "{sheet} accepted; {count} purchase order drafted and sent for approval:",
+            "{sheet} accepted; {count} purchase orders drafted and sent for approval:",
+            n,
+            sheet=sheet,
+        )
+    body = [line for job, draft in result.orders for line in order_summary(job, draft, tr=tr)]
     missing = (
-        NOBODY_TO_ASK
+        tr(NOBODY_TO_ASK)
         if result.unasked == (DEFAULT_GROUP,)
-        else NOBODY_IN_GROUP.format(groups=" or ".join(map(flatten, result.unasked)))
+        else tr(NOBODY_IN_GROUP, groups=tr(" or ").join(map(flatten, result.unasked)))
     )
     return "\n".join([lead, *body, *([missing] if result.unasked else [])])
 
@@ -112,45 +135,62 @@ def terms_import(result: TermsImport, file_name: str) -> str:
     return f"{file_name} imported as supplier terms {result.version}, now in force"
 
 
-def policy_problems(problems: Iterable[str], file_name: str, *, imported: bool = False) -> str:
+def policy_problems(
+    problems: Iterable[str], file_name: str, *, imported: bool = False, tr: Translator = ENGLISH
+) -> str:
     """Why `policy check` (or `policy import`) refused a policy file, every problem with its
-    line."""
-    verdict = "not imported; nothing changed" if imported else "not a valid approval policy"
-    return "\n".join([f"{flatten(file_name)}: {verdict}. Please fix:", *map(flatten, problems)])
+    line (core's words, quoted)."""
+    name = flatten(file_name)
+    if imported:
+        lead = tr("{file}: not imported; nothing changed. Please fix:", file=name)
+    else:
+        lead = tr("{file}: not a valid approval policy. Please fix:", file=name)
+    return "\n".join([lead, *(tr.ltr(flatten(problem)) for problem in problems)])
 
 
-def policy_import(result: PolicyImport, file_name: str) -> str:
+def policy_import(result: PolicyImport, file_name: str, *, tr: Translator = ENGLISH) -> str:
     """The outcome of `policy import`."""
     if result.problems:
-        return policy_problems(result.problems, file_name, imported=True)
+        return policy_problems(result.problems, file_name, imported=True, tr=tr)
+    name = flatten(file_name)
     if not result.created:
-        same = f"says what the approval policy in force, {result.version}, says"
-        return f"{flatten(file_name)} {same}; nothing imported"
-    return (
-        f"{flatten(file_name)} imported as approval policy {result.version}, now in force "
-        "for new requests and re-drafts"
+        return tr(
+            "{file} says what the approval policy in force, {version}, says; nothing imported",
+            file=name,
+            version=result.version,
+        )
+    return tr(
+        "{file} imported as approval policy {version}, now in force for new requests and re-drafts",
+        file=name,
+        version=result.version,
     )
 
 
-def unreachable_warnings(groups: Iterable[str]) -> list[str]:
+def unreachable_warnings(groups: Iterable[str], *, tr: Translator = ENGLISH) -> list[str]:
     """What `policy import` warns of: each group the policy needs that nobody the bot can
     write to is in."""
     return [
-        f"group {flatten(group)} has nobody the bot can write to; requests needing it wait "
-        f"until an admin puts an approver in it (/group ID {flatten(group)})"
+        tr(
+            "group {group} has nobody the bot can write to; requests needing it wait "
+            "until an admin puts an approver in it (/group ID {group})",
+            group=flatten(group),
+        )
         for group in groups
     ]
 
 
-def policy_described(policy: Policy, record: Mapping[str, Any] | None, tz: tzinfo) -> list[str]:
-    """What `policy show` says of the policy in force: its rules in words, and who imported
-    it when (`record`: its stored version's row; None for the configured default)."""
-    lines = policy.describe()
+def policy_described(
+    policy: Policy, record: Mapping[str, Any] | None, tz: tzinfo, *, tr: Translator = ENGLISH
+) -> list[str]:
+    """What `policy show` says of the policy in force: its rules in words (core's, English),
+    and who imported it when (`record`: its stored version's row; None for the configured
+    default)."""
+    lines = [tr.ltr(line) if line else line for line in policy.describe()]
     if record is not None:
         at = record["imported_at"]
         assert isinstance(at, datetime)
         by = flatten(str(record["imported_by"]))
-        lines.insert(1, f"Imported {local_time(at, tz)} by {by}")
+        lines.insert(1, tr("Imported {at} by {by}", at=local_time(at, tz), by=by))
     return lines
 
 

@@ -302,9 +302,16 @@ class Views(Protocol):
     async def open_work(self, now: datetime) -> int:
         """Outbox rows that are due now, leased, or mid-attempt."""
 
+    async def languages(self, user_ids: Collection[int]) -> dict[int, str]:
+        """The language each of `user_ids` chose with /language; those who chose none are
+        left out (the shell's default applies)."""
+
 
 class ShellTx(Tx, Views, Protocol):
     """One transaction as the shell sees it: the use cases' port and the read side."""
+
+    async def set_language(self, user_id: int, language: str, at: datetime) -> bool:
+        """Keep the language a met user chose; False if the bot never met them."""
 
 
 class ShellReadTx(ReadTx, Views, Protocol):

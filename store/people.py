@@ -128,6 +128,23 @@ class PeopleQueries:
             update(t).where(t.c.user_id == user_id).values(blocked_at=at, updated_at=at)
         )
 
+    async def set_language(self, user_id: int, language: str, at: datetime) -> bool:
+        """Keep the language `user_id` chose (a met user's row); False if the bot never met
+        them."""
+        t = schema.telegram_users
+        result = await self.conn.execute(
+            update(t).where(t.c.user_id == user_id).values(language=language, updated_at=at)
+        )
+        return bool(result.rowcount)
+
+    async def languages(self, user_ids: Collection[int]) -> dict[int, str]:
+        """The language each of `user_ids` chose; someone who chose none is left out."""
+        t = schema.telegram_users
+        query = select(t.c.user_id, t.c.language).where(
+            t.c.user_id.in_(list(user_ids)), t.c.language.is_not(None)
+        )
+        return {int(uid): str(lang) for uid, lang in await self.conn.execute(query)}
+
     async def telegram_user(self, user_id: int) -> TelegramUser | None:
         """What the bot knows of a user, if it met them."""
         t = schema.telegram_users

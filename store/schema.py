@@ -327,6 +327,8 @@ telegram_users = Table(
     Column("started_at", UtcDateTime),
     Column("blocked_at", UtcDateTime),
     Column("updated_at", UtcDateTime, nullable=False),
+    # What /language chose (bot.i18n.Language's value); NULL: the default, English.
+    Column("language", String(8)),
 )
 
 # Telegram may deliver an update more than once; the first delivery claims its id.

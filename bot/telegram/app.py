@@ -33,6 +33,7 @@ from telegram.ext import (
 
 from bot.clock import utcnow
 from bot.config import Settings
+from bot.i18n import ENGLISH, N_, Translator
 from bot.parsing import SheetParser
 from bot.telegram.context import (
     Deps,
@@ -50,6 +51,7 @@ from bot.telegram.decisions import (
     on_tap,
 )
 from bot.telegram.fairness import FairProcessor
+from bot.telegram.language import CHOICE, language_command, on_language, speaking
 from bot.telegram.orders import export, history, sheet, status
 from bot.telegram.pending import on_resend_tap, on_text, pending_command
 from bot.telegram.people import (
@@ -75,15 +77,15 @@ log = logging.getLogger(__name__)
 
 # After a handler failed. True however far it got: a tap that counted does not count twice,
 # a sheet sent again returns the POs it made, and nothing here names the internals.
-TAP_FAILED = (
+TAP_FAILED = N_(
     "Something went wrong on our side. Try again in a minute; "
     "a tap that already counted will not count twice."
 )
-MESSAGE_FAILED = "Something went wrong on our side. Try again in a minute."
+MESSAGE_FAILED = N_("Something went wrong on our side. Try again in a minute.")
 # After the database stayed busy through every retry (core.errors.StoreBusy): nothing of the
 # update was recorded, so saying so is true, and the same tap or message again will count.
-TAP_BUSY = "Could not record that, please tap again."
-MESSAGE_BUSY = "Could not record that, please send it again."
+TAP_BUSY = N_("Could not record that, please tap again.")
+MESSAGE_BUSY = N_("Could not record that, please send it again.")
 
 
 async def claim(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
@@ -93,7 +95,7 @@ async def claim(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     per tap, and a refused one leaves no claim behind."""
     deps, user, query = deps_of(context), update.effective_user, update.callback_query
     button = None if query is None else _verified(deps, query.data)
-    if query is not None and button is None:
+    if query is not None and button is None and not CHOICE.match(query.data or ""):
         await answer_tap(query, NOT_VALID)
         raise ApplicationHandlerStop
     if user is None or user.is_bot:
@@ -149,17 +151,32 @@ async def on_error(update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
     if not isinstance(update, Update):
         return  # a job or the updater failed: nobody is waiting for an answer
     busy = isinstance(context.error, StoreBusy)
+    tr = ENGLISH if busy else await _speaking_if_possible(context, update)
     try:
         if update.callback_query is not None:
-            await update.callback_query.answer(TAP_BUSY if busy else TAP_FAILED)
+            await update.callback_query.answer(tr(TAP_BUSY if busy else TAP_FAILED))
         elif update.effective_message is not None:
-            await update.effective_message.reply_text(MESSAGE_BUSY if busy else MESSAGE_FAILED)
+            text = tr(MESSAGE_BUSY if busy else MESSAGE_FAILED)
+            await update.effective_message.reply_text(text)
     except TelegramError as error:  # too old a tap, already answered, or Telegram unreachable
         log.info("update %s: the apology was not delivered: %s", update_id, error)
     if busy:
         # Nothing was recorded and the sender was told so: no later handler of this update
         # may now record it after all and make that answer untrue.
         raise ApplicationHandlerStop
+
+
+async def _speaking_if_possible(context: ContextTypes.DEFAULT_TYPE, update: Update) -> Translator:
+    """The sender's language for an apology; English when even that read fails (a busy
+    database is apologised for in English without trying: it is the reason for the apology)."""
+    user = update.effective_user
+    if user is None:
+        return ENGLISH
+    try:
+        return await speaking(deps_of(context), user.id)
+    except Exception:  # the store is down: the apology still goes out
+        log.warning("language of user %s not read for an apology", user.id, exc_info=True)
+        return ENGLISH
 
 
 async def start_updates(
@@ -226,13 +243,14 @@ def build_application(settings: Settings, store: ShellStore) -> Application:  # 
         ("queue", queue_command),
         ("pending", pending_command),
         ("policy", policy_command),
+        ("language", language_command),
     ):
         app.add_handler(CommandHandler(name, callback))
     # The review queue's buttons (core.signing: action letter, then "."), before the cards'.
     app.add_handler(CallbackQueryHandler(on_queue_tap, pattern=r"^[sgc]\."))
-    app.add_handler(
-        CallbackQueryHandler(on_resend_tap, pattern=r"^p\.")
-    )  # /pending's and the ladder's 🔁
+    # 🔁 on /pending's and the ladder's lists: a request's card again.
+    app.add_handler(CallbackQueryHandler(on_resend_tap, pattern=r"^p\."))
+    app.add_handler(CallbackQueryHandler(on_language, pattern=CHOICE))
     app.add_handler(CallbackQueryHandler(on_tap))
     app.add_handler(MessageHandler(REASON_REPLY & ~filters.COMMAND, on_reason))
     app.add_handler(MessageHandler(POLICY_FILE, policy_file))  # before a sheet's

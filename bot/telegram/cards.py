@@ -14,6 +14,7 @@ from datetime import tzinfo
 
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
+from bot.i18n import ENGLISH, N_, Translator
 from bot.texts import DAY_MONTH, local_time
 from core.budgets import CategoryMonth
 from core.delivery import CardFacts, CardOutcome
@@ -34,7 +35,9 @@ _NOTE_CUT = 80
 _FLAGS_SHOWN = 12
 MESSAGE_LIMIT = 4096  # characters Telegram takes in one message, after entity parsing
 
-APPROVE_TEXT, REJECT_TEXT, DETAILS_TEXT = "✅ Approve", "❌ Reject", "📄 Details"
+# The buttons' words are translated; their marks are not, so a card reads the same at a glance
+# in every language, and their callback data never changes with it.
+APPROVE_TEXT, REJECT_TEXT, DETAILS_TEXT = N_("✅ Approve"), N_("❌ Reject"), N_("📄 Details")
 
 
 # The button of a list (/pending, a reminder's or digest's) that sends a request's card again.
@@ -52,11 +55,18 @@ def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def card_html(facts: CardFacts, tz: tzinfo, holder: int | None = None, above: str = "") -> str:
-    """The full card for a waiting PO, as its `holder` sees it, under `above` (a reminder's
-    words, say): as many of its lines and flags as fit one message."""
+def card_html(
+    facts: CardFacts,
+    tz: tzinfo,
+    holder: int | None = None,
+    above: str = "",
+    *,
+    tr: Translator = ENGLISH,
+) -> str:
+    """The full card for a waiting PO, as its `holder` sees it in their language, under
+    `above` (a reminder's words, say): as many of its lines and flags as fit one message."""
     for lines, flags in _SHOWN:
-        text = above + _card(facts, tz, lines, flags, holder)
+        text = above + _card(facts, tz, (lines, flags), holder, tr)
         if visible_length(text) < MESSAGE_LIMIT:
             return text
     raise AssertionError("a card with no lines and no flags always fits")  # pragma: no cover
@@ -72,167 +82,253 @@ def visible_length(text_html: str) -> int:
     return len(html.unescape(_TAG.sub("", text_html)))
 
 
-def _card(facts: CardFacts, tz: tzinfo, lines: int, flags: int, holder: int | None) -> str:
+def _card(
+    facts: CardFacts, tz: tzinfo, shown: tuple[int, int], holder: int | None, tr: Translator
+) -> str:
     job, draft = facts.job, facts.draft
+    (lines, flags), email = shown, escaped(mask_email(draft.recipient_email))
     away = facts.holding_for.get(holder) if holder is not None else None
+    po = f"<b>{escaped(job.po_number)}</b>"
     parts = [
-        f"🧾 <b>{escaped(job.po_number)}</b> — approval needed"
-        + (f" <b>for {escaped(away)}</b>" if away else ""),
-        f"<b>{escaped(draft.supplier_name)}</b> ({escaped(mask_email(draft.recipient_email))})",
+        tr("🧾 {po} — approval needed <b>for {name}</b>", po=po, name=escaped(away))
+        if away
+        else tr("🧾 {po} — approval needed", po=po),
+        f"<b>{escaped(draft.supplier_name)}</b> ({tr.ltr(email)})",
         "",
-        *_lines(draft, lines),
+        *_lines(draft, lines, tr),
         "",
-        f"<b>Total: {escaped(format_pkr(draft.total_paisa))}</b>",
+        "<b>" + tr("Total: {amount}", amount=escaped(format_pkr(draft.total_paisa))) + "</b>",
     ]
-    drifted = _drifts(facts, tz, flags)
+    drifted = _drifts(facts, tz, flags, tr)
     parts += ["", *drifted] if drifted else []
     others = tuple(f for f in draft.flags if f not in {d.flag for d in facts.drifts})
     if others:  # a drifted line's price change is its ▲ line above
-        shown = [f"⚠️ {escaped(describe(flag))}" for flag in others[:flags]]
-        hidden = len(others) - len(shown)
-        parts += ["", *shown, *([f"… and {hidden} more flags (see Details)"] if hidden else [])]
-    parts += _budget_lines(facts)
-    parts += ["", *_evidence(facts, tz)]
+        shown_flags = [f"⚠️ {tr.ltr(escaped(describe(flag)))}" for flag in others[:flags]]
+        hidden = len(others) - len(shown_flags)
+        more = [
+            tr.plural(
+                "… and {count} more flag (see Details)",
+                "… and {count} more flags (see Details)",
+                hidden,
+            )
+        ]
+        parts += ["", *shown_flags, *(more if hidden else [])]
+    parts += _budget_lines(facts, tr)
+    parts += ["", *_evidence(facts, tz, tr)]
     if away:  # a delegate's card: whose approval a tap gives
-        parts.append(f"🤝 {escaped(away)} is away: your decision counts as theirs")
+        parts.append(tr("🤝 {name} is away: your decision counts as theirs", name=escaped(away)))
     if facts.stages > 1:  # a chain: whose turn it is
-        parts.append(f"🪜 {_stage_of(facts)}")
+        parts.append(f"🪜 {_stage_of(facts, tr)}")
     if facts.stage > 0:  # the stages before are complete: the holder's group is next
-        done = "Stage 1 is" if facts.stage == 1 else f"Stages 1 to {facts.stage} are"
-        parts.append(f"👉 It's your turn: {done} complete.")
+        done = (
+            tr("👉 It's your turn: Stage 1 is complete.")
+            if facts.stage == 1
+            else tr("👉 It's your turn: Stages 1 to {stage} are complete.", stage=facts.stage)
+        )
+        parts.append(done)
     if facts.required > 1:
-        parts.append(f"👥 {facts.approvals} of {facts.required} approvals")
-    parts.append(f"On approval: e-mails this PO to {escaped(mask_email(draft.recipient_email))}")
+        parts.append(
+            tr(
+                "👥 {approvals} of {required} approvals",
+                approvals=facts.approvals,
+                required=facts.required,
+            )
+        )
+    parts.append(tr("On approval: e-mails this PO to {email}", email=email))
     return "\n".join(parts)
 
 
-def _drifts(facts: CardFacts, tz: tzinfo, limit: int) -> list[str]:
+def _drifts(facts: CardFacts, tz: tzinfo, limit: int, tr: Translator) -> list[str]:
     """ "▲ CHG-65W: 5.0% vs last PO PO-2026-0031, 12 Sep (Rs 6,825.53, was Rs 6,500.50)": each
     line priced above the policy's drift tolerance, which added a stage to the route."""
     shown = []
     for line in facts.drifts[:limit]:
         before, after = line.flag.amounts[0], line.flag.amounts[1]
-        rise = "was free" if line.percent is None else f"{line.percent}%"
-        when = "" if line.sent_at is None else f", {local_time(line.sent_at, tz, DAY_MONTH)}"
-        shown.append(
-            f"▲ <code>{escaped(line.flag.sku)}</code>: {rise} vs last PO "
-            f"{escaped(line.flag.ref)}{escaped(when)} "
-            f"({escaped(format_pkr(after))}, was {escaped(format_pkr(before))})"
-        )
+        rise = tr("was free") if line.percent is None else f"{line.percent}%"
+        sku, ref = f"<code>{escaped(line.flag.sku)}</code>", escaped(line.flag.ref)
+        now, was = escaped(format_pkr(after)), escaped(format_pkr(before))
+        if line.sent_at is None:
+            text = tr(
+                "▲ {sku}: {rise} vs last PO {ref} ({now}, was {was})",
+                sku=sku,
+                rise=rise,
+                ref=ref,
+                now=now,
+                was=was,
+            )
+        else:
+            when = escaped(local_time(line.sent_at, tz, DAY_MONTH))
+            text = tr(
+                "▲ {sku}: {rise} vs last PO {ref}, {when} ({now}, was {was})",
+                sku=sku, rise=rise, ref=ref, when=when, now=now, was=was,
+            )  # fmt: skip
+        shown.append(text)
     hidden = len(facts.drifts) - len(shown)
-    return [*shown, *([f"… and {hidden} more lines above the drift tolerance"] if hidden else [])]
+    more = tr.plural(
+        "… and {count} more line above the drift tolerance",
+        "… and {count} more lines above the drift tolerance",
+        hidden,
+    )
+    return [*shown, *([more] if hidden else [])]
 
 
-def _budget_lines(facts: CardFacts) -> list[str]:
+def _budget_lines(facts: CardFacts, tr: Translator) -> list[str]:
     """One line per budgeted category the PO touches, after a blank line: "💰 Accessories:
     Rs 320,000.00 left of Rs 1,000,000.00 in December; this PO uses Rs 110,000.00"."""
-    return ["", *(escaped(budget_line(month)) for month in facts.budgets)] if facts.budgets else []
+    if not facts.budgets:
+        return []
+    return ["", *(budget_line(month, tr=tr, html=True) for month in facts.budgets)]
 
 
-def budget_line(found: CategoryMonth) -> str:
-    """A category's month as a card says it, ⚠️ and by how much when this PO goes over."""
-    name = found.category[:1].upper() + found.category[1:]
-    line = (
-        f"{name}: {format_pkr(max(0, found.left_paisa))} left of "
-        f"{format_pkr(found.budget_paisa)} in {found.month.name}; "
-        f"this PO uses {format_pkr(found.uses_paisa)}"
-    )
-    return f"⚠️ {line}, over by {format_pkr(found.over_paisa)}" if found.over else f"💰 {line}"
+def budget_line(found: CategoryMonth, *, tr: Translator = ENGLISH, html: bool = False) -> str:
+    """A category's month as a card says it, ⚠️ and by how much when this PO goes over
+    (`html`: its values escaped for a card)."""
+    show = escaped if html else flatten
+    name = show(found.category[:1].upper() + found.category[1:])
+    amounts = {
+        "left": show(format_pkr(max(0, found.left_paisa))),
+        "budget": show(format_pkr(found.budget_paisa)),
+        "uses": show(format_pkr(found.uses_paisa)),
+    }
+    month = show(found.month.name)
+    if found.over:
+        over = show(format_pkr(found.over_paisa))
+        return tr(
+            "⚠️ {category}: {left} left of {budget} in {month}; this PO uses {uses}, "
+            "over by {over}",
+            category=name, month=month, over=over, **amounts,
+        )  # fmt: skip
+    return tr(
+        "💰 {category}: {left} left of {budget} in {month}; this PO uses {uses}",
+        category=name, month=month, **amounts,
+    )  # fmt: skip
 
 
-def _stage_of(facts: CardFacts) -> str:
+def _stage_of(facts: CardFacts, tr: Translator) -> str:
     """ "Stage 2 of 2: waiting for Owners"."""
-    return f"Stage {facts.stage + 1} of {facts.stages}: waiting for {escaped(facts.group)}"
+    return tr(
+        "Stage {stage} of {stages}: waiting for {group}",
+        stage=facts.stage + 1, stages=facts.stages, group=escaped(facts.group),
+    )  # fmt: skip
 
 
-def _lines(draft: Draft, limit: int) -> list[str]:
+def _lines(draft: Draft, limit: int, tr: Translator) -> list[str]:
     shown = []
     for line in draft.lines[:limit]:
-        row = (
-            f"• <code>{escaped(line.sku)}</code> "
-            f"{escaped(_cut(line.description, _DESCRIPTION_CUT))} — "
+        amounts = (
             f"{line.quantity:,} × {escaped(format_pkr(line.unit_price_paisa))} = "
             f"{escaped(format_pkr(line.total_paisa))}"
+        )
+        row = (
+            f"• {tr.ltr(f'<code>{escaped(line.sku)}</code>')} "
+            f"{escaped(_cut(line.description, _DESCRIPTION_CUT))} — {tr.ltr(amounts)}"
         )
         if line.note:
             row += f"\n  <i>{escaped(_cut(line.note, _NOTE_CUT))}</i>"
         shown.append(row)
     hidden = len(draft.lines) - len(shown)
     if hidden:
-        shown.append(f"… and {hidden:,} more lines (📄 Details has them all)")
+        shown.append(
+            tr.plural(
+                "… and {count} more line (📄 Details has them all)",
+                "… and {count} more lines (📄 Details has them all)",
+                hidden,
+            )
+        )
     return shown
 
 
-def _evidence(facts: CardFacts, tz: tzinfo) -> list[str]:
+def _evidence(facts: CardFacts, tz: tzinfo, tr: Translator) -> list[str]:
     job, draft = facts.job, facts.draft
-    terms = f"Terms {escaped(draft.terms_version)}"
-    if facts.terms_imported_at is not None:
-        terms += f" (imported {escaped(local_time(facts.terms_imported_at, tz))})"
+    terms, sheet = escaped(draft.terms_version), escaped(_cut(facts.sheet_name, 60))
+    if facts.terms_imported_at is None:
+        source = tr("📎 Terms {terms}; sheet {sheet}", terms=terms, sheet=sheet)
+    else:
+        at = escaped(local_time(facts.terms_imported_at, tz))
+        source = tr(
+            "📎 Terms {terms} (imported {at}); sheet {sheet}", terms=terms, at=at, sheet=sheet
+        )
     deadline = job.decision_deadline
-    return [
-        f"📎 {terms}; sheet {escaped(_cut(facts.sheet_name, 60))}",
-        f"Requested by {escaped(facts.requester)}",
-        f"Draft v{job.draft_version} · {escaped(short_hash(job.draft_hash or ''))}"
-        + (f" · expires {escaped(local_time(deadline, tz))}" if deadline else ""),
-    ]
+    draft_line = tr(
+        "Draft v{version} · {hash}",
+        version=job.draft_version,
+        hash=escaped(short_hash(job.draft_hash or "")),
+    )
+    if deadline:
+        draft_line += " · " + tr("expires {at}", at=escaped(local_time(deadline, tz)))
+    return [source, tr("Requested by {name}", name=escaped(facts.requester)), draft_line]
 
 
-def outcome_html(outcome: CardOutcome, tz: tzinfo) -> str:
+def outcome_html(outcome: CardOutcome, tz: tzinfo, *, tr: Translator = ENGLISH) -> str:
     """A decided, expired or superseded card: what happened on top, the PO summary below."""
     draft = outcome.draft
-    return "\n".join(
-        [
-            headline_html(outcome, tz),
-            f"🧾 <b>{escaped(outcome.job.po_number)}</b> v{outcome.version} · "
-            f"{escaped(draft.supplier_name)} · {escaped(format_pkr(draft.total_paisa))}",
-        ]
+    summary = (
+        f"<b>{escaped(outcome.job.po_number)}</b> v{outcome.version} · "
+        f"{escaped(draft.supplier_name)} · {escaped(format_pkr(draft.total_paisa))}"
     )
+    return "\n".join([headline_html(outcome, tz, tr=tr), f"🧾 {tr.ltr(summary)}"])
 
 
-def headline_html(outcome: CardOutcome, tz: tzinfo) -> str:
+def headline_html(outcome: CardOutcome, tz: tzinfo, *, tr: Translator = ENGLISH) -> str:
     """What happened, for the top of a card that can no longer be tapped."""
     job, version, names = outcome.job, outcome.version, outcome.names
     if job.draft_version != version:
-        follows = ": a new card follows" if job.state is State.AWAITING_APPROVAL else ""
-        return f"🔁 <b>Superseded</b> by v{job.draft_version}{follows}"
+        if job.state is State.AWAITING_APPROVAL:
+            return tr(
+                "🔁 <b>Superseded</b> by v{version}: a new card follows", version=job.draft_version
+            )
+        return tr("🔁 <b>Superseded</b> by v{version}", version=job.draft_version)
     on_this = [d for d in outcome.decisions if d.draft_version == version]
     approvals = [d for d in on_this if d.verdict is Verdict.APPROVE]
     rejections = [d for d in on_this if d.verdict is Verdict.REJECT]
     if job.state is State.REJECTED and rejections:
-        who = decided_by(rejections[-1], names)
-        return f"❌ <b>Rejected</b> by {who} at {escaped(local_time(rejections[-1].at, tz))}"
+        who = decided_by(rejections[-1], names, tr=tr)
+        at = escaped(local_time(rejections[-1].at, tz))
+        return tr("❌ <b>Rejected</b> by {name} at {at}", name=who, at=at)
     if job.state is State.EXPIRED:
         deadline = job.decision_deadline
-        when = f" at {escaped(local_time(deadline, tz))}" if deadline else ""
-        return f"⌛ <b>Expired</b>{when}: no decision in time, nothing was sent"
+        if deadline:
+            at = escaped(local_time(deadline, tz))
+            return tr("⌛ <b>Expired</b> at {at}: no decision in time, nothing was sent", at=at)
+        return tr("⌛ <b>Expired</b>: no decision in time, nothing was sent")
     if job.state is State.CANCELLED:
-        return "🚫 <b>Cancelled</b>: nothing was sent"
+        return tr("🚫 <b>Cancelled</b>: nothing was sent")
     chain = outcome.waiting if outcome.waiting and outcome.waiting.stages > 1 else None
     if job.state is State.AWAITING_APPROVAL and outcome.mine:
         when = escaped(local_time(outcome.mine[-1].at, tz))
         if outcome.mine[-1].on_behalf_of == outcome.holder:  # their delegate's, for them
-            return f"🕓 {decided_by(outcome.mine[-1], names)} approved at {when}"
+            return tr(
+                "🕓 {name} approved at {at}",
+                name=decided_by(outcome.mine[-1], names, tr=tr),
+                at=when,
+            )
         if chain is not None:
-            return f"🕓 You approved at {when}: 🪜 {_stage_of(chain)}"
+            return tr("🕓 You approved at {at}: 🪜 {stage}", at=when, stage=_stage_of(chain, tr))
         so_far, needed = outcome.tally
-        return (
-            f"🕓 You approved at {when}: 👥 {so_far} of {needed} approvals, "
-            "waiting for another approver"
-        )
+        return tr(
+            "🕓 You approved at {at}: 👥 {approvals} of {required} approvals, "
+            "waiting for another approver",
+            at=when, approvals=so_far, required=needed,
+        )  # fmt: skip
     if job.state is State.AWAITING_APPROVAL and chain is not None:  # not this stage's group
-        return f"🪜 {_stage_of(chain)}: not your group's turn"
+        return tr("🪜 {stage}: not your group's turn", stage=_stage_of(chain, tr))
     if approvals and job.state is not State.AWAITING_APPROVAL:
-        by = ", ".join(decided_by(d, names) for d in approvals[-2:])
-        return f"✅ <b>Approved</b> by {by} at {escaped(local_time(approvals[-1].at, tz))}"
+        by = ", ".join(decided_by(d, names, tr=tr) for d in approvals[-2:])
+        at = escaped(local_time(approvals[-1].at, tz))
+        return tr("✅ <b>Approved</b> by {names} at {at}", names=by, at=at)
     return f"ℹ️ <b>{escaped(job.state.value.replace('_', ' ').capitalize())}</b>"
 
 
-def decided_by(decision: Decision, names: Mapping[int, str]) -> str:
+def decided_by(decision: Decision, names: Mapping[int, str], *, tr: Translator = ENGLISH) -> str:
     """ "Bilal", or "Bilal for Ali" when Bilal decided as Ali's delegate, escaped."""
-    who = escaped(names.get(decision.reviewer_id, "someone"))
+    who = escaped(names.get(decision.reviewer_id, tr("someone")))
     if decision.on_behalf_of is None:
         return who
-    return f"{who} for {escaped(names.get(decision.on_behalf_of, 'someone'))}"
+    return tr(
+        "{name} for {delegator}",
+        name=who,
+        delegator=escaped(names.get(decision.on_behalf_of, tr("someone"))),
+    )
 
 
 def resend_markup(secret: bytes, jobs: Iterable[Job]) -> InlineKeyboardMarkup:
@@ -262,10 +358,10 @@ def signed_markup(
     return InlineKeyboardMarkup([[button(text, action) for text, action in row] for row in rows])
 
 
-def card_markup(secret: bytes, job: Job) -> InlineKeyboardMarkup:
-    """A card's Approve and Reject on one row, Details below."""
+def card_markup(secret: bytes, job: Job, *, tr: Translator = ENGLISH) -> InlineKeyboardMarkup:
+    """A card's Approve and Reject on one row, Details below, in the approver's language."""
     rows = [
-        [(APPROVE_TEXT, ButtonAction.APPROVE), (REJECT_TEXT, ButtonAction.REJECT)],
-        [(DETAILS_TEXT, ButtonAction.DETAILS)],
+        [(tr(APPROVE_TEXT), ButtonAction.APPROVE), (tr(REJECT_TEXT), ButtonAction.REJECT)],
+        [(tr(DETAILS_TEXT), ButtonAction.DETAILS)],
     ]
     return signed_markup(secret, job, rows)

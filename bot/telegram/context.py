@@ -18,6 +18,7 @@ from telegram.error import BadRequest
 from telegram.ext import ContextTypes
 
 from bot.config import Settings
+from bot.i18n import language_of, translator
 from bot.parsing import SheetParser
 from bot.telegram.cards import MESSAGE_LIMIT
 from bot.telegram.errors import classify
@@ -143,10 +144,14 @@ async def answer_tap(query: CallbackQuery, text: str) -> None:
 async def holding(
     update: Update, context: ContextTypes.DEFAULT_TYPE, role: Role, refusal: str
 ) -> tuple[Deps, User] | None:
-    """The deps and the sender if they hold `role`; otherwise the refusal is sent and None."""
+    """The deps and the sender if they hold `role`; otherwise the refusal (an English msgid,
+    marked with bot.i18n.N_) is sent in their language, and None."""
     deps, user = deps_of(context), update.effective_user
     assert user is not None
-    if role in await roles_of(deps, user.id):
+    async with deps.store.reading() as tx:
+        roles = held_roles(deps, user.id, await tx.roles(user.id))
+        chosen = None if role in roles else (await tx.languages([user.id])).get(user.id)
+    if role in roles:
         return deps, user
-    await reply(update, refusal)
+    await reply(update, translator(language_of(chosen))(refusal))
     return None

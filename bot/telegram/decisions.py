@@ -17,6 +17,7 @@ from telegram import CallbackQuery, ForceReply, Message, Update, User
 from telegram.ext import ContextTypes, filters
 
 from bot.clock import utcnow
+from bot.i18n import ENGLISH, N_, Language, Translator, language_of, translator
 from bot.outbox.emails import render_csv
 from bot.telegram.context import Deps, answer_tap, deps_of, held_roles, record_claim, turn_away
 from bot.telegram.fairness import FairProcessor
@@ -48,32 +49,41 @@ from store.group_commit import urgent as urgent_writes
 
 log = logging.getLogger(__name__)
 
-NOT_VALID = "This button is not valid."
+# A forged or altered button is answered in English: it costs no database read, not even the
+# tapper's language.
+NOT_VALID = N_("This button is not valid.")
 # A reason prompt names the decision, the PO and the version; the reply to it is matched by
 # this text, which only the bot can have written (the reply quotes the bot's own message). A
 # rejection always asks for one; an approval that takes a category over its month does too.
-REASON_PROMPT = "Reason for rejecting"
-OVER_BUDGET_PROMPT = "Reason for approving over budget"
+REASON_PROMPT = N_("Reason for rejecting")
+OVER_BUDGET_PROMPT = N_("Reason for approving over budget")
 _PROMPTS = {Verdict.REJECT: REASON_PROMPT, Verdict.APPROVE: OVER_BUDGET_PROMPT}
 _ASKED = {
     Verdict.REJECT: (
-        "Why reject it? Reply to my next message with the reason.",
-        "The reason, for the requester",
+        N_("Why reject it? Reply to my next message with the reason."),
+        N_("The reason, for the requester"),
     ),
     Verdict.APPROVE: (
-        "This approval goes over a monthly budget: reply to my next message with your reason.",
-        "Why approve it over budget",
+        N_("This approval goes over a monthly budget: reply to my next message with your reason."),
+        N_("Why approve it over budget"),
     ),
 }
+# Each prompt in every language, to the verdict it asks about.
+_PROMPTED_IN = {
+    translator(language)(prompt): verdict
+    for language in Language
+    for verdict, prompt in _PROMPTS.items()
+}
+# In Urdu the PO and its version are one isolated left-to-right run (bot.i18n).
 _PROMPTED = re.compile(
-    rf"^({'|'.join(map(re.escape, _PROMPTS.values()))}) (PO-[A-Za-z0-9-]+) v(\d+)\?$"
+    rf"^({'|'.join(map(re.escape, _PROMPTED_IN))}) \u2068?(PO-[A-Za-z0-9-]+) v(\d+)\u2069?\?$"
 )
 _MAX_REASON = 500
 # Seconds the deliveries a tap starts wait for a pause in the taps (FairProcessor.between_taps).
 DELIVERY_PATIENCE = 5.0
-DETAILS_SENDING = "Sending the whole PO as a CSV file…"
+DETAILS_SENDING = N_("Sending the whole PO as a CSV file…")
 # A Details tap while the same approver's export of that PO version is still going out.
-DETAILS_IN_FLIGHT = "Already sending that file…"
+DETAILS_IN_FLIGHT = N_("Already sending that file…")
 
 
 class _ReasonReply(filters.MessageFilter):
@@ -100,18 +110,19 @@ async def on_reason(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     assert message is not None and user is not None and message.reply_to_message is not None
     asked = _PROMPTED.match(message.reply_to_message.text or "")
     assert asked is not None  # REASON_REPLY let it through
-    verdict = next(v for v, prompt in _PROMPTS.items() if prompt == asked.group(1))
+    verdict = _PROMPTED_IN[asked.group(1)]
     deps, po, version = deps_of(context), asked.group(2), int(asked.group(3))
     # One line, without bidi or zero-width tricks: it goes on the requester's news and the trail.
     reason = flatten(message.text or "")[:_MAX_REASON] or "no reason given"
     async with deps.store.reading() as tx:
         job = await tx.job_by_po(po)
         reviewed = await _hash_of(tx, job, version) if job else ""
+        tr = translator(language_of((await tx.languages([user.id])).get(user.id)))
     if job is None:
-        await message.reply_text(NOT_VALID)
+        await message.reply_text(tr(NOT_VALID))
         return
     review = Review(po, user.id, verdict, version, reviewed, reason)
-    text, decided = await _decide(deps, job, review)
+    text, decided = await _decide(deps, job, review, tr=tr)
     await message.reply_text(text)
     if decided:
         deliver_now(context, deps, job.id)  # the requester's news is in the outbox
@@ -123,12 +134,13 @@ async def on_tap(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     if tap is None:
         return
     query, user, deps, button, job = tap.query, tap.user, tap.deps, tap.button, tap.job
-    reviewed = tap.signed_for
+    reviewed, tr = tap.signed_for, tap.tr
     verdict = Verdict.REJECT if button.action is ButtonAction.REJECT else Verdict.APPROVE
     review = Review(job.po_number, user.id, verdict, button.draft_version, reviewed)
     if button.action is ButtonAction.APPROVE:
         try:
-            text, decided = await _decide(deps, job, review, _Claiming(deps.store, update, user))
+            claiming = _Claiming(deps.store, update, user)
+            text, decided = await _decide(deps, job, review, claiming, tr=tr)
         except Redelivered:
             log.info("update %s delivered again; ignored", update.update_id)
             return
@@ -139,7 +151,8 @@ async def on_tap(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         if decided:
             deliver_now(context, deps, job.id)
         return
-    refused = await refusal(deps, job, review, reading=button.action is ButtonAction.DETAILS)
+    reading = button.action is ButtonAction.DETAILS
+    refused = await refusal(deps, job, review, reading=reading, tr=tr)
     if refused is not None:  # checked again where a decision is recorded
         await answer_tap(query, refused)
     elif button.action is ButtonAction.DETAILS:
@@ -147,16 +160,17 @@ async def on_tap(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     elif button.action is ButtonAction.REJECT:
         await _ask_reason(context, tap, Verdict.REJECT)
     else:
-        await answer_tap(query, NOT_VALID)
+        await answer_tap(query, tr(NOT_VALID))
 
 
 async def _ask_reason(context: ContextTypes.DEFAULT_TYPE, tap: Tap, verdict: Verdict) -> None:
     """Answer the tap, then ask for the decision's reason with a prompt the reply quotes."""
-    answer, placeholder = _ASKED[verdict]
+    answer, placeholder = (tap.tr(text) for text in _ASKED[verdict])
     await answer_tap(tap.query, answer)
+    asked = tap.tr.ltr(f"{tap.job.po_number} v{tap.button.draft_version}")
     await context.bot.send_message(
         tap.user.id,
-        f"{_PROMPTS[verdict]} {tap.job.po_number} v{tap.button.draft_version}?",
+        f"{tap.tr(_PROMPTS[verdict])} {asked}?",
         reply_markup=ForceReply(input_field_placeholder=placeholder),
     )
 
@@ -203,6 +217,7 @@ class Tap:
     button: Button
     job: Job
     signed_for: str  # the hash of the draft version the button was signed for
+    tr: Translator  # the tapper's language
 
 
 async def checked_tap(update: Update, context: ContextTypes.DEFAULT_TYPE) -> Tap | None:
@@ -223,13 +238,14 @@ async def checked_tap(update: Update, context: ContextTypes.DEFAULT_TYPE) -> Tap
         except UnknownJob:
             job = None
         signed_for = await _hash_of(tx, job, button.draft_version) if job else ""
+        tr = translator(language_of((await tx.languages([user.id])).get(user.id)))
     if not roles:
         await turn_away(deps, update, user)
         return None
     if job is None or not signed_for.startswith(button.hash_prefix):
-        await answer_tap(query, NOT_VALID)
+        await answer_tap(query, tr(NOT_VALID))
         return None
-    return Tap(query, user, deps, button, job, signed_for)
+    return Tap(query, user, deps, button, job, signed_for, tr)
 
 
 async def _hash_of(tx: ShellReadTx, job: Job, version: int) -> str:
@@ -242,7 +258,7 @@ async def _hash_of(tx: ShellReadTx, job: Job, version: int) -> str:
 
 
 async def _decide(
-    deps: Deps, job: Job, review: Review, store: Store | None = None
+    deps: Deps, job: Job, review: Review, store: Store | None = None, *, tr: Translator
 ) -> tuple[str, bool]:
     """Record the decision (through `store`, deps.store by default); the answer for the
     decider, and whether anything was recorded (notices to deliver). ReasonRequired passes
@@ -250,69 +266,80 @@ async def _decide(
     try:
         result = await service.decide(store or deps.store, review, utcnow(), deps.settings.rules())
     except ApprovalExpired:
-        return "This request expired.", True  # the expiry it found is news
+        return tr(_EXPIRED), True  # the expiry it found is news
     except ReasonRequired:  # for the caller, which asks for the reason
         raise
     except (ApprovalError, IllegalTransition) as refused:
-        return await _refused(deps, job, review, refused), False
+        return await _refused(deps, job, review, refused, tr), False
     if review.verdict is Verdict.REJECT:
-        return f"Rejected {job.po_number}. The requester is told your reason.", True
+        return tr("Rejected {po}. The requester is told your reason.", po=job.po_number), True
     if result.outcome is Outcome.APPROVED:
-        return "Approved — e-mailing the supplier.", True
-    return _pending(result), True
+        return tr("Approved — e-mailing the supplier."), True
+    return _pending(result, tr), True
 
 
-def _pending(result: service.DecisionResult) -> str:
+_EXPIRED = N_("This request expired.")
+
+
+def _pending(result: service.DecisionResult, tr: Translator) -> str:
     """The answer to an approval that does not yet complete the route."""
     route, counted, stage = result.route, result.tally, result.decision.stage
     if counted.stage > stage:  # this approval completed its stage: the next group's turn
         waiting = route.stages[counted.stage].group
-        return (
-            f"Recorded. Stage {stage + 1} of {len(route.stages)} is complete; "
-            f"it now waits for {waiting}."
+        return tr(
+            "Recorded. Stage {stage} of {stages} is complete; it now waits for {group}.",
+            stage=stage + 1,
+            stages=len(route.stages),
+            group=waiting,
         )
     needed = route.stages[counted.stage].approvals
     left = needed - len(counted.counted[counted.stage])
     if (needed, left) == (2, 1):
-        return "Needs a second approver. Your approval is recorded."
-    more = "one more approver" if left == 1 else f"{left} more approvers"
-    return f"Needs {more}. Your approval is recorded."
+        return tr("Needs a second approver. Your approval is recorded.")
+    if left == 1:
+        return tr("Needs one more approver. Your approval is recorded.")
+    return tr("Needs {count} more approvers. Your approval is recorded.", count=left)
 
 
-async def refusal(deps: Deps, job: Job, review: Review, *, reading: bool) -> str | None:
+async def refusal(
+    deps: Deps, job: Job, review: Review, *, reading: bool, tr: Translator = ENGLISH
+) -> str | None:
     """Why this person may not use this card's button now, as the tap's answer; None if they
     may (core.service.may_decide: the checks a decision makes, without recording one)."""
     try:
         rules = deps.settings.rules()
         await service.may_decide(deps.store, review, utcnow(), rules, reading=reading)
     except (ApprovalError, IllegalTransition) as refused:
-        return await _refused(deps, job, review, refused)
+        return await _refused(deps, job, review, refused, tr)
     return None
 
 
-async def _refused(deps: Deps, job: Job, review: Review, refused: Exception) -> str:
-    """What a refused decision is called in the tap's answer."""
+async def _refused(deps: Deps, job: Job, review: Review, refused: Exception, tr: Translator) -> str:
+    """What a refused decision is called in the tap's answer. The reasons core gives (who
+    holds the turn, whose delegation ended) are core's English sentences, quoted."""
     match refused:
         case NotAnApprover():
-            return "You are not an approver."
+            return tr("You are not an approver.")
         case SelfApproval() if review.reviewer_id != job.requester_id:
-            return "You cannot decide this request: you and its requester act for each other."
+            return tr("You cannot decide this request: you and its requester act for each other.")
+        case SelfApproval() if review.verdict is Verdict.APPROVE:
+            return tr("You cannot approve your own request.")
         case SelfApproval():
-            own = "approve" if review.verdict is Verdict.APPROVE else "decide"
-            return f"You cannot {own} your own request."
+            return tr("You cannot decide your own request.")
         case DelegationEnded():
-            return f"Not counted: {refused}."
+            return tr("Not counted: {why}.", why=str(refused))
         case DraftChanged():
-            return f"This card was superseded by v{job.draft_version}."
+            return tr("This card was superseded by v{version}.", version=job.draft_version)
         case NotYourTurn():
-            return f"Not your turn: {refused}."
+            return tr("Not your turn: {why}.", why=str(refused))
         case ApprovalExpired():
-            return "This request expired."
+            return tr(_EXPIRED)
         case _:
-            return await _already(deps, review.reviewer_id, job.po_number, review.draft_version)
+            return await _already(deps, review, job.po_number, tr)
 
 
-async def _already(deps: Deps, user_id: int, po: str, version: int) -> str:
+async def _already(deps: Deps, review: Review, po: str, tr: Translator) -> str:
+    user_id, version = review.reviewer_id, review.draft_version
     async with deps.store.reading() as tx:
         job = await tx.job_by_po(po)
         assert job is not None
@@ -323,18 +350,26 @@ async def _already(deps: Deps, user_id: int, po: str, version: int) -> str:
         ]
         by = None if not mine else await tx.telegram_user(mine[-1].reviewer_id)
     if mine:
-        done = "approved" if mine[-1].verdict is Verdict.APPROVE else "rejected"
+        approved = mine[-1].verdict is Verdict.APPROVE
         when = local_time(mine[-1].at, deps.settings.tz, TIME_OF_DAY)
         if mine[-1].reviewer_id != user_id:  # their delegate's, for them
             name = flatten(by.first_name) if by else f"user {mine[-1].reviewer_id}"
-            return f"Already {done} for you by {name} at {when}."
-        return f"Already {done} by you at {when}."
+            if approved:
+                return tr("Already approved for you by {name} at {at}.", name=name, at=when)
+            return tr("Already rejected for you by {name} at {at}.", name=name, at=when)
+        if approved:
+            return tr("Already approved by you at {at}.", at=when)
+        return tr("Already rejected by you at {at}.", at=when)
     if job.state is State.AWAITING_APPROVAL:  # one person with someone who counted
-        return (
+        return tr(
             "Already counted: you and the approver you act with while one is away count as one "
             "person on this request."
         )
-    return f"Already decided: {job.po_number} is {job.state.value.lower().replace('_', ' ')}."
+    return tr(
+        "Already decided: {po} is {state}.",
+        po=job.po_number,
+        state=job.state.value.lower().replace("_", " "),
+    )
 
 
 @dataclass(frozen=True)
@@ -342,7 +377,7 @@ class DetailsFile:
     """A Details CSV Telegram holds already: sent again by its file_id, not rendered again."""
 
     file_id: str
-    caption: str
+    lines: int
 
 
 async def _details(context: ContextTypes.DEFAULT_TYPE, tap: Tap) -> None:
@@ -351,16 +386,17 @@ async def _details(context: ContextTypes.DEFAULT_TYPE, tap: Tap) -> None:
     guards, user_id, version = tap.deps.guards, tap.user.id, tap.button.draft_version
     with guards.details.hold((user_id, tap.job.id, version)) as mine:
         if not mine:
-            await answer_tap(tap.query, DETAILS_IN_FLIGHT)
+            await answer_tap(tap.query, tap.tr(DETAILS_IN_FLIGHT))
             return
-        await answer_tap(tap.query, DETAILS_SENDING)
+        await answer_tap(tap.query, tap.tr(DETAILS_SENDING))
         known = guards.details_files.get((tap.job.id, version))
         if isinstance(known, DetailsFile):
-            await context.bot.send_document(user_id, known.file_id, caption=known.caption)
+            caption = _details_caption(tap, known.lines)
+            await context.bot.send_document(user_id, known.file_id, caption=caption)
             return
         async with tap.deps.store.reading() as tx:
             draft = await tx.draft(tap.job.id, version)
-        caption = f"{tap.job.po_number} v{version}: {len(draft.lines):,} lines"
+        caption = _details_caption(tap, len(draft.lines))
         sent = await context.bot.send_document(
             user_id,
             (await tap.deps.offload(partial(render_csv, draft))).encode(),  # off the loop
@@ -369,8 +405,14 @@ async def _details(context: ContextTypes.DEFAULT_TYPE, tap: Tap) -> None:
         )
         if sent.document is not None:
             guards.details_files.put(
-                (tap.job.id, version), DetailsFile(sent.document.file_id, caption)
+                (tap.job.id, version), DetailsFile(sent.document.file_id, len(draft.lines))
             )
+
+
+def _details_caption(tap: Tap, lines: int) -> str:
+    """ "PO-2026-0001 v1: 120 lines", in the tapper's language."""
+    po = f"{tap.job.po_number} v{tap.button.draft_version}"
+    return tap.tr.plural("{po}: {count} line", "{po}: {count} lines", lines, po=po)
 
 
 def deliver_now(context: ContextTypes.DEFAULT_TYPE, deps: Deps, job_id: str) -> None:

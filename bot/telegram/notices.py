@@ -15,6 +15,7 @@ background pass picks up whatever that misses.
 from __future__ import annotations
 
 import logging
+from collections.abc import Collection
 from datetime import timedelta
 
 from telegram import Bot
@@ -22,6 +23,7 @@ from telegram.constants import ParseMode
 
 from bot.clock import Runtime
 from bot.config import Settings
+from bot.i18n import Translator, language_of, translator
 from bot.telegram.cards import card_html, card_markup, outcome_html
 from bot.telegram.errors import classify
 from bot.telegram.ladder import nudge_html, nudge_markup
@@ -97,19 +99,21 @@ class NoticeRunner:
             case NoticeKind.STATUS | NoticeKind.ALERT:
                 news = await delivery.news_to_send(self.store, notice, self.runtime.now())
                 if news is not None:
-                    await self._send_text(notice, _news_text(notice, news))
+                    tr = (await self._speaking([notice.user_id]))[notice.user_id]
+                    await self._send_text(notice, _news_text(notice, news, tr))
 
     async def _card(self, notice: Notice) -> None:
         policy, now = self.settings.approval_policy(), self.runtime.now()
         facts = await delivery.card_to_send(self.store, notice, now, policy)
         if facts is None:  # decided, expired or re-drafted before the card went out
             return
+        tr = (await self._speaking([notice.user_id]))[notice.user_id]
         try:
             sent = await self.bot.send_message(
                 notice.user_id,
-                card_html(facts, self.settings.tz, notice.user_id),
+                card_html(facts, self.settings.tz, notice.user_id, tr=tr),
                 parse_mode=ParseMode.HTML,
-                reply_markup=card_markup(self.settings.secret, facts.job),
+                reply_markup=card_markup(self.settings.secret, facts.job, tr=tr),
             )
         except Exception as error:
             await self._failed(notice, classify(error))
@@ -156,14 +160,15 @@ class NoticeRunner:
         edits = await delivery.card_edits(
             self.store, notice.job_id, self.settings.approval_policy(), self.runtime.now()
         )
+        speaking = await self._speaking({edit.card.user_id for edit in edits})
         for edit in edits:
-            card, tz = edit.card, self.settings.tz
+            card, tz, tr = edit.card, self.settings.tz, speaking[edit.card.user_id]
             if edit.waiting is not None:  # its approver may still tap: the card, its buttons
-                text = card_html(edit.waiting, tz, card.user_id)
-                markup = card_markup(self.settings.secret, edit.waiting.job)
+                text = card_html(edit.waiting, tz, card.user_id, tr=tr)
+                markup = card_markup(self.settings.secret, edit.waiting.job, tr=tr)
             else:
                 assert edit.outcome is not None
-                text, markup = outcome_html(edit.outcome, tz), None
+                text, markup = outcome_html(edit.outcome, tz, tr=tr), None
             try:
                 await self.bot.edit_message_text(
                     text,
@@ -181,6 +186,13 @@ class NoticeRunner:
                     log.warning("card %s not edited: %s", card.key, why.detail)
         await delivery.sent(self.store, notice, None, self.runtime.now())
 
+    async def _speaking(self, user_ids: Collection[int]) -> dict[int, Translator]:
+        """Each recipient's translator, read when their message is rendered: a choice made
+        since the notice was owed counts."""
+        async with self.store.reading() as tx:
+            chosen = await tx.languages(user_ids)
+        return {user_id: translator(language_of(chosen.get(user_id))) for user_id in user_ids}
+
     async def _failed(self, notice: Notice, why: Undelivered) -> None:
         """Record a failed delivery as core.delivery decides (retry, give up, alert)."""
         now, policy, rand = self.runtime.now(), self.settings.retry_policy(), self.runtime.rand()
@@ -190,11 +202,11 @@ class NoticeRunner:
             log.warning("notice %s given up after %d attempts: %s", notice.key, tries, why.detail)
 
 
-def _news_text(notice: Notice, news: News) -> str:
-    """A requester's or an admin's news, in words."""
+def _news_text(notice: Notice, news: News, tr: Translator) -> str:
+    """A requester's or an admin's news, in words, in their language."""
     if news.job is None:  # about a policy, not a PO
-        return policy_alert(news.policy_version, news.unstaffed)
+        return policy_alert(news.policy_version, news.unstaffed, tr=tr)
     if notice.kind is NoticeKind.STATUS:
         assert news.state is not None
-        return requester_notice(news.job.po_number, news.state, news.reason)
-    return admin_alert(news.job.po_number, news.event, news.approver, news.group)
+        return requester_notice(news.job.po_number, news.state, news.reason, tr=tr)
+    return admin_alert(news.job.po_number, news.event, news.approver, news.group, tr=tr)

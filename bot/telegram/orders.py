@@ -11,7 +11,9 @@ from telegram.ext import ContextTypes
 
 from bot import reports
 from bot.clock import numbering, utcnow
+from bot.i18n import N_, Translator
 from bot.telegram.context import Deps, deps_of, held_roles, holding, reply, roles_of
+from bot.telegram.language import speaking
 from bot.telegram.texts import status_list, stranger
 from bot.texts import submission
 from core import purchasing
@@ -26,11 +28,11 @@ from core.sheets import too_big
 STATUS_LIMIT = 10
 # What a non-admin hears from /history and /export; an approver reads /history of a PO
 # they were asked to decide.
-NOT_AN_ADMIN = "Only admins can read the audit trail."
-NOT_ASKED = "You can read the history of requests you were asked to decide; {po} is not one."
+NOT_AN_ADMIN = N_("Only admins can read the audit trail.")
+NOT_ASKED = N_("You can read the history of requests you were asked to decide; {po} is not one.")
 # A requester's second sheet while the first is still being downloaded, read or submitted:
 # refused at once rather than queued, so one person's burst holds one sheet's memory.
-SHEET_IN_FLIGHT = (
+SHEET_IN_FLIGHT = N_(
     "Your previous sheet is still being checked; send this one again after I answer it."
 )
 
@@ -42,7 +44,7 @@ async def sheet(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     assert user is not None
     with deps.guards.sheets.hold(user.id) as mine:
         if not mine:
-            await reply(update, SHEET_IN_FLIGHT)
+            await reply(update, (await speaking(deps, user.id))(SHEET_IN_FLIGHT))
             return
         await _sheet(update, context)
 
@@ -51,26 +53,32 @@ async def _sheet(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     """One sheet: downloaded, read and submitted, with the reply saying how it went."""
     deps, user, message = deps_of(context), update.effective_user, update.effective_message
     assert user is not None and message is not None and message.document is not None
-    roles = await roles_of(deps, user.id)
+    roles, tr = await roles_of(deps, user.id), await speaking(deps, user.id)
     if Role.REQUESTER not in roles:
-        refusal = "Only requesters can send restock sheets." if roles else None
+        refusal = tr("Only requesters can send restock sheets.") if roles else None
         await reply(update, refusal or stranger(user.first_name, user.id))
         return
     document = message.document
     too_large = too_big(document.file_size or 0)  # before downloading anything
     data = b"" if too_large else bytes(await (await document.get_file()).download_as_bytearray())
     too_large = too_large or too_big(len(data))
-    if too_large:
-        await reply(update, too_large)
+    if too_large:  # core's words, which name the limits
+        await reply(update, _refused(tr, too_large))
         return
     try:
         table = await deps.parser.sheet(data)
-    except UnreadableSheet as refused:
-        await reply(update, str(refused))
+    except UnreadableSheet as refused:  # the reader's words, which quote the file
+        await reply(update, _refused(tr, str(refused)))
         return
     name = document.file_name or "sheet"
     result = await _submit(deps, user.id, Sheet(name, hashlib.sha256(data).hexdigest(), table))
-    await reply(update, submission(result, name))
+    await reply(update, submission(result, name, tr=tr))
+
+
+def _refused(tr: Translator, why: str) -> str:
+    """A sheet refused before it was read: the reason as core gave it (English), framed in
+    the requester's language."""
+    return why if not tr.rtl else tr("Sheet not accepted: {why}", why=why)
 
 
 async def _submit(deps: Deps, requester_id: int, upload: Sheet) -> Submission:
@@ -88,14 +96,15 @@ async def status(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         update,
         context,
         Role.REQUESTER,
-        "/status lists a requester's purchase orders; you are not one.",
+        N_("/status lists a requester's purchase orders; you are not one."),
     )
     if allowed is None:
         return
     deps, user = allowed
     async with deps.store.reading() as tx:
         jobs = await tx.jobs_of(user.id, STATUS_LIMIT)
-    await reply(update, status_list(jobs, deps.settings.tz))
+    tr = await speaking(deps, user.id)
+    await reply(update, status_list(jobs, deps.settings.tz, tr=tr))
 
 
 async def history(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
@@ -115,12 +124,15 @@ async def history(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         detail = None
         if job is not None and allowed:
             detail = await reports.job_detail(tx, job, deps.settings.mail_domain)
+    tr = await speaking(deps, user.id)
     if not admin and Role.APPROVER not in roles:
-        await reply(update, NOT_AN_ADMIN)
+        await reply(update, tr(NOT_AN_ADMIN))
     elif not po:
-        await reply(update, "Usage: /history PO-2026-0001")
-    elif job is None or detail is None:
-        await reply(update, f"No purchase order {po}." if job is None else NOT_ASKED.format(po=po))
+        await reply(update, tr("Usage: {command}", command="/history PO-2026-0001"))
+    elif job is None:
+        await reply(update, tr("No purchase order {po}.", po=po))
+    elif detail is None:
+        await reply(update, tr(NOT_ASKED, po=po))
     else:
         await reply(update, reports.text(detail, deps.settings.tz, send_errors=admin))
 
@@ -131,22 +143,24 @@ async def export(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     if allowed is None:
         return
     deps, user = allowed
-    po = (context.args or [""])[0].upper()
+    po, tr = (context.args or [""])[0].upper(), await speaking(deps, user.id)
     if not po:
-        await reply(update, "Usage: /export PO-2026-0001")
+        await reply(update, tr("Usage: {command}", command="/export PO-2026-0001"))
         return
     async with deps.store.reading() as tx:
         job = await tx.job_by_po(po)
         trail = await tx.audit_logged(job.id) if job else []
     if job is None:
-        await reply(update, f"No purchase order {po}.")
+        await reply(update, tr("No purchase order {po}.", po=po))
         return
     text = await deps.offload(partial(_audit_csv, trail))  # off the loop, as Details is
     await context.bot.send_document(
         user.id,
         text.encode(),
         filename=f"{job.po_number}-audit.csv",
-        caption=f"{job.po_number}: {len(trail):,} audit events",
+        caption=tr.plural(
+            "{po}: {count} audit event", "{po}: {count} audit events", len(trail), po=job.po_number
+        ),
     )
 
 

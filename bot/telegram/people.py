@@ -13,8 +13,10 @@ from telegram.error import TelegramError
 from telegram.ext import ContextTypes
 
 from bot.clock import utcnow
+from bot.i18n import N_
 from bot.telegram import texts
 from bot.telegram.context import Deps, deps_of, holding, reply, roles_of
+from bot.telegram.language import speaking
 from bot.texts import local_time
 from core import people
 from core.delegations import parse_until
@@ -29,7 +31,7 @@ log = logging.getLogger(__name__)
 USER_ID = re.compile(r"[0-9]{1,18}")
 # The bot keeps no record of people without a role (bot.telegram.app.claim), so only someone
 # who holds one can be promoted: a mistyped id cannot become an admin.
-NOT_MET = (
+NOT_MET = N_(
     "I do not know user {target}: only someone with a role can be promoted. "
     "Invite them first (/invite requester), then promote them."
 )
@@ -54,10 +56,10 @@ async def start(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
             return
         async with deps.store.begin() as tx:  # they hold a role now: their name may be kept
             await tx.met(user.id, user.first_name, utcnow(), started=True)
-        await reply(update, texts.registered(role))
+        await reply(update, texts.registered(role, tr=await speaking(deps, user.id)))
         return
-    roles = await roles_of(deps, user.id)
-    text = texts.greeting(user.first_name, roles) if roles else None
+    roles, tr = await roles_of(deps, user.id), await speaking(deps, user.id)
+    text = texts.greeting(user.first_name, roles, tr=tr) if roles else None
     await reply(update, text or texts.stranger(user.first_name, user.id))
 
 
@@ -67,21 +69,24 @@ async def help_command(update: Update, context: ContextTypes.DEFAULT_TYPE) -> No
     user = update.effective_user
     if user is None:
         return  # a channel post, say: nobody to answer
-    roles = await roles_of(deps_of(context), user.id)
-    await reply(
-        update, texts.help_text(roles) if roles else texts.stranger(user.first_name, user.id)
-    )
+    deps = deps_of(context)
+    roles = await roles_of(deps, user.id)
+    if not roles:
+        await reply(update, texts.stranger(user.first_name, user.id))
+        return
+    await reply(update, texts.help_text(roles, tr=await speaking(deps, user.id)))
 
 
 async def invite(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     """/invite approver|requester: a single-use link, for admins only."""
     deps, user = deps_of(context), update.effective_user
     assert user is not None
-    args = [arg.lower() for arg in context.args or []]
+    args, tr = [arg.lower() for arg in context.args or []], await speaking(deps, user.id)
     wanted = args[0] if args else ""
     group = args[1] if len(args) > 1 else None
     if wanted not in (Role.APPROVER.value, Role.REQUESTER.value) or len(args) > 2:
-        await reply(update, "Usage: /invite approver [GROUP]  or  /invite requester")
+        usage = "/invite approver [GROUP]  or  /invite requester"
+        await reply(update, tr("Usage: {command}", command=usage))
         return
     now = utcnow()
     try:
@@ -97,24 +102,25 @@ async def invite(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
             default=deps.settings.rules().approval.default_policy,
         )
     except NotAnAdmin:
-        await reply(update, "Only admins can invite people.")
+        await reply(update, tr("Only admins can invite people."))
         return
     except GroupRefused as refused:
-        await reply(update, f"No invitation made: {refused}.")
+        await reply(update, tr("No invitation made: {why}.", why=str(refused)))
         return
+    expires = now + people.INVITE_TTL
     link = texts.invite_link(
-        context.bot.username, code, Role(wanted), now + people.INVITE_TTL, deps.settings.tz, group
+        context.bot.username, code, Role(wanted), expires, deps.settings.tz, group, tr=tr
     )
     await reply(update, link)
 
 
 async def users(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     """/users: everyone with a role, for admins only."""
-    allowed = await holding(update, context, Role.ADMIN, "Only admins can list users.")
+    allowed = await holding(update, context, Role.ADMIN, N_("Only admins can list users."))
     if allowed is None:
         return
-    deps, _user = allowed
-    now = utcnow()
+    deps, user = allowed
+    now, tr = utcnow(), await speaking(deps, user.id)
     async with deps.store.reading() as tx:
         rows = await tx.people()
         groups: dict[int, list[str]] = {}
@@ -125,7 +131,7 @@ async def users(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     away = {
         d.delegator: (d.delegate, local_time(d.ends_at, tz)) for d in delegations if d.active(now)
     }
-    await reply(update, texts.people_list(rows, groups, away))
+    await reply(update, texts.people_list(rows, groups, away, tr=tr))
 
 
 def _user_id_arg(context: ContextTypes.DEFAULT_TYPE) -> int | None:
@@ -138,23 +144,26 @@ async def promote(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     """/promote ID: make someone the bot has met an admin, for admins only."""
     deps, user, target = deps_of(context), update.effective_user, _user_id_arg(context)
     assert user is not None
+    tr = await speaking(deps, user.id)
     if target is None:
-        await reply(update, "Usage: /promote TELEGRAM_ID  (/start tells anyone their id)")
+        usage = "/promote TELEGRAM_ID"
+        await reply(update, tr("Usage: {command}  (/start tells anyone their id)", command=usage))
         return
     admins = deps.settings.manzoori_admin_ids
     try:
         done = await people.promote(deps.store, user.id, target, utcnow(), admins)
     except NotAnAdmin:
-        await reply(update, "Only admins can promote people.")
+        await reply(update, tr("Only admins can promote people."))
         return
     if done.user is None:
-        text = NOT_MET.format(target=target)
+        text = tr(NOT_MET, target=target)
     else:
-        text = texts.promotion(target, done.user.first_name, promoted=done.promoted)
+        text = texts.promotion(target, done.user.first_name, promoted=done.promoted, tr=tr)
     await reply(update, text)
     if done.promoted:  # best effort: /help says the same whenever they ask
         try:
-            await context.bot.send_message(target, texts.promoted(user.first_name))
+            told = texts.promoted(user.first_name, tr=await speaking(deps, target))
+            await context.bot.send_message(target, told)
         except TelegramError as error:
             log.info("user %s not told of their promotion: %s", target, error)
 
@@ -163,32 +172,40 @@ async def revoke(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     """/revoke ID: take every role from a user at once, for admins only."""
     deps, user, target = deps_of(context), update.effective_user, _user_id_arg(context)
     assert user is not None
+    tr = await speaking(deps, user.id)
     if target is None:
-        await reply(update, "Usage: /revoke TELEGRAM_ID  (/users lists the ids)")
+        usage = "/revoke TELEGRAM_ID"
+        await reply(update, tr("Usage: {command}  (/users lists the ids)", command=usage))
         return
     admins = deps.settings.manzoori_admin_ids
     try:
         default = deps.settings.rules().approval.default_policy
         held = await people.revoke(deps.store, user.id, target, utcnow(), admins, default)
     except NotAnAdmin:
-        await reply(update, "Only admins can revoke roles.")
+        await reply(update, tr("Only admins can revoke roles."))
         return
     text = (
-        f"User {target} lost: {texts.roles_text(held)}. Their pending taps no longer count."
+        tr(
+            "User {id} lost: {roles}. Their pending taps no longer count.",
+            id=target,
+            roles=texts.roles_text(held, tr=tr),
+        )
         if held
-        else f"User {target} holds no role."
+        else tr("User {id} holds no role.", id=target)
     )
     if target in admins:
-        text += " They stay an admin through MANZOORI_ADMIN_IDS, which only the host can change."
+        text += " " + tr(
+            "They stay an admin through MANZOORI_ADMIN_IDS, which only the host can change."
+        )
     await reply(update, text)
 
 
 async def groups(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     """/groups: the approval policy's groups and their members, for admins only."""
-    allowed = await holding(update, context, Role.ADMIN, "Only admins can list groups.")
+    allowed = await holding(update, context, Role.ADMIN, N_("Only admins can list groups."))
     if allowed is None:
         return
-    deps, _user = allowed
+    deps, user = allowed
     async with deps.store.reading() as tx:
         policy = await policy_now(tx, deps.settings.rules().approval.default_policy)
         members = await tx.group_members(list(policy.groups))
@@ -197,7 +214,8 @@ async def groups(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
             known = await tx.telegram_user(person)
             if known is not None:
                 names[person] = known.first_name
-    await reply(update, texts.groups_list(policy, members, names))
+    tr = await speaking(deps, user.id)
+    await reply(update, texts.groups_list(policy, members, names, tr=tr))
 
 
 async def group(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
@@ -205,8 +223,10 @@ async def group(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     deps, user, target = deps_of(context), update.effective_user, _user_id_arg(context)
     assert user is not None
     wanted = [g.lower() for g in (context.args or [])[1:]]
+    tr = await speaking(deps, user.id)
     if target is None or not wanted:
-        await reply(update, "Usage: /group TELEGRAM_ID GROUP…  (/groups lists the groups)")
+        usage = "/group TELEGRAM_ID GROUP…"
+        await reply(update, tr("Usage: {command}  (/groups lists the groups)", command=usage))
         return
     stamp = Stamp(f"user:{user.id}", utcnow())
     try:
@@ -220,15 +240,15 @@ async def group(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
             configured_admins=deps.settings.manzoori_admin_ids,
         )
     except NotAnAdmin:
-        await reply(update, "Only admins can set groups.")
+        await reply(update, tr("Only admins can set groups."))
         return
     except GroupRefused as refused:
-        await reply(update, f"Not changed: {refused}.")
+        await reply(update, tr("Not changed: {why}.", why=str(refused)))
         return
-    await reply(update, texts.group_change(target, change))
+    await reply(update, texts.group_change(target, change, tr=tr))
 
 
-AWAY_USAGE = (
+AWAY_USAGE = N_(
     "Usage: /away UNTIL DELEGATE_ID, UNTIL a date (2026-12-24: to the end of that day) or a "
     "duration (3d, 12h); an admin: /away ID UNTIL DELEGATE_ID. /back ends it."
 )
@@ -239,14 +259,14 @@ async def away(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     /away ID UNTIL DELEGATE_ID, for someone else)."""
     deps, user = deps_of(context), update.effective_user
     assert user is not None
-    args = context.args or []
+    args, tr = context.args or [], await speaking(deps, user.id)
     ids = [int(a) if USER_ID.fullmatch(a) else None for a in args]
     if len(args) == 2 and ids[1] is not None:
         delegator, until_text, delegate_id = user.id, args[0], ids[1]
     elif len(args) == 3 and ids[0] is not None and ids[2] is not None:
         delegator, until_text, delegate_id = ids[0], args[1], ids[2]
     else:
-        await reply(update, AWAY_USAGE)
+        await reply(update, tr(AWAY_USAGE))
         return
     assert delegator is not None and delegate_id is not None
     now = utcnow()
@@ -263,17 +283,19 @@ async def away(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
             configured_admins=deps.settings.manzoori_admin_ids,
         )
     except NotAnAdmin:
-        await reply(update, "Only admins can set someone else's delegation.")
+        await reply(update, tr("Only admins can set someone else's delegation."))
         return
     except DelegationRefused as refused:
-        await reply(update, f"Not set: {refused}.")
+        await reply(update, tr("Not set: {why}.", why=str(refused)))
         return
     names = await _names(deps, {delegator, delegate_id})
     when = local_time(made.until, deps.settings.tz)
     mine = delegator == user.id
-    await reply(update, texts.away_set(names[delegator], names[delegate_id], when, mine=mine))
+    set_text = texts.away_set(names[delegator], names[delegate_id], when, mine=mine, tr=tr)
+    await reply(update, set_text)
     try:  # best effort: their cards say the same
-        await context.bot.send_message(delegate_id, texts.acting_for(names[delegator], when))
+        told = texts.acting_for(names[delegator], when, tr=await speaking(deps, delegate_id))
+        await context.bot.send_message(delegate_id, told)
     except TelegramError as error:
         log.info("delegate %s not told of their delegation: %s", delegate_id, error)
 
@@ -283,8 +305,9 @@ async def back(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     deps, user = deps_of(context), update.effective_user
     assert user is not None
     delegator = _user_id_arg(context) if context.args else user.id
+    tr = await speaking(deps, user.id)
     if delegator is None:
-        await reply(update, "Usage: /back, or for an admin /back ID")
+        await reply(update, tr("Usage: /back, or for an admin /back ID"))
         return
     try:
         ended = await people.come_back(
@@ -296,13 +319,13 @@ async def back(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
             configured_admins=deps.settings.manzoori_admin_ids,
         )
     except NotAnAdmin:
-        await reply(update, "Only admins can end someone else's delegation.")
+        await reply(update, tr("Only admins can end someone else's delegation."))
         return
     except DelegationRefused as refused:
-        await reply(update, f"Nothing to end: {refused}.")
+        await reply(update, tr("Nothing to end: {why}.", why=str(refused)))
         return
     names = await _names(deps, {ended.delegator, ended.delegate})
-    await reply(update, texts.back(names[ended.delegator], names[ended.delegate]))
+    await reply(update, texts.back(names[ended.delegator], names[ended.delegate], tr=tr))
 
 
 async def _names(deps: Deps, user_ids: set[int]) -> dict[int, str]:

@@ -10,15 +10,19 @@ from telegram.ext import ContextTypes, filters
 
 from bot import texts
 from bot.clock import utcnow
+from bot.i18n import N_, Translator
 from bot.telegram.context import Deps, holding, reply
+from bot.telegram.language import speaking
 from core import approval_policy
 from core.errors import UnreadablePolicy
 from core.policies import Role
 from core.workflow import policy_now
 
-ONLY_ADMINS = "Only admins can see or import the approval policy."
+ONLY_ADMINS = N_("Only admins can see or import the approval policy.")
 # As with sheets (bot.telegram.orders): one file of a person's in flight, the next refused.
-FILE_IN_FLIGHT = "Your previous file is still being checked; send this one again after I answer it."
+FILE_IN_FLIGHT = N_(
+    "Your previous file is still being checked; send this one again after I answer it."
+)
 # A policy file, told apart from a restock sheet before the sheet handler sees it.
 POLICY_FILE = filters.Document.FileExtension("toml") | (
     filters.Document.ALL & filters.CaptionRegex(r"^/policy(@\w+)?(\s|$)")
@@ -29,7 +33,9 @@ async def policy_command(update: Update, context: ContextTypes.DEFAULT_TYPE) -> 
     """/policy: the approval policy in force, in words, and who imported it when."""
     allowed = await holding(update, context, Role.ADMIN, ONLY_ADMINS)
     if allowed is not None:
-        await reply(update, "\n".join(await _in_force(allowed[0])))
+        deps, user = allowed
+        tr = await speaking(deps, user.id)
+        await reply(update, "\n".join(await _in_force(deps, tr)))
 
 
 async def policy_file(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
@@ -39,14 +45,15 @@ async def policy_file(update: Update, context: ContextTypes.DEFAULT_TYPE) -> Non
     if allowed is None:
         return
     deps, user = allowed
+    tr = await speaking(deps, user.id)
     with deps.guards.sheets.hold(user.id) as mine:
         if not mine:
-            await reply(update, FILE_IN_FLIGHT)
+            await reply(update, tr(FILE_IN_FLIGHT))
             return
-        await _import(update, deps, user.id)
+        await _import(update, deps, user.id, tr)
 
 
-async def _import(update: Update, deps: Deps, admin_id: int) -> None:
+async def _import(update: Update, deps: Deps, admin_id: int, tr: Translator) -> None:
     """One policy file: downloaded unless too large, checked off the event loop, imported."""
     message = update.effective_message
     assert message is not None and message.document is not None
@@ -57,22 +64,23 @@ async def _import(update: Update, deps: Deps, admin_id: int) -> None:
             raise UnreadablePolicy(too_large)
         data = bytes(await (await document.get_file()).download_as_bytearray())
         text = approval_policy.policy_text(data, name)
-    except UnreadablePolicy as refused:
+    except UnreadablePolicy as refused:  # core's words, which name the file and the limit
         await reply(update, str(refused))
         return
     result = await approval_policy.import_policy(
         deps.store, text, utcnow(), f"user:{admin_id}", offload=deps.offload
     )
-    lines = [texts.policy_import(result, name)]
+    lines = [texts.policy_import(result, name, tr=tr)]
     if result.version:
-        lines += ["", *await _in_force(deps)]
-        lines += [f"⚠️ {warning}" for warning in texts.unreachable_warnings(result.unreachable)]
+        lines += ["", *await _in_force(deps, tr)]
+        warnings = texts.unreachable_warnings(result.unreachable, tr=tr)
+        lines += [f"⚠️ {warning}" for warning in warnings]
     await reply(update, "\n".join(lines))
 
 
-async def _in_force(deps: Deps) -> list[str]:
+async def _in_force(deps: Deps, tr: Translator) -> list[str]:
     """`policy show`'s description of the policy in force."""
     async with deps.store.reading() as tx:
         policy = await policy_now(tx, deps.settings.rules().approval.default_policy)
         record = await tx.policy_record(policy.version) if policy.version else None
-    return texts.policy_described(policy, record, deps.settings.tz)
+    return texts.policy_described(policy, record, deps.settings.tz, tr=tr)

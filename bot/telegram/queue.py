@@ -17,6 +17,7 @@ from telegram.error import TelegramError
 from telegram.ext import ContextTypes
 
 from bot.clock import utcnow
+from bot.i18n import ENGLISH, N_, Translator, language_of, translator
 from bot.telegram.cards import escaped, signed_markup
 from bot.telegram.context import Deps, answer_tap, deps_of
 from bot.telegram.decisions import NOT_VALID, checked_tap, deliver_now
@@ -40,21 +41,26 @@ log = logging.getLogger(__name__)
 QUEUE_LIMIT = 20
 # A provider's error can be long; the whole of it is in /history and `manzoori jobs show`.
 _WHAT_CUT = 300
-EMPTY = "The manual-review queue is empty."
-NOT_AN_ADMIN = "Only admins can see the review queue."
-ONLY_ADMINS = "Only admins can do this."
+EMPTY = N_("The manual-review queue is empty.")
+NOT_AN_ADMIN = N_("Only admins can see the review queue.")
+ONLY_ADMINS = N_("Only admins can do this.")
+# Translated like a card's buttons: the words change with the language, the marks and data not.
 BUTTONS = {
-    Choice.MARK_SENT: ("✅ Mark sent", ButtonAction.MARK_SENT),
-    Choice.SEND_AGAIN: ("🔁 Send again", ButtonAction.SEND_AGAIN),
-    Choice.CANCEL: ("🚫 Cancel", ButtonAction.CANCEL),
+    Choice.MARK_SENT: (N_("✅ Mark sent"), ButtonAction.MARK_SENT),
+    Choice.SEND_AGAIN: (N_("🔁 Send again"), ButtonAction.SEND_AGAIN),
+    Choice.CANCEL: (N_("🚫 Cancel"), ButtonAction.CANCEL),
 }
 _CHOICE_OF = {action: choice for choice, (_text, action) in BUTTONS.items()}
 # What the state means for the admin, and what to check before choosing.
 _ADVICE = {
-    State.UNKNOWN_OUTCOME: "The supplier may or may not have the e-mail: ask them, or search "
-    "the mail relay's log, for the Message-ID below.",
-    State.FAILED_FINAL: "The e-mail was not delivered. Send again puts the same PO up for a "
-    "fresh approval as a new version.",
+    State.UNKNOWN_OUTCOME: N_(
+        "The supplier may or may not have the e-mail: ask them, or search "
+        "the mail relay's log, for the Message-ID below."
+    ),
+    State.FAILED_FINAL: N_(
+        "The e-mail was not delivered. Send again puts the same PO up for a "
+        "fresh approval as a new version."
+    ),
 }
 
 
@@ -92,32 +98,46 @@ async def _item(tx: ShellReadTx, job: Job) -> QueueItem:
     )
 
 
-def item_html(item: QueueItem, tz: tzinfo, mail_domain: str) -> str:
-    """One queue message: the PO, what happened, when, and what to check."""
+def item_html(item: QueueItem, tz: tzinfo, mail_domain: str, *, tr: Translator = ENGLISH) -> str:
+    """One queue message: the PO, what happened (core's and the mail relay's words), when,
+    and what to check."""
     job, send = item.job, item.send
     what = item.what if len(item.what) <= _WHAT_CUT else item.what[: _WHAT_CUT - 1] + "…"
-    attempts = f" ({send.attempts} attempt{'' if send.attempts == 1 else 's'})" if send else ""
-    lines = [
-        f"⚠️ <b>{escaped(job.po_number)}</b> · {escaped(job.state.value)}",
+    happened = tr("What happened: {what}", what=escaped(what))
+    if send is not None:
+        happened += " " + tr.plural("({count} attempt)", "({count} attempts)", send.attempts)
+    summary = (
         f"{escaped(item.supplier)} · {escaped(format_pkr(job.total_paisa or 0))} · "
-        f"draft v{job.draft_version or '-'}",
-        f"What happened: {escaped(what)}{attempts}",
-        f"Since {escaped(local_time(job.updated_at, tz))} · requested by {escaped(item.requester)}",
+        f"draft v{job.draft_version or '-'}"
+    )
+    lines = [
+        f"⚠️ {tr.ltr(f'<b>{escaped(job.po_number)}</b> · {escaped(job.state.value)}')}",
+        tr.ltr(summary),
+        happened,
+        tr(
+            "Since {at} · requested by {name}",
+            at=escaped(local_time(job.updated_at, tz)),
+            name=escaped(item.requester),
+        ),
     ]
     if send is not None:
         lines += [
-            f"Key: <code>{escaped(send.key)}</code>",
-            f"Message-ID: <code>{escaped(message_id(send.key, mail_domain))}</code>",
+            tr.ltr(f"Key: <code>{escaped(send.key)}</code>"),
+            tr.ltr(f"Message-ID: <code>{escaped(message_id(send.key, mail_domain))}</code>"),
         ]
-    return "\n".join([*lines, escaped(_ADVICE.get(job.state, ""))]).rstrip()
+    advice = _ADVICE.get(job.state)
+    return "\n".join([*lines, escaped(tr(advice)) if advice else ""]).rstrip()
 
 
-def item_markup(secret: bytes, job: Job) -> InlineKeyboardMarkup | None:
+def item_markup(
+    secret: bytes, job: Job, *, tr: Translator = ENGLISH
+) -> InlineKeyboardMarkup | None:
     """The signed buttons of the choices that apply to `job`, on one row."""
     offered = review.choices(job)
     if not offered or job.draft_version is None or job.draft_hash is None:
         return None
-    return signed_markup(secret, job, [[BUTTONS[choice] for choice in offered]])
+    row = [(tr(BUTTONS[choice][0]), BUTTONS[choice][1]) for choice in offered]
+    return signed_markup(secret, job, [row])
 
 
 async def queue_command(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
@@ -128,21 +148,28 @@ async def queue_command(update: Update, context: ContextTypes.DEFAULT_TYPE) -> N
     async with deps.store.reading() as tx:
         admin = is_admin(user.id, await tx.roles(user.id), settings.manzoori_admin_ids)
         items, more = await queue_items(tx, QUEUE_LIMIT) if admin else ([], 0)
+        tr = translator(language_of((await tx.languages([user.id])).get(user.id)))
     if not admin or not items:
-        await message.reply_text(EMPTY if admin else NOT_AN_ADMIN)
+        await message.reply_text(tr(EMPTY if admin else NOT_AN_ADMIN))
         return
     total = len(items) + more
     await message.reply_text(
-        f"Manual-review queue: {total} purchase order{'' if total == 1 else 's'}, oldest first."
+        tr.plural(
+            "Manual-review queue: {count} purchase order, oldest first.",
+            "Manual-review queue: {count} purchase orders, oldest first.",
+            total,
+        )
     )
     for item in items:
         await message.reply_text(
-            item_html(item, settings.tz, settings.mail_domain),
+            item_html(item, settings.tz, settings.mail_domain, tr=tr),
             parse_mode=ParseMode.HTML,
-            reply_markup=item_markup(settings.secret, item.job),
+            reply_markup=item_markup(settings.secret, item.job, tr=tr),
         )
     if more:
-        await message.reply_text(f"… and {more} more. Handle these, then send /queue again.")
+        await message.reply_text(
+            tr("… and {count} more. Handle these, then send /queue again.", count=more)
+        )
 
 
 async def on_queue_tap(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
@@ -153,75 +180,77 @@ async def on_queue_tap(update: Update, context: ContextTypes.DEFAULT_TYPE) -> No
     query, user, deps, button, job = tap.query, tap.user, tap.deps, tap.button, tap.job
     choice = _CHOICE_OF.get(button.action)
     if choice is None:
-        await answer_tap(query, NOT_VALID)
+        await answer_tap(query, tap.tr(NOT_VALID))
         return
-    answer, headline = await _resolve(deps, user, job, choice, button.draft_version)
+    answer, headline = await _resolve(deps, user, job, (choice, button.draft_version), tap.tr)
     await answer_tap(query, answer)  # at once: the phone shows a spinner until then
     if headline is not None:
-        await _edit(query, await _outcome_html(deps, job.id, headline))
+        await _edit(query, await _outcome_html(deps, job.id, headline, tap.tr))
         deliver_now(context, deps, job.id)  # the requester's news, any new cards
 
 
 async def _resolve(
-    deps: Deps, user: User, job: Job, choice: Choice, version: int
+    deps: Deps, user: User, job: Job, chosen: tuple[Choice, int], tr: Translator
 ) -> tuple[str, str | None]:
-    """The answer for the tapper, and the message's new headline (None: leave it alone)."""
-    settings, now = deps.settings, utcnow()
+    """The answer for the tapper, and the message's new headline (None: leave it alone), for
+    a choice on a draft version."""
+    settings, now, po = deps.settings, utcnow(), job.po_number
     try:
-        chosen = review.AdminChoice(job.po_number, version, choice, user.id)
+        choice = review.AdminChoice(po, chosen[1], chosen[0], user.id)
         admins = settings.manzoori_admin_ids
-        done = await review.resolve(deps.store, chosen, admins, now, settings.rules())
+        done = await review.resolve(deps.store, choice, admins, now, settings.rules())
     except NotAnAdmin:
-        return ONLY_ADMINS, None
+        return tr(ONLY_ADMINS), None
     except AlreadyResolved as moved:
         if moved.state in NEEDS_REVIEW:  # back in the queue, as another draft version
-            where = f"now v{moved.draft_version}, {moved.state}"
-            return f"Already handled: {job.po_number} is {where}; send /queue again.", (
-                f"ℹ️ <b>Already handled</b>: {escaped(where)}"
-            )
-        return f"Already handled: {job.po_number} is {moved.state}.", (
-            f"ℹ️ <b>Already handled</b>: now {escaped(moved.state)}"
+            where = f"v{moved.draft_version}, {moved.state}"
+            return tr(
+                "Already handled: {po} is now {where}; send /queue again.", po=po, where=where
+            ), (tr("ℹ️ <b>Already handled</b>: now {where}", where=escaped(where)))
+        return tr("Already handled: {po} is {state}.", po=po, state=str(moved.state)), (
+            tr("ℹ️ <b>Already handled</b>: now {where}", where=escaped(moved.state))
         )
     except IllegalTransition as refused:  # the state changed to one without this choice
-        return f"That no longer applies: {job.po_number} is {refused.state}.", (
-            f"ℹ️ Now {escaped(refused.state)}: send /queue again"
+        return tr("That no longer applies: {po} is {state}.", po=po, state=str(refused.state)), (
+            tr("ℹ️ Now {state}: send /queue again", state=escaped(refused.state))
         )
-    answer, headline = _told(done)
-    return (
-        answer,
-        f"{headline} by {escaped(user.first_name)} at {escaped(local_time(now, settings.tz))}",
-    )
+    answer, headline = _told(done, tr)
+    by, at = escaped(user.first_name), escaped(local_time(now, settings.tz))
+    return answer, tr("{headline} by {name} at {at}", headline=headline, name=by, at=at)
 
 
-def _told(done: Resolution) -> tuple[str, str]:
+def _told(done: Resolution, tr: Translator) -> tuple[str, str]:
     """What a resolution is called in the tap's answer and on the message."""
     version = done.job.draft_version
     match done.choice:
         case Choice.MARK_SENT:
-            return "Marked sent.", "✅ <b>Marked sent</b>"
+            return tr("Marked sent."), tr("✅ <b>Marked sent</b>")
         case Choice.SEND_AGAIN if done.was is State.UNKNOWN_OUTCOME:
-            return "Sending again with the same key.", "🔁 <b>Sending again</b> with the same key"
+            return (
+                tr("Sending again with the same key."),
+                tr("🔁 <b>Sending again</b> with the same key"),
+            )
         case Choice.SEND_AGAIN:
             return (
-                f"Re-issued as v{version}; it needs a fresh approval.",
-                f"🔁 <b>Re-issued as v{version}</b> for a fresh approval",
+                tr("Re-issued as v{version}; it needs a fresh approval.", version=version),
+                tr("🔁 <b>Re-issued as v{version}</b> for a fresh approval", version=version),
             )
         case Choice.CANCEL:
-            return "Cancelled.", "🚫 <b>Cancelled</b>"
+            return tr("Cancelled."), tr("🚫 <b>Cancelled</b>")
     raise AssertionError(done.choice)
 
 
-async def _outcome_html(deps: Deps, job_id: str, headline: str) -> str:
+async def _outcome_html(deps: Deps, job_id: str, headline: str, tr: Translator) -> str:
     """The queue message once it can no longer be tapped: what happened, then the PO."""
     async with deps.store.reading() as tx:
         job = await tx.job(job_id)
         draft = await tx.draft(job.id, job.draft_version) if job.draft_version else None
     supplier = draft.supplier_name if draft else job.supplier_id or "-"
-    return (
-        f"{headline}\n🧾 <b>{escaped(job.po_number)}</b> v{job.draft_version} · "
-        f"{escaped(supplier)} · "
+    summary = (
+        f"<b>{escaped(job.po_number)}</b> v{job.draft_version} · {escaped(supplier)} · "
         f"{escaped(format_pkr(job.total_paisa or 0))} · {escaped(job.state.value)}"
     )
+    return f"{headline}\n🧾 {tr.ltr(summary)}"
 
 
 async def _edit(query: CallbackQuery, text: str) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from datetime import datetime, tzinfo
 
+from bot.i18n import ENGLISH, N_, Translator
 from bot.texts import local_time
 from core.jobs import Job
 from core.money import format_pkr
@@ -21,36 +22,61 @@ from core.users import TelegramUser
 
 _ROLE_HELP = {
     Role.REQUESTER: [
-        "Send a restock sheet (CSV or Excel .xlsx, columns sku, quantity and optionally "
-        "supplier_id, notes) and I draft one purchase order per supplier.",
-        "/status: your recent purchase orders.",
+        N_(
+            "Send a restock sheet (CSV or Excel .xlsx, columns sku, quantity and optionally "
+            "supplier_id, notes) and I draft one purchase order per supplier."
+        ),
+        N_("/status: your recent purchase orders."),
     ],
     Role.APPROVER: [
-        "Approval cards come to this chat: tap Approve or Reject; 📄 Details sends the whole PO.",
-        "/away UNTIL DELEGATE_ID: while you are away (until a date, 2026-12-24, or for 3d or "
-        "12h), another approver gets your cards and decides for you.  /back ends it.",
-        "/pending: what waits for your decision, each with its card again.  /history PO-…: the "
-        "trail of a request you were asked to decide. A message never approves: tap a button.",
+        N_(
+            "Approval cards come to this chat: tap Approve or Reject; 📄 Details sends the "
+            "whole PO."
+        ),
+        N_(
+            "/away UNTIL DELEGATE_ID: while you are away (until a date, 2026-12-24, or for 3d "
+            "or 12h), another approver gets your cards and decides for you.  /back ends it."
+        ),
+        N_(
+            "/pending: what waits for your decision, each with its card again.  /history PO-…: "
+            "the trail of a request you were asked to decide. A message never approves: tap a "
+            "button."
+        ),
     ],
     Role.ADMIN: [
-        "/invite approver [GROUP] or /invite requester: a single-use link (72 hours).",
-        "/users: everyone and their roles.  /revoke ID: take someone's roles away at once.",
-        "/promote ID: make someone with a role an admin.",
-        "/groups: the approval policy's groups and who is in them.  "
-        "/group ID GROUP…: set an approver's groups.",
-        "/queue: purchase orders that need a person.  /history PO-…: a PO's audit trail.",
-        "/pending all: every request waiting for a decision, and whom it waits for.",
-        "/away ID UNTIL DELEGATE_ID, /back ID: set or end someone's delegation.",
-        "/export PO-…: a PO's audit trail as a CSV file.",
-        "/policy: the approval policy in force; send a .toml policy file to check and import it.",
+        N_("/invite approver [GROUP] or /invite requester: a single-use link (72 hours)."),
+        N_("/users: everyone and their roles.  /revoke ID: take someone's roles away at once."),
+        N_("/promote ID: make someone with a role an admin."),
+        N_(
+            "/groups: the approval policy's groups and who is in them.  "
+            "/group ID GROUP…: set an approver's groups."
+        ),
+        N_("/queue: purchase orders that need a person.  /history PO-…: a PO's audit trail."),
+        N_("/pending all: every request waiting for a decision, and whom it waits for."),
+        N_("/away ID UNTIL DELEGATE_ID, /back ID: set or end someone's delegation."),
+        N_("/export PO-…: a PO's audit trail as a CSV file."),
+        N_(
+            "/policy: the approval policy in force; send a .toml policy file to check and "
+            "import it."
+        ),
     ],
+}
+# Every role's help ends with how to change the language (bot.telegram.language).
+_LANGUAGE_HELP = N_("/language: English or اردو.")
+# A role as a sentence names it.
+_ROLE_NAMES = {
+    Role.ADMIN: N_("admin"),
+    Role.APPROVER: N_("approver"),
+    Role.REQUESTER: N_("requester"),
 }
 
 
-def roles_text(roles: Iterable[Role]) -> str:
+def roles_text(roles: Iterable[Role], *, tr: Translator = ENGLISH) -> str:
     """ "approver and requester"."""
-    names = sorted(role.value for role in roles)
-    return " and ".join(names) if names else "no role"
+    names = [tr(_ROLE_NAMES[role]) for role in sorted(roles, key=lambda role: role.value)]
+    if not names:
+        return tr("no role")
+    return tr(" and ").join(names)
 
 
 def stranger(first_name: str, user_id: int) -> str:
@@ -62,42 +88,51 @@ def stranger(first_name: str, user_id: int) -> str:
     )
 
 
-def greeting(first_name: str, roles: frozenset[Role]) -> str:
+def greeting(first_name: str, roles: frozenset[Role], *, tr: Translator = ENGLISH) -> str:
     """/start without a code, for someone registered."""
-    return (
-        f"Hello {flatten(first_name)}. You are registered as {roles_text(roles)}. "
-        "/help shows what you can do."
+    return tr(
+        "Hello {name}. You are registered as {roles}. /help shows what you can do.",
+        name=flatten(first_name),
+        roles=roles_text(roles, tr=tr),
     )
 
 
-def help_text(roles: frozenset[Role]) -> str:
+def help_text(roles: frozenset[Role], *, tr: Translator = ENGLISH) -> str:
     """What each of the sender's roles lets them do."""
-    lines = [f"You are registered as {roles_text(roles)}."]
+    lines = [tr("You are registered as {roles}.", roles=roles_text(roles, tr=tr))]
     for role in (Role.REQUESTER, Role.APPROVER, Role.ADMIN):
         if role in roles:
-            lines += _ROLE_HELP[role]
-    return "\n".join(lines)
+            lines += map(tr, _ROLE_HELP[role])
+    return "\n".join([*lines, tr(_LANGUAGE_HELP)])
 
 
-def promoted(by: str) -> str:
+def promoted(by: str, *, tr: Translator = ENGLISH) -> str:
     """What someone just made an admin is told."""
-    return (
-        f"{flatten(by)} made you an admin. You can invite people, manage roles and work the review "
-        "queue; /help lists the commands."
+    return tr(
+        "{name} made you an admin. You can invite people, manage roles and work the review "
+        "queue; /help lists the commands.",
+        name=flatten(by),
     )
 
 
-def promotion(user_id: int, first_name: str, *, promoted: bool) -> str:
+def promotion(user_id: int, first_name: str, *, promoted: bool, tr: Translator = ENGLISH) -> str:
     """The reply to /promote ID for someone the bot has met."""
-    who = f"User {user_id} ({flatten(first_name)})"
+    name = flatten(first_name)
     if promoted:
-        return f"{who} is now an admin. /revoke {user_id} takes it back."
-    return f"{who} is already an admin."
+        return tr(
+            "User {id} ({name}) is now an admin. /revoke {id} takes it back.",
+            id=user_id,
+            name=name,
+        )
+    return tr("User {id} ({name}) is already an admin.", id=user_id, name=name)
 
 
-def registered(role: Role) -> str:
+def registered(role: Role, *, tr: Translator = ENGLISH) -> str:
     """After an invitation was redeemed."""
-    return f"Welcome! You are now registered as {role.value}. /help shows what you can do."
+    return tr(
+        "Welcome! You are now registered as {role}. /help shows what you can do.",
+        role=tr(_ROLE_NAMES[role]),
+    )
 
 
 def invite_link(
@@ -107,176 +142,255 @@ def invite_link(
     expires_at: datetime,
     tz: tzinfo,
     group: str | None = None,
+    *,
+    tr: Translator = ENGLISH,
 ) -> str:
     """The reply to /invite: the link to forward, and when it stops working."""
-    whom = f"new {role.value}" + (f" of group {group}" if group else "")
-    return (
-        f"Forward this link to the {whom}. It works once, until "
-        f"{local_time(expires_at, tz)}:\nhttps://t.me/{bot_username}?start={code}"
-    )
+    link, until = f"https://t.me/{bot_username}?start={code}", local_time(expires_at, tz)
+    role_name = tr(_ROLE_NAMES[role])
+    if group:
+        lead = tr(
+            "Forward this link to the new {role} of group {group}. It works once, until {until}:",
+            role=role_name,
+            group=group,
+            until=until,
+        )
+    else:
+        lead = tr(
+            "Forward this link to the new {role}. It works once, until {until}:",
+            role=role_name,
+            until=until,
+        )
+    return f"{lead}\n{link}"
 
 
 def people_list(
     rows: Iterable[tuple[TelegramUser | None, int, frozenset[Role]]],
     groups: Mapping[int, Iterable[str]] | None = None,
     away: Mapping[int, tuple[int, str]] | None = None,
+    *,
+    tr: Translator = ENGLISH,
 ) -> str:
     """/users: one line per person: id, name, roles, an approver's groups, who decides for
     them while they are away (delegate id, until when), and whether the bot can reach them."""
     lines = []
     for known, user_id, roles in rows:
-        name = flatten(known.first_name) if known else "(never wrote to the bot)"
-        line = f"{user_id}  {name}  {roles_text(roles)}"
+        name = tr.ltr(flatten(known.first_name)) if known else tr("(never wrote to the bot)")
+        line = f"{tr.ltr(str(user_id))}  {name}  {roles_text(roles, tr=tr)}"
         if Role.APPROVER in roles and groups is not None:
-            line += f"  groups: {', '.join(sorted(groups.get(user_id, ()))) or DEFAULT_GROUP}"
+            held = ", ".join(sorted(groups.get(user_id, ()))) or DEFAULT_GROUP
+            line += "  " + tr("groups: {groups}", groups=held)
         if away and user_id in away:
             delegate, until = away[user_id]
-            line += f"  away until {until}: {delegate} decides"
-        reach = "" if known and known.reachable else "  ⚠️ cannot receive messages yet"
+            line += "  " + tr("away until {until}: {id} decides", until=until, id=delegate)
+        reach = "" if known and known.reachable else "  " + tr("⚠️ cannot receive messages yet")
         lines.append(line + reach)
-    return "\n".join(lines) if lines else "Nobody holds a role yet."
+    return "\n".join(lines) if lines else tr("Nobody holds a role yet.")
 
 
 # What a requester reads for each state of their PO.
 _STATE_WORDS = {
-    State.AWAITING_APPROVAL: "waiting for approval",
-    State.APPROVED: "approved, e-mail going out",
-    State.SENDING: "e-mail going out",
-    State.SENT: "sent to the supplier",
-    State.REJECTED: "rejected",
-    State.EXPIRED: "expired without a decision",
-    State.CANCELLED: "cancelled",
-    State.FAILED_RETRYABLE: "e-mail delayed; retrying",
-    State.FAILED_FINAL: "needs manual review",
-    State.UNKNOWN_OUTCOME: "needs manual review",
+    State.AWAITING_APPROVAL: N_("waiting for approval"),
+    State.APPROVED: N_("approved, e-mail going out"),
+    State.SENDING: N_("e-mail going out"),
+    State.SENT: N_("sent to the supplier"),
+    State.REJECTED: N_("rejected"),
+    State.EXPIRED: N_("expired without a decision"),
+    State.CANCELLED: N_("cancelled"),
+    State.FAILED_RETRYABLE: N_("e-mail delayed; retrying"),
+    State.FAILED_FINAL: N_("needs manual review"),
+    State.UNKNOWN_OUTCOME: N_("needs manual review"),
 }
 
 
-def status_list(jobs: Iterable[Job], tz: tzinfo) -> str:
+def state_words(state: State, *, tr: Translator = ENGLISH) -> str:
+    """What a requester reads for a PO's state."""
+    return tr(_STATE_WORDS[state]) if state in _STATE_WORDS else state.value
+
+
+def status_list(jobs: Iterable[Job], tz: tzinfo, *, tr: Translator = ENGLISH) -> str:
     """/status: a requester's recent POs, newest first."""
     lines = [
-        f"{job.po_number}  {format_pkr(job.total_paisa or 0)}  "
-        f"{_STATE_WORDS.get(job.state, job.state.value)}  ({local_time(job.updated_at, tz)})"
+        f"{tr.ltr(job.po_number)}  {tr.ltr(format_pkr(job.total_paisa or 0))}  "
+        f"{state_words(job.state, tr=tr)}  ({tr.ltr(local_time(job.updated_at, tz))})"
         for job in jobs
     ]
     return (
-        "Your recent purchase orders:\n" + "\n".join(lines)
+        tr("Your recent purchase orders:") + "\n" + "\n".join(lines)
         if lines
-        else ("You have no purchase orders yet. Send a restock sheet to start one.")
+        else tr("You have no purchase orders yet. Send a restock sheet to start one.")
     )
 
 
-def requester_notice(po_number: str, state: State, reason: str | None) -> str:
+def requester_notice(
+    po_number: str, state: State, reason: str | None, *, tr: Translator = ENGLISH
+) -> str:
     """What a requester is told when their PO moves on."""
     match state:
         case State.APPROVED:
-            return f"{po_number} was approved; the e-mail to the supplier goes out now."
+            return tr("{po} was approved; the e-mail to the supplier goes out now.", po=po_number)
         case State.SENT:
-            return f"{po_number} was e-mailed to the supplier."
+            return tr("{po} was e-mailed to the supplier.", po=po_number)
         case State.REJECTED:
-            return f"{po_number} was rejected: {reason or 'no reason given'}"
+            return tr(
+                "{po} was rejected: {reason}", po=po_number, reason=reason or tr("no reason given")
+            )
         case State.EXPIRED:
-            return f"{po_number} expired without a decision. Send the sheet again to ask again."
+            return tr(
+                "{po} expired without a decision. Send the sheet again to ask again.",
+                po=po_number,
+            )
+        case State.CANCELLED if reason:
+            return tr("{po} was cancelled: {reason}", po=po_number, reason=reason)
         case State.CANCELLED:
-            return f"{po_number} was cancelled{f': {reason}' if reason else '.'}"
+            return tr("{po} was cancelled.", po=po_number)
         case _:
-            return (
-                f"{po_number} needs a person to check it ({_STATE_WORDS.get(state, state.value)}); "
-                "an admin has it in the review queue."
+            return tr(
+                "{po} needs a person to check it ({state}); an admin has it in the review queue.",
+                po=po_number,
+                state=state_words(state, tr=tr),
             )
 
 
-def policy_alert(version: str, unstaffed: Iterable[tuple[str, str]]) -> str:
+def policy_alert(
+    version: str, unstaffed: Iterable[tuple[str, str]], *, tr: Translator = ENGLISH
+) -> str:
     """What the admins are told when a policy is in force with groups (name, title) nobody
     the bot can write to is in."""
-    lines = [f"⚠️ Policy {flatten(version)} is in force."]
+    lines = [tr("⚠️ Policy {version} is in force.", version=flatten(version))]
     for name, title in unstaffed:
         lines.append(
-            f"Nobody can approve for {flatten(title)} yet: add someone with "
-            f"/group ID {flatten(name)}."
+            tr(
+                "Nobody can approve for {title} yet: add someone with /group ID {group}.",
+                title=flatten(title),
+                group=flatten(name),
+            )
         )
     return "\n".join(lines)
 
 
-def admin_alert(po_number: str, event: str, approver: str | None, group: str | None = None) -> str:
+def admin_alert(
+    po_number: str,
+    event: str,
+    approver: str | None,
+    group: str | None = None,
+    *,
+    tr: Translator = ENGLISH,
+) -> str:
     """What the admins are told: a PO needs them (`event`: the state it entered), an
     approver's card could not go out (`event`: UNREACHABLE or UNDELIVERED), or a PO waits for a
     group with nobody in it to ask (`event`: NOBODY_TO_ASK, `group`)."""
     if event == NOBODY_TO_ASK:
         if group in (None, DEFAULT_GROUP):
-            return (
-                f"⚠️ {po_number} is waiting for approval, but no approver is registered. "
-                "Invite one with /invite approver; its card goes out as soon as they join."
+            return tr(
+                "⚠️ {po} is waiting for approval, but no approver is registered. "
+                "Invite one with /invite approver; its card goes out as soon as they join.",
+                po=po_number,
             )
-        return (
-            f"⚠️ {po_number} is waiting for group {flatten(group)}, which has nobody in it "
-            f"who can approve it. Put an approver in it with /group ID {flatten(group)}; its "
-            "card goes out as soon as they are."
+        return tr(
+            "⚠️ {po} is waiting for group {group}, which has nobody in it who can approve it. "
+            "Put an approver in it with /group ID {group}; its card goes out as soon as they "
+            "are.",
+            po=po_number,
+            group=flatten(group or ""),
         )
     approver = None if approver is None else flatten(approver)
     if approver is not None and event == UNREACHABLE:
-        return (
-            f"⚠️ {approver} could not be sent the approval card for {po_number}: they have not "
+        return tr(
+            "⚠️ {approver} could not be sent the approval card for {po}: they have not "
             "started the bot or have blocked it. Ask them to open the bot and press Start; "
-            "the other approvers have their cards."
+            "the other approvers have their cards.",
+            approver=approver,
+            po=po_number,
         )
     if approver is not None:
-        return (
-            f"⚠️ {approver} could not be sent the approval card for {po_number}: Telegram kept "
+        return tr(
+            "⚠️ {approver} could not be sent the approval card for {po}: Telegram kept "
             "failing and the retries ran out. The other approvers have their cards; check the "
-            "bot's connection to Telegram."
+            "bot's connection to Telegram.",
+            approver=approver,
+            po=po_number,
         )
     why = {
-        State.UNKNOWN_OUTCOME: "the e-mail may or may not have reached the supplier",
-        State.FAILED_FINAL: "it could not be sent",
-    }.get(State(event), State(event).value)
-    return f"⚠️ {po_number} needs you: {why}. /queue shows it with what you can do."
+        State.UNKNOWN_OUTCOME: N_("the e-mail may or may not have reached the supplier"),
+        State.FAILED_FINAL: N_("it could not be sent"),
+    }.get(State(event))
+    return tr(
+        "⚠️ {po} needs you: {why}. /queue shows it with what you can do.",
+        po=po_number,
+        why=tr(why) if why else State(event).value,
+    )
 
 
 def groups_list(
-    policy: Policy, members: Mapping[str, frozenset[int]], names: Mapping[int, str]
+    policy: Policy,
+    members: Mapping[str, frozenset[int]],
+    names: Mapping[int, str],
+    *,
+    tr: Translator = ENGLISH,
 ) -> str:
     """/groups: each group of the policy in force, with its members by name and id."""
     lines = []
     for group, title in policy.groups.items():
         people = sorted(members.get(group, frozenset()))
-        who = ", ".join(f"{flatten(names.get(p, str(p)))} ({p})" for p in people)
-        everyone = " (every approver)" if group == DEFAULT_GROUP else ""
-        lines.append(f"{group}: {flatten(title)}{everyone}: {who or 'nobody yet'}")
+        who = ", ".join(tr.ltr(f"{flatten(names.get(p, str(p)))} ({p})") for p in people)
+        everyone = " " + tr("(every approver)") if group == DEFAULT_GROUP else ""
+        lines.append(
+            f"{tr.ltr(group)}: {tr.ltr(flatten(title))}{everyone}: {who or tr('nobody yet')}"
+        )
     return "\n".join(lines)
 
 
-def group_change(user_id: int, change: GroupChange) -> str:
+def group_change(user_id: int, change: GroupChange, *, tr: Translator = ENGLISH) -> str:
     """The reply to /group ID GROUP…."""
-    now = ", ".join(sorted(change.groups)) or "approvers only"
+    now = ", ".join(sorted(change.groups)) or tr("approvers only")
     moved = [
-        *([f"joined {', '.join(sorted(change.joined))}"] if change.joined else []),
-        *([f"left {', '.join(sorted(change.left))}"] if change.left else []),
+        *(
+            [tr("joined {groups}", groups=", ".join(sorted(change.joined)))]
+            if change.joined
+            else []
+        ),
+        *([tr("left {groups}", groups=", ".join(sorted(change.left)))] if change.left else []),
     ]
-    return f"User {user_id} is in: {now}." + (f" ({'; '.join(moved)})" if moved else "")
+    text = tr("User {id} is in: {groups}.", id=user_id, groups=now)
+    return text + (f" ({'; '.join(moved)})" if moved else "")
 
 
-def away_set(delegator: str, delegate: str, until: str, *, mine: bool) -> str:
+def away_set(
+    delegator: str, delegate: str, until: str, *, mine: bool, tr: Translator = ENGLISH
+) -> str:
     """/away's answer: who decides for whom, until when."""
-    who = "You are" if mine else f"{flatten(delegator)} is"
-    whose = "your" if mine else "their"
-    return (
-        f"{who} away until {until}. {flatten(delegate)} gets {whose} approval cards, waiting "
-        f"and new, and decides for {'you' if mine else 'them'}. /back ends it sooner."
+    if mine:
+        return tr(
+            "You are away until {until}. {delegate} gets your approval cards, waiting and new, "
+            "and decides for you. /back ends it sooner.",
+            until=until,
+            delegate=flatten(delegate),
+        )
+    return tr(
+        "{delegator} is away until {until}. {delegate} gets their approval cards, waiting and "
+        "new, and decides for them. /back ends it sooner.",
+        delegator=flatten(delegator),
+        until=until,
+        delegate=flatten(delegate),
     )
 
 
-def acting_for(delegator: str, until: str) -> str:
+def acting_for(delegator: str, until: str, *, tr: Translator = ENGLISH) -> str:
     """What a delegate is told when someone hands over to them."""
-    return (
-        f"{flatten(delegator)} is away until {until}: their approval cards come to you, marked "
-        "for them, and your decision on them counts as theirs."
+    return tr(
+        "{delegator} is away until {until}: their approval cards come to you, marked "
+        "for them, and your decision on them counts as theirs.",
+        delegator=flatten(delegator),
+        until=until,
     )
 
 
-def back(delegator: str, delegate: str) -> str:
+def back(delegator: str, delegate: str, *, tr: Translator = ENGLISH) -> str:
     """/back's answer."""
-    return (
-        f"Delegation ended: {flatten(delegator)} decides again, and gets the cards still "
-        f"waiting; {flatten(delegate)}'s cards for them no longer decide."
+    return tr(
+        "Delegation ended: {delegator} decides again, and gets the cards still "
+        "waiting; {delegate}'s cards for them no longer decide.",
+        delegator=flatten(delegator),
+        delegate=flatten(delegate),
     )

@@ -74,7 +74,7 @@ async def test_a_tap_that_fails_after_deciding_gets_an_apology_that_stays_true(
 async def test_a_command_that_fails_gets_an_apology_without_internals(
     botapi, db_url, monkeypatch, caplog
 ):
-    def broken(_roles):
+    def broken(_roles, **_language):
         raise RuntimeError(INTERNALS)
 
     async with running_bot(botapi, db_url):

@@ -152,3 +152,35 @@ def test_the_budgets_revision_backfills_and_goes_back_on_sqlite(tmp_path: Path) 
 
 def test_the_budgets_revision_backfills_and_goes_back_on_postgres(fresh_postgres: str) -> None:
     asyncio.run(_budgets_revision_round_trip(fresh_postgres))
+
+
+async def _language_revision_round_trip(url: str) -> None:
+    """0011 adds each person's language, none chosen for those met before it; going back to
+    0010 drops it and keeps the people."""
+    engine = make_engine(url)
+    await upgrade(engine, "0010")
+    users = schema.telegram_users
+    async with engine.begin() as conn:
+        met = "INSERT INTO telegram_users (user_id, first_name, updated_at) VALUES (7, 'Ali', :at)"
+        await conn.execute(text(met), {"at": _AT})
+    await upgrade(engine)
+    async with engine.begin() as conn:
+        assert (await conn.execute(select(users.c.language))).scalars().all() == [None]
+        await conn.execute(users.update().values(language="ur"))
+    await engine.dispose()
+    await _downgrade(url, "0010")
+    engine = make_engine(url)
+    async with engine.connect() as conn:
+        rows = (await conn.execute(text("SELECT user_id, first_name FROM telegram_users"))).all()
+    await engine.dispose()
+    assert [tuple(row) for row in rows] == [(7, "Ali")]
+
+
+def test_the_language_revision_adds_the_column_and_goes_back_on_sqlite(tmp_path: Path) -> None:
+    asyncio.run(_language_revision_round_trip(f"sqlite+aiosqlite:///{tmp_path / 'm.db'}"))
+
+
+def test_the_language_revision_adds_the_column_and_goes_back_on_postgres(
+    fresh_postgres: str,
+) -> None:
+    asyncio.run(_language_revision_round_trip(fresh_postgres))

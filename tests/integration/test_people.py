@@ -127,6 +127,21 @@ async def test_the_bot_may_write_only_to_people_who_started_it(store):
         assert await tx.telegram_user(SECOND) is None
 
 
+async def test_each_person_keeps_the_language_they_chose(store):
+    async with store.begin() as tx:
+        await tx.met(NEWCOMER, "Ali", T0, started=True)
+        await tx.met(SECOND, "Sana", T0, started=True)
+        assert await tx.languages([NEWCOMER, SECOND]) == {}  # nobody chose: the default
+        assert await tx.set_language(NEWCOMER, "ur", T0) is True
+        assert await tx.set_language(9_999_999, "ur", T0) is False  # never met: nothing kept
+    async with store.reading() as tx:
+        assert await tx.languages([NEWCOMER, SECOND, 9_999_999]) == {NEWCOMER: "ur"}
+    async with store.begin() as tx:
+        await tx.set_language(NEWCOMER, "en", T0)
+        await tx.met(NEWCOMER, "Ali Raza", T0, started=False)  # a new name keeps the choice
+        assert await tx.languages([NEWCOMER]) == {NEWCOMER: "en"}
+
+
 async def test_people_lists_every_role_holder_with_what_the_bot_knows(store):
     async with store.begin() as tx:
         await tx.grant(NEWCOMER, Role.APPROVER, "test", T0)

@@ -8,6 +8,7 @@ from decimal import Decimal
 from html.parser import HTMLParser
 from zoneinfo import ZoneInfo
 
+from bot.i18n import Language, isolated, translator
 from bot.telegram.cards import (
     APPROVE_TEXT,
     DETAILS_TEXT,
@@ -291,3 +292,74 @@ def test_each_budgeted_category_the_po_touches_has_its_line():
     already = CategoryMonth("chargers", december, 600_000_00, 650_000_00, 1_00)
     assert budget_line(already).startswith("⚠️ Chargers: Rs 0.00 left of Rs 600,000.00")
     assert "budget" not in card_html(facts(draft()), PKT).lower()  # no budgets, no lines
+
+
+UR = translator(Language.UR)
+
+
+def test_buttons_keep_their_marks_and_data_in_urdu():
+    english = card_markup(SECRET, job(draft())).inline_keyboard
+    urdu = card_markup(SECRET, job(draft()), tr=UR).inline_keyboard
+    assert [[b.text for b in row] for row in urdu] == [["✅ منظور", "❌ مسترد"], ["📄 تفصیل"]]
+    assert [[b.callback_data for b in row] for row in urdu] == [
+        [b.callback_data for b in row] for row in english
+    ]
+
+
+def test_an_urdu_card_isolates_skus_amounts_and_names_and_stays_valid_html():
+    shown = parsed(card_html(facts(draft()), PKT, tr=UR)).text.splitlines()
+    assert shown[0] == f"🧾 {isolated('PO-2026-0042')} — منظوری درکار"
+    assert shown[3] == (
+        f"• {isolated('SKU-000')} Item <0> & co — {isolated('1 × Rs 450.50 = Rs 450.50')}"
+    )
+    assert f"کل: {isolated('Rs 1,351.50')}" in shown
+    assert f"درخواست گزار: {isolated('Bilal <the buyer>')}" in shown
+    assert (
+        shown[-1] == f"منظوری پر: یہ PO {isolated('or***@hallroad.example')} کو ای میل کیا جائے گا"
+    )
+
+
+def test_the_longest_urdu_card_stays_inside_one_message():
+    """Everything a card can carry, each at its longest: 400 long lines with notes, 40 flags, 20
+    drifted lines, two budgets over, a delegate's chain at its last stage."""
+    ups = tuple(
+        Flag(FlagCode.PRICE_CHANGED, f"SKU-{n:03d}-" + "S" * 50, (40_000, 45_050), "PO-2026-0031")
+        for n in range(20)
+    )
+    flags = (*ups, *(Flag(FlagCode.ZERO_PRICE, f"SKU-{n:03d}") for n in range(40)))
+    d = draft(lines=400, flags=flags)
+    d = replace(d, supplier_name="S&" * 100, lines=tuple(
+        replace(line, sku=line.sku + "-" + "K" * 50, description="&<>" * 60, note="<i>" * 80)
+        for line in d.lines
+    ))  # fmt: skip
+    december = month_of(T0 + timedelta(days=5), PKT)
+    over = tuple(
+        CategoryMonth(f"category {n} " + "c" * 50, december, 10**12, 10**12, 10**11)
+        for n in range(2)
+    )
+    card = replace(
+        facts(d, approvals=2, required=3),
+        drifts=tuple(DriftLine(flag, T0) for flag in ups),
+        budgets=over,
+        stages=3,
+        stage=2,
+        group="G" * 64,
+        holding_for={9: "N&" * 32},
+    )
+    text = card_html(card, PKT, 9, tr=UR)
+    shown = parsed(text).text
+    assert visible_length(text) == len(shown) < MESSAGE_LIMIT
+    assert "منظوری درکار" in shown.splitlines()[0] and "مرحلہ" in shown
+    assert shown.count("\n• ") >= 2  # cut to what fits, never to nothing
+    assert "لائنیں (📄 تفصیل میں سب موجود ہیں)" in shown
+
+
+def test_an_urdu_outcome_names_who_decided():
+    approved = replace(job(draft()), state=State.APPROVED)
+    outcome = CardOutcome(approved, draft(), 2, (decision(1, Verdict.APPROVE),), NAMES, (), (1, 1))
+    lines = parsed(outcome_html(outcome, PKT, tr=UR)).text.splitlines()
+    assert lines[0] == (
+        f"✅ منظور از {isolated('Ali <boss>')}، {isolated('29 Nov 2026, 14:00 PKT')}"
+    )
+    summary = 'PO-2026-0042 v2 · Hall Road <Traders> & "Sons" · Rs 1,351.50'
+    assert lines[1] == f"🧾 {isolated(summary)}"

@@ -1,0 +1,164 @@
+"""A whole approval in Urdu through the real bot: an approver and a requester choose اردو with
+/language; the requester's sheet reply, the approver's card, the answer to ✅ and the
+requester's news are in Urdu, while an approver who chose nothing reads English throughout."""
+
+from __future__ import annotations
+
+from bot.i18n import isolated
+from bot.telegram.cards import APPROVE_TEXT
+from bot.telegram.notices import NoticeRunner
+from core.policies import Role
+from core.states import State
+from store.engine import make_engine
+from store.sql import SqlStore
+from tests.helpers.bot import (
+    ADMIN,
+    PO,
+    answer,
+    deliveries_done,
+    job_and_decisions,
+    running_bot,
+    said,
+)
+from tests.helpers.bot import with_terms as terms_in_force
+from tests.helpers.factories import APPROVER_A, APPROVER_B, REQUESTER, T0
+from tests.helpers.store import DATA_KEY
+
+URDU = "اردو"
+SHEET_NAME = "restock.csv"
+
+
+async def choose_urdu(botapi, user) -> None:
+    """/language, then the اردو button: the choice is confirmed in Urdu, on the tap and in the
+    message that offered it."""
+    user.send_text("/language")
+    offer = await user.next_message()
+    assert offer.text == "Choose the language I write to you in:"
+    assert offer.button_texts == ["English", URDU]
+    confirmed = f"اب سے آپ کو پیغامات {isolated(URDU)} میں ملیں گے۔"
+    assert await answer(botapi, user.tap(offer, URDU)) == confirmed
+    await botapi.wait_for(lambda: botapi.message(user.id, offer.message_id).text == confirmed)
+
+
+async def test_a_whole_approval_in_urdu_beside_an_english_approver(botapi, db_url, store):
+    async with running_bot(botapi, db_url) as run:
+        ali = botapi.user(APPROVER_A, "Ali", started=True)
+        sana = botapi.user(APPROVER_B, "Sana", started=True)
+        bilal = botapi.user(REQUESTER, "Bilal", started=True)
+        async with run.store.begin() as tx:
+            for person, name in ((ali, "Ali"), (sana, "Sana"), (bilal, "Bilal")):
+                await tx.met(person.id, name, T0, started=True)
+        await choose_urdu(botapi, ali)
+        await choose_urdu(botapi, bilal)
+
+        bilal.send_text("/help")
+        assert (await said(bilal)).startswith(f"آپ بطور {isolated('درخواست گزار')} رجسٹرڈ ہیں۔")
+        await terms_in_force(run.store)
+        bilal.send_document(b"sku,quantity\nCHG-65W,3\n", SHEET_NAME, "text/csv")
+        reply = (await said(bilal)).splitlines()
+        assert reply[0] == (
+            f"{isolated(SHEET_NAME)} قبول ہو گئی؛ {isolated('1')} پرچیز آرڈر کا ڈرافٹ بنا کر "
+            "منظوری کے لیے بھیج دیا گیا:"
+        )
+        assert reply[1].startswith(isolated(PO)) and f"{isolated('1')} لائن" in reply[1]
+
+        assert await NoticeRunner(run.store, run.app.bot, run.settings).run_once() == 2
+        urdu_card, english_card = await ali.next_message(), await sana.next_message()
+        assert urdu_card.text.startswith(f"🧾 {isolated(PO)} — منظوری درکار")
+        assert f"درخواست گزار: {isolated('Bilal')}" in urdu_card.text
+        assert urdu_card.button_texts == ["✅ منظور", "❌ مسترد", "📄 تفصیل"]
+        assert english_card.text.startswith(f"🧾 {PO} — approval needed")
+        assert english_card.button_texts == ["✅ Approve", "❌ Reject", "📄 Details"]
+
+        tapped = ali.tap(urdu_card, "✅ منظور")
+        assert await answer(botapi, tapped) == "منظور — سپلائر کو ای میل بھیجی جا رہی ہے۔"
+        await deliveries_done(run)
+        job, decisions, _ = await job_and_decisions(run)
+        assert job.state is State.APPROVED and [d.reviewer_id for d in decisions] == [APPROVER_A]
+        mine = botapi.message(APPROVER_A, urdu_card.message_id)
+        assert mine.text.startswith(f"✅ منظور از {isolated('Ali')}، ") and mine.buttons == []
+        theirs = botapi.message(APPROVER_B, english_card.message_id)
+        assert theirs.text.startswith("✅ Approved by Ali at ") and theirs.buttons == []
+        news = await bilal.next_message()
+        assert news.text == f"{isolated(PO)} منظور ہو گیا؛ سپلائر کو ای میل ابھی بھیجی جا رہی ہے۔"
+
+        sana.send_text("/status")  # English is still everyone else's default
+        assert await said(sana) == "/status lists a requester's purchase orders; you are not one."
+        assert APPROVE_TEXT == "✅ Approve"
+
+
+async def test_a_forged_language_tap_sets_only_the_tappers_own(botapi, db_url, store):
+    async with running_bot(botapi, db_url) as run:
+        ali = botapi.user(APPROVER_A, "Ali", started=True)
+        ali.send_text("/help")
+        help_message = await ali.next_message()
+        assert await answer(botapi, ali.tap_data(help_message, "lang:ur")) == (
+            f"اب سے آپ کو پیغامات {isolated(URDU)} میں ملیں گے۔"
+        )
+        assert not botapi.message(APPROVER_A, help_message.message_id).edited  # not an offer
+        assert await answer(botapi, ali.tap_data(ali.last_message(), "lang:xx")) == (
+            "This button is not valid."
+        )
+        async with run.store.reading() as tx:
+            assert await tx.languages([APPROVER_A, APPROVER_B, REQUESTER]) == {APPROVER_A: "ur"}
+        ali.send_text("/status")
+        assert await said(ali) == (
+            "/status درخواست گزار کے پرچیز آرڈر دکھاتا ہے؛ آپ درخواست گزار نہیں ہیں۔"
+        )
+
+
+async def test_an_urdu_rejection_asks_for_its_reason_and_the_requester_hears_it(
+    botapi, db_url, store
+):
+    async with running_bot(botapi, db_url) as run:
+        ali = botapi.user(APPROVER_A, "Ali", started=True)
+        bilal = botapi.user(REQUESTER, "Bilal", started=True)
+        async with run.store.begin() as tx:
+            for person, name in ((ali, "Ali"), (bilal, "Bilal")):
+                await tx.met(person.id, name, T0, started=True)
+        await choose_urdu(botapi, ali)
+        await choose_urdu(botapi, bilal)
+        await terms_in_force(run.store)
+        bilal.send_document(b"sku,quantity\nCHG-65W,3\n", SHEET_NAME, "text/csv")
+        await said(bilal)
+        await NoticeRunner(run.store, run.app.bot, run.settings).run_once()
+        card = await ali.next_message()
+
+        asked = ali.tap(card, "❌ مسترد")
+        assert await answer(botapi, asked) == (
+            "مسترد کیوں کر رہے ہیں؟ میرے اگلے پیغام کے جواب میں وجہ لکھیں۔"
+        )
+        prompt = await ali.next_message()
+        assert prompt.text == f"مسترد کرنے کی وجہ {isolated(PO + ' v1')}?"
+        ali.reply_to(prompt, "قیمت بہت زیادہ ہے")
+        assert await said(ali) == (
+            f"{isolated(PO)} مسترد کر دیا گیا۔ درخواست گزار کو آپ کی وجہ بتا دی گئی ہے۔"
+        )
+        await deliveries_done(run)
+        job, decisions, _ = await job_and_decisions(run)
+        assert job.state is State.REJECTED and decisions[0].reason == "قیمت بہت زیادہ ہے"
+        news = await bilal.next_message()
+        assert news.text == f"{isolated(PO)} مسترد کر دیا گیا: {isolated('قیمت بہت زیادہ ہے')}"
+
+
+async def test_an_admin_alert_fanned_out_is_rendered_in_each_admins_language(botapi, db_url):
+    setup = SqlStore(make_engine(db_url), DATA_KEY)
+    async with setup.begin() as tx:
+        await tx.grant(REQUESTER, Role.REQUESTER, "test", T0)  # and no approver at all
+    await setup.close()
+    async with running_bot(botapi, db_url) as run:
+        admin = botapi.user(ADMIN, "Ayesha", started=True)
+        admin.send_text("/start")
+        await said(admin)
+        await choose_urdu(botapi, admin)
+        await terms_in_force(run.store)
+        bilal = botapi.user(REQUESTER, "Bilal")
+        bilal.send_document(b"sku,quantity\nCHG-65W,3\n", SHEET_NAME, "text/csv")
+        assert (await said(bilal)).startswith(f"{SHEET_NAME} accepted; 1 purchase order")
+        runner = NoticeRunner(run.store, run.app.bot, run.settings)
+        assert await runner.run_once() == 1  # the alert, fanned out to each admin
+        assert await runner.run_once() == 1  # the one admin's copy, in their language
+        assert await said(admin) == (
+            f"⚠️ {isolated(PO)} منظوری کا منتظر ہے، لیکن کوئی منظوری دہندہ رجسٹرڈ نہیں۔ "
+            "/invite approver سے کسی کو مدعو کریں؛ ان کے شامل ہوتے ہی کارڈ بھیج دیا جائے گا۔"
+        )
