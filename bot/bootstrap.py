@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -19,6 +20,9 @@ from bot.clock import Runtime
 from bot.config import Settings
 from bot.outbox.runner import OutboxRunner
 from bot.outbox.smtp import SmtpSender, SmtpServer
+from bot.web.app import build_web, serving_web
+from bot.web.health import Heartbeats
+from bot.web.metrics import Metrics
 from core import nudges, retention
 from core.jobs import Stamp
 from core.retention import Purge
@@ -58,8 +62,8 @@ def build_store(settings: Settings) -> SqlStore:
     )
 
 
-def build_sender(settings: Settings) -> SmtpSender:
-    """The SMTP sender the settings describe."""
+def build_sender(settings: Settings, metrics: Metrics | None = None) -> SmtpSender:
+    """The SMTP sender the settings describe, timing its sends into `metrics` if given."""
     password = settings.smtp_password.get_secret_value() if settings.smtp_password else None
     server = SmtpServer(
         host=settings.smtp_host,
@@ -69,14 +73,17 @@ def build_sender(settings: Settings) -> SmtpSender:
         username=settings.smtp_username,
         password=password,
     )
-    return SmtpSender(server, mail_from=settings.mail_from)
+    timer = metrics.smtp_send if metrics is not None else None
+    return SmtpSender(server, mail_from=settings.mail_from, timer=timer)
 
 
-def build_runner(settings: Settings, store: SqlStore) -> OutboxRunner:
+def build_runner(
+    settings: Settings, store: SqlStore, metrics: Metrics | None = None
+) -> OutboxRunner:
     """An outbox runner sending through SMTP under the configured lease and policies."""
     return OutboxRunner(
         store,
-        build_sender(settings),
+        build_sender(settings, metrics),
         settings.rules(),
         lease=timedelta(seconds=settings.manzoori_lease_seconds),
         connections=settings.manzoori_smtp_connections,
@@ -85,13 +92,19 @@ def build_runner(settings: Settings, store: SqlStore) -> OutboxRunner:
 
 
 async def run_forever(
-    run_once: Callable[[], Awaitable[int]], poll: float, stop: asyncio.Event
+    run_once: Callable[[], Awaitable[int]],
+    poll: float,
+    stop: asyncio.Event,
+    beat: Callable[[], None] | None = None,
 ) -> None:
     """Run passes until `stop` is set, sleeping `poll` seconds after a pass that found nothing;
-    a failing pass is logged and retried, so one bad row never stops a runner."""
+    a failing pass is logged and retried, so one bad row never stops a runner. `beat` is
+    called after each pass that completed (the heartbeat /healthz reads)."""
     while not stop.is_set():
         try:
             claimed = await run_once()
+            if beat is not None:
+                beat()
         except Exception:
             log.exception("%s failed; retrying after %.1fs", run_once.__qualname__, poll)
             claimed = 0
@@ -147,13 +160,16 @@ class LadderSweep:
 @dataclass(frozen=True)
 class Running:
     """What `running` started: the store, the settings, and the bot with its notice runner
-    (None for an outbox worker); the outbox runner always."""
+    (None for an outbox worker); the outbox runner, the runners' heartbeats and the metrics
+    always."""
 
     settings: Settings
     store: SqlStore
     outbox: OutboxRunner
     app: Application | None  # type: ignore[type-arg]
     notices: NoticeRunner | None
+    heartbeats: Heartbeats
+    metrics: Metrics
 
 
 @contextlib.asynccontextmanager
@@ -164,13 +180,17 @@ async def running(
     bot: bool = True,
     loops: bool = True,
     long_poll: float = LONG_POLL_SECONDS,
+    web: bool = False,
 ) -> AsyncIterator[Running]:
-    """Start the Telegram bot (long polling, or the webhook server when WEBHOOK_URL is set)
-    unless `bot` is False, then the runners' loops unless `loops` is False (a test drives their
-    passes itself); when the block ends, stop the loops, then the bot. Migrations are the
-    caller's."""
+    """Start the Telegram bot (long polling, or the webhook when WEBHOOK_URL is set) unless
+    `bot` is False, the web front door (bot/web) on WEB_LISTEN:WEB_PORT when `web` is True or
+    the bot takes a webhook, then the runners' loops unless `loops` is False (a test drives
+    their passes itself); when the block ends, stop the loops, the web server, then the bot.
+    Migrations are the caller's."""
     async with contextlib.AsyncExitStack() as stack:
         app, notices = None, None
+        heartbeats, metrics = Heartbeats(), Metrics()
+        outbox = build_runner(settings, store, metrics)
         if bot:
             from bot.telegram.app import build_application
             from bot.telegram.notices import NoticeRunner
@@ -178,7 +198,10 @@ async def running(
             app = build_application(settings, store)
             await stack.enter_async_context(_serving(app, settings, long_poll))
             notices = NoticeRunner(store, app.bot, settings)
-        run = Running(settings, store, build_runner(settings, store), app, notices)
+        if web or (app is not None and settings.webhook_url is not None):
+            front = build_web(settings, store, heartbeats, metrics, app)
+            await stack.enter_async_context(serving_web(front, settings))
+        run = Running(settings, store, outbox, app, notices, heartbeats, metrics)
         if loops:
             await stack.enter_async_context(_looping(run))
         yield run
@@ -209,8 +232,14 @@ async def _looping(run: Running) -> AsyncIterator[None]:
     """The outbox runner's loop, the notice runner's beside a bot, the daily purge's and the
     reminder ladder's sweep, until the block ends."""
     stop, poll = asyncio.Event(), run.settings.manzoori_poll_seconds
-    passes = [run.outbox.run_once, *([run.notices.run_once] if run.notices else [])]
-    tasks = [asyncio.create_task(run_forever(each, poll, stop)) for each in passes]
+    passes = {"outbox": run.outbox.run_once}
+    if run.notices is not None:
+        passes["notice"] = run.notices.run_once
+    tasks = []
+    for name, run_once in passes.items():
+        run.heartbeats.expect(name)
+        beat = functools.partial(run.heartbeats.beat, name)
+        tasks.append(asyncio.create_task(run_forever(run_once, poll, stop, beat)))
     purge = DailyPurge(run.settings, run.store)
     tasks.append(asyncio.create_task(run_forever(purge.run_once, PURGE_CHECK_SECONDS, stop)))
     ladder, every = LadderSweep(run.settings, run.store), run.settings.manzoori_ladder_check_seconds

@@ -15,6 +15,7 @@ import textwrap
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any
+from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from cryptography.fernet import Fernet
@@ -35,6 +36,8 @@ KEY_VARIABLES = ("MANZOORI_SECRET_KEY", "MANZOORI_DATA_KEY")
 _KEY_BYTES = 32
 _KEY_PATTERN = re.compile(r"[A-Za-z0-9_-]+={0,2}")
 _INIT_HINT = "run `manzoori init` to write a .env with fresh keys"
+# The hosts a MANZOORI_PUBLIC_URL may name over plain http: this machine only.
+_LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 
 
 class Settings(BaseSettings):
@@ -85,13 +88,23 @@ class Settings(BaseSettings):
         description="Required with WEBHOOK_URL: 1-256 characters of A-Z a-z 0-9 _ -; Telegram "
         "sends it in X-Telegram-Bot-Api-Secret-Token and other requests get 403",
     )
-    webhook_listen: str = Field(
+    web_listen: str = Field(
         "127.0.0.1",
-        description="Address the webhook server listens on; behind a reverse proxy or load "
-        "balancer the default suits, 0.0.0.0 listens on every interface",
+        description="Address the web front door (webhook, /healthz, /metrics) listens on; "
+        "behind a reverse proxy the default suits, 0.0.0.0 listens on every interface",
     )
-    webhook_port: int = Field(
-        8443, ge=1, le=65535, description="Port the webhook server listens on, 1..65535"
+    web_port: int = Field(
+        8080, ge=1, le=65535, description="Port the web front door listens on, 1..65535"
+    )
+    manzoori_public_url: str | None = Field(
+        None,
+        description="Where the web front door is reached from outside: https, or plain http "
+        "only for a loopback host (localhost, 127.0.0.1, ::1); empty: not reachable from outside",
+    )
+    manzoori_metrics_token: SecretStr | None = Field(
+        None,
+        description="When set, /metrics answers only with `Authorization: Bearer <token>`; "
+        "empty: /metrics is open to whoever reaches WEB_LISTEN",
     )
     smtp_host: str = Field("localhost", description="SMTP server host name")
     smtp_port: int = Field(25, ge=1, le=65535, description="SMTP server port, 1..65535")
@@ -255,6 +268,20 @@ class Settings(BaseSettings):
         if value is not None and not value.startswith(("https://", "http://")):
             raise ValueError("must be an http(s) URL")
         return value
+
+    @field_validator("manzoori_public_url")
+    @classmethod
+    def _public_url(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        parts = urlsplit(value)
+        if parts.scheme == "https" and parts.hostname:
+            return value.rstrip("/")
+        if parts.scheme == "http" and parts.hostname in _LOOPBACK_HOSTS:
+            return value.rstrip("/")
+        raise ValueError(
+            f"must be an https URL (plain http only for localhost, 127.0.0.1 or ::1), got {value!r}"
+        )
 
     @field_validator("manzoori_timezone")
     @classmethod

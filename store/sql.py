@@ -30,6 +30,7 @@ from core.states import State
 from core.terms import Terms
 from store import schema
 from store.audit import AuditQueries
+from store.counts import CountQueries
 from store.engine import READING, is_busy
 from store.group_commit import GroupCommit
 from store.notices import NoticeQueries
@@ -78,7 +79,13 @@ _ROLES_OF = select(_roles.c.user_id, _roles.c.role).where(
 
 
 class SqlTx(
-    PurchasingQueries, PolicyQueries, PeopleQueries, NoticeQueries, RetentionQueries, AuditQueries
+    CountQueries,
+    PurchasingQueries,
+    PolicyQueries,
+    PeopleQueries,
+    NoticeQueries,
+    RetentionQueries,
+    AuditQueries,
 ):
     """One transaction on one connection; implements core.ports.Tx."""
 

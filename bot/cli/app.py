@@ -85,7 +85,9 @@ def run(
         bool, typer.Option("--worker", help="The outbox runner only, without the Telegram bot.")
     ] = False,
 ) -> None:
-    """Apply migrations, then run the Telegram bot and the outbox runner until SIGINT/SIGTERM."""
+    """Apply migrations, then run the Telegram bot, the outbox runner and the web front door
+    (/healthz, /metrics, the webhook) until SIGINT/SIGTERM; a worker serves /healthz and
+    /metrics too."""
     bootstrap.setup_logging()
 
     async def work(settings: Settings, store: SqlStore) -> None:
@@ -96,7 +98,7 @@ def run(
             )
         await upgrade(store.engine)
         stop = _stop_on_signals()
-        async with bootstrap.running(settings, store, bot=not worker):
+        async with bootstrap.running(settings, store, bot=not worker, web=True):
             await stop.wait()
 
     with_store(work)

@@ -27,13 +27,14 @@ import email.utils
 import logging
 import re
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, nullcontext
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
 import aiosmtplib
 from aiosmtplib import errors as smtp_errors
+from prometheus_client import Histogram
 
 from bot.outbox.emails import render_po_email, sender_domain
 from core.errors import (
@@ -176,8 +177,16 @@ class SmtpSender:
     # SMTP servers do not de-duplicate by key: a blind resend can deliver a second copy.
     provider_idempotent = False
 
-    def __init__(self, server: SmtpServer, *, mail_from: str, buyer_name: str = "Manzoori") -> None:
+    def __init__(
+        self,
+        server: SmtpServer,
+        *,
+        mail_from: str,
+        buyer_name: str = "Manzoori",
+        timer: Histogram | None = None,
+    ) -> None:
         self.server, self.mail_from, self.buyer_name = server, mail_from, buyer_name
+        self.timer = timer  # each send's duration, successful or not (bot/web/metrics.py)
         self.envelope_from = email.utils.parseaddr(mail_from)[1]
         sender_domain(mail_from)  # fail at start-up, not at the first send
         if not self.envelope_from.isascii():
@@ -227,6 +236,11 @@ class SmtpSession:
 
     async def send(self, order: SendOrder) -> dict[str, Any]:
         """Deliver one purchase-order e-mail; raise a classified SendError when it did not go."""
+        timer = self.sender.timer
+        with timer.time() if timer is not None else nullcontext():
+            return await self._send(order)
+
+    async def _send(self, order: SendOrder) -> dict[str, Any]:
         key = order.effect.key
         recipient = order.draft.recipient_email
         if not recipient.isascii():

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 from datetime import timedelta
-from urllib.parse import urlsplit
 
 from telegram import Update
 from telegram.error import TelegramError
@@ -184,21 +183,16 @@ async def start_updates(
     settings: Settings,
     long_poll: float,
 ) -> None:
-    """Long polling (each getUpdates waiting up to `long_poll` seconds), or the webhook server
-    when WEBHOOK_URL is set; the app must be started."""
+    """Long polling (each getUpdates waiting up to `long_poll` seconds), or, when WEBHOOK_URL
+    is set, the webhook registered with Telegram (bot/web serves it); the app must be started."""
     assert app.updater is not None
     if settings.webhook_url is None:
         # Retry start-up calls (deleteWebhook) through a flaky link instead of giving up.
         await app.updater.start_polling(timeout=timedelta(seconds=long_poll), bootstrap_retries=-1)
         return
     assert settings.webhook_secret is not None  # the settings refuse a URL without it
-    await app.updater.start_webhook(
-        listen=settings.webhook_listen,
-        port=settings.webhook_port,
-        url_path=urlsplit(settings.webhook_url).path.lstrip("/"),
-        webhook_url=settings.webhook_url,
-        bootstrap_retries=-1,
-        secret_token=settings.webhook_secret.get_secret_value(),
+    await app.bot.set_webhook(
+        settings.webhook_url, secret_token=settings.webhook_secret.get_secret_value()
     )
 
 

@@ -8,10 +8,12 @@ import signal
 import subprocess
 import sys
 
+import httpx
 import pytest
 
 from tests.helpers.cli import base_env
 from tests.helpers.factories import REQUESTER
+from tests.helpers.net import free_port
 
 pytestmark = pytest.mark.slow  # spawns `manzoori run`
 
@@ -24,6 +26,7 @@ async def test_manzoori_run_answers_stops_on_sigterm_and_never_logs_the_token(
         TELEGRAM_BOT_TOKEN=botapi.token,
         TELEGRAM_API_URL=f"http://127.0.0.1:{botapi.port}",
         MANZOORI_POLL_SECONDS="0.1",
+        WEB_PORT=str(port := free_port()),
     )
     process = subprocess.Popen(
         [sys.executable, "-m", "bot.cli", "run"], cwd=tmp_path, env=env,
@@ -36,6 +39,10 @@ async def test_manzoori_run_answers_stops_on_sigterm_and_never_logs_the_token(
         assert reply.text == (
             "Hello Bilal. You are registered as requester. /help shows what you can do."
         )
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as web:
+            health = await web.get("/healthz")  # both runners have passed by the reply
+        assert health.status_code == 200, health.text
+        assert set(health.json()["runners"]) == {"notice", "outbox"}
     finally:
         process.send_signal(signal.SIGTERM)
         out, err = await asyncio.to_thread(process.communicate, timeout=30)

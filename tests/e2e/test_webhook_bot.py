@@ -20,7 +20,7 @@ async def test_updates_arrive_by_webhook_and_forged_posts_are_refused(botapi, db
     port = free_port()
     url = f"http://127.0.0.1:{port}/telegram/hook"
     async with running_bot(botapi, db_url, webhook_url=url, webhook_secret=SECRET,
-                           webhook_listen="127.0.0.1", webhook_port=port):  # fmt: skip
+                           web_listen="127.0.0.1", web_port=port):  # fmt: skip
         assert botapi.webhook.url == url and botapi.webhook.secret_token == SECRET
         requester = botapi.user(REQUESTER, "Bilal")
         requester.send_text("/start")
@@ -49,8 +49,8 @@ async def test_two_webhook_processes_on_one_database_act_once(botapi, db_url, st
     ports = free_port(), free_port()
     urls = [f"http://127.0.0.1:{port}/telegram/hook" for port in ports]
     key = Fernet.generate_key().decode()  # one deployment: every process signs alike
-    hooks = [dict(webhook_url=url, webhook_secret=SECRET, webhook_listen="127.0.0.1",
-                  webhook_port=port, manzoori_secret_key=key)
+    hooks = [dict(webhook_url=url, webhook_secret=SECRET, web_listen="127.0.0.1",
+                  web_port=port, manzoori_secret_key=key)
              for url, port in zip(urls, ports, strict=True)]  # fmt: skip
     await with_terms(store)
     async with (

@@ -46,13 +46,15 @@ async def running_bot(
     *,
     store_class: type[SqlStore] = SqlStore,
     busy_timeout_ms: int = SQLITE_BUSY_TIMEOUT_MS,
+    web: bool = False,
     **overrides: Any,
 ) -> AsyncIterator[BotRun]:
     """The application on the emulator, started as `manzoori run` starts it (long polling, or a
     webhook server when WEBHOOK_* settings are among the `overrides` of the test's settings),
     with a short long poll for quick tests; the runners' passes are the test's to drive.
     `store_class`: a SqlStore subclass that fails on cue, say; `busy_timeout_ms`: how long its
-    SQLite writers wait for the lock (short in lock tests)."""
+    SQLite writers wait for the lock (short in lock tests); `web`: serve the web front door
+    (give a free `web_port` among the `overrides`)."""
     settings = Settings(
         **{
             "_env_file": None,
@@ -67,7 +69,7 @@ async def running_bot(
     )
     store = store_class(make_engine(db_url, busy_timeout_ms=busy_timeout_ms), DATA_KEY)
     try:
-        async with running(settings, store, loops=False, long_poll=1) as run:
+        async with running(settings, store, loops=False, long_poll=1, web=web) as run:
             yield run
     finally:
         await store.close()

@@ -308,9 +308,9 @@ def test_telegram_and_webhook_settings(env: pytest.MonkeyPatch) -> None:
     settings = load_settings()
     assert settings.telegram_bot_token is None  # the CLI works without one
     assert settings.telegram_api_url == "https://api.telegram.org"
-    assert settings.webhook_url is None and (settings.webhook_listen, settings.webhook_port) == (
+    assert settings.webhook_url is None and (settings.web_listen, settings.web_port) == (
         "127.0.0.1",
-        8443,
+        8080,
     )
     assert len(settings.secret) == 32  # the HMAC key behind buttons and invitations
 
@@ -330,11 +330,31 @@ def test_telegram_and_webhook_settings(env: pytest.MonkeyPatch) -> None:
             {"WEBHOOK_URL": "ftp://bot.example/hook", "WEBHOOK_SECRET": "ok"},
             "WEBHOOK_URL: must be an http(s) URL",
         ),
-        ({"WEBHOOK_PORT": "0"}, "WEBHOOK_PORT"),
+        ({"WEB_PORT": "0"}, "WEB_PORT"),
     ],
 )
 def test_webhook_settings_are_checked(env: pytest.MonkeyPatch, values, reason) -> None:
     assert reason in config_error(env, **values)
+
+
+@pytest.mark.parametrize(
+    ("url", "kept"),
+    [
+        ("https://po.example.com/", "https://po.example.com"),
+        ("http://127.0.0.1:8080", "http://127.0.0.1:8080"),
+        ("http://localhost:8080/", "http://localhost:8080"),
+        ("http://[::1]:8080", "http://[::1]:8080"),
+    ],
+)
+def test_a_public_url_is_https_or_loopback_http(env: pytest.MonkeyPatch, url, kept) -> None:
+    env.setenv("MANZOORI_PUBLIC_URL", url)
+    assert load_settings().manzoori_public_url == kept
+
+
+@pytest.mark.parametrize("url", ["http://po.example.com", "ftp://po.example.com", "https://"])
+def test_a_public_url_over_plain_http_elsewhere_is_refused(env: pytest.MonkeyPatch, url) -> None:
+    reason = config_error(env, MANZOORI_PUBLIC_URL=url)
+    assert "MANZOORI_PUBLIC_URL: must be an https URL (plain http only for localhost" in reason
 
 
 def test_the_configured_ladder_and_how_to_turn_it_off(env: pytest.MonkeyPatch) -> None:

@@ -1,0 +1,156 @@
+"""The ASGI application of the web front door and the uvicorn server that runs it in the
+caller's event loop: the Telegram webhook (when WEBHOOK_URL is set), /healthz and /metrics."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import json
+import logging
+import socket
+from collections.abc import AsyncIterator, Iterator
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import Route
+
+from bot.config import Settings
+from bot.web.health import STALE_AFTER_POLLS, Heartbeats
+from bot.web.metrics import Metrics
+from store.sql import SqlStore
+
+if TYPE_CHECKING:
+    from telegram.ext import Application
+
+log = logging.getLogger(__name__)
+
+SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"  # noqa: S105 - a header name
+# Telegram's updates are a few kilobytes; a document's is its metadata, not the file.
+MAX_UPDATE_BYTES = 1_000_000
+PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
+
+
+def build_web(
+    settings: Settings,
+    store: SqlStore,
+    heartbeats: Heartbeats,
+    metrics: Metrics,
+    telegram: Application | None = None,  # type: ignore[type-arg]
+) -> Starlette:
+    """The front door's routes: /healthz, /metrics, and the webhook at WEBHOOK_URL's path
+    when both a URL and the bot are there."""
+    stale_after = STALE_AFTER_POLLS * settings.manzoori_poll_seconds
+
+    async def healthz(request: Request) -> Response:
+        runners = {name: round(age, 3) for name, age in heartbeats.ages().items()}
+        body: dict[str, object] = {"status": "ok", "database": "ok", "runners": runners}
+        reasons = []
+        try:
+            async with store.reading() as tx:
+                await tx.row_counts()
+        except Exception as error:  # any failure to answer is the reason, whatever its type
+            body["database"] = f"unreachable: {type(error).__name__}"
+            reasons.append(f"the database does not answer ({type(error).__name__})")
+        for name, age in runners.items():
+            if age > stale_after:
+                reasons.append(f"the {name} runner's last pass was {age:.1f}s ago")
+        if reasons:
+            body.update(status="unhealthy", reason="; ".join(reasons))
+            return JSONResponse(body, status_code=503)
+        return JSONResponse(body)
+
+    token = settings.manzoori_metrics_token
+
+    async def metrics_text(request: Request) -> Response:
+        if token is not None:
+            given = request.headers.get("Authorization", "")
+            expected = f"Bearer {token.get_secret_value()}"
+            if not hmac.compare_digest(given.encode(), expected.encode()):
+                return PlainTextResponse(
+                    "Authorization: Bearer <MANZOORI_METRICS_TOKEN> required", 401
+                )
+        async with store.reading() as tx:
+            metrics.record_rows(await tx.row_counts())
+        return Response(metrics.text(), media_type=PROMETHEUS_TEXT)
+
+    routes = [Route("/healthz", healthz), Route("/metrics", metrics_text)]
+    if telegram is not None and settings.webhook_url is not None:
+        routes.append(_webhook_route(settings, telegram))
+    return Starlette(routes=routes)
+
+
+def _webhook_route(settings: Settings, telegram: Application) -> Route:  # type: ignore[type-arg]
+    """POSTs from Telegram, carrying WEBHOOK_SECRET in SECRET_HEADER (403 otherwise), onto the
+    bot's update queue; 200 once queued, as PTB's own webhook server answered."""
+    from telegram import Update
+
+    assert settings.webhook_url is not None and settings.webhook_secret is not None
+    secret = settings.webhook_secret.get_secret_value().encode()
+
+    async def webhook(request: Request) -> Response:
+        given = request.headers.get(SECRET_HEADER, "").encode()
+        if not hmac.compare_digest(given, secret):
+            return PlainTextResponse("wrong secret token", 403)
+        raw = await request.body()
+        if len(raw) > MAX_UPDATE_BYTES:
+            return PlainTextResponse("update too large", 413)
+        try:
+            update = Update.de_json(json.loads(raw), telegram.bot)
+        except (ValueError, TypeError, KeyError) as error:
+            log.warning("webhook: an unreadable update (%s)", type(error).__name__)
+            return PlainTextResponse("not a Telegram update", 400)
+        await telegram.update_queue.put(update)
+        return Response(status_code=200)
+
+    path = urlsplit(settings.webhook_url).path or "/"
+    return Route(path, webhook, methods=["POST"])
+
+
+class _Server(uvicorn.Server):
+    """uvicorn without its signal handlers: the caller (`manzoori run`) owns SIGINT/SIGTERM."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+@contextlib.asynccontextmanager
+async def serving_web(app: Starlette, settings: Settings) -> AsyncIterator[None]:
+    """`app` served on WEB_LISTEN:WEB_PORT until the block ends; a port that cannot be bound
+    fails here, before the block."""
+    config = uvicorn.Config(
+        app,
+        host=settings.web_listen,
+        port=settings.web_port,
+        lifespan="off",
+        log_config=None,
+        access_log=False,
+    )
+    server = _Server(config)
+    host, port = settings.web_listen, settings.web_port
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:  # bound here: uvicorn would sys.exit on a port in use
+        listener = socket.create_server((host, port), family=family)
+    except OSError as error:
+        raise OSError(f"the web front door could not listen on {host}:{port}: {error}") from error
+    task = asyncio.create_task(server.serve(sockets=[listener]))
+    try:
+        while not server.started:
+            if task.done():
+                await task  # its error, if it failed; else it stopped before starting
+                raise OSError(f"the web front door on {host}:{port} stopped at start-up")
+            await asyncio.sleep(0.01)
+    except BaseException:
+        listener.close()
+        raise
+    log.info("web front door on http://%s:%d", settings.web_listen, settings.web_port)
+    try:
+        yield
+    finally:
+        server.should_exit = True
+        await task

@@ -1,0 +1,57 @@
+"""Every Prometheus metric manzoori exports, on a registry of its own per application (two
+applications in one test process do not collide). Row counts are read at scrape time."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from prometheus_client import CollectorRegistry, Gauge, Histogram, generate_latest
+
+from core.states import NEEDS_REVIEW
+from store.counts import RowCounts
+
+# Seconds: an SMTP send is a few hundred milliseconds, a slow server several seconds.
+_SMTP_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+
+
+@dataclass
+class Metrics:
+    """The registry and its metrics; `text` renders them after `record_rows` has set the
+    row-count gauges from a fresh read."""
+
+    registry: CollectorRegistry = field(default_factory=CollectorRegistry)
+
+    def __post_init__(self) -> None:
+        registry = self.registry
+        self.jobs = Gauge("manzoori_jobs", "Jobs by state", ["state"], registry=registry)
+        self.effects = Gauge(
+            "manzoori_outbox_effects", "Outbox effects by status", ["status"], registry=registry
+        )
+        self.notices = Gauge(
+            "manzoori_notices", "Notice rows by status", ["status"], registry=registry
+        )
+        self.review_queue = Gauge(
+            "manzoori_review_queue", "Jobs waiting for manual review (/queue)", registry=registry
+        )
+        self.smtp_send = Histogram(
+            "manzoori_smtp_send_seconds",
+            "Duration of one SMTP send, successful or not",
+            buckets=_SMTP_BUCKETS,
+            registry=registry,
+        )
+
+    def record_rows(self, counts: RowCounts) -> None:
+        """Set the row-count gauges to `counts`; states no longer present drop out."""
+        for gauge, values in (
+            (self.jobs, counts.jobs),
+            (self.effects, counts.effects),
+            (self.notices, counts.notices),
+        ):
+            gauge.clear()
+            for label, count in values.items():
+                gauge.labels(label).set(count)
+        self.review_queue.set(sum(counts.jobs.get(state.value, 0) for state in NEEDS_REVIEW))
+
+    def text(self) -> bytes:
+        """The Prometheus text exposition of every metric."""
+        return generate_latest(self.registry)

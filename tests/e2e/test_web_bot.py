@@ -1,0 +1,62 @@
+"""The web front door beside the real bot: /metrics counts what the bot did, and the webhook
+refuses a body that is not a Telegram update."""
+
+from __future__ import annotations
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+from bot.telegram.cards import APPROVE_TEXT
+from core.effects import EffectStatus
+from core.states import State
+from tests.e2e.test_webhook_bot import SECRET
+from tests.helpers.bot import answer, cards_out, deliveries_done, running_bot
+from tests.helpers.net import free_port
+
+TOKEN = "metrics-token"
+
+
+async def test_metrics_count_an_approved_po_its_send_and_its_notices(
+    botapi, db_url, store, smtp_sink
+):
+    port = free_port()
+    mail = dict(smtp_host=smtp_sink.host, smtp_port=smtp_sink.port, smtp_tls="none")
+    async with (
+        running_bot(
+            botapi, db_url, web=True, web_port=port, manzoori_metrics_token=TOKEN, **mail
+        ) as run,
+        httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as web,
+    ):
+        ali, ali_card, _, _ = await cards_out(botapi, run)
+        await answer(botapi, ali.tap(ali_card, APPROVE_TEXT))
+        await deliveries_done(run)
+        assert await run.outbox.run_once() == 1  # the e-mail, through the sink
+        assert (await web.get("/metrics")).status_code == 401
+        response = await web.get("/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
+    assert response.status_code == 200
+    families = {f.name: f for f in text_string_to_metric_families(response.text)}
+    jobs = {s.labels["state"]: s.value for s in families["manzoori_jobs"].samples}
+    assert jobs == {State.SENT.value: 1}  # approved, then e-mailed
+    effects = {s.labels["status"]: s.value for s in families["manzoori_outbox_effects"].samples}
+    assert effects == {EffectStatus.SUCCEEDED.value: 1}
+    assert sum(s.value for s in families["manzoori_notices"].samples) >= 2  # the two cards
+    assert [s.value for s in families["manzoori_review_queue"].samples] == [0]
+    sends = {s.name: s.value for s in families["manzoori_smtp_send_seconds"].samples}
+    assert sends["manzoori_smtp_send_seconds_count"] == 1
+    assert 0 < sends["manzoori_smtp_send_seconds_sum"] < 30
+
+
+async def test_the_webhook_refuses_what_is_not_an_update(botapi, db_url):
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/telegram/hook"
+    headers = {"X-Telegram-Bot-Api-Secret-Token": SECRET}
+    async with (
+        running_bot(botapi, db_url, webhook_url=url, webhook_secret=SECRET, web_port=port),
+        httpx.AsyncClient() as web,
+    ):
+        assert (await web.post(url, content=b"{not json", headers=headers)).status_code == 400
+        huge = b'{"update_id": 1, "x": "' + b"a" * 1_000_001 + b'"}'
+        assert (await web.post(url, content=huge, headers=headers)).status_code == 413
+        assert (await web.get(url, headers=headers)).status_code == 405
+        health = await web.get(f"http://127.0.0.1:{port}/healthz")  # the same front door
+    assert health.status_code == 200
