@@ -195,7 +195,7 @@ async def running(
             from bot.telegram.app import build_application
             from bot.telegram.notices import NoticeRunner
 
-            app = build_application(settings, store)
+            app = build_application(settings, store, metrics)
             await stack.enter_async_context(_serving(app, settings, long_poll))
             notices = NoticeRunner(store, app.bot, settings)
         if web or (app is not None and settings.webhook_url is not None):

@@ -20,15 +20,19 @@ import os
 import pickle
 import resource
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from multiprocessing import forkserver, popen_forkserver, process, reduction, spawn, util
 from multiprocessing.connection import Connection
 from multiprocessing.context import set_spawning_popen
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.spreadsheets import read_csv_text, read_sheet
 from core.errors import UnreadableSheet
 from core.tables import Row, Table
+
+if TYPE_CHECKING:  # the fork server preloads this module: keep its imports few
+    from prometheus_client import Histogram
 
 logger = logging.getLogger(__name__)
 
@@ -67,9 +71,12 @@ _CONTEXT.set_forkserver_preload(["bot.parsing"])
 class SheetParser:
     """Parses uploads in isolated workers, at most `limit` at a time across the process."""
 
-    def __init__(self, *, limit: int = 2, limits: Limits | None = None) -> None:
+    def __init__(
+        self, *, limit: int = 2, limits: Limits | None = None, timer: Histogram | None = None
+    ) -> None:
         self._slots = asyncio.Semaphore(limit)
         self._limits = limits or Limits()
+        self._timer = timer  # each parse's duration once it has a slot (bot/web/metrics.py)
 
     async def sheet(self, data: bytes) -> Table:
         """A restock sheet (CSV or XLSX) as read_sheet reads it; UnreadableSheet if refused."""
@@ -82,8 +89,9 @@ class SheetParser:
     async def run(self, reader: Reader, data: bytes) -> Table:
         """`reader(data)` in a worker; waits for a free slot, never blocks the event loop."""
         async with self._slots:
-            # The waiting (poll, recv, join) happens in a thread; the loop stays free.
-            return await asyncio.to_thread(parse_isolated, reader, data, self._limits)
+            with self._timer.time() if self._timer is not None else nullcontext():
+                # The waiting (poll, recv, join) happens in a thread; the loop stays free.
+                return await asyncio.to_thread(parse_isolated, reader, data, self._limits)
 
 
 def parse_isolated(reader: Reader, data: bytes, limits: Limits | None = None) -> Table:

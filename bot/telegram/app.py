@@ -13,10 +13,12 @@ message. Updates are handled side by side, fairly (bot.telegram.fairness).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Coroutine
 from datetime import timedelta
+from typing import Any
 
 from telegram import Update
-from telegram.error import TelegramError
+from telegram.error import RetryAfter, TelegramError
 from telegram.ext import (
     AIORateLimiter,
     Application,
@@ -40,6 +42,7 @@ from bot.telegram.context import (
     deps_of,
     record_claim,
     roles_of,
+    tap_arrived,
     turn_away,
 )
 from bot.telegram.decisions import (
@@ -67,6 +70,7 @@ from bot.telegram.people import (
 )
 from bot.telegram.policy import POLICY_FILE, policy_command, policy_file
 from bot.telegram.queue import on_queue_tap, queue_command
+from bot.web.metrics import Metrics
 from core.errors import ConfigError, InvalidToken, StoreBusy
 from core.ports import ShellStore
 from core.signing import Button, verify_button
@@ -93,6 +97,8 @@ async def claim(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     claimed later, in the transaction that records its decision (decisions.on_tap): one write
     per tap, and a refused one leaves no claim behind."""
     deps, user, query = deps_of(context), update.effective_user, update.callback_query
+    if query is not None:
+        tap_arrived(deps)
     button = None if query is None else _verified(deps, query.data)
     if query is not None and button is None and not CHOICE.match(query.data or ""):
         await answer_tap(query, NOT_VALID)
@@ -196,15 +202,54 @@ async def start_updates(
     )
 
 
-def _paced() -> AIORateLimiter:
+class CountingRateLimiter(AIORateLimiter):
+    """PTB's rate limiter, counting each Bot API call that fails (and each 429) by method into
+    `metrics`: every call but getUpdates passes here, each of its own retries after a 429
+    included (telegram.ext.ExtBot._do_post)."""
+
+    def __init__(self, metrics: Metrics, **limits: Any) -> None:
+        super().__init__(**limits)
+        self._metrics = metrics
+
+    async def process_request(
+        self,
+        callback: Callable[..., Coroutine[Any, Any, Any]],
+        args: Any,
+        kwargs: dict[str, Any],
+        endpoint: str,
+        data: dict[str, Any],
+        rate_limit_args: int | None,
+    ) -> Any:
+        metrics = self._metrics
+
+        async def counted(*call_args: Any, **call_kwargs: Any) -> Any:
+            try:
+                return await callback(*call_args, **call_kwargs)
+            except TelegramError as error:
+                metrics.telegram_errors.labels(endpoint).inc()
+                if isinstance(error, RetryAfter):
+                    metrics.telegram_429s.labels(endpoint).inc()
+                raise
+
+        return await super().process_request(counted, args, kwargs, endpoint, data, rate_limit_args)
+
+
+def _paced(metrics: Metrics) -> AIORateLimiter:
     """PTB's rate limiter at Telegram's 30 messages a second, one at a time every 1/30 s: its
     default bucket lets 30 go at once and then 30 a second more, so a fan-out's first second
     carried up to 60 and drew 429s, each of which stops every send for its retry_after."""
-    return AIORateLimiter(overall_max_rate=1, overall_time_period=1 / 30, max_retries=3)
+    return CountingRateLimiter(
+        metrics, overall_max_rate=1, overall_time_period=1 / 30, max_retries=3
+    )
 
 
-def build_application(settings: Settings, store: ShellStore) -> Application:  # type: ignore[type-arg]
-    """The PTB application, pointed at TELEGRAM_API_URL, with every handler registered."""
+def build_application(
+    settings: Settings, store: ShellStore, metrics: Metrics | None = None
+) -> Application:  # type: ignore[type-arg]
+    """The PTB application, pointed at TELEGRAM_API_URL, with every handler registered; its
+    Bot API errors, taps and parses are measured into `metrics` (a registry of its own if
+    None)."""
+    metrics = metrics if metrics is not None else Metrics()
     token = settings.telegram_bot_token
     if token is None:
         raise ConfigError("TELEGRAM_BOT_TOKEN is required to run the bot")
@@ -214,11 +259,12 @@ def build_application(settings: Settings, store: ShellStore) -> Application:  # 
         .token(token.get_secret_value())
         .base_url(f"{url}/bot")
         .base_file_url(f"{url}/file/bot")
-        .rate_limiter(_paced())
+        .rate_limiter(_paced(metrics))
         .concurrent_updates(FairProcessor())  # per person, taps apart (fairness.Shares)
         .build()
     )
-    app.bot_data["deps"] = Deps(settings, store, parser=SheetParser())
+    parser = SheetParser(timer=metrics.sheet_parse)
+    app.bot_data["deps"] = Deps(settings, store, parser=parser, metrics=metrics)
     app.add_handler(TypeHandler(Update, claim), group=-1)
     for name, callback in (
         ("start", start),

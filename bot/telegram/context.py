@@ -9,10 +9,12 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TypeVar
 
+from prometheus_client import Histogram
 from telegram import CallbackQuery, Update, User
 from telegram.error import BadRequest
 from telegram.ext import ContextTypes
@@ -24,6 +26,7 @@ from bot.telegram.cards import MESSAGE_LIMIT
 from bot.telegram.errors import classify
 from bot.telegram.fairness import Guards
 from bot.telegram.texts import stranger
+from bot.web.metrics import Metrics
 from core.policies import Role
 from core.ports import ShellStore, ShellTx
 
@@ -63,6 +66,7 @@ class Deps:
     parser: SheetParser = field(default_factory=SheetParser)
     offload: OneThread = field(default_factory=OneThread)
     guards: Guards = field(default_factory=Guards)
+    metrics: Metrics = field(default_factory=Metrics)  # the application's (bot/web/metrics.py)
 
 
 def deps_of(context: ContextTypes.DEFAULT_TYPE) -> Deps:
@@ -133,12 +137,30 @@ async def turn_away(deps: Deps, update: Update, user: User) -> None:
         await reply(update, stranger(user.first_name, user.id))
 
 
+# When the tap being handled reached the handlers, and the histogram its answer's latency goes
+# to: set by tap_arrived (app.claim, the first handler of every update), observed once by the
+# first answer_tap. PTB handles each update in a task of its own, so taps never share it.
+_TAP_ARRIVED: ContextVar[tuple[float, Histogram] | None] = ContextVar("tap_arrived", default=None)
+
+
+def tap_arrived(deps: Deps) -> None:
+    """Start the clock of the tap this task handles (manzoori_tap_answer_seconds)."""
+    _TAP_ARRIVED.set((time.monotonic(), deps.metrics.tap_answer))
+
+
 async def answer_tap(query: CallbackQuery, text: str) -> None:
-    """Answer a tap; a query that is too old already timed out on the phone: nothing to do."""
+    """Answer a tap; a query that is too old already timed out on the phone: nothing to do.
+    The first answer of a tap records its latency since tap_arrived."""
     try:
         await query.answer(text)
     except BadRequest as error:  # too old, or answered already: nobody is waiting any more
         log.info("tap not answered: %s", classify(error).detail)
+        return
+    arrived = _TAP_ARRIVED.get()
+    if arrived is not None:
+        _TAP_ARRIVED.set(None)
+        started, latency = arrived
+        latency.observe(time.monotonic() - started)
 
 
 async def holding(

@@ -5,13 +5,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from prometheus_client import CollectorRegistry, Gauge, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from core.states import NEEDS_REVIEW
 from store.counts import RowCounts
 
 # Seconds: an SMTP send is a few hundred milliseconds, a slow server several seconds.
 _SMTP_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+# Seconds: a tap should be answered well within Telegram's few seconds of spinner.
+_TAP_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+# Seconds: a sheet parses in a forked worker, well under a second unless it is huge.
+_PARSE_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
 
 @dataclass
@@ -37,6 +41,30 @@ class Metrics:
             "manzoori_smtp_send_seconds",
             "Duration of one SMTP send, successful or not",
             buckets=_SMTP_BUCKETS,
+            registry=registry,
+        )
+        self.tap_answer = Histogram(
+            "manzoori_tap_answer_seconds",
+            "From a button tap reaching the handlers to Telegram taking its answer",
+            buckets=_TAP_BUCKETS,
+            registry=registry,
+        )
+        self.sheet_parse = Histogram(
+            "manzoori_sheet_parse_seconds",
+            "Duration of one upload's parse in its worker (a sheet or a terms file)",
+            buckets=_PARSE_BUCKETS,
+            registry=registry,
+        )
+        self.telegram_errors = Counter(
+            "manzoori_telegram_errors",
+            "Bot API calls that failed, 429s included, by method",
+            ["method"],
+            registry=registry,
+        )
+        self.telegram_429s = Counter(
+            "manzoori_telegram_rate_limited",
+            "Bot API calls answered 429 Too Many Requests, by method",
+            ["method"],
             registry=registry,
         )
 

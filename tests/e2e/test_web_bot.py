@@ -11,6 +11,7 @@ from core.effects import EffectStatus
 from core.states import State
 from tests.e2e.test_webhook_bot import SECRET
 from tests.helpers.bot import answer, cards_out, deliveries_done, running_bot
+from tests.helpers.factories import APPROVER_A
 from tests.helpers.net import free_port
 
 TOKEN = "metrics-token"
@@ -27,7 +28,8 @@ async def test_metrics_count_an_approved_po_its_send_and_its_notices(
         ) as run,
         httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as web,
     ):
-        ali, ali_card, _, _ = await cards_out(botapi, run)
+        botapi.fail_next("sendMessage", status=429, retry_after=1, chat_id=APPROVER_A)
+        ali, ali_card, _, _ = await cards_out(botapi, run)  # the limiter waits, then sends
         await answer(botapi, ali.tap(ali_card, APPROVE_TEXT))
         await deliveries_done(run)
         assert await run.outbox.run_once() == 1  # the e-mail, through the sink
@@ -44,6 +46,15 @@ async def test_metrics_count_an_approved_po_its_send_and_its_notices(
     sends = {s.name: s.value for s in families["manzoori_smtp_send_seconds"].samples}
     assert sends["manzoori_smtp_send_seconds_count"] == 1
     assert 0 < sends["manzoori_smtp_send_seconds_sum"] < 30
+    taps = {s.name: s.value for s in families["manzoori_tap_answer_seconds"].samples}
+    assert taps["manzoori_tap_answer_seconds_count"] == 1  # Ali's approval, answered once
+    parses = {s.name: s.value for s in families["manzoori_sheet_parse_seconds"].samples}
+    assert parses["manzoori_sheet_parse_seconds_count"] == 1  # restock.csv
+    for name in ("manzoori_telegram_errors", "manzoori_telegram_rate_limited"):
+        counted = {
+            s.labels["method"]: s.value for s in families[name].samples if s.name.endswith("_total")
+        }
+        assert counted == {"sendMessage": 1}, name
 
 
 async def test_the_webhook_refuses_what_is_not_an_update(botapi, db_url):
