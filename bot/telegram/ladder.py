@@ -16,7 +16,15 @@ from datetime import tzinfo
 from telegram import InlineKeyboardMarkup
 
 from bot.i18n import ENGLISH, N_, Translator
-from bot.telegram.cards import card_html, card_markup, escaped, resend_markup
+from bot.telegram.cards import (
+    MESSAGE_LIMIT,
+    card_html,
+    card_markup,
+    cut,
+    escaped,
+    resend_markup,
+    visible_length,
+)
 from bot.texts import local_time
 from core import nudges
 from core.delivery import CardFacts
@@ -31,6 +39,10 @@ EXPIRING = N_("⌛ <b>Expires at {at}</b>: decide before then, or it lapses.")
 UNREACHABLE = N_("{request}: {person} cannot be reached: they never started the bot, or blocked it")
 NOT_DECIDED = N_("{request}: {person} has not decided")
 TAP_FOR_CARD = N_("Tap a request to see its card again.")
+# A list line's supplier and group are cut, so that DIGEST_LIMIT lines at their longest fit
+# one message in every language (tests/unit/test_nudge_texts.py).
+_SUPPLIER_CUT = 40
+_GROUP_CUT = 24
 
 
 def nudge_html(nudge: Nudge, tz: tzinfo, holder: int, *, tr: Translator = ENGLISH) -> str:
@@ -49,7 +61,7 @@ def nudge_html(nudge: Nudge, tz: tzinfo, holder: int, *, tr: Translator = ENGLIS
             lines.append(
                 "• " + tr(what, request=_line(due.facts, tz, tr), person=escaped(due.person))
             )
-        return "\n".join(lines)
+        return _fitted(lines, tr)
     if len(items) == 1 and nudge.step != DIGEST:
         facts = items[0].facts
         above = tr(REMINDER) if nudge.step == Step.REMIND.value else _expiring(facts, tz, tr)
@@ -60,6 +72,18 @@ def nudge_html(nudge: Nudge, tz: tzinfo, holder: int, *, tr: Translator = ENGLIS
         hidden = len(items) - nudges.DIGEST_LIMIT
         lines.append(tr.plural("…and {count} more.", "…and {count} more.", hidden))
     return "\n".join([*lines, "", tr(TAP_FOR_CARD)])
+
+
+def _fitted(lines: list[str], tr: Translator) -> str:
+    """A heading and its lines, as many of them as fit one message, the rest counted."""
+    shown = len(lines)
+    while True:
+        hidden = len(lines) - shown
+        more = [tr.plural("…and {count} more.", "…and {count} more.", hidden)] if hidden else []
+        text = "\n".join([*lines[:shown], *more])
+        if visible_length(text) < MESSAGE_LIMIT:
+            return text
+        shown -= 1
 
 
 def _head(step: str, count: int, tr: Translator) -> str:
@@ -103,10 +127,14 @@ def _expiring(facts: CardFacts, tz: tzinfo, tr: Translator) -> str:
 def _line(facts: CardFacts, tz: tzinfo, tr: Translator) -> str:
     """One request in a list: PO, supplier, amount, stage, deadline."""
     job, draft = facts.job, facts.draft
-    parts = [f"<b>{escaped(job.po_number)}</b>", escaped(draft.supplier_name)]
+    parts = [f"<b>{escaped(job.po_number)}</b>", escaped(cut(draft.supplier_name, _SUPPLIER_CUT))]
     parts = [tr.ltr(part) for part in (*parts, escaped(format_pkr(draft.total_paisa)))]
     if facts.stages > 1:
-        stage = {"stage": facts.stage + 1, "stages": facts.stages, "group": escaped(facts.group)}
+        stage = {
+            "stage": facts.stage + 1,
+            "stages": facts.stages,
+            "group": escaped(cut(facts.group, _GROUP_CUT)),
+        }
         parts.append(tr("stage {stage} of {stages} ({group})", **stage))
     if job.decision_deadline is not None:
         parts.append(tr("expires {at}", at=escaped(local_time(job.decision_deadline, tz))))

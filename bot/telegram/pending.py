@@ -14,7 +14,7 @@ from telegram.ext import ContextTypes
 
 from bot.clock import utcnow
 from bot.i18n import ENGLISH, N_, Translator
-from bot.telegram.cards import MESSAGE_LIMIT, card_markup, resend_markup
+from bot.telegram.cards import MESSAGE_LIMIT, card_markup, cut, resend_markup
 from bot.telegram.context import Deps, answer_tap, deps_of, held_roles, reply
 from bot.telegram.decisions import checked_tap, deliver_now, refusal
 from bot.telegram.language import speaking
@@ -76,11 +76,6 @@ def age(delta: timedelta, *, tr: Translator = ENGLISH) -> str:
 
 def _amount(job: Job) -> str:
     return format_pkr(job.total_paisa or 0)
-
-
-def _cut(text: str) -> str:
-    text = flatten(text)
-    return text if len(text) <= _SUPPLIER_CUT else text[: _SUPPLIER_CUT - 1] + "…"
 
 
 @dataclass(frozen=True)
@@ -300,7 +295,7 @@ async def _listed(tx: ShellReadTx, waiting: list[Waiting], people: bool) -> list
             known = await tx.telegram_user(user_id)
             if known is not None and known.first_name:
                 names[user_id] = known.first_name
-        listed.append(Listed(w, _cut(draft.supplier_name), names))
+        listed.append(Listed(w, cut(draft.supplier_name, _SUPPLIER_CUT), names))
     return listed
 
 
