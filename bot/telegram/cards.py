@@ -50,7 +50,8 @@ def escaped(value: object) -> str:
     return html.escape(flatten(str(value)), quote=False)
 
 
-def _cut(text: str, limit: int) -> str:
+def cut(text: str, limit: int) -> str:
+    """`text` on one line (core.texts.flatten), cut to `limit` characters with "…"."""
     text = flatten(text)  # first: the limit counts what will be shown
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -221,10 +222,10 @@ def _lines(draft: Draft, limit: int, tr: Translator) -> list[str]:
         )
         row = (
             f"• {tr.ltr(f'<code>{escaped(line.sku)}</code>')} "
-            f"{escaped(_cut(line.description, _DESCRIPTION_CUT))} — {tr.ltr(amounts)}"
+            f"{escaped(cut(line.description, _DESCRIPTION_CUT))} — {tr.ltr(amounts)}"
         )
         if line.note:
-            row += f"\n  <i>{escaped(_cut(line.note, _NOTE_CUT))}</i>"
+            row += f"\n  <i>{escaped(cut(line.note, _NOTE_CUT))}</i>"
         shown.append(row)
     hidden = len(draft.lines) - len(shown)
     if hidden:
@@ -240,7 +241,7 @@ def _lines(draft: Draft, limit: int, tr: Translator) -> list[str]:
 
 def _evidence(facts: CardFacts, tz: tzinfo, tr: Translator) -> list[str]:
     job, draft = facts.job, facts.draft
-    terms, sheet = escaped(draft.terms_version), escaped(_cut(facts.sheet_name, 60))
+    terms, sheet = escaped(draft.terms_version), escaped(cut(facts.sheet_name, 60))
     if facts.terms_imported_at is None:
         source = tr("📎 Terms {terms}; sheet {sheet}", terms=terms, sheet=sheet)
     else:

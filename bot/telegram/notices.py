@@ -131,12 +131,13 @@ class NoticeRunner:
         nudge = await nudges.nudge_to_send(self.store, [notice, *carried], now, policy, now + LEASE)
         if nudge is None:  # decided, expired, re-drafted, or no longer theirs
             return
+        tr = (await self._speaking([notice.user_id]))[notice.user_id]
         try:
             sent = await self.bot.send_message(
                 notice.user_id,
-                nudge_html(nudge, self.settings.tz, notice.user_id),
+                nudge_html(nudge, self.settings.tz, notice.user_id, tr=tr),
                 parse_mode=ParseMode.HTML,
-                reply_markup=nudge_markup(nudge, self.settings.secret),
+                reply_markup=nudge_markup(nudge, self.settings.secret, tr=tr),
             )
         except Exception as error:
             why = classify(error)

@@ -13,9 +13,11 @@ from telegram import Message, Update
 from telegram.ext import ContextTypes
 
 from bot.clock import utcnow
-from bot.telegram.cards import MESSAGE_LIMIT, card_markup, resend_markup
+from bot.i18n import ENGLISH, N_, Translator
+from bot.telegram.cards import MESSAGE_LIMIT, card_markup, cut, resend_markup
 from bot.telegram.context import Deps, answer_tap, deps_of, held_roles, reply
 from bot.telegram.decisions import checked_tap, deliver_now, refusal
+from bot.telegram.language import speaking
 from bot.telegram.people import help_command
 from bot.texts import local_time
 from core import pending
@@ -37,33 +39,43 @@ ALL_LIMIT = 30
 OTHERS_NAMED = 5
 _SUPPLIER_CUT = 60
 
-# What it says.
-USAGE = "Usage: /pending, or for an admin /pending all"
-NOT_AN_APPROVER = "/pending lists the requests waiting for an approver's decision; you are not one."
-ADMIN_HINT = " /pending all lists every waiting request."
-ONLY_ADMINS = "Only admins can list every waiting request."
-NOTHING_MINE = "Nothing waits for your decision."
-NOTHING_AT_ALL = "No request waits for a decision."
-CARD_AGAIN = "Here is its card again; the one you had still works."
-NEVER = "A message never approves a purchase order."
+# What it says (translated where it is sent).
+USAGE = N_("Usage: /pending, or for an admin /pending all")
+NOT_AN_APPROVER = N_(
+    "/pending lists the requests waiting for an approver's decision; you are not one."
+)
+ADMIN_HINT = N_("/pending all lists every waiting request.")  # after NOT_AN_APPROVER, for admins
+ONLY_ADMINS = N_("Only admins can list every waiting request.")
+NOTHING_MINE = N_("Nothing waits for your decision.")
+NOTHING_AT_ALL = N_("No request waits for a decision.")
+CARD_AGAIN = N_("Here is its card again; the one you had still works.")
+# A request's state, where the answer to free text says what became of it.
+_STATE_NAMES = {
+    State.APPROVED: N_("approved"),
+    State.SENDING: N_("sending"),
+    State.SENT: N_("sent"),
+    State.REJECTED: N_("rejected"),
+    State.EXPIRED: N_("expired"),
+    State.CANCELLED: N_("cancelled"),
+    State.FAILED_RETRYABLE: N_("failed retryable"),
+    State.FAILED_FINAL: N_("failed final"),
+    State.UNKNOWN_OUTCOME: N_("unknown outcome"),
+}
 
 
-def age(delta: timedelta) -> str:
+def age(delta: timedelta, *, tr: Translator = ENGLISH) -> str:
     """ "45 min", "3 h", "2 d 4 h": how long a request has waited."""
     minutes = max(int(delta.total_seconds() // 60), 0)
     if minutes < 60:
-        return f"{minutes} min"
+        return tr("{minutes} min", minutes=minutes)
     hours = minutes // 60
-    return f"{hours} h" if hours < 24 else f"{hours // 24} d {hours % 24} h"
+    if hours < 24:
+        return tr("{hours} h", hours=hours)
+    return tr("{days} d {hours} h", days=hours // 24, hours=hours % 24)
 
 
 def _amount(job: Job) -> str:
     return format_pkr(job.total_paisa or 0)
-
-
-def _cut(text: str) -> str:
-    text = flatten(text)
-    return text if len(text) <= _SUPPLIER_CUT else text[: _SUPPLIER_CUT - 1] + "…"
 
 
 @dataclass(frozen=True)
@@ -74,117 +86,199 @@ class Listed:
     supplier: str
     names: dict[int, str]  # the requester and everyone it waits for, by id
 
-    def name(self, user_id: int, *, with_id: bool = False) -> str:
+    def name(self, user_id: int, *, with_id: bool = False, tr: Translator = ENGLISH) -> str:
         """What to call someone: their name (and id), or their id."""
         known = self.names.get(user_id)
         if known is None:
-            return f"user {user_id}"
+            return tr("user {id}", id=user_id)
         return f"{flatten(known)} ({user_id})" if with_id else flatten(known)
 
 
-def _stage(w: Waiting) -> str:
+def _stage(w: Waiting, tr: Translator) -> str:
     """ "stage 2 of 2 (owners), 1 of 2 approvals", or "" for one stage of one approval."""
-    parts = [f"stage {w.stage + 1} of {w.stages} ({w.group})"] if w.stages > 1 else []
+    parts = []
+    if w.stages > 1:
+        parts.append(
+            tr(
+                "stage {stage} of {stages} ({group})",
+                stage=w.stage + 1,
+                stages=w.stages,
+                group=w.group,
+            )
+        )
     if w.required > 1:
-        parts.append(f"{w.approvals} of {w.required} approvals")
-    return ", ".join(parts)
+        parts.append(
+            tr("{approvals} of {required} approvals", approvals=w.approvals, required=w.required)
+        )
+    return tr(", ").join(parts)
 
 
-def _when(w: Waiting, now: datetime, tz: tzinfo) -> str:
+def _when(w: Waiting, now: datetime, tz: tzinfo, tr: Translator) -> str:
     """ "waiting 3 h · expires 30 Nov 2026, 14:00 PKT"."""
     deadline = w.job.decision_deadline
-    due = f" · expires {local_time(deadline, tz)}" if deadline else ""
-    return f"waiting {age(now - w.job.created_at)}{due}"
+    text = tr("waiting {age}", age=age(now - w.job.created_at, tr=tr))
+    return text + (" · " + tr("expires {at}", at=local_time(deadline, tz)) if deadline else "")
 
 
-def mine_text(listed: list[Listed], more: int, person: int, now: datetime, tz: tzinfo) -> str:
+def _listed_line(item: Listed, tr: Translator, *, with_id: bool = False) -> str:
+    """ "PO-2026-0001 · Rs 450,000.00 · Hall Road · from Bilal"."""
+    job = item.waiting.job
+    return tr(
+        "{po} · {amount} · {supplier} · from {name}",
+        po=job.po_number,
+        amount=_amount(job),
+        supplier=item.supplier,
+        name=item.name(job.requester_id, with_id=with_id, tr=tr),
+    )
+
+
+def mine_text(
+    listed: list[Listed],
+    more: int,
+    person: int,
+    now: datetime,
+    tz: tzinfo,
+    *,
+    tr: Translator = ENGLISH,
+) -> str:
     """/pending: the requests waiting for `person`, oldest first, each in two or three lines."""
-    total = len(listed) + more
     lines = [
-        f"Waiting for your decision: {total} request{'' if total == 1 else 's'}, oldest first. "
-        "🔁 sends a card again."
+        tr.plural(
+            "Waiting for your decision: {count} request, oldest first. 🔁 sends a card again.",
+            "Waiting for your decision: {count} requests, oldest first. 🔁 sends a card again.",
+            len(listed) + more,
+        )
     ]
     for number, item in enumerate(listed, 1):
         w = item.waiting
-        lines.append(
-            f"{number}. {w.job.po_number} · {_amount(w.job)} · {item.supplier} · "
-            f"from {item.name(w.job.requester_id)}"
-        )
-        lines.append(f"   {_when(w, now, tz)}")
+        lines.append(f"{number}. {_listed_line(item, tr)}")
+        lines.append(f"   {_when(w, now, tz, tr)}")
         whom = w.held_for(person)
-        extra = [_stage(w), f"for {item.name(whom)}, who is away" if whom else ""]
+        away = tr("for {name}, who is away", name=item.name(whom, tr=tr)) if whom else ""
+        extra = [_stage(w, tr), away]
         if any(extra):
             lines.append("   " + " · ".join(part for part in extra if part))
     if more:
-        lines.append(f"… and {more} more: decide these, then send /pending again.")
+        lines.append(
+            tr.plural(
+                "… and {count} more: decide these, then send /pending again.",
+                "… and {count} more: decide these, then send /pending again.",
+                more,
+            )
+        )
     return "\n".join(lines)
 
 
 def fitted(
-    listed: list[Listed], more: int, person: int, now: datetime, tz: tzinfo
+    listed: list[Listed],
+    more: int,
+    person: int,
+    now: datetime,
+    tz: tzinfo,
+    *,
+    tr: Translator = ENGLISH,
 ) -> tuple[str, list[Listed]]:
     """/pending's text and the requests it shows, with their buttons: as many as fit one
     message (long names make fewer fit), the rest counted in "… and N more"."""
-    while len(text := mine_text(listed, more, person, now, tz)) > MESSAGE_LIMIT:
+    while len(text := mine_text(listed, more, person, now, tz, tr=tr)) > MESSAGE_LIMIT:
         listed, more = listed[:-1], more + 1
     return text, listed
 
 
-def _waits_for(item: Listed) -> str:
+def _waits_for(item: Listed, tr: Translator) -> str:
     """Whom a request waits for, by name and id, and who holds the card of someone away."""
     w = item.waiting
     if not w.waiting_for:
-        return f"nobody in group {w.group} can approve it: /group ID {w.group}"
+        return tr("nobody in group {group} can approve it: /group ID {group}", group=w.group)
     held_by = {whom: holder for holder, whom in w.cards_to.items() if whom is not None}
     people = []
     for person in sorted(w.waiting_for):
-        who = item.name(person, with_id=True)
+        who = item.name(person, with_id=True, tr=tr)
         if person in held_by:
-            who += f", away: {item.name(held_by[person], with_id=True)} holds the card"
+            holder = item.name(held_by[person], with_id=True, tr=tr)
+            who = tr("{name}, away: {holder} holds the card", name=who, holder=holder)
         people.append(who)
-    return "; ".join(people)
+    return tr("; ").join(people)
 
 
-def all_text(listed: list[Listed], more: int, now: datetime, tz: tzinfo) -> str:
+def all_text(
+    listed: list[Listed], more: int, now: datetime, tz: tzinfo, *, tr: Translator = ENGLISH
+) -> str:
     """/pending all: every waiting request, oldest first, and whom it waits for."""
-    total = len(listed) + more
-    lines = [f"Waiting for a decision: {total} request{'' if total == 1 else 's'}, oldest first."]
+    lines = [
+        tr.plural(
+            "Waiting for a decision: {count} request, oldest first.",
+            "Waiting for a decision: {count} requests, oldest first.",
+            len(listed) + more,
+        )
+    ]
     for item in listed:
         w = item.waiting
-        lines.append(
-            f"{w.job.po_number} · {_amount(w.job)} · {item.supplier} · "
-            f"from {item.name(w.job.requester_id, with_id=True)}"
-        )
-        lines.append("  " + " · ".join(p for p in (_when(w, now, tz), _stage(w)) if p))
-        lines.append(f"  waits for: {_waits_for(item)}")
+        lines.append(_listed_line(item, tr, with_id=True))
+        lines.append("  " + " · ".join(p for p in (_when(w, now, tz, tr), _stage(w, tr)) if p))
+        lines.append("  " + tr("waits for: {people}", people=_waits_for(item, tr)))
     if more:
-        lines.append(f"… and {more} more, younger than these.")
+        lines.append(
+            tr.plural(
+                "… and {count} more, younger than these.",
+                "… and {count} more, younger than these.",
+                more,
+            )
+        )
     return "\n".join(lines)
 
 
-def text_answer(found: Referred) -> str:
-    """The answer to an approver's free text: it decides nothing; the buttons that do, the
-    comment it became, and what else waits for them."""
+def _first_line(found: Referred, tr: Translator) -> str:
+    """That a message decides nothing, and what the buttons under it decide, if any."""
     job = found.job
     po = f"{job.po_number} ({_amount(job)})"
+    if found.decidable and found.others and not found.replied:
+        return tr(
+            "A message never approves a purchase order. To decide {po}, the oldest waiting "
+            "for you, tap a button:",
+            po=po,
+        )
     if found.decidable:
-        oldest = " the oldest waiting for you," if found.others and not found.replied else ""
-        lines = [f"{NEVER} To decide {po},{oldest} tap a button:"]
-    elif job.state is State.AWAITING_APPROVAL:  # another stage's turn, or counted already
-        lines = [f"{NEVER} {po} no longer waits for your decision."]
-    else:
-        state = job.state.value.lower().replace("_", " ")
-        lines = [f"{NEVER} {po} no longer waits for your decision: it is {state}."]
-    lines.append(
-        f"💬 Your message is kept as a comment on {job.po_number} for the other approvers."
+        return tr("A message never approves a purchase order. To decide {po}, tap a button:", po=po)
+    if job.state is State.AWAITING_APPROVAL:  # another stage's turn, or counted already
+        return tr(
+            "A message never approves a purchase order. {po} no longer waits for your decision.",
+            po=po,
+        )
+    name = _STATE_NAMES.get(job.state)
+    return tr(
+        "A message never approves a purchase order. {po} no longer waits for your decision: "
+        "it is {state}.",
+        po=po,
+        state=tr(name) if name else job.state.value.lower().replace("_", " "),
     )
+
+
+def text_answer(found: Referred, *, tr: Translator = ENGLISH) -> str:
+    """The answer to an approver's free text: it decides nothing; the buttons that do, the
+    comment it became, and what else waits for them."""
+    lines = [
+        _first_line(found, tr),
+        tr(
+            "💬 Your message is kept as a comment on {po} for the other approvers.",
+            po=found.job.po_number,
+        ),
+    ]
     if found.others:
         named = ", ".join(
             f"{w.job.po_number} ({_amount(w.job)})" for w in found.others[:OTHERS_NAMED]
         )
         hidden = len(found.others) - OTHERS_NAMED
-        named += f" and {hidden} more" if hidden > 0 else ""
-        lines.append(f"Also waiting for you: {named}. /pending sends their cards again.")
+        lines.append(
+            tr.plural(
+                "Also waiting for you: {named} and {count} more. /pending sends their cards again.",
+                "Also waiting for you: {named} and {count} more. /pending sends their cards again.",
+                hidden,
+                named=named,
+            )
+            if hidden > 0
+            else tr("Also waiting for you: {named}. /pending sends their cards again.", named=named)
+        )
     return "\n".join(lines)
 
 
@@ -201,7 +295,7 @@ async def _listed(tx: ShellReadTx, waiting: list[Waiting], people: bool) -> list
             known = await tx.telegram_user(user_id)
             if known is not None and known.first_name:
                 names[user_id] = known.first_name
-        listed.append(Listed(w, _cut(draft.supplier_name), names))
+        listed.append(Listed(w, cut(draft.supplier_name, _SUPPLIER_CUT), names))
     return listed
 
 
@@ -211,7 +305,7 @@ async def pending_command(update: Update, context: ContextTypes.DEFAULT_TYPE) ->
     assert user is not None and message is not None
     args = [arg.lower() for arg in context.args or []]
     if args not in ([], ["all"]):
-        await reply(update, USAGE)
+        await reply(update, (await speaking(deps, user.id))(USAGE))
         return
     now, default = utcnow(), _default(deps)
     async with deps.store.reading() as tx:
@@ -224,16 +318,16 @@ async def pending_command(update: Update, context: ContextTypes.DEFAULT_TYPE) ->
             waiting = await pending.waiting_for_person(tx, user.id, now, default) if allowed else []
         limit = ALL_LIMIT if everyone else MINE_LIMIT
         listed = await _listed(tx, waiting[:limit], everyone)
-    more, tz = len(waiting) - len(listed), deps.settings.tz
+    more, tz, tr = len(waiting) - len(listed), deps.settings.tz, await speaking(deps, user.id)
     if not allowed:
-        hint = ADMIN_HINT if Role.ADMIN in roles else ""
-        await reply(update, ONLY_ADMINS if everyone else NOT_AN_APPROVER + hint)
+        hint = " " + tr(ADMIN_HINT) if Role.ADMIN in roles else ""
+        await reply(update, tr(ONLY_ADMINS) if everyone else tr(NOT_AN_APPROVER) + hint)
     elif not listed:
-        await reply(update, NOTHING_AT_ALL if everyone else NOTHING_MINE)
+        await reply(update, tr(NOTHING_AT_ALL) if everyone else tr(NOTHING_MINE))
     elif everyone:
-        await reply(update, all_text(listed, more, now, tz))
+        await reply(update, all_text(listed, more, now, tz, tr=tr))
     else:
-        text, listed = fitted(listed, more, user.id, now, tz)
+        text, listed = fitted(listed, more, user.id, now, tz, tr=tr)
         await message.reply_text(
             text,
             reply_markup=resend_markup(deps.settings.secret, [item.waiting.job for item in listed]),
@@ -255,14 +349,14 @@ async def on_resend_tap(update: Update, context: ContextTypes.DEFAULT_TYPE) -> N
     review = Review(
         job.po_number, user.id, Verdict.APPROVE, tap.button.draft_version, tap.signed_for
     )
-    refused = await refusal(deps, job, review, reading=False)
+    refused = await refusal(deps, job, review, reading=False, tr=tap.tr)
     if refused is not None:
         await answer_tap(tap.query, refused)
         return
     listing = tap.query.message  # one card per /pending message and request, however many taps
     because = f"again{listing.message_id}" if listing else f"again-u{update.update_id}"
     await pending.card_again(deps.store, job, user.id, because, utcnow())
-    await answer_tap(tap.query, CARD_AGAIN)
+    await answer_tap(tap.query, tap.tr(CARD_AGAIN))
     deliver_now(context, deps, job.id)
 
 
@@ -288,6 +382,7 @@ async def on_text(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     if found is None:
         await help_command(update, context)
         return
-    markup = card_markup(deps.settings.secret, found.job) if found.decidable else None
-    await message.reply_text(text_answer(found), reply_markup=markup)
+    tr = await speaking(deps, user.id)
+    markup = card_markup(deps.settings.secret, found.job, tr=tr) if found.decidable else None
+    await message.reply_text(text_answer(found, tr=tr), reply_markup=markup)
     await pending.comment(deps.store, found.job, user.id, message.text or "", utcnow())

@@ -11,6 +11,7 @@ from sqlalchemy import update
 
 from bot.bootstrap import LadderSweep
 from bot.clock import utcnow
+from bot.i18n import FSI, isolated
 from bot.telegram.cards import APPROVE_TEXT
 from bot.telegram.notices import NoticeRunner
 from bot.telegram.pending import CARD_AGAIN
@@ -128,3 +129,31 @@ async def test_an_approver_who_blocked_the_bot_is_escalated_to_the_admin_at_once
         escalation = await admin.next_message()
         assert escalation.text.startswith("🚨 Waiting too long: these approvers have not decided")
         assert f"Sana (Telegram id {APPROVER_B}) cannot be reached" in escalation.text
+
+
+async def test_a_reminder_and_an_escalation_come_in_their_readers_language(botapi, db_url, store):
+    async with running_bot(botapi, db_url, **SECONDS) as run:
+        admin = botapi.user(ADMIN, "Ayesha", started=True)
+        async with run.store.begin() as tx:
+            await tx.met(ADMIN, "Ayesha", T0, started=True)
+            await tx.met(APPROVER_A, "Ali", T0, started=True)
+            for person in (ADMIN, APPROVER_A):  # Sana keeps English
+                await tx.set_language(person, "ur", T0)
+        ali, _card, sana, _other = await cards_out(botapi, run)
+        sweep = LadderSweep(run.settings, run.store)
+        notices = NoticeRunner(run.store, run.app.bot, run.settings)
+        await asyncio.sleep(1.1)
+        await sweep.run_once()
+        assert await notices.run_once() == 2
+        reminder = await ali.next_message()
+        assert reminder.text.startswith("⏰ یاد دہانی: یہ درخواست ابھی تک آپ کے فیصلے کی منتظر ہے۔")
+        assert reminder.button_texts == ["✅ منظور", "❌ مسترد", "📄 تفصیل"]
+        assert (await sana.next_message()).text.startswith("⏰ Reminder")
+        await asyncio.sleep(2.1)  # neither decides: the escalation is due
+        await sweep.run_once()
+        assert await notices.run_once() == 2  # Ali's and Sana's, fanned out to the admin
+        assert await notices.run_once() == 2  # the admin's copies: one message, in Urdu
+        lines = (await admin.next_message()).text.splitlines()
+        assert lines[0].startswith("🚨 بہت دیر سے منتظر: ان منظوری دہندگان نے فیصلہ نہیں کیا")
+        assert len(lines) == 3 and all(line.endswith(" نے فیصلہ نہیں کیا") for line in lines[1:])
+        assert all(line.startswith(f"• {FSI}{isolated(PO)} · ") for line in lines[1:])

@@ -7,6 +7,8 @@ from __future__ import annotations
 from bot.i18n import isolated
 from bot.telegram.cards import APPROVE_TEXT
 from bot.telegram.notices import NoticeRunner
+from bot.telegram.pending import NOT_AN_APPROVER
+from core.money import format_pkr
 from core.policies import Role
 from core.states import State
 from store.engine import make_engine
@@ -162,3 +164,48 @@ async def test_an_admin_alert_fanned_out_is_rendered_in_each_admins_language(bot
             f"⚠️ {isolated(PO)} منظوری کا منتظر ہے، لیکن کوئی منظوری دہندہ رجسٹرڈ نہیں۔ "
             "/invite approver سے کسی کو مدعو کریں؛ ان کے شامل ہوتے ہی کارڈ بھیج دیا جائے گا۔"
         )
+
+
+async def test_an_urdu_approvers_pending_and_free_text_come_in_urdu(botapi, db_url, store):
+    async with running_bot(botapi, db_url) as run:
+        ali = botapi.user(APPROVER_A, "Ali", started=True)
+        bilal = botapi.user(REQUESTER, "Bilal", started=True)
+        async with run.store.begin() as tx:
+            for person, name in ((ali, "Ali"), (bilal, "Bilal")):
+                await tx.met(person.id, name, T0, started=True)
+        await choose_urdu(botapi, ali)
+        await terms_in_force(run.store)
+        bilal.send_document(b"sku,quantity\nCHG-65W,3\n", SHEET_NAME, "text/csv")
+        await said(bilal)
+        await NoticeRunner(run.store, run.app.bot, run.settings).run_once()
+        card = await ali.next_message()
+        job, _, _ = await job_and_decisions(run)
+        amount = format_pkr(job.total_paisa or 0)
+
+        ali.send_text("/pending")
+        listing = await ali.next_message()
+        lines = listing.text.splitlines()
+        assert lines[0] == (
+            f"آپ کے فیصلے کی منتظر: {isolated('1')} درخواست، پرانی پہلے۔ 🔁 کارڈ دوبارہ بھیجتا ہے۔"
+        )
+        assert lines[1].startswith(f"1. {isolated(PO)} · {isolated(amount)} · ")
+        assert lines[1].endswith(f" · {isolated('Bilal')} کی جانب سے") and "سے منتظر" in lines[2]
+        assert await answer(botapi, ali.tap(listing, f"🔁 {PO}")) == (
+            "اس کا کارڈ دوبارہ حاضر ہے؛ آپ کا پہلا کارڈ بھی کام کرتا ہے۔"
+        )
+        await deliveries_done(run)
+        again = await ali.next_message()
+        assert again.text == botapi.message(APPROVER_A, card.message_id).text  # the Urdu card
+
+        ali.send_text("theek hai")
+        told = await ali.next_message()
+        assert told.text.splitlines()[0] == (
+            "پیغام سے پرچیز آرڈر کبھی منظور نہیں ہوتا۔ "
+            f"{isolated(f'{PO} ({amount})')} کا فیصلہ کرنے کے لیے بٹن دبائیں:"
+        )
+        assert told.button_texts == ["✅ منظور", "❌ مسترد", "📄 تفصیل"]
+        job, decisions, _ = await job_and_decisions(run)
+        assert job.state is State.AWAITING_APPROVAL and decisions == []  # text decides nothing
+
+        bilal.send_text("/pending")  # a requester is no approver, and hears it in English
+        assert await said(bilal) == NOT_AN_APPROVER

@@ -9,6 +9,7 @@ from dataclasses import replace
 from datetime import timedelta
 from zoneinfo import ZoneInfo
 
+from bot.i18n import FSI, PDI, Language, isolated, translator
 from bot.telegram.cards import APPROVE_TEXT, MESSAGE_LIMIT, REJECT_TEXT, visible_length
 from bot.telegram.ladder import nudge_html, nudge_markup
 from core.delivery import CardFacts
@@ -23,6 +24,7 @@ from tests.helpers.factories import T0
 PKT = ZoneInfo("Asia/Karachi")
 SECRET = b"s" * 32
 HOLDER = 2001
+UR = translator(Language.UR)
 
 
 def facts(n: int, *, stages: int = 1, lines: int = 2) -> CardFacts:
@@ -117,3 +119,73 @@ def test_the_escalation_names_who_has_not_decided_and_who_cannot_be_reached() ->
         "or blocked it"
     )
     assert nudge_markup(escalation, SECRET) is None
+
+
+def test_a_lone_urdu_reminder_is_the_urdu_card_with_urdu_buttons() -> None:
+    one = nudge("remind", Due(facts(1)))
+    text = nudge_html(one, PKT, HOLDER, tr=UR)
+    assert text.startswith(
+        "⏰ <b>یاد دہانی</b>: یہ درخواست ابھی تک آپ کے فیصلے کی منتظر ہے۔\n\n"
+        f"🧾 {isolated('<b>PO-2026-0001</b>')} — منظوری درکار"
+    )
+    markup = nudge_markup(one, SECRET, tr=UR)
+    assert markup is not None
+    assert [b.text for b in markup.inline_keyboard[0]] == [UR(APPROVE_TEXT), UR(REJECT_TEXT)]
+    warned = nudge_html(nudge("expiring", Due(facts(1, lines=400))), PKT, HOLDER, tr=UR)
+    assert warned.startswith(f"⌛ <b>میعاد {isolated('30 Nov 2026, 14:00 PKT')} پر ختم</b>")
+    assert visible_length(warned) < MESSAGE_LIMIT
+
+
+def _longest(n: int) -> Due:
+    """A request as long as a list line gets: the longest supplier name (100 characters, each
+    escaped, cut to 40), a chain's stage of a 64-character group (cut to 24), a deadline."""
+    long = facts(n, stages=3)
+    draft = replace(long.draft, supplier_name="&" * 100)
+    return Due(
+        replace(long, draft=draft, group="<" * 64, stage=1), "N&" * 32 + " (Telegram id 2001)"
+    )
+
+
+def test_the_longest_urdu_digest_fits_one_message_and_isolates_each_value() -> None:
+    many = nudge(DIGEST, *(_longest(n) for n in range(1, DIGEST_LIMIT + 4)))
+    text = nudge_html(many, PKT, HOLDER, tr=UR)
+    lines = text.splitlines()
+    assert (
+        lines[0]
+        == f"📋 <b>آج آپ کے فیصلے کی منتظر</b> ({isolated(str(DIGEST_LIMIT + 3))})، پرانی پہلے:"
+    )
+    assert lines[1].startswith(
+        f"• {isolated('<b>PO-2026-0001</b>')} · {isolated('&amp;' * 39 + '…')} · "
+        f"{isolated('Rs 900,000.00')} · {isolated('3')} میں سے مرحلہ {isolated('2')}"
+    )
+    assert f"میعاد {isolated('30 Nov 2026, 14:00 PKT')} تک" in lines[1]
+    assert lines[-3:] == [
+        f"…اور {isolated('3')} مزید۔",
+        "",
+        "کسی درخواست کا کارڈ دوبارہ دیکھنے کے لیے اسے دبائیں۔",
+    ]
+    assert visible_length(text) < MESSAGE_LIMIT
+    reminders = nudge_html(replace(many, step="remind"), PKT, HOLDER, tr=UR)
+    assert reminders.startswith(f"⏰ <b>ابھی تک آپ کے فیصلے کی منتظر</b> ({isolated('23')}):")
+
+
+def test_the_longest_urdu_escalation_fits_one_message() -> None:
+    items = [_longest(n) for n in range(1, DIGEST_LIMIT + 1)]
+    items[1] = replace(items[1], unreachable=True)
+    escalation = nudge("escalate", *items)
+    text = nudge_html(escalation, PKT, 9001, tr=UR)
+    lines = text.splitlines()
+    assert lines[0] == (
+        f"🚨 <b>بہت دیر سے منتظر</b>: ان منظوری دہندگان نے فیصلہ نہیں کیا ({isolated('20')}):"
+    )
+    person = isolated("N&amp;" * 32 + " (Telegram id 2001)")
+    assert lines[1].startswith(f"• {FSI}{isolated('<b>PO-2026-0001</b>')} · ")
+    assert lines[1].endswith(f"{PDI}: {person} نے فیصلہ نہیں کیا")
+    assert lines[2].endswith(
+        f": {person} تک پیغام نہیں پہنچ سکتا: "
+        "انہوں نے بوٹ کبھی شروع نہیں کیا، یا اسے بلاک کر دیا ہے"
+    )
+    listed = sum(line.startswith("• ") for line in lines)  # the rest are counted, not lost
+    assert 0 < listed < DIGEST_LIMIT
+    assert lines[-1] == f"…اور {isolated(str(DIGEST_LIMIT - listed))} مزید۔"
+    assert visible_length(text) < MESSAGE_LIMIT

@@ -10,7 +10,17 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from bot.telegram.pending import Listed, age, all_text, fitted, mine_text, text_answer
+from bot.i18n import FSI, PDI, Language, isolated, translator
+from bot.telegram.pending import (
+    ALL_LIMIT,
+    MINE_LIMIT,
+    Listed,
+    age,
+    all_text,
+    fitted,
+    mine_text,
+    text_answer,
+)
 from core.jobs import Job
 from core.pending import COMMENT_LIMIT, COMMENT_TEXT, Waiting, comment_text, refers_to
 from core.retention import FREE_TEXT_KEYS
@@ -19,6 +29,7 @@ from core.states import State
 
 T0 = datetime(2026, 12, 1, 9, tzinfo=UTC)
 PKT = ZoneInfo("Asia/Karachi")
+UR = translator(Language.UR)
 
 
 def job(po: str, minutes: int, state: State = State.AWAITING_APPROVAL) -> Job:
@@ -176,4 +187,77 @@ def test_the_answer_to_a_reply_on_a_card_that_no_longer_decides() -> None:
         text_answer(rejected)
         .splitlines()[0]
         .endswith("no longer waits for your decision: it is rejected.")
+    )
+
+
+def test_pending_in_urdu_isolates_each_po_and_amount() -> None:
+    held = waiting(OLD, {2003: 2002})
+    listed = [Listed(held, "Hall Road", {1001: "Bilal", 2002: "Sana"})]
+    lines = mine_text(listed, 12, 2003, T0 + timedelta(hours=3), PKT, tr=UR).splitlines()
+    assert lines[0] == (
+        f"آپ کے فیصلے کی منتظر: {isolated('13')} درخواستیں، پرانی پہلے۔ 🔁 کارڈ دوبارہ بھیجتا ہے۔"
+    )
+    assert lines[1] == (
+        f"1. {isolated('PO-2026-0001')} · {isolated('Rs 450,000.00')} · {isolated('Hall Road')}"
+        f" · {isolated('Bilal')} کی جانب سے"
+    )
+    assert lines[2] == (
+        f"   {isolated(isolated('3') + ' گھنٹے')} سے منتظر · "
+        f"میعاد {isolated('02 Dec 2026, 14:00 PKT')} تک"
+    )
+    assert lines[3] == f"   {isolated('Sana')} کی جگہ، جو غیر حاضر ہیں"
+    assert lines[4] == (
+        f"… اور {isolated('12')} مزید: ان کا فیصلہ کریں، پھر دوبارہ /pending بھیجیں۔"
+    )
+    assert age(timedelta(days=2, hours=4), tr=UR) == f"{isolated('2')} دن {isolated('4')} گھنٹے"
+
+
+def _longest(count: int) -> list[Listed]:
+    """Requests at their longest: a 60-character supplier (as listed), Telegram's longest first
+    names, a delegate's card, a committee at a chain's second stage."""
+    long, held = "N" * 64, {2001: None, 2003: 2002}
+    names = {1001: long, 2001: long, 2002: long, 2003: long}
+    return [
+        Listed(
+            Waiting(job(f"PO-2026-{n:04}", n), 1, 2, "G" * 64, 1, 3, frozenset({2001, 2002}), held),
+            "S" * 60,
+            names,
+        )
+        for n in range(1, count + 1)
+    ]
+
+
+def test_the_longest_urdu_pending_lists_fit_telegrams_messages() -> None:
+    items = _longest(MINE_LIMIT + 10)
+    text, shown = fitted(items, 0, 2003, T0, PKT, tr=UR)
+    assert len(text) <= 4096 and 0 < len(shown) < len(items)
+    assert text.endswith(
+        f"… اور {isolated(str(len(items) - len(shown)))} مزید: ان کا فیصلہ کریں، پھر دوبارہ "
+        "/pending بھیجیں۔"
+    )
+    assert "مرحلہ" in text and "منظوریاں" in text
+    everyone = all_text(_longest(ALL_LIMIT), 5, T0, PKT, tr=UR)  # replied in pieces (chunks)
+    assert everyone.splitlines()[0] == f"فیصلے کی منتظر: {isolated('35')} درخواستیں، پرانی پہلے۔"
+    holds = f"، غیر حاضر: کارڈ {isolated('N' * 64 + ' (2003)')} کے پاس ہے"
+    assert everyone.count(holds) == ALL_LIMIT
+    for line in everyone.splitlines():
+        assert line.count(FSI) == line.count(PDI)  # no isolate left open on its line
+
+
+def test_the_answer_to_free_text_in_urdu() -> None:
+    others = [waiting(job(f"PO-2026-{n:04}", n)) for n in range(10, 18)]
+    found = refers_to([waiting(OLD), *others], None)
+    rejected = refers_to([], job("PO-2026-0009", 1, State.REJECTED))
+    assert found is not None and rejected is not None
+    lines = text_answer(found, tr=UR).splitlines()
+    never = "پیغام سے پرچیز آرڈر کبھی منظور نہیں ہوتا۔"
+    assert lines[0] == (
+        f"{never} آپ کی منتظر سب سے پرانی درخواست {isolated('PO-2026-0001 (Rs 450,000.00)')} "
+        "کا فیصلہ کرنے کے لیے بٹن دبائیں:"
+    )
+    assert lines[1].startswith("💬 آپ کا پیغام") and isolated("PO-2026-0001") in lines[1]
+    assert lines[2].startswith(f"آپ کے فیصلے کی منتظر اور بھی: {FSI}PO-2026-0010 (Rs 450,000.00), ")
+    assert f" اور {isolated('3')} مزید۔ /pending" in lines[2]
+    assert (
+        text_answer(rejected, tr=UR).splitlines()[0].endswith(f"؛ اس کی حالت: {isolated('مسترد')}۔")
     )
