@@ -8,6 +8,8 @@ import contextlib
 from collections.abc import AsyncIterator
 from datetime import timedelta
 
+import pytest
+
 from bot.bootstrap import run_forever
 from bot.clock import utcnow
 from bot.outbox.runner import OutboxRunner
@@ -132,6 +134,7 @@ async def test_a_new_draft_supersedes_the_delivered_cards(botapi, db_url, store)
         assert job.state is State.AWAITING_APPROVAL and decisions == []
 
 
+@pytest.mark.slow  # waits on real time
 async def test_the_sweep_expires_a_request_within_seconds_and_says_so_everywhere(
     botapi, db_url, store
 ):
@@ -152,6 +155,7 @@ async def test_the_sweep_expires_a_request_within_seconds_and_says_so_everywhere
         assert job.state is State.EXPIRED and decisions == []
 
 
+@pytest.mark.slow  # waits on real time
 async def test_a_tap_after_the_deadline_is_refused_before_any_sweep(botapi, db_url, store):
     async with running_bot(botapi, db_url, manzoori_approval_ttl_seconds=1) as run:
         ali, ali_card, _sana, sana_card = await cards_out(botapi, run)

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
+
 from bot.telegram.cards import APPROVE_TEXT, DETAILS_TEXT
 from core.states import State
 from tests.helpers.bot import answer, cards_out, job_and_decisions, running_bot
 from tests.helpers.factories import APPROVER_A, REQUESTER
+
+pytestmark = pytest.mark.slow  # waits on real time: seconds of sweeps, pacing and timeouts
 
 # Longer than any answer may take here, shorter than PTB's timeouts for an upload.
 STALL = 2.0

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import pytest
 from sqlalchemy import select
 from sqlalchemy.exc import OperationalError
 from telegram import CallbackQuery, InlineKeyboardButton, InlineKeyboardMarkup, Update, User
@@ -35,6 +36,8 @@ from tests.helpers.bot import (
     with_terms,
 )
 from tests.helpers.factories import APPROVER_A, APPROVER_B, REQUESTER, T0
+
+pytestmark = pytest.mark.slow  # waits on real time: seconds of sweeps, pacing and timeouts
 
 # Longer than any prompt answer takes here, short enough for a quick test.
 STALL = 2.0

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
+import pytest
 from sqlalchemy import update
 
 from bot.bootstrap import LadderSweep
@@ -28,6 +29,8 @@ from tests.helpers.bot import (
     running_bot,
 )
 from tests.helpers.factories import APPROVER_A, APPROVER_B, T0
+
+pytestmark = pytest.mark.slow  # waits on real time: seconds of sweeps, pacing and timeouts
 
 SECONDS = {
     "manzoori_working_hours": "Mon-Sun 00:00-24:00",

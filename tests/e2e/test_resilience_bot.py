@@ -6,6 +6,8 @@ from __future__ import annotations
 import logging
 from dataclasses import replace
 
+import pytest
+
 from bot.clock import utcnow
 from bot.telegram.cards import APPROVE_TEXT
 from bot.telegram.notices import NoticeRunner
@@ -23,6 +25,8 @@ from tests.helpers.bot import (
     with_terms,
 )
 from tests.helpers.factories import APPROVER_A, APPROVER_B, REQUESTER, T0
+
+pytestmark = pytest.mark.slow  # waits on real time: seconds of sweeps, pacing and timeouts
 
 SECOND_PO = PO[:-1] + "2"
 TWO_SUPPLIERS = b"sku,quantity,notes\nCBL-USBC-1M,20,\nTEA-500G,3,for Eid\n"

@@ -140,6 +140,7 @@ async def test_550_is_final(store, sink):
     assert sink.messages == []
 
 
+@pytest.mark.slow  # waits on real time
 async def test_late_answer_after_data_is_unknown_and_never_resent(store, sink):
     clock = Clock()
     job = await approved_job(store)
@@ -163,6 +164,7 @@ async def test_late_answer_after_data_is_unknown_and_never_resent(store, sink):
     assert sent.state is State.SENT
 
 
+@pytest.mark.slow  # waits on real time
 async def test_reconcile_not_sent_sends_once_with_the_same_message_id(store, sink):
     clock = Clock()
     job = await approved_job(store)
