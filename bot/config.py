@@ -189,9 +189,10 @@ class Settings(BaseSettings):
         "09:30", description="Time of day (HH:MM) of each approver's daily digest; off: none"
     )
     manzoori_ladder_check_seconds: float = Field(
-        5.0,
+        60.0,
         gt=0,
-        description="Seconds between two sweeps for due reminders, across all processes; > 0",
+        description="Seconds between two sweeps for due reminders, across all processes (a "
+        "nudge is at most this late); > 0",
     )
     manzoori_fault_point: FaultPoint | None = Field(
         None,

@@ -86,8 +86,9 @@ def run(
     ] = False,
 ) -> None:
     """Apply migrations, then run the Telegram bot, the outbox runner and the web front door
-    (/healthz, /metrics, the webhook) until SIGINT/SIGTERM; a worker serves /healthz and
-    /metrics too."""
+    (/healthz, /metrics, the webhook) until SIGINT/SIGTERM. A worker serves /healthz and
+    /metrics only when WEB_PORT is set for it: several workers on one host would otherwise
+    all claim the default port."""
     bootstrap.setup_logging()
 
     async def work(settings: Settings, store: SqlStore) -> None:
@@ -98,7 +99,8 @@ def run(
             )
         await upgrade(store.engine)
         stop = _stop_on_signals()
-        async with bootstrap.running(settings, store, bot=not worker, web=True):
+        web = not worker or "web_port" in settings.model_fields_set
+        async with bootstrap.running(settings, store, bot=not worker, web=web):
             await stop.wait()
 
     with_store(work)

@@ -106,14 +106,22 @@ def owed_by_then(db_url: str, step: str, timeout: float = 30.0) -> None:
 
 def test_two_workers_and_a_restart_owe_each_nudge_once(db_url: str, tmp_path) -> None:
     asyncio.run(waiting_with_cards_out(db_url))
-    first, second = worker(db_url, tmp_path), worker(db_url, tmp_path)
-    owed_by_then(db_url, "remind")
-    stop(first)
-    restarted = worker(db_url, tmp_path)
-    owed_by_then(db_url, "escalate")
-    time.sleep(4)  # the restarted worker is up and sweeping again by now
-    stop(second)
-    stop(restarted)
+    started: list[subprocess.Popen[str]] = []
+    try:
+        first, second = worker(db_url, tmp_path), worker(db_url, tmp_path)
+        started += [first, second]
+        owed_by_then(db_url, "remind")
+        stop(first)
+        started.append(restarted := worker(db_url, tmp_path))
+        owed_by_then(db_url, "escalate")
+        time.sleep(4)  # the restarted worker is up and sweeping again by now
+        stop(second)
+        stop(restarted)
+    finally:  # a failed step leaves no worker behind to hold ports or sweep the next test's rows
+        for process in started:
+            if process.poll() is None:
+                process.kill()
+                process.wait(timeout=30)
     keys, trail = asyncio.run(owed_and_audited(db_url))
     assert [k.split(":")[0] for k in keys] == ["escalate"] * 2 + ["remind"] * 2
     assert (trail["ladder_remind"], trail["ladder_escalate"]) == (2, 2)
