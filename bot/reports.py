@@ -10,6 +10,7 @@ from datetime import datetime, tzinfo
 from typing import Any
 
 from bot.texts import TIMESTAMP, local_time
+from core.delivery import name_of
 from core.effects import message_id
 from core.jobs import AuditEvent, Effect, Job
 from core.money import format_pkr
@@ -35,11 +36,6 @@ def job_summary(job: Job) -> dict[str, Any]:
         "requester_id": job.requester_id,
         "updated_at": _iso(job.updated_at),
     }
-
-
-async def _name(tx: ShellReadTx, user_id: int) -> str:
-    known = await tx.telegram_user(user_id)
-    return known.first_name if known else f"user {user_id}"
 
 
 _VERB = {"approve": "approved", "reject": "rejected"}
@@ -82,9 +78,9 @@ async def _approval(tx: ShellReadTx, d: Decision) -> dict[str, Any]:
     """A decision as an admin reads it: who, by name, and for whom when a delegate made it."""
     return {
         "reviewer_id": d.reviewer_id,
-        "reviewer": await _name(tx, d.reviewer_id),
+        "reviewer": await name_of(tx, d.reviewer_id),
         "for_id": d.on_behalf_of,
-        "for": None if d.on_behalf_of is None else await _name(tx, d.on_behalf_of),
+        "for": None if d.on_behalf_of is None else await name_of(tx, d.on_behalf_of),
         "role": d.reviewer_role.value,
         "decision": d.verdict.value,
         "draft_version": d.draft_version,

@@ -37,6 +37,7 @@ from core.policies import DEFAULT_GROUP, ApprovalPolicy, Decision, Policy, Role,
 from core.ports import ReadTx, Store, Tx
 from core.retries import ErrorClass, RetryPolicy, decide
 from core.states import State
+from core.users import called
 from core.workflow import standing
 
 
@@ -334,14 +335,14 @@ async def card_facts(
     named = await tx.policy(route.policy_version) if route.policy_version else default
     group = route.stages[stage].group
     holding_for = {
-        holder: await _name(tx, delegator)
+        holder: await name_of(tx, delegator)
         for holder, delegator in where.cards_to.items()
         if delegator is not None
     }
     return CardFacts(
         job=job,
         draft=draft,
-        requester=requester.first_name if requester else f"user {job.requester_id}",
+        requester=called(requester, job.requester_id),
         sheet_name=str(job.source_versions.get("sheet_name", job.input_ref)),
         terms_imported_at=terms["imported_at"] if terms else None,
         approvals=len(where.tally.counted[stage]) if stage < len(where.tally.counted) else 0,
@@ -356,10 +357,9 @@ async def card_facts(
     )
 
 
-async def _name(tx: ReadTx, user_id: int) -> str:
-    """Someone's name as Telegram gave it, or their id."""
-    known = await tx.telegram_user(user_id)
-    return known.first_name if known else f"user {user_id}"
+async def name_of(tx: ReadTx, user_id: int) -> str:
+    """Someone's name as Telegram gave it, or "user <id>" (core.users.called)."""
+    return called(await tx.telegram_user(user_id), user_id)
 
 
 async def _drift_lines(tx: ReadTx, draft: Draft, policy: Policy | None) -> tuple[DriftLine, ...]:
@@ -391,7 +391,7 @@ async def card_edits(
         decisions = tuple(await tx.decisions(job_id))
         names = {}
         for reviewer in {d.reviewer_id for d in decisions} | {d.capacity for d in decisions}:
-            names[reviewer] = await _name(tx, reviewer)
+            names[reviewer] = await name_of(tx, reviewer)
         waiting: dict[int, CardFacts | None] = {}
         drafts: dict[int, Draft] = {}
         for version in {card.draft_version for card in cards}:  # a card shows its version's

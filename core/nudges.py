@@ -39,6 +39,7 @@ from core.notices import (
 from core.policies import ApprovalPolicy, Policy, Role
 from core.ports import ReadTx, Store, Tx
 from core.states import State
+from core.users import called
 from core.workflow import held_card, standing
 
 LADDER_CHORE = "ladder"
@@ -282,7 +283,7 @@ async def _still_due(tx: Tx, notice: Notice, now: datetime, policy: ApprovalPoli
     if not escalated:
         return Due(facts)
     user = await tx.telegram_user(person)
-    name = user.first_name if user else f"user {person}"
+    name = called(user, person)
     key = held_card(job, person, where.cards_to[person], now).key
     card = next((n for n in await tx.notices_for(job.id) if n.key == key), None)
     refused = card is not None and card.status is NoticeStatus.FAILED

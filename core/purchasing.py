@@ -26,7 +26,7 @@ from core.service import Revision, open_in, revise_in
 from core.states import Action, State
 from core.tables import Table, summarise
 from core.terms import Terms, content_hash, parse_terms, version_id
-from core.workflow import move, nobody_to_ask, policy_now, retry_on_stale
+from core.workflow import move, policy_now, retry_on_stale
 
 T = TypeVar("T")
 # A sheet is planned at most this often: the terms changing again during the second check
@@ -259,7 +259,8 @@ async def _record(
             return Submission(problems=tuple(refused))
         year = numbering.year
         numbers = [po_number(year, await tx.next_po_serial(year)) for _ in planned.drafts]
-        made = []
+        made: list[tuple[Job, Draft]] = []
+        unasked: list[str] = []
         for planned_draft, number in zip(planned.drafts, numbers, strict=True):
             draft = planned_draft.renumbered(number)
             new = NewJob(
@@ -274,21 +275,12 @@ async def _record(
                 },
                 tool_results={"lines": len(draft.lines), "flags": len(draft.flags)},
             )
-            made.append((await open_in(tx, new, draft, now, rules), draft))
+            opened = await open_in(tx, new, draft, now, rules)
+            made.append((opened.job, draft))
+            if opened.unasked is not None and opened.unasked not in unasked:
+                unasked.append(opened.unasked)  # its admins were alerted by ask_approvers
         await tx.insert_submission(requester_id, sheet.sha256, sheet.name, numbers, now)
-        unasked = await _nobody_to_ask(tx, [job for job, _ in made], now, rules)
-        return Submission(orders=tuple(made), unasked=unasked)
-
-
-async def _nobody_to_ask(tx: Tx, jobs: list[Job], now: datetime, rules: Rules) -> tuple[str, ...]:
-    """The groups some of these POs wait for with nobody in them to ask (their admins were
-    alerted by ask_approvers, in this same transaction), in PO order."""
-    missing: list[str] = []
-    for job in jobs:
-        group = await nobody_to_ask(tx, job, now, rules.approval.default_policy)
-        if group is not None and group not in missing:
-            missing.append(group)
-    return tuple(missing)
+        return Submission(orders=tuple(made), unasked=tuple(unasked))
 
 
 async def _orders(tx: ReadTx, po_numbers: list[str]) -> list[tuple[Job, Draft]]:

@@ -81,10 +81,19 @@ async def open_job(store: Store, new: NewJob, draft: Draft, now: datetime, rules
             if existing.input_ref == new.input_ref:
                 return existing
             raise DuplicatePurchaseOrder(f"{draft.po_number} belongs to another request")
-        return await open_in(tx, new, draft, now, rules)
+        return (await open_in(tx, new, draft, now, rules)).job
 
 
-async def open_in(tx: Tx, new: NewJob, draft: Draft, now: datetime, rules: Rules) -> Job:
+@dataclass(frozen=True)
+class Opened:
+    """A request open_in recorded, and the group its first stage waits for with nobody in it
+    to ask (None: its cards are owed)."""
+
+    job: Job
+    unasked: str | None
+
+
+async def open_in(tx: Tx, new: NewJob, draft: Draft, now: datetime, rules: Rules) -> Opened:
     """Insert a job with its first draft and ask for approval, inside `tx`. The four moves
     from RECEIVED to AWAITING_APPROVAL are validated and audited one by one, and the row is
     written once, as they leave it: nobody can see it before the transaction commits."""
@@ -116,8 +125,7 @@ async def open_in(tx: Tx, new: NewJob, draft: Draft, now: datetime, rules: Rules
     await tx.insert_draft(job.id, 1, draft, now)
     await tx.append_audits(audits)
     await tx.insert_notices(owed)
-    await ask_approvers(tx, job, now, default)
-    return job
+    return Opened(job, await ask_approvers(tx, job, now, default))
 
 
 async def _route(tx: ReadTx, job: Job, draft: Draft, now: datetime, rules: Rules) -> Route:

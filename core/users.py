@@ -12,3 +12,9 @@ class TelegramUser:
     user_id: int
     first_name: str
     reachable: bool
+
+
+def called(known: TelegramUser | None, user_id: int) -> str:
+    """What to call someone: their name as Telegram gave it, or "user <id>" for someone the
+    bot has not met."""
+    return known.first_name if known else f"user {user_id}"

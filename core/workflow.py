@@ -211,33 +211,28 @@ async def standing(tx: ReadTx, job: Job, now: datetime, default: Policy) -> Stan
     )
 
 
-async def ask_approvers(tx: Tx, job: Job, now: datetime, default: Policy) -> list[Notice]:
+async def ask_approvers(tx: Tx, job: Job, now: datetime, default: Policy) -> str | None:
     """Owe an approval card for the job's current draft to everyone the waiting stage asks for
     (its group, or the delegate of a member away; nobody approves their own request, so the
-    requester is never asked)."""
+    requester is never asked). If nobody can be asked, the admins are alerted and the waiting
+    stage's group is returned, for the requester to be told whom it waits for; else None."""
     where = await standing(tx, job, now, default)
     owed = [held_card(job, holder, whom, now) for holder, whom in where.cards_to.items()]
     await tx.insert_notices(owed)
     group = where.waiting_group
-    if not owed and group is not None:
-        # Nobody holds its card until an admin puts someone in the group: they are told.
-        event = notices.NOBODY_TO_ASK  # no approver at all, or nobody in the group:
-        event += "" if group == DEFAULT_GROUP else f":{group}"
-        await tx.insert_notice(notices.alert_for(job, now, event))
-    return owed
+    if owed or group is None:
+        return None
+    # Nobody holds its card until an admin puts someone in the group: they are told.
+    event = notices.NOBODY_TO_ASK  # no approver at all, or nobody in the group:
+    event += "" if group == DEFAULT_GROUP else f":{group}"
+    await tx.insert_notice(notices.alert_for(job, now, event))
+    return group
 
 
 def held_card(job: Job, holder: int, whom: int | None, now: datetime) -> Notice:
     """The card `holder` is owed: their own, or one they hold for `whom`, who is away (a card
     of its own, so that it reaches them even when they hold one of the same draft already)."""
     return notices.card_for(job, holder, now, "" if whom is None else f"for{whom}")
-
-
-async def nobody_to_ask(tx: ReadTx, job: Job, now: datetime, default: Policy) -> str | None:
-    """The group of the job's waiting stage if nobody in it (but the requester) can approve
-    it: ask_approvers alerted the admins, and the requester is told whom it waits for."""
-    where = await standing(tx, job, now, default)
-    return None if where.cards_to else where.waiting_group
 
 
 async def ask_new_approver(tx: Tx, approver: int, now: datetime, default: Policy) -> list[Notice]:

@@ -34,6 +34,7 @@ from core.ports import ShellReadTx
 from core.review import Choice, Resolution
 from core.signing import ButtonAction
 from core.states import NEEDS_REVIEW, State
+from core.users import called
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +93,7 @@ async def _item(tx: ShellReadTx, job: Job) -> QueueItem:
     return QueueItem(
         job=job,
         supplier=draft.supplier_name if draft else job.supplier_id or "-",
-        requester=known.first_name if known else f"user {job.requester_id}",
+        requester=called(known, job.requester_id),
         send=sends[-1] if sends else None,
         what=what or (sends[-1].last_error if sends else None) or "no reason recorded",
     )
