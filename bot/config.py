@@ -13,6 +13,7 @@ import os
 import re
 import textwrap
 from datetime import timedelta
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import urlsplit
@@ -38,6 +39,13 @@ _KEY_PATTERN = re.compile(r"[A-Za-z0-9_-]+={0,2}")
 _INIT_HINT = "run `manzoori init` to write a .env with fresh keys"
 # The hosts a MANZOORI_PUBLIC_URL may name over plain http: this machine only.
 _LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
+
+
+class WebAppScript(StrEnum):
+    """Where the Mini App's page gets window.Telegram.WebApp from."""
+
+    TELEGRAM = "telegram"  # https://telegram.org/js/telegram-web-app.js, inside Telegram
+    LOCAL = "local"  # bot/web/static's stand-in: initData from the URL fragment
 
 
 class Settings(BaseSettings):
@@ -100,6 +108,18 @@ class Settings(BaseSettings):
         None,
         description="Where the web front door is reached from outside: https, or plain http "
         "only for a loopback host (localhost, 127.0.0.1, ::1); empty: not reachable from outside",
+    )
+    manzoori_webapp_max_age_seconds: int = Field(
+        3600,
+        gt=0,
+        description="Seconds a Mini App's Telegram initData stays good for the API (its "
+        "auth_date at most this old); integer > 0",
+    )
+    manzoori_webapp_script: WebAppScript = Field(
+        WebAppScript.TELEGRAM,
+        description="Where the Mini App page loads Telegram's script from: telegram "
+        "(https://telegram.org, production) or local (a stand-in served by the front door, "
+        "for tests and the demo; only with a loopback MANZOORI_PUBLIC_URL)",
     )
     manzoori_metrics_token: SecretStr | None = Field(
         None,
@@ -283,6 +303,19 @@ class Settings(BaseSettings):
         raise ValueError(
             f"must be an https URL (plain http only for localhost, 127.0.0.1 or ::1), got {value!r}"
         )
+
+    @field_validator("manzoori_webapp_script")
+    @classmethod
+    def _local_script_on_loopback(cls, value: WebAppScript, info: ValidationInfo) -> WebAppScript:
+        public = info.data.get("manzoori_public_url")
+        # The stand-in is no Telegram client: a page reached from outside runs inside Telegram.
+        if value is WebAppScript.LOCAL and (
+            public is None or urlsplit(public).hostname not in _LOOPBACK_HOSTS
+        ):
+            raise ValueError(
+                "local is only for a MANZOORI_PUBLIC_URL on localhost, 127.0.0.1 or ::1"
+            )
+        return value
 
     @field_validator("manzoori_timezone")
     @classmethod

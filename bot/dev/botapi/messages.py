@@ -21,6 +21,7 @@ from .text import (
     parse_markdown_v2,
     sorted_entities,
 )
+from .webapps import check_web_app
 
 MAX_CALLBACK_DATA_BYTES = 64
 
@@ -361,6 +362,8 @@ def _check_inline_button(button: Any) -> None:
     data = button.get("callback_data")
     if data is not None and len(str(data).encode("utf-8")) > MAX_CALLBACK_DATA_BYTES:
         raise bad_request("BUTTON_DATA_INVALID")
+    if button.get("web_app") is not None:  # private chats only: the emulator has no others
+        check_web_app(button)
 
 
 def _checked_entities(entities: Any) -> list[dict[str, Any]]:

@@ -14,6 +14,7 @@ class Button:
     callback_data: str | None = None
     url: str | None = None
     raw: dict[str, Any] = field(default_factory=dict, compare=False)
+    web_app: str | None = None  # a Mini App button's page URL
 
 
 @dataclass(frozen=True)
@@ -119,7 +120,16 @@ class Message:
         """The current inline keyboard, row by row (empty without one)."""
         markup = self.reply_markup or {}
         return [
-            [Button(b.get("text", ""), b.get("callback_data"), b.get("url"), dict(b)) for b in row]
+            [
+                Button(
+                    b.get("text", ""),
+                    b.get("callback_data"),
+                    b.get("url"),
+                    dict(b),
+                    web_app=(b.get("web_app") or {}).get("url"),
+                )
+                for b in row
+            ]
             for row in markup.get("inline_keyboard", [])
         ]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING
 
+from . import webapps
 from .snapshots import Message, StoredFile, Version
 from .state import MessageRecord, QueryRecord, UserRecord
 from .text import bot_command_entities
@@ -120,6 +121,27 @@ class EmulatedUser:
             if button.callback_data is None:
                 raise LookupError(f"button {button_text!r} has no callback_data: {button.raw}")
             return self._callback(msg, button.callback_data)
+
+    def open_web_app(self, message: Message | int, button_text: str, *, age: float = 0) -> str:
+        """Open the Mini App of the web_app button with this text, as Telegram's client does:
+        its URL with initData signed for this user `age` seconds ago in the fragment."""
+        with self.emu._lock:
+            button = self._message(message).snapshot().button(button_text)
+            if button.web_app is None:
+                raise LookupError(f"button {button_text!r} opens no Mini App: {button.raw}")
+            return webapps.launch_url(button.web_app, self.web_app_data(age=age))
+
+    def web_app_data(self, *, age: float = 0, token: str | None = None) -> str:
+        """The initData Telegram gives this user's Mini App, signed `age` seconds ago with the
+        bot's token (or `token`: another bot's)."""
+        with self.emu._lock:
+            chat_instance = str(abs(hash((self.emu.bot_id, self.id))) % 10**18)
+            return webapps.init_data(
+                token or self.emu.token,
+                self._state.user_json(),
+                int(self.emu._wall() - age),
+                chat_instance,
+            )
 
     def tap_data(self, message: Message | int, data: str) -> str:
         """Send a callback query with arbitrary data from a bot message (forgery tests)."""

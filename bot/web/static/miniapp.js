@@ -1,0 +1,359 @@
+"use strict";
+// The Mini App's page: one PO, every line, and the decision on it. Every text comes from the
+// server in the viewer's language (the page has no catalogue); every value is set with
+// textContent, never as HTML. Each API call carries Telegram's initData
+// (Authorization: tma …); there are no cookies.
+//
+// Offline: the PO last shown is kept in localStorage and shown again when the API cannot be
+// reached. A decision goes into a queue in localStorage first, with an id made here
+// (crypto.randomUUID), and is sent from there: at once when online, else on the "online"
+// event or the retry timer. The server records one decision per id, however often it is
+// sent, so a queued decision is never shown as approved until the server said so.
+(() => {
+  const tg = window.Telegram.WebApp;
+  const po = decodeURIComponent(location.pathname.split("/").filter(Boolean).pop() || "");
+  const VIEW_KEY = `manzoori.view.${po}`;
+  const QUEUE_KEY = "manzoori.queue";
+  const RETRY_MS = 5000; // the retry timer: a lost "online" event costs at most this
+  const app = document.getElementById("app");
+  let view = null; // the view JSON the server sent (or the one kept offline)
+  const quantities = new Map(); // line number -> the quantity the approver set
+  let flushing = false;
+
+  function el(tag, attrs = {}, ...children) {
+    const node = document.createElement(tag);
+    for (const [name, value] of Object.entries(attrs)) {
+      if (name === "text") node.textContent = value;
+      else if (name === "testid") node.dataset.testid = value;
+      else if (name === "className") node.className = value;
+      else node.setAttribute(name, value);
+    }
+    for (const child of children) if (child) node.append(child);
+    return node;
+  }
+
+  function headers(more = {}) {
+    return { Authorization: `tma ${tg.initData}`, ...more };
+  }
+
+  function rupees(paisa) {
+    const amount = (paisa / 100).toLocaleString("en-US", {
+      minimumFractionDigits: 2, maximumFractionDigits: 2,
+    });
+    return `Rs ${amount}`;
+  }
+
+  function status(text, kind = "") {
+    const node = document.getElementById("status");
+    if (!node) return;
+    node.textContent = text || "";
+    node.className = kind;
+  }
+
+  function queue() {
+    try {
+      return JSON.parse(localStorage.getItem(QUEUE_KEY) || "[]");
+    } catch (error) {
+      return [];
+    }
+  }
+
+  function saveQueue(items) {
+    localStorage.setItem(QUEUE_KEY, JSON.stringify(items));
+  }
+
+  async function load() {
+    let response;
+    try {
+      response = await fetch(`/api/po/${encodeURIComponent(po)}`, {
+        headers: headers(), cache: "no-store",
+      });
+    } catch (error) {
+      const kept = localStorage.getItem(VIEW_KEY);
+      if (kept) {
+        view = JSON.parse(kept);
+        render();
+        const notice = document.getElementById("offline");
+        if (notice) notice.hidden = false;
+      } else {
+        failed("Offline");
+      }
+      return;
+    }
+    const body = await response.json().catch(() => ({}));
+    if (!response.ok) {
+      failed(body.error || `HTTP ${response.status}`);
+      return;
+    }
+    view = body;
+    localStorage.setItem(VIEW_KEY, JSON.stringify(view));
+    render();
+  }
+
+  function failed(text) {
+    app.replaceChildren(el("p", { className: "notice", testid: "load-error", text }));
+    app.setAttribute("aria-busy", "false");
+  }
+
+  function render() {
+    const labels = view.labels;
+    document.documentElement.lang = view.lang;
+    document.documentElement.dir = view.dir;
+    document.title = view.po;
+    quantities.clear();
+    const search = el("input", {
+      type: "search", placeholder: labels.search, "aria-label": labels.search, testid: "search",
+    });
+    search.addEventListener("input", () => filter(search.value));
+    const lines = el("ol", { className: "lines", testid: "po-lines" });
+    for (const line of view.lines) lines.append(lineItem(line, labels));
+    app.replaceChildren(
+      el("h1", { text: view.heading }),
+      el("div", { className: "facts" },
+        el("span", { text: view.supplier }),
+        el("span", { className: "muted", testid: "version", text: view.version_text }),
+        el("span", { className: "countdown", id: "countdown", testid: "countdown" })),
+      offlineNotice(labels),
+      view.decision.allowed ? null : el("p", {
+        className: "notice", testid: "refusal", text: view.decision.why,
+      }),
+      el("p", { className: "total", id: "total", testid: "total" }),
+      el("h2", { text: view.lines_heading }),
+      view.lines.length > 10 ? search : null,
+      el("p", { className: "muted", id: "no-match", hidden: "", text: labels.no_match }),
+      lines,
+      section(labels.flags, view.flags),
+      section(labels.budgets, view.budgets),
+      section(labels.evidence, view.evidence),
+      chain(labels),
+      actions(labels),
+      el("div", { id: "status", testid: "decision-status", role: "status", "aria-live": "polite" }),
+    );
+    app.setAttribute("aria-busy", "false");
+    totals();
+    tick();
+    showQueued();
+  }
+
+  function offlineNotice(labels) {
+    return el("p", { className: "notice", id: "offline", hidden: "", text: labels.offline });
+  }
+
+  function lineItem(line, labels) {
+    const qty = el("input", {
+      type: "number", inputmode: "numeric", min: "0", max: String(line.quantity),
+      value: String(line.quantity), "aria-label": `${labels.quantity} ${line.sku}`,
+      testid: "line-qty",
+    });
+    const drop = el("button", {
+      type: "button", className: "small danger", testid: "line-drop", text: labels.drop,
+    });
+    const amounts = el("div", { className: "amounts ltr" });
+    const item = el("li", { className: "line", testid: "po-line", "data-line": String(line.line) },
+      el("div", { className: "what" },
+        el("bdi", { className: "sku mono", text: line.sku }), " ",
+        el("span", { text: line.description }),
+        line.note ? el("div", { className: "muted", text: line.note }) : null),
+      el("div", { className: "edit" }, qty, drop),
+      amounts,
+      line.last ? el("div", { className: "last muted", text: line.last }) : null,
+      line.drift ? el("div", { className: "drift", text: line.drift }) : null);
+    item.dataset.search = `${line.sku} ${line.description}`.toLowerCase();
+    const update = () => {
+      const wanted = quantities.has(line.line) ? quantities.get(line.line) : line.quantity;
+      item.classList.toggle("dropped", wanted === 0);
+      item.classList.toggle("changed", wanted !== line.quantity);
+      drop.textContent = wanted === 0 ? labels.keep : labels.drop;
+      const shown = wanted === 0 ? line.quantity : wanted;
+      amounts.textContent =
+        `${shown.toLocaleString("en-US")} × ${line.unit_price} = ${rupees(shown * line.unit_price_paisa)}`;
+      totals();
+    };
+    qty.addEventListener("input", () => {
+      const wanted = Math.max(0, Math.min(line.quantity, Math.floor(Number(qty.value) || 0)));
+      if (wanted === line.quantity) quantities.delete(line.line);
+      else quantities.set(line.line, wanted);
+      update();
+    });
+    drop.addEventListener("click", () => {
+      if (quantities.get(line.line) === 0) {
+        quantities.delete(line.line);
+        qty.value = String(line.quantity);
+      } else {
+        quantities.set(line.line, 0);
+        qty.value = "0";
+      }
+      update();
+    });
+    update();
+    return item;
+  }
+
+  function filter(text) {
+    const wanted = text.trim().toLowerCase();
+    let shown = 0;
+    for (const item of app.querySelectorAll("li.line")) {
+      item.hidden = wanted !== "" && !item.dataset.search.includes(wanted);
+      if (!item.hidden) shown += 1;
+    }
+    document.getElementById("no-match").hidden = shown > 0;
+  }
+
+  function totals() {
+    const node = document.getElementById("total");
+    if (!node || !view) return;
+    const changed = quantities.size > 0;
+    let paisa = 0;
+    for (const line of view.lines) {
+      const wanted = quantities.has(line.line) ? quantities.get(line.line) : line.quantity;
+      paisa += wanted * line.unit_price_paisa;
+    }
+    node.textContent = changed
+      ? view.labels.new_total.replace("{amount}", rupees(paisa))
+      : view.total_text;
+    const button = document.querySelector('[data-testid="approve-with-changes"]');
+    if (button) button.disabled = !view.decision.allowed || !changed;
+    const approve = document.querySelector('[data-testid="approve"]');
+    if (approve) approve.disabled = !view.decision.allowed || changed;
+  }
+
+  function section(title, items) {
+    if (!items || items.length === 0) return null;
+    return el("section", {}, el("h2", { text: title }),
+      el("ul", { className: "plain" }, ...items.map((text) => el("li", { text }))));
+  }
+
+  function chain(labels) {
+    const list = el("ul", { className: "plain chain", testid: "chain" });
+    for (const stage of view.chain) {
+      list.append(el("li", { className: stage.waiting ? "waiting" : "", text: stage.text }));
+      for (const decided of stage.decided) {
+        list.append(el("li", { className: "muted", text: `  ${decided}` }));
+      }
+    }
+    return el("section", {}, el("h2", { text: labels.chain }), list);
+  }
+
+  function actions(labels) {
+    const allowed = view.decision.allowed;
+    const approve = el("button", {
+      type: "button", className: "primary", testid: "approve", text: labels.approve,
+    });
+    const withChanges = el("button", {
+      type: "button", className: "primary", testid: "approve-with-changes",
+      text: labels.approve_with_changes,
+    });
+    const reason = el("textarea", {
+      rows: "2", maxlength: "500", placeholder: labels.reason, "aria-label": labels.reason,
+      testid: "reason",
+    });
+    const reject = el("button", {
+      type: "button", className: "danger", testid: "reject", text: labels.reject,
+    });
+    for (const button of [approve, withChanges, reject]) if (!allowed) button.disabled = true;
+    approve.addEventListener("click", () => decide({ verdict: "approve" }));
+    withChanges.addEventListener("click", () => {
+      const changes = [...quantities].map(([line, quantity]) => ({ line, quantity }));
+      decide({ verdict: "approve", changes });
+    });
+    reject.addEventListener("click", () => {
+      if (!reason.value.trim()) {
+        status(labels.reason_needed, "refused");
+        reason.focus();
+        return;
+      }
+      decide({ verdict: "reject", reason: reason.value.trim() });
+    });
+    return el("section", { className: "actions" },
+      el("div", { className: "row" }, approve, withChanges), reason, reject);
+  }
+
+  function decide(what) {
+    const decision = {
+      id: crypto.randomUUID(),
+      draft_version: view.version,
+      draft_hash: view.hash,
+      device_time: new Date().toISOString(),
+      ...what,
+    };
+    saveQueue([...queue(), { po, decision, labels: view.labels }]);
+    status(view.labels.queued, "queued");
+    flush();
+  }
+
+  function showQueued() {
+    if (queue().some((item) => item.po === po)) status(view.labels.queued, "queued");
+  }
+
+  async function flush() {
+    if (flushing) return;
+    flushing = true;
+    try {
+      for (const item of queue()) {
+        if (!navigator.onLine || !(await send(item))) break;
+      }
+    } finally {
+      flushing = false;
+    }
+  }
+
+  // One queued decision sent: true once the server answered for good (recorded or refused),
+  // false to keep it queued (no connection, the server busy, or initData to renew).
+  async function send(item) {
+    const labels = item.labels;
+    let response;
+    try {
+      response = await fetch(`/api/po/${encodeURIComponent(item.po)}/decision`, {
+        method: "POST",
+        headers: headers({ "Content-Type": "application/json" }),
+        body: JSON.stringify(item.decision),
+        cache: "no-store",
+      });
+    } catch (error) {
+      if (item.po === po) status(labels.queued, "queued");
+      return false;
+    }
+    if (response.status === 401) {
+      if (item.po === po) status(labels.sign_in_again, "queued");
+      return false;
+    }
+    if (response.status >= 500 || response.status === 429) return false;
+    const answer = await response.json().catch(() => ({}));
+    saveQueue(queue().filter((kept) => kept.decision.id !== item.decision.id));
+    if (item.po === po) {
+      status(answer.message || answer.error || `HTTP ${response.status}`,
+        response.ok ? "recorded" : "refused");
+      const shown = document.getElementById("status").textContent;
+      await load();
+      status(shown, response.ok ? "recorded" : "refused");
+    }
+    return true;
+  }
+
+  function tick() {
+    const node = document.getElementById("countdown");
+    if (!node || !view) return;
+    if (!view.deadline) {
+      node.textContent = "";
+      return;
+    }
+    const left = Math.floor((Date.parse(view.deadline) - Date.now()) / 1000);
+    if (left <= 0) {
+      node.textContent = view.labels.expired;
+      node.classList.add("late");
+      return;
+    }
+    const h = Math.floor(left / 3600);
+    const m = String(Math.floor((left % 3600) / 60)).padStart(2, "0");
+    const s = String(left % 60).padStart(2, "0");
+    node.textContent = view.labels.expires_in.replace("{time}", `${h}:${m}:${s}`);
+    node.classList.toggle("late", left < 3600);
+  }
+
+  tg.ready();
+  tg.expand();
+  window.addEventListener("online", flush);
+  setInterval(flush, RETRY_MS);
+  setInterval(tick, 1000);
+  load().then(flush);
+})();
