@@ -6,7 +6,7 @@ export PATH := $(HOME)/.local/bin:$(PATH)
 # Extra pytest arguments, e.g. `make test PYTEST_ARGS="-k config -x"`.
 PYTEST_ARGS ?=
 
-.PHONY: uv install check test test-fast bench demo clean messages
+.PHONY: uv install browser check test test-fast bench demo clean messages
 
 uv:
 	@command -v uv >/dev/null 2>&1 || python3 -m pip install --quiet uv \
@@ -17,6 +17,17 @@ uv:
 install: uv
 	uv sync --frozen --all-groups
 
+# The Mini App's browser tests drive Debian's Chromium through Playwright (Playwright's own
+# browser download is not reachable here), with Noto fonts so that Urdu renders in screenshots.
+# Installed from Debian's packages when missing; root (CI) installs directly, others via sudo.
+BROWSER_PACKAGES = chromium fonts-noto-core
+browser:
+	@if [ ! -x /usr/bin/chromium ] || [ ! -d /usr/share/fonts/truetype/noto ]; then \
+		sudo=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$sudo apt-get install -y $(BROWSER_PACKAGES) \
+		|| { $$sudo apt-get update && $$sudo apt-get install -y $(BROWSER_PACKAGES); }; \
+	fi
+
 # The quality gates: lint, formatting, types (mypy's files are in pyproject.toml). CI runs it.
 check: install
 	uv run ruff check .
@@ -25,13 +36,13 @@ check: install
 
 # Every test, with coverage of core/, store/ and bot/ and its floor ([tool.coverage.report]);
 # a run given PYTEST_ARGS (a subset, say) reports coverage without holding it to the floor.
-test: install
+test: install browser
 	uv run pytest -q --cov --cov-report=term:skip-covered \
 		$(if $(strip $(PYTEST_ARGS)),--cov-fail-under=0) $(PYTEST_ARGS)
 
 # The suite without the slow tests (processes, the state machine), on SQLite only (the
 # PostgreSQL variants double it): a loop of under two minutes while working.
-test-fast: install
+test-fast: install browser
 	TEST_POSTGRES_URL= uv run pytest -q -m "not slow" $(PYTEST_ARGS)
 
 # The benchmarks of issue 11 (bench/): one table, printed and written to docs/benchmarks.md.

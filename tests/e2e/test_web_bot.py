@@ -1,17 +1,23 @@
-"""The web front door beside the real bot: /metrics counts what the bot did, and the webhook
-refuses a body that is not a Telegram update."""
+"""The web front door beside the real bot: /metrics counts what the bot did, /healthz tells
+when a runner has stopped making passes, and the webhook refuses a body that is not a Telegram
+update."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
 import httpx
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from bot.telegram.cards import APPROVE_TEXT
 from core.effects import EffectStatus
 from core.states import State
 from tests.e2e.test_webhook_bot import SECRET
-from tests.helpers.bot import answer, cards_out, deliveries_done, running_bot
-from tests.helpers.factories import APPROVER_A
+from tests.helpers.bot import answer, cards_out, deliveries_done, running_bot, submitted
+from tests.helpers.factories import APPROVER_A, T0
 from tests.helpers.net import free_port
 
 TOKEN = "metrics-token"
@@ -71,3 +77,59 @@ async def test_the_webhook_refuses_what_is_not_an_update(botapi, db_url):
         assert (await web.get(url, headers=headers)).status_code == 405
         health = await web.get(f"http://127.0.0.1:{port}/healthz")  # the same front door
     assert health.status_code == 200
+
+
+@asynccontextmanager
+async def hung_smtp_server() -> AsyncIterator[int]:
+    """A mail server that takes the connection and then never says a word: the e-mail
+    runner's send waits on its greeting until the SMTP timeout. Yields its port."""
+    held: list[asyncio.StreamWriter] = []
+
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        held.append(writer)  # kept open, unanswered
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    try:
+        yield server.sockets[0].getsockname()[1]
+    finally:
+        for writer in held:
+            writer.close()
+        server.close()
+        await server.wait_closed()
+
+
+POLL = 0.2  # seconds between a runner's idle passes: /healthz calls it stale after 0.6 s
+HUNG_FOR = 3.0  # the SMTP timeout: how long the stuck send holds the e-mail runner
+
+
+@pytest.mark.slow  # waits out a real SMTP timeout
+async def test_healthz_turns_503_when_the_e_mail_runner_stops_making_passes(botapi, db_url, store):
+    port = free_port()
+    async with hung_smtp_server() as smtp_port:
+        settings = dict(
+            smtp_host="127.0.0.1", smtp_port=smtp_port, smtp_timeout_seconds=HUNG_FOR,
+            manzoori_poll_seconds=POLL, web_port=port,
+        )  # fmt: skip
+        async with (
+            running_bot(botapi, db_url, web=True, loops=True, **settings) as run,
+            httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as web,
+        ):
+            before = await web.get("/healthz")
+            ali = botapi.user(APPROVER_A, "Ali", started=True)
+            async with run.store.begin() as tx:
+                await tx.met(APPROVER_A, "Ali", T0, started=True)
+            await submitted(botapi, run)
+            card = await ali.next_message()  # delivered by the notice runner's own loop
+            assert await answer(botapi, ali.tap(card, APPROVE_TEXT)) == (
+                "Approved — e-mailing the supplier."
+            )
+            # The e-mail runner takes the send and waits on the silent server: no more passes.
+            async with asyncio.timeout(HUNG_FOR - 0.5):
+                while (after := await web.get("/healthz")).status_code == 200:
+                    await asyncio.sleep(POLL / 2)
+    assert before.status_code == 200 and before.json()["status"] == "ok"
+    assert after.status_code == 503
+    body = after.json()
+    assert body["status"] == "unhealthy" and body["database"] == "ok"
+    assert body["reason"].startswith("the outbox runner's last pass was ")
+    assert body["runners"]["notice"] <= 3 * POLL  # the other runner still makes its passes

@@ -47,6 +47,7 @@ async def running_bot(
     store_class: type[SqlStore] = SqlStore,
     busy_timeout_ms: int = SQLITE_BUSY_TIMEOUT_MS,
     web: bool = False,
+    loops: bool = False,
     **overrides: Any,
 ) -> AsyncIterator[BotRun]:
     """The application on the emulator, started as `manzoori run` starts it (long polling, or a
@@ -54,7 +55,8 @@ async def running_bot(
     with a short long poll for quick tests; the runners' passes are the test's to drive.
     `store_class`: a SqlStore subclass that fails on cue, say; `busy_timeout_ms`: how long its
     SQLite writers wait for the lock (short in lock tests); `web`: serve the web front door
-    (give a free `web_port` among the `overrides`)."""
+    (give a free `web_port` among the `overrides`); `loops`: the runners run their own loops,
+    as under `manzoori run` (then the test must not drive their passes itself)."""
     settings = Settings(
         **{
             "_env_file": None,
@@ -69,7 +71,7 @@ async def running_bot(
     )
     store = store_class(make_engine(db_url, busy_timeout_ms=busy_timeout_ms), DATA_KEY)
     try:
-        async with running(settings, store, loops=False, long_poll=1, web=web) as run:
+        async with running(settings, store, loops=loops, long_poll=1, web=web) as run:
             yield run
     finally:
         await store.close()
@@ -91,7 +93,8 @@ async def submitted(botapi, run) -> None:
     await with_terms(run.store)
     requester = botapi.user(REQUESTER, "Bilal")
     requester.send_document(SHEET, "restock.csv", "text/csv")
-    assert (await said(requester)).startswith("restock.csv accepted; 1 purchase order")
+    reply = await said(requester)
+    assert reply.startswith("restock.csv accepted; 1 purchase order"), reply
 
 
 async def cards_out(botapi, run):
