@@ -14,6 +14,7 @@ import asyncio
 import logging
 import os
 import re
+import socket
 import sys
 import time
 from collections.abc import Callable
@@ -22,7 +23,9 @@ from email.message import EmailMessage
 from functools import partial
 from pathlib import Path
 from typing import TypeVar, cast
+from urllib.parse import parse_qs, urlsplit
 
+import httpx
 from cryptography.fernet import Fernet
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
 
@@ -33,7 +36,7 @@ from bot.dev.botapi import EmulatedUser, Emulator, Message
 from bot.dev.smtp import running_sink
 from bot.parsing import parse_isolated
 from bot.spreadsheets import read_csv_text
-from bot.telegram.cards import APPROVE_TEXT, REJECT_TEXT
+from bot.telegram.cards import APPROVE_TEXT, REJECT_TEXT, REVIEW_TEXT
 from bot.texts import terms_import
 from core import purchasing
 from store.migrate import upgrade
@@ -224,6 +227,26 @@ class Story:
         second = await self.hear(self.ali, "approval needed")
         return sorted((first, second), key=po_of)
 
+    async def review(self, card: Message) -> None:
+        """The approver opens the Mini App from a card: its URL, with the initData Telegram
+        would hand the page, and what the page is given to show."""
+        po = po_of(card)
+        url = self.ali.user.open_web_app(card, REVIEW_TEXT)
+        print(f"Ali (approver) taps [ {REVIEW_TEXT} ] on {po}: the Mini App opens at")
+        print(f"    {url}", flush=True)
+        parts = urlsplit(url)
+        [initdata] = parse_qs(parts.fragment)["tgWebAppData"]  # what the page sends as `tma …`
+        base = f"{parts.scheme}://{parts.netloc}"
+        async with httpx.AsyncClient(base_url=base, timeout=STEP_TIMEOUT) as web:
+            page = await web.get(parts.path)
+            answer = await web.get(f"/api/po/{po}", headers={"Authorization": f"tma {initdata}"})
+        if page.status_code != 200 or answer.status_code != 200:
+            raise StepFailed(f"the Mini App answered {page.status_code} / {answer.status_code}")
+        view = answer.json()
+        shown = [view["heading"], view["supplier"], view["version_text"], view["total_text"]]
+        shown += [f"{line['sku']} × {line['quantity']}" for line in view["lines"]]
+        show("Mini App (what the page shows)", "\n".join(shown))
+
     async def double_tap(self, card: Message) -> str:
         """Approve tapped twice at once: one decision, one e-mail; the requester hears both."""
         po = po_of(card)
@@ -259,6 +282,7 @@ class Story:
         await self.send_sheet("restock-with-errors.csv", "not accepted")
         await self.send_sheet("restock.csv", "sent for approval")
         approved, rejected = await self.cards()
+        await self.review(approved)
         po = await self.double_tap(approved)
         await self.reject(rejected)
         act("7. Looking back")
@@ -271,8 +295,17 @@ class Story:
             raise StepFailed(f"the Bot API emulator reports: {problems}")
 
 
+def free_port() -> int:
+    """A port on 127.0.0.1 nobody listens on now, for the web front door."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
 def demo_settings(emu: Emulator, smtp_port: int, database: Path) -> Settings:
-    """Fresh keys, the local Bot API and SMTP sink, SQLite in the demo folder."""
+    """Fresh keys, the local Bot API and SMTP sink, SQLite in the demo folder, and the web
+    front door on this machine, where the Mini App loads the local Telegram stand-in."""
+    web_port = free_port()
     return DemoSettings(
         database_url=f"sqlite+aiosqlite:///{database}",
         manzoori_secret_key=Fernet.generate_key().decode(),
@@ -285,6 +318,9 @@ def demo_settings(emu: Emulator, smtp_port: int, database: Path) -> Settings:
         smtp_timeout_seconds=10,
         mail_from="purchasing@lahore-electronics.example",
         manzoori_poll_seconds=POLL_SECONDS,
+        web_port=web_port,
+        manzoori_public_url=f"http://127.0.0.1:{web_port}",
+        manzoori_webapp_script="local",
     )
 
 
@@ -343,7 +379,7 @@ async def play(folder: Path) -> Path:
         store = build_store(settings)
         try:
             await upgrade(store.engine)
-            async with running(settings, store):  # as `manzoori run` starts them
+            async with running(settings, store, web=True):  # as `manzoori run` starts them
                 await Story(emu, inbox).run(store)
         finally:
             await store.close()

@@ -12,10 +12,11 @@ import re
 from collections.abc import Iterable, Mapping
 from datetime import tzinfo
 
-from telegram import InlineKeyboardButton, InlineKeyboardMarkup
+from telegram import InlineKeyboardButton, InlineKeyboardMarkup, WebAppInfo
 
 from bot.i18n import ENGLISH, N_, Translator
 from bot.texts import DAY_MONTH, local_time
+from bot.web.urls import page_url
 from core.budgets import CategoryMonth
 from core.delivery import CardFacts, CardOutcome
 from core.drafts import Draft, mask_email, short_hash
@@ -38,6 +39,9 @@ MESSAGE_LIMIT = 4096  # characters Telegram takes in one message, after entity p
 # The buttons' words are translated; their marks are not, so a card reads the same at a glance
 # in every language, and their callback data never changes with it.
 APPROVE_TEXT, REJECT_TEXT, DETAILS_TEXT = N_("✅ Approve"), N_("❌ Reject"), N_("📄 Details")
+# The button that opens the PO in the Mini App (bot/web), where the whole of it can be read,
+# trimmed and decided.
+REVIEW_TEXT = N_("🔍 Review")
 
 
 # The button of a list (/pending, a reminder's or digest's) that sends a request's card again.
@@ -359,10 +363,21 @@ def signed_markup(
     return InlineKeyboardMarkup([[button(text, action) for text, action in row] for row in rows])
 
 
-def card_markup(secret: bytes, job: Job, *, tr: Translator = ENGLISH) -> InlineKeyboardMarkup:
-    """A card's Approve and Reject on one row, Details below, in the approver's language."""
+def card_markup(
+    secret: bytes, job: Job, *, tr: Translator = ENGLISH, public_url: str | None = None
+) -> InlineKeyboardMarkup:
+    """A card's Approve and Reject on one row, Details below, in the approver's language;
+    beside Details, Review opens the Mini App when the web front door has a public URL (cards
+    go to private chats only, where Telegram allows web_app buttons)."""
     rows = [
         [(tr(APPROVE_TEXT), ButtonAction.APPROVE), (tr(REJECT_TEXT), ButtonAction.REJECT)],
         [(tr(DETAILS_TEXT), ButtonAction.DETAILS)],
     ]
-    return signed_markup(secret, job, rows)
+    signed = signed_markup(secret, job, rows)
+    if public_url is None:
+        return signed
+    review = InlineKeyboardButton(
+        tr(REVIEW_TEXT), web_app=WebAppInfo(page_url(public_url, job.po_number))
+    )
+    first, details = signed.inline_keyboard
+    return InlineKeyboardMarkup([first, [*details, review]])

@@ -275,13 +275,13 @@ async def _decide(
         return tr("Rejected {po}. The requester is told your reason.", po=job.po_number), True
     if result.outcome is Outcome.APPROVED:
         return tr("Approved — e-mailing the supplier."), True
-    return _pending(result, tr), True
+    return pending_answer(result, tr), True
 
 
 _EXPIRED = N_("This request expired.")
 
 
-def _pending(result: service.DecisionResult, tr: Translator) -> str:
+def pending_answer(result: service.DecisionResult, tr: Translator) -> str:
     """The answer to an approval that does not yet complete the route."""
     route, counted, stage = result.route, result.tally, result.decision.stage
     if counted.stage > stage:  # this approval completed its stage: the next group's turn

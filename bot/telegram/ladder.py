@@ -108,13 +108,13 @@ def _head(step: str, count: int, tr: Translator) -> str:
 
 
 def nudge_markup(
-    nudge: Nudge, secret: bytes, *, tr: Translator = ENGLISH
+    nudge: Nudge, secret: bytes, *, tr: Translator = ENGLISH, public_url: str | None = None
 ) -> InlineKeyboardMarkup | None:
     """A lone reminder's card buttons, or a list's button per request; none for the admins."""
     if nudge.step == Step.ESCALATE.value:
         return None
     if len(nudge.items) == 1 and nudge.step != DIGEST:
-        return card_markup(secret, nudge.items[0].facts.job, tr=tr)
+        return card_markup(secret, nudge.items[0].facts.job, tr=tr, public_url=public_url)
     return resend_markup(secret, [due.facts.job for due in nudge.items[: nudges.DIGEST_LIMIT]])
 
 

@@ -113,7 +113,12 @@ class NoticeRunner:
                 notice.user_id,
                 card_html(facts, self.settings.tz, notice.user_id, tr=tr),
                 parse_mode=ParseMode.HTML,
-                reply_markup=card_markup(self.settings.secret, facts.job, tr=tr),
+                reply_markup=card_markup(
+                    self.settings.secret,
+                    facts.job,
+                    tr=tr,
+                    public_url=self.settings.manzoori_public_url,
+                ),
             )
         except Exception as error:
             await self._failed(notice, classify(error))
@@ -137,7 +142,9 @@ class NoticeRunner:
                 notice.user_id,
                 nudge_html(nudge, self.settings.tz, notice.user_id, tr=tr),
                 parse_mode=ParseMode.HTML,
-                reply_markup=nudge_markup(nudge, self.settings.secret, tr=tr),
+                reply_markup=nudge_markup(
+                    nudge, self.settings.secret, tr=tr, public_url=self.settings.manzoori_public_url
+                ),
             )
         except Exception as error:
             why = classify(error)
@@ -166,7 +173,12 @@ class NoticeRunner:
             card, tz, tr = edit.card, self.settings.tz, speaking[edit.card.user_id]
             if edit.waiting is not None:  # its approver may still tap: the card, its buttons
                 text = card_html(edit.waiting, tz, card.user_id, tr=tr)
-                markup = card_markup(self.settings.secret, edit.waiting.job, tr=tr)
+                markup = card_markup(
+                    self.settings.secret,
+                    edit.waiting.job,
+                    tr=tr,
+                    public_url=self.settings.manzoori_public_url,
+                )
             else:
                 assert edit.outcome is not None
                 text, markup = outcome_html(edit.outcome, tz, tr=tr), None

@@ -383,6 +383,11 @@ async def on_text(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         await help_command(update, context)
         return
     tr = await speaking(deps, user.id)
-    markup = card_markup(deps.settings.secret, found.job, tr=tr) if found.decidable else None
+    public_url = deps.settings.manzoori_public_url
+    markup = (
+        card_markup(deps.settings.secret, found.job, tr=tr, public_url=public_url)
+        if found.decidable
+        else None
+    )
     await message.reply_text(text_answer(found, tr=tr), reply_markup=markup)
     await pending.comment(deps.store, found.job, user.id, message.text or "", utcnow())

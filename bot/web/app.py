@@ -1,5 +1,6 @@
 """The ASGI application of the web front door and the uvicorn server that runs it in the
-caller's event loop: the Telegram webhook (when WEBHOOK_URL is set), /healthz and /metrics."""
+caller's event loop: the Telegram webhook (when WEBHOOK_URL is set), /healthz, /metrics and
+the Mini App."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 
 from bot.config import Settings
 from bot.web.health import STALE_AFTER_POLLS, Heartbeats
@@ -42,8 +43,9 @@ def build_web(
     metrics: Metrics,
     telegram: Application | None = None,  # type: ignore[type-arg]
 ) -> Starlette:
-    """The front door's routes: /healthz, /metrics, and the webhook at WEBHOOK_URL's path
-    when both a URL and the bot are there."""
+    """The front door's routes: /healthz, /metrics, the webhook at WEBHOOK_URL's path when
+    both a URL and the bot are there, and the Mini App (bot/web/miniapp.py) when there is a
+    bot token to check its initData with."""
     stale_after = STALE_AFTER_POLLS * settings.manzoori_poll_seconds
 
     async def healthz(request: Request) -> Response:
@@ -78,9 +80,12 @@ def build_web(
             metrics.record_rows(await tx.row_counts())
         return Response(metrics.text(), media_type=PROMETHEUS_TEXT)
 
-    routes = [Route("/healthz", healthz), Route("/metrics", metrics_text)]
+    from bot.web.miniapp import miniapp_routes  # it reaches PTB's texts: only where served
+
+    routes: list[BaseRoute] = [Route("/healthz", healthz), Route("/metrics", metrics_text)]
     if telegram is not None and settings.webhook_url is not None:
         routes.append(_webhook_route(settings, telegram))
+    routes += miniapp_routes(settings, store, telegram)
     return Starlette(routes=routes)
 
 

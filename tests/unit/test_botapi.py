@@ -5,13 +5,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dtm
+import hashlib
+import hmac
+import json
 import time
 from collections.abc import AsyncIterator
 from typing import Any
+from urllib.parse import parse_qs, parse_qsl
 
 import pytest
 import telegram
-from telegram import InlineKeyboardButton, InlineKeyboardMarkup, Update
+from telegram import InlineKeyboardButton, InlineKeyboardMarkup, Update, WebAppInfo
 from telegram.error import (
     BadRequest,
     Conflict,
@@ -289,6 +293,58 @@ async def test_keyboards_are_checked(botapi, bot: telegram.Bot) -> None:
     with pytest.raises(BadRequest, match=r"text buttons are unallowed in the inline keyboard"):
         await bot.send_message(ALICE, "bare", reply_markup=bare)
     assert [m.text for m in botapi.messages(ALICE)] == ["fits"]
+
+
+@pytest.mark.parametrize(
+    ("url", "taken"),
+    [
+        ("https://po.example/app/po/PO-1", True),  # https: what Telegram wants
+        ("http://127.0.0.1:8080/app/po/PO-1", True),  # loopback over http: the emulator's leeway
+        ("http://localhost:8080/app", True),  # the same, by name
+        ("http://[::1]:8080/app", True),  # and over IPv6
+        ("http://po.example/app/po/PO-1", False),  # plain http elsewhere: refused
+        ("ftp://po.example/app", False),  # not a web page at all
+        ("https:///no-host", False),  # https without a host
+    ],
+)
+async def test_web_app_buttons_want_https(botapi, bot: telegram.Bot, url: str, taken: bool):
+    botapi.user(ALICE, "Alice").send_text("/start")
+    markup = InlineKeyboardMarkup([[InlineKeyboardButton("Open", web_app=WebAppInfo(url))]])
+    if taken:
+        await bot.send_message(ALICE, "page", reply_markup=markup)
+        assert botapi.last_message(ALICE).button("Open").web_app == url
+        return
+    with pytest.raises(BadRequest, match=r"web app url .* is invalid: only https links"):
+        await bot.send_message(ALICE, "page", reply_markup=markup)
+    assert botapi.calls[-1].description == (
+        f"Bad Request: inline keyboard button Web App URL '{url}' is invalid: "
+        "Only HTTPS links are allowed"
+    )
+
+
+async def test_opening_a_web_app_hands_the_page_signed_init_data(botapi, bot: telegram.Bot):
+    alice = botapi.user(ALICE, "Alice", username="alice")
+    alice.send_text("/start")
+    markup = InlineKeyboardMarkup(
+        [[InlineKeyboardButton("Open", web_app=WebAppInfo("https://po.example/app/po/PO-1"))]]
+    )
+    message = await bot.send_message(ALICE, "page", reply_markup=markup)
+    url = alice.open_web_app(message.message_id, "Open")
+    page, fragment = url.split("#", 1)
+    assert page == "https://po.example/app/po/PO-1"
+    [data] = parse_qs(fragment)["tgWebAppData"]
+    fields = dict(parse_qsl(data))
+    secret = hmac.new(b"WebAppData", botapi.token.encode(), hashlib.sha256).digest()
+    check = "\n".join(f"{k}={v}" for k, v in sorted(fields.items()) if k != "hash")
+    assert fields["hash"] == hmac.new(secret, check.encode(), hashlib.sha256).hexdigest()
+    user = json.loads(fields["user"])
+    assert (user["id"], user["first_name"], user["username"]) == (ALICE, "Alice", "alice")
+    assert "is_bot" not in user and fields["chat_type"] == "private"
+    assert abs(int(fields["auth_date"]) - time.time()) < 5
+    with pytest.raises(LookupError, match="opens no Mini App"):
+        alice.open_web_app(
+            (await bot.send_message(ALICE, "x", reply_markup=keyboard(("B", "b")))).message_id, "B"
+        )
 
 
 async def test_who_may_be_written_to(botapi, bot: telegram.Bot) -> None:

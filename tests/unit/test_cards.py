@@ -14,6 +14,7 @@ from bot.telegram.cards import (
     DETAILS_TEXT,
     MESSAGE_LIMIT,
     REJECT_TEXT,
+    REVIEW_TEXT,
     budget_line,
     card_html,
     card_markup,
@@ -292,6 +293,19 @@ def test_each_budgeted_category_the_po_touches_has_its_line():
     already = CategoryMonth("chargers", december, 600_000_00, 650_000_00, 1_00)
     assert budget_line(already).startswith("⚠️ Chargers: Rs 0.00 left of Rs 600,000.00")
     assert "budget" not in card_html(facts(draft()), PKT).lower()  # no budgets, no lines
+
+
+def test_a_public_url_adds_the_review_button_that_opens_the_mini_app():
+    rows = card_markup(SECRET, job(draft()), public_url="https://po.example").inline_keyboard
+    assert [[button.text for button in row] for row in rows] == [
+        [APPROVE_TEXT, REJECT_TEXT],
+        [DETAILS_TEXT, REVIEW_TEXT],
+    ]
+    review = rows[1][1]
+    assert review.callback_data is None and review.web_app is not None
+    assert review.web_app.url == f"https://po.example/app/po/{job(draft()).po_number}"
+    no_url = card_markup(SECRET, job(draft())).inline_keyboard  # long polling, no public URL
+    assert all(button.web_app is None for row in no_url for button in row)
 
 
 UR = translator(Language.UR)

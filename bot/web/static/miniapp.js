@@ -28,7 +28,7 @@
       else if (name === "className") node.className = value;
       else node.setAttribute(name, value);
     }
-    for (const child of children) if (child) node.append(child);
+    for (const child of children) if (child !== null && child !== undefined) node.append(child);
     return node;
   }
 
@@ -107,10 +107,10 @@
     search.addEventListener("input", () => filter(search.value));
     const lines = el("ol", { className: "lines", testid: "po-lines" });
     for (const line of view.lines) lines.append(lineItem(line, labels));
-    app.replaceChildren(
+    const parts = [
       el("h1", { text: view.heading }),
       el("div", { className: "facts" },
-        el("span", { text: view.supplier }),
+        el("bdi", { text: view.supplier }),
         el("span", { className: "muted", testid: "version", text: view.version_text }),
         el("span", { className: "countdown", id: "countdown", testid: "countdown" })),
       offlineNotice(labels),
@@ -128,7 +128,8 @@
       chain(labels),
       actions(labels),
       el("div", { id: "status", testid: "decision-status", role: "status", "aria-live": "polite" }),
-    );
+    ];
+    app.replaceChildren(...parts.filter((part) => part !== null));
     app.setAttribute("aria-busy", "false");
     totals();
     tick();
@@ -148,14 +149,14 @@
     const drop = el("button", {
       type: "button", className: "small danger", testid: "line-drop", text: labels.drop,
     });
-    const amounts = el("div", { className: "amounts ltr" });
+    const amounts = el("bdi", { dir: "ltr" });
     const item = el("li", { className: "line", testid: "po-line", "data-line": String(line.line) },
       el("div", { className: "what" },
-        el("bdi", { className: "sku mono", text: line.sku }), " ",
+        el("bdi", { className: "sku mono", dir: "ltr", text: line.sku }), " ",
         el("span", { text: line.description }),
         line.note ? el("div", { className: "muted", text: line.note }) : null),
       el("div", { className: "edit" }, qty, drop),
-      amounts,
+      el("div", { className: "amounts" }, amounts),
       line.last ? el("div", { className: "last muted", text: line.last }) : null,
       line.drift ? el("div", { className: "drift", text: line.drift }) : null);
     item.dataset.search = `${line.sku} ${line.description}`.toLowerCase();
@@ -251,10 +252,20 @@
       type: "button", className: "danger", testid: "reject", text: labels.reject,
     });
     for (const button of [approve, withChanges, reject]) if (!allowed) button.disabled = true;
-    approve.addEventListener("click", () => decide({ verdict: "approve" }));
+    // An approval that takes a category over its month needs a reason, as in the chat.
+    const approval = (more) => {
+      const why = reason.value.trim();
+      if (view.decision.needs_reason && !why) {
+        status(labels.reason_for_budget, "refused");
+        reason.focus();
+        return;
+      }
+      decide({ verdict: "approve", ...(why ? { reason: why } : {}), ...more });
+    };
+    approve.addEventListener("click", () => approval({}));
     withChanges.addEventListener("click", () => {
       const changes = [...quantities].map(([line, quantity]) => ({ line, quantity }));
-      decide({ verdict: "approve", changes });
+      approval({ changes });
     });
     reject.addEventListener("click", () => {
       if (!reason.value.trim()) {

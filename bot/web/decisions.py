@@ -1,0 +1,278 @@
+"""A decision the Mini App sends: read strictly, recorded through the same use cases as a
+button (core.service.decide; core.edits.approve_with_changes for one with changes), and
+answered with what the decider reads in the page's status line, in their language.
+
+The page names the draft version and hash it showed, and an id it made for the decision: the
+server records one decision per id however often the page sends it (a queued decision sent
+again after a lost answer is the same decision), and refuses it if the draft changed since.
+
+    200 {"status": "recorded", "message", "version", "state"}
+    400 {"status": "invalid", "message"}           a body that is not a decision
+    404 {"status": "unknown", "message"}           no such PO
+    409 {"status": "refused", "code", "message"}   the checks a tap makes said no
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from bot.clock import utcnow
+from bot.config import Settings
+from bot.i18n import N_, Translator
+from bot.telegram.decisions import pending_answer
+from bot.texts import TIME_OF_DAY, local_time
+from core import edits, service
+from core.edits import Edit, Edited, LineChange
+from core.errors import (
+    AlreadyDecided,
+    ApprovalError,
+    ApprovalExpired,
+    ClientIdReused,
+    DelegationEnded,
+    DraftChanged,
+    EditProblem,
+    EditRefused,
+    IllegalTransition,
+    NotAnApprover,
+    NotYourTurn,
+    ReasonRequired,
+    SelfApproval,
+)
+from core.jobs import Job
+from core.policies import Outcome, Verdict
+from core.ports import Store
+from core.service import DecisionResult, Review
+from core.states import State
+from core.texts import flatten
+
+# What the page says when the draft it showed is not the current one any more.
+CHANGED = N_("This PO changed — review it again")
+REASON_FOR_BUDGET = N_("This approval goes over a monthly budget: write your reason, then approve.")
+EXPIRED = N_("This request expired.")
+_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")  # crypto.randomUUID()'s, or any such page-made id
+_HASH = re.compile(r"[0-9a-f]{64}")
+_MAX_REASON = 500  # as a reply to the bot's reason prompt
+_MAX_CHANGES = 10_000  # a sheet's most lines
+
+
+class BadDecision(ValueError):
+    """A body that is not a decision the page could have sent."""
+
+
+@dataclass(frozen=True)
+class Asked:
+    """A decision as the page sent it, checked for shape."""
+
+    client_id: str
+    verdict: Verdict
+    draft_version: int
+    draft_hash: str
+    reason: str | None
+    changes: tuple[LineChange, ...]
+    device_time: datetime | None
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The HTTP status and JSON body of the answer, and the job whose notices are owed now."""
+
+    status: int
+    body: dict[str, Any]
+    job_id: str | None = None
+
+
+def parse(raw: bytes) -> Asked:
+    """The decision in a request body; BadDecision saying what is wrong."""
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        raise BadDecision("the body is not JSON") from None
+    if not isinstance(body, dict):
+        raise BadDecision("the body is not a JSON object")
+    client_id, version, digest = body.get("id"), body.get("draft_version"), body.get("draft_hash")
+    if not isinstance(client_id, str) or not _ID.fullmatch(client_id):
+        raise BadDecision("id must be 1-64 characters of A-Z a-z 0-9 _ -")
+    try:
+        verdict = Verdict(str(body.get("verdict")))
+    except ValueError:
+        raise BadDecision("verdict must be approve or reject") from None
+    if type(version) is not int or version < 1:
+        raise BadDecision("draft_version must be a positive integer")
+    if not isinstance(digest, str) or not _HASH.fullmatch(digest):
+        raise BadDecision("draft_hash must be 64 hex digits")
+    reason = body.get("reason")
+    if reason is not None and not isinstance(reason, str):
+        raise BadDecision("reason must be a string")
+    reason = flatten(reason)[:_MAX_REASON] if reason else None  # one line, as a reply's
+    changes = _changes(body.get("changes"))
+    if verdict is Verdict.REJECT and (changes or not reason):
+        raise BadDecision("a rejection has a reason and no changes")
+    return Asked(client_id, verdict, version, digest, reason, changes, _time(body))
+
+
+def _changes(given: object) -> tuple[LineChange, ...]:
+    """The [{line, quantity}] of an approval with changes (none when absent)."""
+    if given is None:
+        return ()
+    if not isinstance(given, list) or len(given) > _MAX_CHANGES:
+        raise BadDecision("changes must be a list of {line, quantity}")
+    changes = []
+    for item in given:
+        line = item.get("line") if isinstance(item, dict) else None
+        quantity = item.get("quantity") if isinstance(item, dict) else None
+        if type(line) is not int or type(quantity) is not int or line < 1 or quantity < 0:
+            raise BadDecision("each change is {line: n >= 1, quantity: n >= 0}")
+        changes.append(LineChange(line, quantity))
+    return tuple(changes)
+
+
+def _time(body: dict[str, Any]) -> datetime | None:
+    """The device's clock when the decision was made, as the page sent it (ISO 8601)."""
+    given = body.get("device_time")
+    if given is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(given) if isinstance(given, str) else None
+    except ValueError:
+        moment = None
+    if moment is None or moment.tzinfo is None:
+        raise BadDecision("device_time must be an ISO 8601 time with its offset")
+    return moment
+
+
+async def record(
+    store: Store, settings: Settings, po: str, raw: bytes, user_id: int, tr: Translator
+) -> Answer:
+    """Record the decision in `raw` on `po` by `user_id`; the answer for the page."""
+    try:
+        asked = parse(raw)
+    except BadDecision as bad:
+        return Answer(400, {"status": "invalid", "message": str(bad)})
+    async with store.reading() as tx:
+        job = await tx.job_by_po(po)
+    if job is None:
+        return Answer(404, {"status": "unknown", "message": f"no purchase order {po}"})
+    now, rules = utcnow(), settings.rules()
+    try:
+        if asked.changes:
+            edit = Edit(
+                po, user_id, asked.draft_version, asked.draft_hash, asked.changes,
+                reason=asked.reason, client_id=asked.client_id, device_time=asked.device_time,
+            )  # fmt: skip
+            edited = await edits.approve_with_changes(store, edit, now, rules)
+            job_after, text = edited.job, _edited(edited, asked, tr)
+        else:
+            review = Review(
+                po, user_id, asked.verdict, asked.draft_version, asked.draft_hash, asked.reason,
+                client_id=asked.client_id, device_time=asked.device_time,
+            )  # fmt: skip
+            result = await service.decide(store, review, now, rules)
+            job_after, text = result.job, recorded(result, asked, tr)
+    except ApprovalExpired:  # the expiry it found is news for the requester
+        return Answer(409, {"status": "refused", "code": "expired", "message": tr(EXPIRED)}, job.id)
+    except (ApprovalError, IllegalTransition, EditRefused) as refused:
+        text = await refusal(store, settings, job, user_id, refused, tr)
+        code = type(refused).__name__
+        return Answer(409, {"status": "refused", "code": code, "message": text})
+    body = {
+        "status": "recorded",
+        "message": text,
+        "version": job_after.draft_version,
+        "state": job_after.state.value,
+    }
+    return Answer(200, body, job.id)
+
+
+def _edited(edited: Edited, asked: Asked, tr: Translator) -> str:
+    """What the editor reads once their changes are the new version."""
+    if edited.approval is not None:
+        return recorded(edited.approval, asked, tr)
+    return tr(
+        "Your changes are v{version}; it goes to the approvers again.",
+        version=edited.job.draft_version,
+    )
+
+
+def recorded(result: DecisionResult, asked: Asked, tr: Translator) -> str:
+    """What the decider reads once the decision is recorded: a tap's answer."""
+    if asked.verdict is Verdict.REJECT:
+        return tr("Rejected {po}. The requester is told your reason.", po=result.job.po_number)
+    if result.outcome is Outcome.APPROVED:
+        return tr("Approved — e-mailing the supplier.")
+    return pending_answer(result, tr)
+
+
+async def refusal(
+    store: Store, settings: Settings, job: Job, user_id: int, refused: Exception, tr: Translator
+) -> str:
+    """Why the decision does not count, in the words of a tap's answer where there is one."""
+    match refused:
+        case DraftChanged():
+            return tr(CHANGED)
+        case ReasonRequired():
+            return tr(REASON_FOR_BUDGET)
+        case EditRefused():
+            return _edit_refused(refused, tr)
+        case ClientIdReused():
+            return tr("This decision's id was used for another one: decide again.")
+        case NotAnApprover():
+            return tr("You are not an approver.")
+        case SelfApproval() if user_id != job.requester_id:
+            return tr("You cannot decide this request: you and its requester act for each other.")
+        case SelfApproval():
+            return tr("You cannot decide your own request.")
+        case DelegationEnded():
+            return tr("Not counted: {why}.", why=str(refused))
+        case NotYourTurn():
+            return tr("Not your turn: {why}.", why=str(refused))
+        case AlreadyDecided():
+            return await _already(store, settings, job.po_number, user_id, tr)
+    return tr("Not recorded: {why}.", why=str(refused))
+
+
+def _edit_refused(refused: EditRefused, tr: Translator) -> str:
+    """Why the changes cannot be made, naming the line."""
+    line = refused.line
+    match refused.code:
+        case EditProblem.UNKNOWN_LINE:
+            return tr("Line {line} is not in this PO.", line=line)
+        case EditProblem.DUPLICATE_LINE:
+            return tr("Line {line} is changed twice.", line=line)
+        case EditProblem.ABOVE_SHOWN:
+            return tr(
+                "Line {line}: a quantity can only be lowered; a larger order is a new sheet "
+                "from the requester.",
+                line=line,
+            )
+        case EditProblem.NEGATIVE:
+            return tr("Line {line}: a quantity cannot be below 0.", line=line)
+        case EditProblem.NOTHING_LEFT:
+            return tr("Every line is dropped: reject the PO instead.")
+    return tr("Nothing is changed: approve it as it is.")
+
+
+async def _already(store: Store, settings: Settings, po: str, user_id: int, tr: Translator) -> str:
+    """An AlreadyDecided refusal: this person's own decision, or where the PO stands."""
+    async with store.reading() as tx:
+        job = await tx.job_by_po(po)
+        assert job is not None
+        mine = [d for d in await tx.decisions(job.id) if user_id == d.reviewer_id]
+    if mine and mine[-1].draft_version == job.draft_version:
+        when = local_time(mine[-1].at, settings.tz, TIME_OF_DAY)
+        if mine[-1].verdict is Verdict.APPROVE:
+            return tr("Already approved by you at {at}.", at=when)
+        return tr("Already rejected by you at {at}.", at=when)
+    if job.state is State.AWAITING_APPROVAL:
+        return tr(
+            "Already counted: you and the approver you act with while one is away count as one "
+            "person on this request."
+        )
+    return tr(
+        "Already decided: {po} is {state}.",
+        po=job.po_number,
+        state=job.state.value.lower().replace("_", " "),
+    )

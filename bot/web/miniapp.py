@@ -1,0 +1,226 @@
+"""The Mini App's routes on the web front door: the page and its assets, and the two API calls
+it makes, each authenticated by Telegram's initData (bot/web/initdata.py).
+
+    GET  /app/po/{po}             the page: a static HTML shell, no data in it
+    GET  /app/static/{v}/{name}   its script and style sheet; `v` is their content's hash, so
+                                  they are cached for a year and a new release is a new URL
+    GET  /api/po/{po}             the PO as the viewer sees it, in their language (views.py)
+    POST /api/po/{po}/decision    approve, approve with changes, or reject (decisions.py)
+
+Every API call carries `Authorization: tma <initData>`: there are no cookies, and no GET
+changes anything. The user initData names is the only identity, with the roles the store and
+MANZOORI_ADMIN_IDS give them, as for a tap. API answers are `no-store`; every answer carries
+a strict Content-Security-Policy (no inline script; Telegram's script host only when the page
+loads Telegram's script), `X-Content-Type-Options: nosniff` and `Referrer-Policy: no-referrer`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from bot.config import Settings, WebAppScript
+from bot.i18n import Translator, language_of, translator
+from bot.web import decisions, initdata, views
+from bot.web.urls import PAGE_ROUTE
+from core.policies import Role
+from store.sql import SqlStore
+
+if TYPE_CHECKING:
+    from telegram.ext import Application
+
+log = logging.getLogger(__name__)
+
+STATIC = Path(__file__).parent / "static"
+TELEGRAM_SCRIPT = "https://telegram.org/js/telegram-web-app.js"
+# The assets the page loads, by name, with their media types; nothing else is served.
+_ASSETS = {
+    "miniapp.js": "text/javascript; charset=utf-8",
+    "miniapp.css": "text/css; charset=utf-8",
+    "telegram-web-app.js": "text/javascript; charset=utf-8",
+}
+# A versioned asset never changes under its URL: a year, and no revalidation.
+IMMUTABLE = "public, max-age=31536000, immutable"
+# The shell is tiny and names the assets' versions: always asked again, so a release shows.
+REVALIDATE = "no-cache"
+NO_STORE = "no-store"
+# Telegram Web shows a Mini App in a frame of its own pages.
+_FRAMERS = "'self' https://web.telegram.org https://*.telegram.org"
+# A decision is a few hundred bytes; a 200-line edit a few kilobytes.
+MAX_BODY = 100_000
+
+
+@cache
+def assets() -> tuple[str, dict[str, bytes]]:
+    """The assets' shared version (a hash of their contents) and their bytes."""
+    contents = {name: (STATIC / name).read_bytes() for name in _ASSETS}
+    digest = hashlib.sha256(b"".join(contents[name] for name in sorted(contents)))
+    return digest.hexdigest()[:12], contents
+
+
+def security_headers(script: WebAppScript) -> dict[str, str]:
+    """What every Mini App answer carries: the CSP, nosniff and no referrer."""
+    scripts = "'self'" + (" https://telegram.org" if script is WebAppScript.TELEGRAM else "")
+    policy = (
+        f"default-src 'self'; script-src {scripts}; style-src 'self'; img-src 'self' data:; "
+        f"connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; "
+        f"frame-ancestors {_FRAMERS}"
+    )
+    return {
+        "Content-Security-Policy": policy,
+        "X-Content-Type-Options": "nosniff",
+        "Referrer-Policy": "no-referrer",
+    }
+
+
+@dataclass(frozen=True)
+class Viewer:
+    """Who an API call comes from: initData's user, their roles and their language."""
+
+    user: initdata.WebAppUser
+    roles: frozenset[Role]
+    tr: Translator
+
+
+class MiniApp:
+    """The Mini App's handlers over the store, the settings and (beside the bot) the bot,
+    which delivers at once what a decision owes."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        store: SqlStore,
+        telegram: Application | None,  # type: ignore[type-arg]
+    ) -> None:
+        assert settings.telegram_bot_token is not None  # routes() mounts nothing without it
+        self.settings, self.store, self.telegram = settings, store, telegram
+        self.token = settings.telegram_bot_token.get_secret_value()
+        self.headers = security_headers(settings.manzoori_webapp_script)
+        version, _ = assets()
+        script = settings.manzoori_webapp_script
+        telegram_src = (
+            TELEGRAM_SCRIPT
+            if script is WebAppScript.TELEGRAM
+            else f"/app/static/{version}/telegram-web-app.js"
+        )
+        shell = (STATIC / "index.html").read_text(encoding="utf-8")
+        self.shell = shell.format(
+            css=f"/app/static/{version}/miniapp.css",
+            js=f"/app/static/{version}/miniapp.js",
+            telegram=telegram_src,
+        ).encode()
+
+    def routes(self) -> list[BaseRoute]:
+        """The page, its assets and the API."""
+        return [
+            Route(PAGE_ROUTE, self.page, methods=["GET"]),
+            Route("/app/static/{version}/{name}", self.asset, methods=["GET"]),
+            Route("/api/po/{po}", self.authenticated(self.view), methods=["GET"]),
+            Route("/api/po/{po}/decision", self.authenticated(self.decide), methods=["POST"]),
+        ]
+
+    async def page(self, request: Request) -> Response:
+        """The HTML shell; the page reads the PO number from its own path."""
+        headers = {**self.headers, "Cache-Control": REVALIDATE}
+        return Response(self.shell, media_type="text/html; charset=utf-8", headers=headers)
+
+    async def asset(self, request: Request) -> Response:
+        """A versioned asset; any other version or name is not found."""
+        version, contents = assets()
+        name = request.path_params["name"]
+        if request.path_params["version"] != version or name not in _ASSETS:
+            return self.json({"error": "not found"}, 404)
+        headers = {**self.headers, "Cache-Control": IMMUTABLE}
+        return Response(contents[name], media_type=_ASSETS[name], headers=headers)
+
+    def json(self, body: object, status: int = 200) -> JSONResponse:
+        """An API answer: never stored by any cache."""
+        return JSONResponse(body, status, headers={**self.headers, "Cache-Control": NO_STORE})
+
+    def authenticated(
+        self, handler: Callable[[Request, Viewer], Awaitable[Response]]
+    ) -> Callable[[Request], Awaitable[Response]]:
+        """`handler` for requests whose initData verifies and whose user holds a role; 401
+        or 403 with the reason otherwise, before anything is read about a PO."""
+
+        async def endpoint(request: Request) -> Response:
+            try:
+                raw = initdata.from_header(request.headers.get("Authorization"))
+                user = initdata.verify(
+                    raw,
+                    self.token,
+                    now=int(time.time()),
+                    max_age=self.settings.manzoori_webapp_max_age_seconds,
+                )
+            except initdata.InitDataError as refused:
+                log.info("mini app: initData refused (%s)", type(refused).__name__)
+                return self.json({"error": str(refused)}, 401)
+            async with self.store.reading() as tx:
+                roles = await tx.roles(user.id)
+                chosen = (await tx.languages([user.id])).get(user.id)
+            if user.id in self.settings.manzoori_admin_ids:
+                roles |= {Role.ADMIN}
+            tr = translator(language_of(chosen))
+            if not roles:
+                return self.json({"error": tr(views.NOT_REGISTERED)}, 403)
+            return await handler(request, Viewer(user, roles, tr))
+
+        return endpoint
+
+    async def view(self, request: Request, viewer: Viewer) -> Response:
+        """The PO as this viewer may see it."""
+        po, who = request.path_params["po"], (viewer.user.id, viewer.roles)
+        status, body = await views.po_json(self.store, self.settings, po, who, viewer.tr)
+        return self.json(body, status)
+
+    async def decide(self, request: Request, viewer: Viewer) -> Response:
+        """A decision from the page, recorded through the same use cases as a tap; the notices
+        it owes are delivered at once."""
+        if request.headers.get("Content-Type", "").split(";")[0].strip() != "application/json":
+            return self.json({"error": "send the decision as application/json"}, 415)
+        raw = await request.body()
+        if len(raw) > MAX_BODY:
+            return self.json({"error": "decision too large"}, 413)
+        answer = await decisions.record(
+            self.store, self.settings, request.path_params["po"], raw, viewer.user.id, viewer.tr
+        )
+        if answer.job_id is not None:
+            self._deliver(answer.job_id)
+        return self.json(answer.body, answer.status)
+
+    def _deliver(self, job_id: str) -> None:
+        """Deliver the job's owed notices now, beside the answer (a tap's deliver_now); the
+        notice runner's next pass has whatever this misses, and all of it without a bot."""
+        app = self.telegram
+        if app is None or not app.running:
+            return
+        from bot.telegram.notices import NoticeRunner
+
+        async def deliver() -> None:
+            try:
+                await NoticeRunner(self.store, app.bot, self.settings).run_once(job_id)
+            except Exception:  # the decision stands; the background pass retries the notices
+                log.exception("notices of job %s left to the background pass", job_id)
+
+        app.create_task(deliver(), name=f"deliver-{job_id}")  # awaited when the bot stops
+
+
+def miniapp_routes(
+    settings: Settings,
+    store: SqlStore,
+    telegram: Application | None = None,  # type: ignore[type-arg]
+) -> list[BaseRoute]:
+    """The Mini App's routes, when there is a bot token to verify initData with."""
+    if settings.telegram_bot_token is None:
+        return []
+    return MiniApp(settings, store, telegram).routes()

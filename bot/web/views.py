@@ -1,0 +1,185 @@
+"""The Mini App's view of a PO as JSON (core.po_view rendered): every text already in the
+viewer's language, from the bot's own catalogues, so the page has none of its own. Values
+that read left to right (SKUs, amounts, PO numbers) come isolated inside Urdu sentences, as
+on a card (bot.i18n); the page puts them in <bdi> where it shows them bare.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, tzinfo
+from decimal import Decimal
+from typing import Any
+
+from bot.clock import utcnow
+from bot.config import Settings
+from bot.i18n import N_, Translator
+from bot.telegram.cards import APPROVE_TEXT, REJECT_TEXT, budget_line
+from bot.texts import DATE_AND_TIME, DAY_MONTH, local_time
+from bot.web.decisions import CHANGED, EXPIRED, REASON_FOR_BUDGET, refusal
+from core.errors import ReadRefused, UnknownJob
+from core.flags import describe
+from core.money import format_pkr
+from core.po_view import ChainStage, PoLine, PoView, po_view
+from core.policies import Role, Verdict
+from core.ports import Store
+from core.texts import flatten
+
+NOT_REGISTERED = N_("You are not registered. Send me /start to get the id your admin needs.")
+NOT_FOUND = N_("There is no purchase order {po} for you to see.")
+# The page's own words: its buttons and the states of a decision it sends.
+_LABELS = {
+    "search": N_("Search the lines"),
+    "no_match": N_("No line matches."),
+    "quantity": N_("Quantity"),
+    "drop": N_("Drop"),
+    "keep": N_("Keep"),
+    "approve": APPROVE_TEXT,
+    "approve_with_changes": N_("✏️ Approve with changes"),
+    "reject": REJECT_TEXT,
+    "reason": N_("The reason, for the requester"),
+    "reason_needed": N_("Write the reason first."),
+    "reason_for_budget": REASON_FOR_BUDGET,
+    "queued": N_("Queued — not sent yet"),
+    "sign_in_again": N_("Queued — open this PO from its card again to send it."),
+    "offline": N_("Offline: this is the PO as it was last loaded."),
+    "changed": CHANGED,
+    "expired": EXPIRED,
+    "flags": N_("Flags"),
+    "budgets": N_("Budgets"),
+    "evidence": N_("Evidence"),
+    "chain": N_("Approvals"),
+}
+
+
+async def po_json(
+    store: Store,
+    settings: Settings,
+    po: str,
+    viewer: tuple[int, frozenset[Role]],
+    tr: Translator,
+) -> tuple[int, dict[str, Any]]:
+    """The HTTP status and JSON of `po` as the viewer (id, roles) sees it; 404 alike for no
+    such PO and for one they may not read."""
+    user_id, roles = viewer
+    try:
+        async with store.reading() as tx:
+            view = await po_view(tx, po, user_id, utcnow(), settings.rules(), roles=roles)
+    except (UnknownJob, ReadRefused):
+        return 404, {"error": tr(NOT_FOUND, po=flatten(po)[:40])}
+    why = None
+    if view.refusal is not None:
+        why = await refusal(store, settings, view.job, user_id, view.refusal, tr)
+    return 200, render(view, settings, tr, why)
+
+
+def render(view: PoView, settings: Settings, tr: Translator, why: str | None) -> dict[str, Any]:
+    """The view as the page reads it."""
+    job, tz = view.job, settings.tz
+    labels = {name: tr(text) for name, text in _LABELS.items()}
+    labels["new_total"] = tr("New total: {amount}", amount="{amount}")
+    labels["expires_in"] = tr("Expires in {time}", time="{time}")
+    return {
+        "lang": tr.language.value,
+        "dir": "rtl" if tr.rtl else "ltr",
+        "po": job.po_number,
+        "state": job.state.value,
+        "version": view.draft_version,
+        "hash": view.draft_hash,
+        "heading": f"🧾 {job.po_number}",
+        "supplier": f"{flatten(view.supplier_name)} ({tr.ltr(view.supplier_email)})",
+        "version_text": tr(
+            "Draft v{version} · {hash}", version=view.draft_version, hash=view.short_hash
+        ),
+        "total_text": tr("Total: {amount}", amount=format_pkr(view.total_paisa)),
+        "deadline": view.deadline.isoformat() if view.deadline else None,
+        "lines_heading": tr.plural("{count} line", "{count} lines", len(view.lines)),
+        "lines": [_line(line, tz, tr) for line in view.lines],
+        "flags": [f"⚠️ {tr.ltr(flatten(describe(flag)))}" for flag in view.flags],
+        "budgets": [budget_line(month, tr=tr) for month in view.budgets],
+        "evidence": _evidence(view, tz, tr),
+        "chain": [_stage(stage, i, len(view.chain), tz, tr) for i, stage in enumerate(view.chain)],
+        "decision": {"allowed": view.may_decide, "why": why, "needs_reason": view.needs_reason},
+        "labels": labels,
+    }
+
+
+def _line(line: PoLine, tz: tzinfo, tr: Translator) -> dict[str, Any]:
+    """One line: what it orders, at what price, against the last PO sent to its supplier."""
+    last = drift = None
+    if line.last is not None:
+        price, ref = format_pkr(line.last.unit_price_paisa), line.last.po_number
+        change = "" if line.drift_percent is None else f" ({_signed(line.drift_percent)})"
+        if line.last.sent_at is None:
+            last = tr("Last sent PO {ref}: {price} each", ref=ref, price=price) + change
+        else:
+            when = local_time(line.last.sent_at, tz, DAY_MONTH)
+            last = tr("Last sent PO {ref}, {when}: {price} each", ref=ref, when=when, price=price)
+            last += change
+    if line.drifted and line.drift_percent is not None:
+        drift = tr("▲ {rise} above the last PO: past the drift tolerance",
+                   rise=f"{line.drift_percent}%")  # fmt: skip
+    return {
+        "line": line.number,
+        "sku": flatten(line.sku),
+        "description": flatten(line.description),
+        "quantity": line.quantity,
+        "unit_price_paisa": line.unit_price_paisa,
+        "unit_price": format_pkr(line.unit_price_paisa),
+        "amount": format_pkr(line.amount_paisa),
+        "last": last,
+        "drift": drift,
+    }
+
+
+def _signed(percent: Decimal) -> str:
+    """A price change as "+4.2%" or "-3.0%"."""
+    return f"{percent:+}%"
+
+
+def _evidence(view: PoView, tz: tzinfo, tr: Translator) -> list[str]:
+    """Where the draft comes from: the terms, the sheet, the requester, the policy."""
+    terms, sheet = flatten(view.terms_version), flatten(view.sheet_name)[:60]
+    if view.terms_imported_at is None:
+        source = tr("📎 Terms {terms}; sheet {sheet}", terms=terms, sheet=sheet)
+    else:
+        at = local_time(view.terms_imported_at, tz)
+        source = tr(
+            "📎 Terms {terms} (imported {at}); sheet {sheet}", terms=terms, at=at, sheet=sheet
+        )
+    policy = tr(
+        "Policy {version}, rule {rule}",
+        version=flatten(view.policy_version or "default"),
+        rule=flatten(view.rule),
+    )
+    return [source, tr("Requested by {name}", name=flatten(view.requester)), policy]
+
+
+def _stage(
+    stage: ChainStage, index: int, stages: int, tz: tzinfo, tr: Translator
+) -> dict[str, Any]:
+    """One stage of the approval chain and who decided in it."""
+    text = tr.plural(
+        "Stage {stage} of {stages}: {group}, {count} approval",
+        "Stage {stage} of {stages}: {group}, {count} approvals",
+        stage.approvals,
+        stage=index + 1,
+        stages=stages,
+        group=flatten(stage.title),
+    )
+    decided = []
+    for decision in stage.decisions:
+        who = flatten(decision.reviewer)
+        if decision.on_behalf_of is not None:
+            who = tr("{name} for {delegator}", name=who, delegator=flatten(decision.on_behalf_of))
+        at = _when(decision.at, tz)
+        if decision.verdict is Verdict.APPROVE:
+            decided.append(tr("✅ {name} at {at}", name=who, at=at))
+        else:
+            decided.append(tr("❌ {name} at {at}", name=who, at=at))
+    return {"text": f"⏳ {text}" if stage.waiting else text, "waiting": stage.waiting,
+            "decided": decided}  # fmt: skip
+
+
+def _when(moment: datetime, tz: tzinfo) -> str:
+    """A decision's time as cards show it."""
+    return local_time(moment, tz, DATE_AND_TIME)

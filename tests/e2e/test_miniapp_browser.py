@@ -1,0 +1,278 @@
+"""The Mini App in a real browser (Debian's Chromium through Playwright, at phone size) against
+the real bot, the Bot API emulator and the SMTP sink: the whole of a 200-line PO, an approval
+with changes through to the one e-mail, initData that proves nothing, and decisions made
+offline.
+
+MANZOORI_SCREENSHOTS=docs also writes the page in English and Urdu to docs/miniapp-en.png and
+docs/miniapp-ur.png (README "Mini App")."""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import io
+import os
+import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import replace
+from pathlib import Path
+from urllib.parse import quote, urlencode, urlsplit
+
+import pytest
+from playwright.async_api import BrowserContext, Page, expect
+
+from bot.clock import utcnow
+from bot.spreadsheets import read_csv_text
+from bot.telegram.cards import APPROVE_TEXT, REVIEW_TEXT
+from bot.telegram.notices import NoticeRunner
+from core import purchasing, service
+from core.jobs import Stamp
+from core.service import Revision
+from core.states import State
+from tests.helpers.bot import (
+    BotRun,
+    answer,
+    cards_out,
+    deliveries_done,
+    job_and_decisions,
+    running_bot,
+    said,
+)
+from tests.helpers.browser import phone_fixture  # noqa: F401 - provides the `phone` fixture
+from tests.helpers.factories import APPROVER_A, APPROVER_B, REQUESTER, T0
+from tests.helpers.miniapp import OTHER_BOT_TOKEN, forged, long_sheet, long_terms
+from tests.helpers.net import free_port
+
+pytestmark = pytest.mark.slow  # a browser is a process
+SCREENSHOTS = os.environ.get("MANZOORI_SCREENSHOTS")
+REPO = Path(__file__).resolve().parents[2]
+QUEUED = "Queued — not sent yet"
+
+
+@asynccontextmanager
+async def mini_app_bot(botapi, db_url, smtp_sink=None) -> AsyncIterator[BotRun]:
+    """The bot with its web front door on a free loopback port, which is its public URL, and
+    the page loading the local Telegram stand-in."""
+    port = free_port()
+    mail = {}
+    if smtp_sink is not None:
+        mail = dict(smtp_host=smtp_sink.host, smtp_port=smtp_sink.port, smtp_tls="none")
+    async with running_bot(
+        botapi, db_url, web=True, web_port=port,
+        manzoori_public_url=f"http://127.0.0.1:{port}", manzoori_webapp_script="local", **mail,
+    ) as run:  # fmt: skip
+        yield run
+
+
+async def long_po_out(botapi, run, lines: int):
+    """A PO of `lines` lines from one supplier, its cards with Ali and Sana."""
+    table = read_csv_text(long_terms(lines))
+    assert (await purchasing.import_terms(run.store, table, T0, "test")).created
+    ali = botapi.user(APPROVER_A, "Ali", started=True)
+    sana = botapi.user(APPROVER_B, "Sana", started=True)
+    async with run.store.begin() as tx:
+        await tx.met(APPROVER_A, "Ali", T0, started=True)
+        await tx.met(APPROVER_B, "Sana", T0, started=True)
+    bilal = botapi.user(REQUESTER, "Bilal")
+    bilal.send_document(long_sheet(lines), "restock.csv", "text/csv")
+    assert (await said(bilal)).startswith("restock.csv accepted; 1 purchase order")
+    assert await NoticeRunner(run.store, run.app.bot, run.settings).run_once() == 2
+    return bilal, ali, await ali.next_message(), sana, await sana.next_message()
+
+
+async def opened(phone: BrowserContext, url: str, lines: int) -> Page:
+    """The Mini App opened at `url`, every line shown."""
+    page = await phone.new_page()
+    await page.goto(url)
+    await expect(page.get_by_test_id("po-line")).to_have_count(lines)
+    return page
+
+
+async def decisions_now(run) -> int:
+    return len((await job_and_decisions(run))[1])
+
+
+async def test_a_200_line_po_shows_every_line_on_a_phone(botapi, db_url, store, phone):
+    async with mini_app_bot(botapi, db_url) as run:
+        _, ali, card, _, _ = await long_po_out(botapi, run, 200)
+        assert card.button(REVIEW_TEXT).web_app.startswith(run.settings.manzoori_public_url)
+        page = await opened(phone, ali.open_web_app(card, REVIEW_TEXT), 200)
+        lines = page.get_by_test_id("po-line")
+        for n in (0, 99, 199):  # the first, the middle and the last, each reached by scrolling
+            await lines.nth(n).scroll_into_view_if_needed()
+            await expect(lines.nth(n)).to_be_visible()
+            await expect(lines.nth(n)).to_contain_text(f"SKU-{n + 1:03}")
+        width = await page.evaluate("document.documentElement.scrollWidth")
+        assert width <= 390  # nothing runs off the phone's side
+        await page.get_by_test_id("search").fill("sku-150")
+        await expect(page.locator('[data-testid="po-line"]:visible')).to_have_count(1)
+        await expect(page.get_by_test_id("countdown")).to_contain_text(re.compile(r"\d+:\d\d:\d\d"))
+        await expect(page.get_by_test_id("version")).to_contain_text("Draft v1 · ")
+
+
+async def test_trim_and_drop_then_approve_with_changes_sends_the_trimmed_po_once(
+    botapi, db_url, store, smtp_sink, phone
+):
+    async with mini_app_bot(botapi, db_url, smtp_sink) as run:
+        bilal, ali, ali_card, sana, sana_card = await long_po_out(botapi, run, 200)
+        page = await opened(phone, ali.open_web_app(ali_card, REVIEW_TEXT), 200)
+        lines = page.get_by_test_id("po-line")
+        await lines.nth(0).get_by_test_id("line-qty").fill("4")  # SKU-001: 10 → 4
+        await lines.nth(6).get_by_test_id("line-drop").click()  # SKU-007 dropped
+        await expect(page.get_by_test_id("approve")).to_be_disabled()  # changes: not as shown
+        await page.get_by_test_id("approve-with-changes").click()
+        status = page.get_by_test_id("decision-status")
+        await expect(status).to_have_text("Needs a second approver. Your approval is recorded.")
+        await expect(page.get_by_test_id("version")).to_contain_text("Draft v2 · ")
+        await expect(lines).to_have_count(199)
+        await deliveries_done(run)
+        job, decided, _ = await job_and_decisions(run)
+        assert (job.draft_version, job.state) == (2, State.AWAITING_APPROVAL)
+        assert [(d.reviewer_id, d.draft_version) for d in decided] == [(APPROVER_A, 2)]
+        old = botapi.message(APPROVER_B, sana_card.message_id)
+        assert old.text.startswith("🔁 Superseded by v2")  # the old card, tapped no more
+        assert botapi.message(APPROVER_A, ali_card.message_id).text.startswith("🔁 Superseded")
+        new_card = await sana.next_message()
+        assert "v2" in new_card.text and new_card.button(REVIEW_TEXT).web_app
+        news = [m.text for m in bilal.messages()]
+        assert any("Ali" in text and "SKU-007" in text for text in news), news
+        assert smtp_sink.messages == []  # the policy wants a second approver
+        assert await answer(botapi, sana.tap(new_card, APPROVE_TEXT)) == (
+            "Approved — e-mailing the supplier."
+        )
+        await deliveries_done(run)
+        assert await run.outbox.run_once() == 1
+        assert await run.outbox.run_once() == 0
+    [mail] = smtp_sink.messages
+    [attachment] = list(mail.iter_attachments())
+    rows = list(csv.DictReader(io.StringIO(attachment.get_content())))
+    quantities = {row["sku"]: row["quantity"] for row in rows}
+    assert len(rows) == 199 and quantities["SKU-001"] == "4" and "SKU-007" not in quantities
+    assert f":v2:{job.draft_hash[:12]}" in mail["Idempotency-Key"]
+
+
+@pytest.mark.parametrize(
+    "spoil",
+    [
+        lambda user, token: forged(user.web_app_data()),  # the hash altered
+        lambda user, token: user.web_app_data(age=3601),  # older than the hour allowed
+        lambda user, token: user.web_app_data(token=OTHER_BOT_TOKEN),  # another bot's
+    ],
+    ids=["forged", "too-old", "other-bot"],
+)
+async def test_init_data_that_proves_nothing_is_refused_and_changes_nothing(
+    botapi, db_url, store, phone, spoil
+):
+    async with mini_app_bot(botapi, db_url) as run:
+        ali, card, _, _ = await cards_out(botapi, run)
+        good = ali.open_web_app(card, REVIEW_TEXT)
+        bad = spoil(ali, botapi.token)
+        page = await phone.new_page()
+        await page.goto(good.split("#", 1)[0] + "#" + urlencode({"tgWebAppData": bad}, quote_via=quote))
+        await expect(page.get_by_test_id("load-error")).to_contain_text("initData")
+        job, _, _ = await job_and_decisions(run)
+        status = await page.evaluate(
+            """async ([po, data, body]) => (await fetch(`/api/po/${po}/decision`, {
+                method: "POST", body: JSON.stringify(body),
+                headers: {"Authorization": `tma ${data}`, "Content-Type": "application/json"},
+            })).status""",
+            [job.po_number, bad, {"id": "forged-1", "verdict": "approve",
+                                  "draft_version": 1, "draft_hash": job.draft_hash}],
+        )  # fmt: skip
+        assert status == 401
+        after, decided, effects = await job_and_decisions(run)
+    assert (after.state, after.version, decided, effects) == (job.state, job.version, [], [])
+
+
+async def test_an_approval_made_offline_is_queued_then_recorded_once(botapi, db_url, store, phone):
+    async with mini_app_bot(botapi, db_url) as run:
+        ali, card, _, _ = await cards_out(botapi, run)
+        page = await opened(phone, ali.open_web_app(card, REVIEW_TEXT), 1)
+        sent: list[str] = []
+        page.on("request", lambda r: sent.append(r.post_data or "") if r.method == "POST" else None)
+        await phone.set_offline(True)
+        await page.get_by_test_id("approve").click()
+        status = page.get_by_test_id("decision-status")
+        await expect(status).to_have_text(QUEUED)
+        await asyncio.sleep(0.5)
+        await expect(status).to_have_text(QUEUED)  # still: never shown as approved
+        assert await decisions_now(run) == 0
+        await phone.set_offline(False)
+        await expect(status).to_have_text("Approved — e-mailing the supplier.", timeout=10_000)
+        await deliveries_done(run)
+        assert await decisions_now(run) == 1
+        # The answer lost on the way back: the same decision comes again from the queue.
+        queued = await page.evaluate("localStorage.getItem('manzoori.queue')")
+        assert queued == "[]"
+        await page.evaluate(
+            """(body) => {
+                const labels = {queued: "q", sign_in_again: "s"};
+                const po = location.pathname.split("/").pop();
+                localStorage.setItem("manzoori.queue",
+                    JSON.stringify([{po, decision: JSON.parse(body), labels}]));
+                document.querySelector('[data-testid="decision-status"]').textContent = "";
+                window.dispatchEvent(new Event("online"));
+            }""",
+            sent[-1],
+        )
+        await expect(status).to_have_text("Approved — e-mailing the supplier.")  # as the first
+        await page.wait_for_function("localStorage.getItem('manzoori.queue') === '[]'")
+        job, decided, effects = await job_and_decisions(run)
+    assert [d.reviewer_id for d in decided] == [APPROVER_A]  # once, however often it came
+    assert job.state is State.APPROVED and len(effects) == 1
+
+
+async def test_an_offline_approval_of_a_draft_changed_meanwhile_is_refused(botapi, db_url, store, phone):
+    async with mini_app_bot(botapi, db_url) as run:
+        ali, card, _, _ = await cards_out(botapi, run)
+        page = await opened(phone, ali.open_web_app(card, REVIEW_TEXT), 1)
+        await phone.set_offline(True)
+        await page.get_by_test_id("approve").click()
+        status = page.get_by_test_id("decision-status")
+        await expect(status).to_have_text(QUEUED)
+        job, _, _ = await job_and_decisions(run)
+        async with run.store.reading() as tx:
+            draft = await tx.draft(job.id, 1)
+        revision = Revision.noted(_halved(draft), "the requester sent fewer")
+        await service.revise(
+            run.store, job.po_number, revision, Stamp("user:1001", utcnow()), run.settings.rules()
+        )
+        await phone.set_offline(False)
+        await expect(status).to_have_text("This PO changed — review it again", timeout=10_000)
+        job, decided, _ = await job_and_decisions(run)
+    assert (job.draft_version, decided) == (2, [])
+
+
+def _halved(draft):
+    """The draft with every quantity halved (at least one)."""
+    lines = tuple(replace(line, quantity=max(1, line.quantity // 2)) for line in draft.lines)
+    return replace(draft, lines=lines)
+
+
+async def test_the_page_reads_right_to_left_in_urdu(botapi, db_url, store, phone):
+    async with mini_app_bot(botapi, db_url) as run:
+        async with run.store.begin() as tx:
+            await tx.met(APPROVER_B, "Sana", T0, started=True)
+            await tx.set_language(APPROVER_B, "ur", T0)
+        _, ali, ali_card, sana, sana_card = await long_po_out(botapi, run, 4)
+        english = await opened(phone, ali.open_web_app(ali_card, REVIEW_TEXT), 4)
+        urdu = await opened(phone, sana.open_web_app(sana_card, sana_card.buttons[1][1].text), 4)
+        assert await urdu.evaluate("[document.documentElement.dir, document.documentElement.lang]") == ["rtl", "ur"]
+        assert await english.evaluate("document.documentElement.dir") == "ltr"
+        isolated = urdu.get_by_test_id("po-line").first.locator("bdi")  # the SKU, the amounts
+        directions = "all => all.map(e => [e.textContent, getComputedStyle(e).direction])"
+        assert await isolated.evaluate_all(directions) == [
+            ["SKU-001", "ltr"], ["10 × Rs 501.00 = Rs 5,010.00", "ltr"],
+        ]  # fmt: skip
+        assert await urdu.evaluate("document.documentElement.scrollWidth") <= 390
+        for page in (english, urdu):  # a trimmed line and a dropped one, as an approver edits
+            lines = page.get_by_test_id("po-line")
+            await lines.nth(1).get_by_test_id("line-qty").fill("6")
+            await lines.nth(3).get_by_test_id("line-drop").click()
+            await expect(page.get_by_test_id("approve-with-changes")).to_be_enabled()
+        await expect(english.get_by_test_id("total")).to_have_text("New total: Rs 13,052.00")
+        if SCREENSHOTS:
+            folder = REPO / SCREENSHOTS
+            await english.screenshot(path=str(folder / "miniapp-en.png"), full_page=True)
+            await urdu.screenshot(path=str(folder / "miniapp-ur.png"), full_page=True)

@@ -1,0 +1,45 @@
+"""The Mini App from a test's side: initData as Telegram signs it (by the Bot API emulator's
+signer, bot/dev/botapi/webapps.py), the API's Authorization header, and a long PO's terms and
+sheet."""
+
+from __future__ import annotations
+
+import time
+
+from bot.dev.botapi import webapps
+
+# A token of another bot: initData it signed must not pass for ours.
+OTHER_BOT_TOKEN = "7000000009:AAanotherbotanotherbotanotherbotan"
+
+
+def init_data(token: str, user_id: int, first_name: str = "Ali", *, age: float = 0) -> str:
+    """initData Telegram would give `user_id`'s Mini App, signed `age` seconds ago."""
+    user = {"id": user_id, "is_bot": False, "first_name": first_name}
+    return webapps.init_data(token, user, int(time.time() - age), "42")
+
+
+def tma(raw: str) -> dict[str, str]:
+    """The header every API call carries."""
+    return {"Authorization": f"tma {raw}"}
+
+
+def forged(raw: str) -> str:
+    """`raw` with its hash's last hex digit changed."""
+    return raw[:-1] + ("0" if raw[-1] != "0" else "1")
+
+
+def long_terms(lines: int, price_pkr: int = 500) -> bytes:
+    """Supplier terms of one supplier with `lines` SKUs, SKU-001 upwards."""
+    rows = ["supplier_id,supplier_name,supplier_email,sku,description,unit_price_pkr,min_qty,max_qty"]
+    rows += [
+        f"SUP-BIG,Big Bazaar Traders,orders@bigbazaar.example,SKU-{n:03},Part number {n},"
+        f"{price_pkr + n},,"
+        for n in range(1, lines + 1)
+    ]
+    return ("\n".join(rows) + "\n").encode()
+
+
+def long_sheet(lines: int, quantity: int = 10) -> bytes:
+    """A restock sheet ordering `quantity` of each of long_terms' SKUs."""
+    rows = ["sku,quantity", *(f"SKU-{n:03},{quantity}" for n in range(1, lines + 1))]
+    return ("\n".join(rows) + "\n").encode()
