@@ -11,6 +11,7 @@ from core.dispatch import cancel_open_effects, expire_job, settle_unknown_sends
 from core.drafts import Draft, draft_hash
 from core.errors import (
     AlreadyDecided,
+    ApprovalError,
     ApprovalExpired,
     DelegationEnded,
     DraftChanged,
@@ -37,6 +38,14 @@ from core.policies import (
     tally,
 )
 from core.ports import ReadTx, Store, Tx
+from core.replays import (
+    ClientAction,
+    ClientDecision,
+    check_client_id,
+    device_detail,
+    fingerprint,
+    same_request,
+)
 from core.states import Action, State, next_state
 from core.workflow import (
     Standing,
@@ -222,18 +231,37 @@ class Review:
     draft_version: int
     draft_hash: str
     reason: str | None = None  # a rejection's, for the requester; an over-budget approval's
+    # A client's id for the decision (core.replays), its idempotency key: a replay is answered
+    # with what the first one did; and when it was made on the device (kept in the audit).
+    client_id: str | None = None
+    device_time: datetime | None = None
+
+    def __post_init__(self) -> None:
+        check_client_id(self.client_id)
+
+    @property
+    def request_sha256(self) -> str:
+        """What a replay of this review under its client id must repeat (core.replays)."""
+        return fingerprint(
+            {"po": self.po_number, "reviewer": self.reviewer_id, "verdict": self.verdict.value,
+             "draft_version": self.draft_version, "draft_hash": self.draft_hash,
+             "reason": self.reason}
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)
 class DecisionResult:
     """What a decision did: the job after it, whether its route is now complete, and where
-    the route stands (a stage this decision completed: tally.stage > decision.stage)."""
+    the route stands (a stage this decision completed: tally.stage > decision.stage).
+    `replay`: a client's id named a decision recorded before, which this is; nothing new
+    was written."""
 
     job: Job
     decision: Decision
     outcome: Outcome
     route: Route
     tally: Tally
+    replay: bool = False
 
 
 @dataclass(frozen=True)
@@ -305,18 +333,76 @@ async def decide(store: Store, review: Review, now: datetime, rules: Rules) -> D
     stage of the job's route that waits for it."""
     async with store.begin() as tx:
         job = await load(tx, review.po_number)
+        if (replay := await _replay_of(tx, job, review, now, rules)) is not None:
+            return replay
         try:
-            allowed = await _refuse(tx, job, review, now, rules.approval.default_policy)
-        except ApprovalExpired:
-            if job.state is not State.AWAITING_APPROVAL:
-                raise
-            # Too late: the expiry is committed with this transaction, then the reviewer is told.
-            await expire_job(tx, job, Stamp("runner", now), "approval window closed")
-        else:
+            allowed = await _allowed_or_expired(tx, job, review, now, rules)
+        except ApprovalError:
+            # A replay that committed since the first look (PostgreSQL reads what committed
+            # before each statement): the decision it finds refuses this one; answer as it.
+            if (replay := await _replay_of(tx, job, review, now, rules)) is not None:
+                return replay
+            raise
+        if allowed is not None:
             if await _needs_reason(tx, job, review, now, rules):
                 raise ReasonRequired(f"{job.po_number} goes over a monthly budget")
+            if review.client_id is not None:  # first: a concurrent replay waits on its key
+                await tx.insert_client_decision(_client_row(review.client_id, job, review, now))
             return await _record(tx, job, allowed, review, now, rules)
     raise ApprovalExpired(f"{review.po_number} expired before this decision")
+
+
+async def _replay_of(
+    tx: ReadTx, job: Job, review: Review, now: datetime, rules: Rules
+) -> DecisionResult | None:
+    """The answer to `review` if its client id names a decision kept already (a replay);
+    ClientIdReused if that was another request; None if none is kept."""
+    found = None if review.client_id is None else await tx.client_decision(review.client_id)
+    if found is None:
+        return None
+    action = ClientAction(review.verdict.value)
+    same_request(found, job, review.reviewer_id, action, review.request_sha256)
+    return await replayed(tx, job, found, now, rules)
+
+
+async def _allowed_or_expired(
+    tx: Tx, job: Job, review: Review, now: datetime, rules: Rules
+) -> _Allowed | None:
+    """What _refuse lets `review` do; None if it came too late for a job still waiting, which
+    is expired in `tx` (committed with it; the caller then raises ApprovalExpired)."""
+    try:
+        return await _refuse(tx, job, review, now, rules.approval.default_policy)
+    except ApprovalExpired:
+        if job.state is not State.AWAITING_APPROVAL:
+            raise
+        await expire_job(tx, job, Stamp("runner", now), "approval window closed")
+        return None
+
+
+def _client_row(client_id: str, job: Job, review: Review, now: datetime) -> ClientDecision:
+    """The row that keeps a client's first decision under its id (core.replays)."""
+    action = ClientAction(review.verdict.value)
+    version = job.draft_version or 0
+    return ClientDecision(
+        client_id, job.id, review.reviewer_id, action, review.request_sha256, version, now
+    )
+
+
+async def replayed(
+    tx: ReadTx, job: Job, found: ClientDecision, now: datetime, rules: Rules
+) -> DecisionResult:
+    """The answer to a replay of the decision a client kept under its id: that decision, and
+    where its draft stands (judged at its own time, so that approvals expired since still
+    show; once the draft has changed, the current draft's standing now)."""
+    decision = next(
+        d
+        for d in await tx.decisions(job.id)
+        if (d.reviewer_id, d.draft_version) == (found.reviewer_id, found.draft_version)
+    )
+    at = decision.at if decision.draft_version == job.draft_version else now
+    where = await standing(tx, job, at, rules.approval.default_policy)
+    outcome = where.tally.outcome
+    return DecisionResult(job, decision, outcome, where.route, where.tally, replay=True)
 
 
 async def _needs_reason(tx: ReadTx, job: Job, review: Review, now: datetime, rules: Rules) -> bool:
@@ -371,6 +457,7 @@ async def _record(
         "policy_version": route.policy_version,
         "rule": route.rule,
         "stage": stage + 1,
+        **device_detail(review.client_id, review.device_time),
     }
     if allowed.on_behalf_of is not None:
         detail["for"] = allowed.on_behalf_of
