@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
-from urllib.parse import quote, urlencode, urlsplit
+from urllib.parse import quote, urlencode
 
 import pytest
 from playwright.async_api import BrowserContext, Page, expect
@@ -169,7 +169,8 @@ async def test_init_data_that_proves_nothing_is_refused_and_changes_nothing(
         good = ali.open_web_app(card, REVIEW_TEXT)
         bad = spoil(ali, botapi.token)
         page = await phone.new_page()
-        await page.goto(good.split("#", 1)[0] + "#" + urlencode({"tgWebAppData": bad}, quote_via=quote))
+        fragment = urlencode({"tgWebAppData": bad}, quote_via=quote)  # as Telegram passes it
+        await page.goto(f"{good.split('#', 1)[0]}#{fragment}")
         await expect(page.get_by_test_id("load-error")).to_contain_text("initData")
         job, _, _ = await job_and_decisions(run)
         status = await page.evaluate(
@@ -223,7 +224,9 @@ async def test_an_approval_made_offline_is_queued_then_recorded_once(botapi, db_
     assert job.state is State.APPROVED and len(effects) == 1
 
 
-async def test_an_offline_approval_of_a_draft_changed_meanwhile_is_refused(botapi, db_url, store, phone):
+async def test_an_offline_approval_of_a_draft_changed_meanwhile_is_refused(
+    botapi, db_url, store, phone
+):
     async with mini_app_bot(botapi, db_url) as run:
         ali, card, _, _ = await cards_out(botapi, run)
         page = await opened(phone, ali.open_web_app(card, REVIEW_TEXT), 1)
@@ -258,7 +261,8 @@ async def test_the_page_reads_right_to_left_in_urdu(botapi, db_url, store, phone
         _, ali, ali_card, sana, sana_card = await long_po_out(botapi, run, 4)
         english = await opened(phone, ali.open_web_app(ali_card, REVIEW_TEXT), 4)
         urdu = await opened(phone, sana.open_web_app(sana_card, sana_card.buttons[1][1].text), 4)
-        assert await urdu.evaluate("[document.documentElement.dir, document.documentElement.lang]") == ["rtl", "ur"]
+        root = "[document.documentElement.dir, document.documentElement.lang]"
+        assert await urdu.evaluate(root) == ["rtl", "ur"]
         assert await english.evaluate("document.documentElement.dir") == "ltr"
         isolated = urdu.get_by_test_id("po-line").first.locator("bdi")  # the SKU, the amounts
         directions = "all => all.map(e => [e.textContent, getComputedStyle(e).direction])"

@@ -30,7 +30,9 @@ def forged(raw: str) -> str:
 
 def long_terms(lines: int, price_pkr: int = 500) -> bytes:
     """Supplier terms of one supplier with `lines` SKUs, SKU-001 upwards."""
-    rows = ["supplier_id,supplier_name,supplier_email,sku,description,unit_price_pkr,min_qty,max_qty"]
+    rows = [
+        "supplier_id,supplier_name,supplier_email,sku,description,unit_price_pkr,min_qty,max_qty"
+    ]
     rows += [
         f"SUP-BIG,Big Bazaar Traders,orders@bigbazaar.example,SKU-{n:03},Part number {n},"
         f"{price_pkr + n},,"

@@ -133,9 +133,7 @@ async def test_init_data_that_proves_nothing_gets_401_and_changes_nothing(web, s
     view = await web.get(f"/api/po/{job.po_number}", headers=header)
     assert view.status_code == 401 and view.json()["error"]
     assert view.headers["cache-control"] == "no-store"
-    posted = await web.post(
-        f"/api/po/{job.po_number}/decision", json=decision(job), headers=header
-    )
+    posted = await web.post(f"/api/po/{job.po_number}/decision", json=decision(job), headers=header)
     assert posted.status_code == 401
     assert await decisions_of(store, job) == []
 
@@ -155,7 +153,7 @@ async def test_the_view_shows_every_line_in_the_viewers_language(web, store):
     assert body["decision"] == {"allowed": True, "why": None, "needs_reason": False}
     assert body["labels"]["queued"] == "Queued — not sent yet"
     assert body["version_text"].startswith("Draft v1 · ")
-    urdu = (await web.get(f"/api/po/{job.po_number}", headers=tma(init_data(TOKEN, APPROVER_B))))
+    urdu = await web.get(f"/api/po/{job.po_number}", headers=tma(init_data(TOKEN, APPROVER_B)))
     shown = urdu.json()
     assert (shown["lang"], shown["dir"]) == ("ur", "rtl")
     assert shown["labels"]["queued"] != "Queued — not sent yet"  # from the Urdu catalogue
@@ -187,9 +185,7 @@ async def test_an_approval_is_recorded_once_however_often_it_is_sent(web, store)
     assert len(await decisions_of(store, job)) == 1
     async with store.reading() as tx:
         assert (await tx.job_by_po(job.po_number)).state is State.APPROVED
-    other = await web.post(
-        f"/api/po/{job.po_number}/decision", json=decision(job), headers=headers
-    )
+    other = await web.post(f"/api/po/{job.po_number}/decision", json=decision(job), headers=headers)
     assert other.status_code == 409 and other.json()["status"] == "refused"
 
 
@@ -259,7 +255,8 @@ async def test_a_rejection_needs_a_reason_and_a_form_post_is_not_taken(web, stor
         url, json=decision(job, verdict="reject", reason="too dear"), headers=headers
     )
     assert reasoned.status_code == 200
-    assert reasoned.json()["message"] == f"Rejected {job.po_number}. The requester is told your reason."
+    told = f"Rejected {job.po_number}. The requester is told your reason."
+    assert reasoned.json()["message"] == told
     assert (await web.get(url, headers=headers)).status_code == 405  # no GET changes anything
 
 

@@ -79,15 +79,17 @@ def test_the_hash_is_telegrams_hmac_of_the_sorted_fields() -> None:
         # signed, but naming nobody
         pytest.param(signed(user=None), MalformedInitData, id="no-user"),
         # a user whose id is not a number
-        pytest.param(signed(user={"id": "2000002", "first_name": "Ali"}), MalformedInitData,
-                     id="id-text"),  # fmt: skip
+        pytest.param(
+            signed(user={"id": "2000002", "first_name": "Ali"}), MalformedInitData, id="id-text"
+        ),
         # no hash at all
         pytest.param(f"auth_date={NOW}&user=%7B%22id%22%3A1%7D", MalformedInitData, id="no-hash"),
         # the hash in capitals: not how Telegram writes it
         pytest.param(
-            (lambda r: r.replace(r[-64:], r[-64:].upper()))(signed()), MalformedInitData,
+            (lambda r: r.replace(r[-64:], r[-64:].upper()))(signed()),
+            MalformedInitData,
             id="hash-caps",
-        ),  # fmt: skip
+        ),
         # a field given twice: which one did Telegram sign?
         pytest.param(signed() + f"&auth_date={NOW}", MalformedInitData, id="repeated"),
         # not a query string
