@@ -43,7 +43,7 @@ from core.errors import (
     SelfApproval,
 )
 from core.jobs import Job
-from core.policies import Outcome, Verdict
+from core.policies import Outcome, Rules, Verdict
 from core.ports import Store
 from core.service import DecisionResult, Review
 from core.states import State
@@ -53,6 +53,7 @@ from core.texts import flatten
 CHANGED = N_("This PO changed — review it again")
 REASON_FOR_BUDGET = N_("This approval goes over a monthly budget: write your reason, then approve.")
 EXPIRED = N_("This request expired.")
+NOT_FOUND = N_("There is no purchase order {po} for you to see.")
 _ID = re.compile(r"[A-Za-z0-9_-]{1,64}")  # crypto.randomUUID()'s, or any such page-made id
 _HASH = re.compile(r"[0-9a-f]{64}")
 _MAX_REASON = 500  # as a reply to the bot's reason prompt
@@ -155,23 +156,9 @@ async def record(
     async with store.reading() as tx:
         job = await tx.job_by_po(po)
     if job is None:
-        return Answer(404, {"status": "unknown", "message": f"no purchase order {po}"})
-    now, rules = utcnow(), settings.rules()
+        return Answer(404, {"status": "unknown", "message": tr(NOT_FOUND, po=flatten(po)[:40])})
     try:
-        if asked.changes:
-            edit = Edit(
-                po, user_id, asked.draft_version, asked.draft_hash, asked.changes,
-                reason=asked.reason, client_id=asked.client_id, device_time=asked.device_time,
-            )  # fmt: skip
-            edited = await edits.approve_with_changes(store, edit, now, rules)
-            job_after, text = edited.job, _edited(edited, asked, tr)
-        else:
-            review = Review(
-                po, user_id, asked.verdict, asked.draft_version, asked.draft_hash, asked.reason,
-                client_id=asked.client_id, device_time=asked.device_time,
-            )  # fmt: skip
-            result = await service.decide(store, review, now, rules)
-            job_after, text = result.job, recorded(result, asked, tr)
+        after, text, replay = await _apply(store, settings.rules(), po, user_id, asked, tr)
     except ApprovalExpired:  # the expiry it found is news for the requester
         return Answer(409, {"status": "refused", "code": "expired", "message": tr(EXPIRED)}, job.id)
     except (ApprovalError, IllegalTransition, EditRefused) as refused:
@@ -181,10 +168,32 @@ async def record(
     body = {
         "status": "recorded",
         "message": text,
-        "version": job_after.draft_version,
-        "state": job_after.state.value,
+        "version": after.draft_version,
+        "state": after.state.value,
+        "replay": replay,  # the id named a decision recorded before: nothing new was written
     }
     return Answer(200, body, job.id)
+
+
+async def _apply(
+    store: Store, rules: Rules, po: str, user_id: int, asked: Asked, tr: Translator
+) -> tuple[Job, str, bool]:
+    """The decision recorded by the use case a button's would be: the job after it, what
+    the decider reads, and whether it was a replay."""
+    now = utcnow()
+    if asked.changes:
+        edit = Edit(
+            po, user_id, asked.draft_version, asked.draft_hash, asked.changes,
+            reason=asked.reason, client_id=asked.client_id, device_time=asked.device_time,
+        )  # fmt: skip
+        edited = await edits.approve_with_changes(store, edit, now, rules)
+        return edited.job, _edited(edited, asked, tr), edited.replay
+    review = Review(
+        po, user_id, asked.verdict, asked.draft_version, asked.draft_hash, asked.reason,
+        client_id=asked.client_id, device_time=asked.device_time,
+    )  # fmt: skip
+    result = await service.decide(store, review, now, rules)
+    return result.job, recorded(result, asked, tr), result.replay
 
 
 def _edited(edited: Edited, asked: Asked, tr: Translator) -> str:

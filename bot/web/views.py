@@ -15,7 +15,7 @@ from bot.config import Settings
 from bot.i18n import N_, Translator
 from bot.telegram.cards import APPROVE_TEXT, REJECT_TEXT, budget_line
 from bot.texts import DATE_AND_TIME, DAY_MONTH, local_time
-from bot.web.decisions import CHANGED, EXPIRED, REASON_FOR_BUDGET, refusal
+from bot.web.decisions import CHANGED, EXPIRED, NOT_FOUND, REASON_FOR_BUDGET, refusal
 from core.errors import ReadRefused, UnknownJob
 from core.flags import describe
 from core.money import format_pkr
@@ -25,7 +25,6 @@ from core.ports import Store
 from core.texts import flatten
 
 NOT_REGISTERED = N_("You are not registered. Send me /start to get the id your admin needs.")
-NOT_FOUND = N_("There is no purchase order {po} for you to see.")
 # The page's own words: its buttons and the states of a decision it sends.
 _LABELS = {
     "search": N_("Search the lines"),

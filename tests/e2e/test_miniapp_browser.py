@@ -103,6 +103,10 @@ async def test_a_200_line_po_shows_every_line_on_a_phone(botapi, db_url, store, 
             await lines.nth(n).scroll_into_view_if_needed()
             await expect(lines.nth(n)).to_be_visible()
             await expect(lines.nth(n)).to_contain_text(f"SKU-{n + 1:03}")
+        laid_out = (
+            "all => all.every(e => e.offsetHeight > 0 && e.getBoundingClientRect().right <= 390)"
+        )
+        assert await lines.evaluate_all(laid_out)  # every line has its place on the phone
         width = await page.evaluate("document.documentElement.scrollWidth")
         assert width <= 390  # nothing runs off the phone's side
         await page.get_by_test_id("search").fill("sku-150")

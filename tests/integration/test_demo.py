@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import subprocess
 import sys
@@ -40,7 +41,11 @@ def test_demo_tells_the_whole_story_in_telegram(tmp_path):
 
     cards = between(out, "── 4.", "── 5.")
     assert cards.count("— approval needed") == 2
-    assert cards.count("│ [ ✅ Approve ]  [ ❌ Reject ]\n    │ [ 📄 Details ]") == 2
+    assert cards.count("│ [ ✅ Approve ]  [ ❌ Reject ]\n    │ [ 📄 Details ]  [ 🔍 Review ]") == 2
+    # The Mini App of the first card: its signed URL, and what the page was given to show.
+    assert f"taps [ 🔍 Review ] on {APPROVED}: the Mini App opens at" in cards
+    assert re.search(rf"http://127\.0\.0\.1:\d+/app/po/{APPROVED}#tgWebAppData=user%3D", cards)
+    assert "│ EAR-TWS-01 × 8\n    │ SCR-GLASS-A15 × 300" in cards
 
     tap = between(out, "── 5.", "── 6.")
     assert tap.count("(pop-up): Approved — e-mailing the supplier.") == 1  # two taps, one decision

@@ -180,8 +180,10 @@ async def test_an_approval_is_recorded_once_however_often_it_is_sent(web, store)
     assert first.status_code == 200, first.text
     assert first.json()["status"] == "recorded"
     assert first.json()["message"] == "Approved — e-mailing the supplier."
+    assert first.json()["replay"] is False
     again = await web.post(f"/api/po/{job.po_number}/decision", json=asked, headers=headers)
     assert again.status_code == 200 and again.json()["status"] == "recorded"
+    assert again.json()["replay"] is True and again.json()["message"] == first.json()["message"]
     assert len(await decisions_of(store, job)) == 1
     async with store.reading() as tx:
         assert (await tx.job_by_po(job.po_number)).state is State.APPROVED

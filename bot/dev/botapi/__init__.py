@@ -36,8 +36,11 @@ Public API:
 - users: ``user(id, first_name, username=None, *, started=False)`` -> ``EmulatedUser`` with
   ``send_text``, ``send_document(data, filename, mime_type, caption=)``,
   ``reply_to(message, text)``, ``tap(message, button_text)`` and ``tap_data(message, data)``
-  (both return the query id), ``block()``/``unblock()``, ``messages()``, ``last_message()``,
-  ``await next_message()``, ``skip_messages()``. A message argument is a ``Message`` or an id.
+  (both return the query id), ``open_web_app(message, button_text, age=0)`` (a web_app
+  button's page URL with signed initData in its ``#tgWebAppData`` fragment, as Telegram's
+  client opens it) and ``web_app_data(age=0, token=None)``, ``block()``/``unblock()``,
+  ``messages()``, ``last_message()``, ``await next_message()``, ``skip_messages()``. A message
+  argument is a ``Message`` or an id.
 - updates: ``inject_update(json)``, ``redeliver(update_id)`` (same update_id once more),
   ``update(update_id)``, ``handed_out(update_id)`` (when it first went out to the bot, by
   getUpdates or a webhook POST, time.monotonic()), ``pending_update_ids``,
@@ -56,11 +59,12 @@ Public API:
   ``WebhookResponse(status, reason, body, headers)``; queued updates are POSTed by the emulator.
 
 What is checked, each with Telegram's own description: callback_data over 64 bytes, buttons without
-an action, HTML and MarkdownV2 entities (TDLib's parsers, byte offsets included), empty and too-long
-texts and captions, edits that change nothing, unknown messages, users who never started the bot or
-blocked it, late or repeated callback answers, getUpdates while a webhook is set or while another
-getUpdates waits, bad tokens and unknown methods. Failures can be scripted per method and chat
-(429 with retry_after, 5xx, a stall), and an automatic flood limiter can be switched on.
+an action, web_app buttons without an https URL (``webapps``), HTML and MarkdownV2 entities (TDLib's
+parsers, byte offsets included), empty and too-long texts and captions, edits that change nothing,
+unknown messages, users who never started the bot or blocked it, late or repeated callback answers,
+getUpdates while a webhook is set or while another getUpdates waits, bad tokens and unknown methods.
+Failures can be scripted per method and chat (429 with retry_after, 5xx, a stall), and an automatic
+flood limiter can be switched on.
 
 Where it is stricter or looser than Telegram, on purpose:
 - a bare "&" that starts no entity is an error (Telegram keeps it as text; the Bot API docs say to
@@ -71,6 +75,9 @@ Where it is stricter or looser than Telegram, on purpose:
 - webhooks go only to loopback addresses, over plain http and any port (Telegram wants https on
   443, 80, 88 or 8443), so no test can send traffic off the machine; updates are POSTed one at a
   time, oldest first, and a failed one is retried every ``webhook_retry_delay`` seconds;
+- a web_app button may also open plain http on a loopback host (Telegram wants https), as the
+  bot's MANZOORI_PUBLIC_URL allows, so the Mini App can be opened on this machine; it is allowed
+  in every chat because every chat is private, which is where Telegram allows it;
 - only private chats exist; entities Telegram finds by itself in a bot's text (links, mentions) are
   not added; legacy parse_mode "Markdown", MarkdownV2 block quotes and inline messages are not
   emulated (a clear 400 says so);
@@ -81,7 +88,8 @@ Modules: ``errors`` (ApiError and Telegram's descriptions), ``text`` (TDLib's HT
 parsers, text limits), ``snapshots`` (the frozen dataclasses tests read), ``state`` (the mutable
 records behind them), ``params`` (request parameters, method names), ``core`` (the state every part
 shares, the clock) with one mixin a section of the emulator: ``updates`` (the queue, getUpdates),
-``webhook``, ``faults`` (scripted failures, flood control), ``inspection``, ``messages``, ``files``;
+``webhook``, ``faults`` (scripted failures, flood control), ``inspection``, ``messages``, ``files``,
+``webapps`` (web_app buttons, signed initData);
 ``emulator`` (the one Emulator class, its server thread, serving), ``users`` (EmulatedUser) and
 ``http`` (the tornado handlers).
 """

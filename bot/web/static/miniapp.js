@@ -300,9 +300,9 @@
     if (flushing) return;
     flushing = true;
     try {
-      for (const item of queue()) {
-        if (!navigator.onLine || !(await send(item))) break;
-      }
+      // Oldest first; one the server has not answered for good holds back those after it.
+      let item = queue()[0];
+      while (item && navigator.onLine && (await send(item))) item = queue()[0];
     } finally {
       flushing = false;
     }
