@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import cache
@@ -29,6 +28,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from bot.clock import utcnow
 from bot.config import Settings, WebAppScript
 from bot.i18n import Translator, language_of, translator
 from bot.web import decisions, initdata, views
@@ -159,7 +159,7 @@ class MiniApp:
                 user = initdata.verify(
                     raw,
                     self.token,
-                    now=int(time.time()),
+                    now=int(utcnow().timestamp()),
                     max_age=self.settings.manzoori_webapp_max_age_seconds,
                 )
             except initdata.InitDataError as refused:
@@ -188,9 +188,11 @@ class MiniApp:
         it owes are delivered at once."""
         if request.headers.get("Content-Type", "").split(";")[0].strip() != "application/json":
             return self.json({"error": "send the decision as application/json"}, 415)
-        raw = await request.body()
-        if len(raw) > MAX_BODY:
-            return self.json({"error": "decision too large"}, 413)
+        raw = b""
+        async for chunk in request.stream():  # a body past the limit is not read to its end
+            raw += chunk
+            if len(raw) > MAX_BODY:
+                return self.json({"error": "decision too large"}, 413)
         answer = await decisions.record(
             self.store, self.settings, request.path_params["po"], raw, viewer.user.id, viewer.tr
         )
