@@ -19,6 +19,7 @@ from core.errors import (
     EditProblem,
     EditRefused,
     NotAnApprover,
+    ReasonRequired,
     SelfApproval,
 )
 from core.jobs import Stamp
@@ -305,3 +306,52 @@ async def test_an_unchanged_edit_is_refused_with_its_code(store):
     with pytest.raises(EditRefused) as refused:
         await approve_with_changes(store, edit, T0, RULES)
     assert refused.value.code is EditProblem.NO_CHANGE
+
+
+# --- budgets --------------------------------------------------------------------------------------
+
+BUDGETED = """
+[groups]
+approvers = "Approvers"
+owners = "Owners"
+
+[[rules]]
+name = "default"
+stages = [{ group = "approvers" }]
+
+[budgets]
+mode = "soft"
+over_budget_stage = { group = "owners" }
+monthly_pkr = { chargers = 50_000 }
+"""
+
+
+async def over_budget(store: SqlStore):
+    """Ten chargers at Rs 10,000 under a Rs 50,000 month: the owners' stage is on its route."""
+    await import_policy(store, BUDGETED, T0, "cli:test")
+    await people.set_groups(store, APPROVER_B, ["owners"], Stamp("test", T0), DEFAULT)
+    charger = DraftLine("ADP-65W", "65 W charger", 10, 1_000_000, category="chargers")
+    made = replace(three_lines(), lines=(charger, *three_lines().lines[1:]))
+    job = await service.open_job(store, new_job(), made, T0, RULES)
+    assert [s[0] for s in (job.route or {})["stages"]] == ["approvers", "owners"]
+    return job
+
+
+async def test_an_edit_within_the_budget_is_routed_afresh_without_the_budget_stage(store):
+    job = await over_budget(store)
+    edit = Edit(PO, APPROVER_A, 1, job.draft_hash, (LineChange(1, 4),))  # Rs 40,000: within
+    edited = await approve_with_changes(store, edit, T0, RULES)
+    assert [s[0] for s in (edited.job.route or {})["stages"]] == ["approvers"]
+    assert edited.job.state is State.APPROVED
+
+
+async def test_an_edit_still_over_the_budget_needs_the_reason_its_approval_does(store):
+    job = await over_budget(store)
+    before = await stored(store, job)
+    bare = Edit(PO, APPROVER_A, 1, job.draft_hash, (LineChange(1, 6),))  # Rs 60,000: over
+    with pytest.raises(ReasonRequired):
+        await approve_with_changes(store, bare, T0, RULES)
+    assert await stored(store, job) == before  # no new version without the approval
+    edited = await approve_with_changes(store, replace(bare, reason="Eid rush"), T0, RULES)
+    assert edited.approval is not None and edited.approval.decision.reason == "Eid rush"
+    assert (edited.job.state, edited.approval.tally.stage) == (State.AWAITING_APPROVAL, 1)
