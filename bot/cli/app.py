@@ -86,9 +86,9 @@ def run(
     ] = False,
 ) -> None:
     """Apply migrations, then run the Telegram bot, the outbox runner and the web front door
-    (/healthz, /metrics, the webhook) until SIGINT/SIGTERM. A worker serves /healthz and
-    /metrics only when WEB_PORT is set for it: several workers on one host would otherwise
-    all claim the default port."""
+    (/healthz, /metrics, the webhook, the Mini App) until SIGINT/SIGTERM. A worker serves
+    the front door only when WEB_PORT is set for it: several workers on one host would
+    otherwise all claim the default port."""
     bootstrap.setup_logging()
 
     async def work(settings: Settings, store: SqlStore) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from cryptography.fernet import Fernet
 
-from bot.config import Settings, load_settings, write_env_file
+from bot.config import Settings, WebAppScript, load_settings, write_env_file
 from core.errors import ConfigError
 from core.ladder import WorkingHours
 from core.policies import ApprovalPolicy, Rules
@@ -355,6 +355,35 @@ def test_a_public_url_is_https_or_loopback_http(env: pytest.MonkeyPatch, url, ke
 def test_a_public_url_over_plain_http_elsewhere_is_refused(env: pytest.MonkeyPatch, url) -> None:
     reason = config_error(env, MANZOORI_PUBLIC_URL=url)
     assert "MANZOORI_PUBLIC_URL: must be an https URL (plain http only for localhost" in reason
+
+
+@pytest.mark.parametrize(
+    ("values", "reason"),
+    [
+        # the stand-in without a public URL at all
+        ({"MANZOORI_WEBAPP_SCRIPT": "local"}, "MANZOORI_WEBAPP_SCRIPT: local is only for"),
+        # the stand-in on a page the world reaches
+        (
+            {"MANZOORI_WEBAPP_SCRIPT": "local", "MANZOORI_PUBLIC_URL": "https://po.example"},
+            "MANZOORI_WEBAPP_SCRIPT: local is only for a MANZOORI_PUBLIC_URL on localhost",
+        ),
+        # neither of the two scripts
+        ({"MANZOORI_WEBAPP_SCRIPT": "cdn"}, "MANZOORI_WEBAPP_SCRIPT: Input should be"),
+        # initData that is never good
+        ({"MANZOORI_WEBAPP_MAX_AGE_SECONDS": "0"}, "MANZOORI_WEBAPP_MAX_AGE_SECONDS: Input"),
+    ],
+)
+def test_mini_app_settings_are_checked(env: pytest.MonkeyPatch, values, reason) -> None:
+    assert reason in config_error(env, **values)
+
+
+def test_the_mini_app_loads_telegrams_script_unless_told(env: pytest.MonkeyPatch) -> None:
+    settings = load_settings()
+    assert settings.manzoori_webapp_script is WebAppScript.TELEGRAM
+    assert settings.manzoori_webapp_max_age_seconds == 3600
+    env.setenv("MANZOORI_PUBLIC_URL", "http://127.0.0.1:8080")
+    env.setenv("MANZOORI_WEBAPP_SCRIPT", "local")
+    assert load_settings().manzoori_webapp_script is WebAppScript.LOCAL
 
 
 def test_the_configured_ladder_and_how_to_turn_it_off(env: pytest.MonkeyPatch) -> None:
