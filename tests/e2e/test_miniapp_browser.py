@@ -228,6 +228,32 @@ async def test_an_approval_made_offline_is_queued_then_recorded_once(botapi, db_
     assert job.state is State.APPROVED and len(effects) == 1
 
 
+async def test_a_rejection_from_the_page_needs_its_reason_and_reaches_the_requester(
+    botapi, db_url, store, phone
+):
+    async with mini_app_bot(botapi, db_url) as run:
+        ali, card, _, _ = await cards_out(botapi, run)
+        page = await opened(phone, ali.open_web_app(card, REVIEW_TEXT), 1)
+        status = page.get_by_test_id("decision-status")
+        await page.get_by_test_id("reject").click()
+        await expect(status).to_have_text("Write the reason first.")
+        assert await decisions_now(run) == 0
+        await page.get_by_test_id("reason").fill("Too dear this month")
+        await page.get_by_test_id("reject").click()
+        job, _, _ = await job_and_decisions(run)
+        await expect(status).to_have_text(
+            f"Rejected {job.po_number}. The requester is told your reason."
+        )
+        await deliveries_done(run)
+        job, decided, effects = await job_and_decisions(run)
+        bilal = botapi.user(REQUESTER, "Bilal")
+        told = await bilal.next_message()
+        assert botapi.message(APPROVER_A, card.message_id).text.startswith("❌ Rejected by Ali")
+    assert job.state is State.REJECTED and effects == []
+    assert [(d.verdict.value, d.reason) for d in decided] == [("reject", "Too dear this month")]
+    assert "Too dear this month" in told.text
+
+
 async def test_an_offline_approval_of_a_draft_changed_meanwhile_is_refused(
     botapi, db_url, store, phone
 ):
