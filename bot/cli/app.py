@@ -111,11 +111,14 @@ def demo(
     folder: Annotated[
         Path, typer.Option(help="Where to leave the SQLite file (and its throwaway keys).")
     ] = Path("manzoori-demo"),
+    serve: Annotated[
+        bool, typer.Option(help="Keep the bot and its Mini App up afterwards, until Ctrl-C.")
+    ] = False,
 ) -> None:
     """Run the whole story locally: the real bot against a local Bot API and SMTP sink."""
     from bot.dev.demo import run_demo  # here: PTB slows every other command
 
-    raise typer.Exit(run_demo(folder))
+    raise typer.Exit(run_demo(folder, serve))
 
 
 def _stop_on_signals() -> asyncio.Event:

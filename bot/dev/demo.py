@@ -14,6 +14,7 @@ import asyncio
 import logging
 import os
 import re
+import signal
 import socket
 import sys
 import time
@@ -134,6 +135,7 @@ class Story:
         self.ali = Person("Ali", "approver", emu.user(APPROVER, "Ali"))
         self.bilal = Person("Bilal", "requester", emu.user(REQUESTER, "Bilal"))
         self.zara = Person("Zara", "stranger", emu.user(STRANGER, "Zara"))
+        self.review_url: str | None = None  # the Mini App opened from a card, as signed then
 
     async def until(self, what: str, check: Callable[[], T | None]) -> T:
         """Wait for `check()` to be truthy; StepFailed naming `what` if it never is."""
@@ -231,7 +233,7 @@ class Story:
         """The approver opens the Mini App from a card: its URL, with the initData Telegram
         would hand the page, and what the page is given to show."""
         po = po_of(card)
-        url = self.ali.user.open_web_app(card, REVIEW_TEXT)
+        url = self.review_url = self.ali.user.open_web_app(card, REVIEW_TEXT)
         print(f"Ali (approver) taps [ {REVIEW_TEXT} ] on {po}: the Mini App opens at")
         print(f"    {url}", flush=True)
         parts = urlsplit(url)
@@ -365,8 +367,21 @@ def epilogue(database: Path, seconds: float) -> None:
     print(f"\nDone in {seconds:.1f} s: one PO approved and e-mailed once, one rejected.")
 
 
-async def play(folder: Path) -> Path:
-    """Start the emulator, the sink and the bot; run the story; stop everything. The database."""
+async def serve_on(story: Story) -> None:
+    """Keep the bot and its front door up after the story, for the Mini App opened from a
+    card to be seen in a browser (its initData is good for an hour), until SIGINT or SIGTERM."""
+    print(
+        f"\nThe Mini App stays up (Ctrl-C stops it). Open, within the hour:\n    {story.review_url}"
+    )
+    stop, loop = asyncio.Event(), asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+
+
+async def play(folder: Path, serve: bool = False) -> Path:
+    """Start the emulator, the sink and the bot; run the story (then, with `serve`, keep it
+    all up for a browser until Ctrl-C); stop everything. The database."""
     database = fresh_folder(folder)
     with Emulator(bot_username="manzoori_demo_bot") as emu, running_sink() as sink:
         port, inbox = sink.port, sink.messages
@@ -380,18 +395,22 @@ async def play(folder: Path) -> Path:
         try:
             await upgrade(store.engine)
             async with running(settings, store, web=True):  # as `manzoori run` starts them
-                await Story(emu, inbox).run(store)
+                story = Story(emu, inbox)
+                await story.run(store)
+                if serve:
+                    await serve_on(story)
         finally:
             await store.close()
     return database
 
 
-def run_demo(folder: Path) -> int:
-    """The demo with its database in `folder`; the exit status."""
+def run_demo(folder: Path, serve: bool = False) -> int:
+    """The demo with its database in `folder` (`serve`: its Mini App kept up afterwards);
+    the exit status."""
     setup_logging(logging.WARNING, "%(levelname)s %(name)s: %(message)s")
     started = time.monotonic()
     try:
-        database = asyncio.run(play(folder))
+        database = asyncio.run(play(folder, serve))
     except StepFailed as failed:
         print(f"\ndemo failed: {failed}", file=sys.stderr)
         return 1

@@ -6,7 +6,7 @@ The page names the draft version and hash it showed, and an id it made for the d
 server records one decision per id however often the page sends it (a queued decision sent
 again after a lost answer is the same decision), and refuses it if the draft changed since.
 
-    200 {"status": "recorded", "message", "version", "state"}
+    200 {"status": "recorded", "message", "version", "state", "replay"}
     400 {"status": "invalid", "message"}           a body that is not a decision
     404 {"status": "unknown", "message"}           no such PO
     409 {"status": "refused", "code", "message"}   the checks a tap makes said no

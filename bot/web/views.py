@@ -16,7 +16,7 @@ from bot.i18n import N_, Translator
 from bot.telegram.cards import APPROVE_TEXT, REJECT_TEXT, budget_line
 from bot.texts import DATE_AND_TIME, DAY_MONTH, local_time
 from bot.web.decisions import CHANGED, EXPIRED, NOT_FOUND, REASON_FOR_BUDGET, refusal
-from core.errors import ReadRefused, UnknownJob
+from core.errors import DraftPurged, ReadRefused, UnknownJob
 from core.flags import describe
 from core.money import format_pkr
 from core.po_view import ChainStage, PoLine, PoView, po_view
@@ -58,12 +58,12 @@ async def po_json(
     tr: Translator,
 ) -> tuple[int, dict[str, Any]]:
     """The HTTP status and JSON of `po` as the viewer (id, roles) sees it; 404 alike for no
-    such PO and for one they may not read."""
+    such PO, one they may not read, and one whose draft the retention purge removed."""
     user_id, roles = viewer
     try:
         async with store.reading() as tx:
             view = await po_view(tx, po, user_id, utcnow(), settings.rules(), roles=roles)
-    except (UnknownJob, ReadRefused):
+    except (UnknownJob, ReadRefused, DraftPurged):  # a purged PO has nothing left to show
         return 404, {"error": tr(NOT_FOUND, po=flatten(po)[:40])}
     why = None
     if view.refusal is not None:
