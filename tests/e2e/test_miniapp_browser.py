@@ -207,6 +207,10 @@ async def test_an_approval_made_offline_is_queued_then_recorded_once(botapi, db_
         await expect(status).to_have_text("Approved — e-mailing the supplier.", timeout=10_000)
         await deliveries_done(run)
         assert await decisions_now(run) == 1
+        # The page shows the PO as it is now: decided, nothing left to tap or change.
+        await expect(page.get_by_test_id("refusal")).to_contain_text("Already approved by you at")
+        await expect(page.get_by_test_id("approve")).to_be_disabled()
+        await expect(page.get_by_test_id("line-qty")).to_be_disabled()
         # The answer lost on the way back: the same decision comes again from the queue.
         queued = await page.evaluate("localStorage.getItem('manzoori.queue')")
         assert queued == "[]"

@@ -149,6 +149,7 @@
     const drop = el("button", {
       type: "button", className: "small danger", testid: "line-drop", text: labels.drop,
     });
+    if (!view.decision.allowed) qty.disabled = drop.disabled = true; // nothing to change
     const amounts = el("bdi", { dir: "ltr" });
     const item = el("li", { className: "line", testid: "po-line", "data-line": String(line.line) },
       el("div", { className: "what" },
