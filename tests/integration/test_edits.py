@@ -215,8 +215,10 @@ async def test_an_edit_on_a_two_stage_policy_counts_the_editor_and_asks_the_next
     now, [decision], effects, notices, _ = await stored(store, job)
     assert now.state is State.AWAITING_APPROVAL and now.draft_version == 2 and effects == []
     assert (decision.draft_version, decision.stage) == (2, 0)
-    cards = {n.key for n in notices if n.kind is NoticeKind.CARD}
-    assert f"card:{PO}:v2:{APPROVER_B}" in cards  # the owners' turn, on the new version
+    cards = {n.key: n.status for n in notices if n.kind is NoticeKind.CARD}
+    assert cards[f"card:{PO}:v2:{APPROVER_B}"] is NoticeStatus.PENDING  # the owners' turn
+    # The editor approved version 2 already: its card would only ask them again.
+    assert cards[f"card:{PO}:v2:{APPROVER_A}"] is NoticeStatus.CANCELLED
     done = await service.decide(store, review(now, APPROVER_B, client_id=None), T0, RULES)
     assert done.job.state is State.APPROVED
 
