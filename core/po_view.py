@@ -132,7 +132,7 @@ async def po_view(
         raise ReadRefused(f"user {viewer_id} may not read {po_number}")
     assert job.draft_version is not None and job.draft_hash is not None
     draft = await tx.draft(job.id, job.draft_version)
-    where = await standing(tx, job, now, default)
+    where = await standing(tx, job, await _judged_at(tx, job, now), default)
     named = await tx.policy(where.route.policy_version) if where.route.policy_version else default
     terms = await tx.terms_record(draft.terms_version)
     refusal = await _refusal(tx, job, viewer_id, now, default)
@@ -161,6 +161,16 @@ async def po_view(
         refusal=refusal,
         needs_reason=over,
     )
+
+
+async def _judged_at(tx: ReadTx, job: Job, now: datetime) -> datetime:
+    """When the chain is tallied: now while the PO waits; once it no longer does, at the last
+    decision on its draft, so that a sent PO's approvals, expired since, still show it
+    approved (core.service.replayed judges a replay so too)."""
+    if job.state is State.AWAITING_APPROVAL:
+        return now
+    on_draft = [d.at for d in await tx.decisions(job.id) if d.draft_version == job.draft_version]
+    return max(on_draft, default=now)
 
 
 async def may_read(

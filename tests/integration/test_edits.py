@@ -155,6 +155,18 @@ async def test_a_client_id_reused_for_another_po_is_refused(store):
         await service.decide(store, review(other), T0, RULES)
 
 
+async def test_an_edits_id_reused_for_a_plain_decision_is_refused(store):
+    await chain(store)
+    job = await opened(store)
+    await approve_with_changes(store, trim(job, client_id="offline-1"), T0, RULES)
+    with pytest.raises(ClientIdReused):
+        await service.decide(store, review(job), T0, RULES)  # the same id, no changes
+    with pytest.raises(ClientIdReused):  # the same id, other changes
+        await approve_with_changes(
+            store, replace(trim(job, client_id="offline-1"), changes=(LineChange(1, 9),)), T0, RULES
+        )
+
+
 async def test_a_queued_decision_on_a_draft_that_changed_meanwhile_is_refused(store):
     job = await opened(store)
     lines = three_lines().lines

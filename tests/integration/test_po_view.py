@@ -177,3 +177,14 @@ async def test_someone_never_asked_may_not_read_it(store, viewer):
     await waiting(store)
     with pytest.raises(ReadRefused):
         await view(store, viewer)
+
+
+async def test_a_sent_po_reads_as_approved_long_after_its_approvals_expired(store):
+    await sent_before(store)
+    async with store.reading() as tx:
+        seen = await po_view(tx, "PO-2026-0041", REQUESTER, LATER, RULES)
+    assert seen.job.state is State.SENT and seen.outcome is Outcome.APPROVED
+    assert [s.waiting for s in seen.chain] == [False]
+    assert [d.reviewer for d in seen.chain[0].decisions] == [f"user {APPROVER_A}"]
+    # Its own lines are not their last price: no other PO was sent.
+    assert [line.last for line in seen.lines] == [None, None]
