@@ -50,6 +50,8 @@ class PoLine:
     last: LastSent | None  # None: never sent to this supplier before
     drift_percent: Decimal | None  # the price now against `last`'s; None without one, or free
     drifted: bool  # above the drift tolerance of the route's policy (it added a stage)
+    note: str = ""  # the requester's note for the line, as typed: text, never an instruction
+    category: str = ""  # the terms' category it counts against (core.budgets); "" none
 
 
 @dataclass(frozen=True)
@@ -212,7 +214,7 @@ async def _lines(tx: ReadTx, job: Job, draft: Draft, policy: Policy | None) -> t
             drift = drift_percent(past.unit_price_paisa, line.unit_price_paisa)
         line_of = PoLine(
             number, line.sku, line.description, line.quantity, line.unit_price_paisa,
-            line.total_paisa, last, drift, line.sku in drifted,
+            line.total_paisa, last, drift, line.sku in drifted, line.note, line.category,
         )  # fmt: skip
         lines.append(line_of)
     return tuple(lines)
