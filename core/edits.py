@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
+from core.decisions import DecisionResult, Review, replayed
 from core.drafts import Draft, Flag
 from core.errors import (
     ApprovalError,
@@ -43,14 +44,11 @@ from core.replays import (
     same_request,
 )
 from core.service import (
-    DecisionResult,
-    Review,
     Revision,
     _allowed_or_expired,
     _needs_reason,
     _record,
     _refuse,
-    replayed,
     revise_in,
 )
 from core.terms import Terms

@@ -14,6 +14,7 @@ from datetime import datetime
 from decimal import Decimal
 
 from core.budgets import CategoryMonth, month_standings, needs_reason
+from core.decisions import Review
 from core.delivery import _drift_lines, drift_percent, name_of
 from core.drafts import Draft, Flag, mask_email, short_hash
 from core.errors import ApprovalError, IllegalTransition, ReadRefused, WorkflowError
@@ -22,7 +23,7 @@ from core.jobs import Job
 from core.pending import may_read_trail
 from core.policies import Outcome, Policy, Role, Rules, StageReason, Verdict
 from core.ports import ReadTx
-from core.service import Review, _refuse
+from core.service import _refuse
 from core.states import State
 from core.terms import match_key
 from core.workflow import Standing, load, standing
