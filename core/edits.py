@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
+from core.decisions import DecisionResult, Review, replayed
 from core.drafts import Draft, Flag
 from core.errors import (
     ApprovalError,
@@ -31,7 +32,7 @@ from core.errors import (
 from core.flags import FlagCode, ordered
 from core.intake import QUANTITY_JUMP_FACTOR
 from core.jobs import Job, Stamp
-from core.notices import edited_for
+from core.notices import NoticeKind, NoticeStatus, edited_for
 from core.policies import Rules, Verdict
 from core.ports import ReadTx, Store, Tx
 from core.replays import (
@@ -43,14 +44,11 @@ from core.replays import (
     same_request,
 )
 from core.service import (
-    DecisionResult,
-    Review,
     Revision,
     _allowed_or_expired,
     _needs_reason,
     _record,
     _refuse,
-    replayed,
     revise_in,
 )
 from core.terms import Terms
@@ -299,7 +297,19 @@ async def _approve_new(
         return None  # the new route waits for others first: they decide it
     if await _needs_reason(tx, job, review, now, rules):
         raise ReasonRequired(f"{job.po_number} goes over a monthly budget")
+    await _not_asked_again(tx, job, edit.editor_id, now)
     return await _record(tx, job, allowed, review, now, rules)
+
+
+async def _not_asked_again(tx: Tx, job: Job, editor: int, now: datetime) -> None:
+    """The card of the new version revise_in owed the editor is not sent: they approve that
+    version now, so it would only ask them again. Owed in this transaction, so nobody has
+    claimed it yet."""
+    for notice in await tx.notices_for(job.id):
+        if (notice.kind, notice.user_id, notice.draft_version) == (
+            NoticeKind.CARD, editor, job.draft_version
+        ) and notice.status is NoticeStatus.PENDING:  # fmt: skip
+            await tx.update_notice(notice, status=NoticeStatus.CANCELLED, updated_at=now)
 
 
 async def _replayed(

@@ -14,6 +14,7 @@ from datetime import datetime
 from decimal import Decimal
 
 from core.budgets import CategoryMonth, month_standings, needs_reason
+from core.decisions import Review
 from core.delivery import _drift_lines, drift_percent, name_of
 from core.drafts import Draft, Flag, mask_email, short_hash
 from core.errors import ApprovalError, IllegalTransition, ReadRefused, WorkflowError
@@ -22,7 +23,7 @@ from core.jobs import Job
 from core.pending import may_read_trail
 from core.policies import Outcome, Policy, Role, Rules, StageReason, Verdict
 from core.ports import ReadTx
-from core.service import Review, _refuse
+from core.service import _refuse
 from core.states import State
 from core.terms import match_key
 from core.workflow import Standing, load, standing
@@ -50,6 +51,8 @@ class PoLine:
     last: LastSent | None  # None: never sent to this supplier before
     drift_percent: Decimal | None  # the price now against `last`'s; None without one, or free
     drifted: bool  # above the drift tolerance of the route's policy (it added a stage)
+    note: str = ""  # the requester's note for the line, as typed: text, never an instruction
+    category: str = ""  # the terms' category it counts against (core.budgets); "" none
 
 
 @dataclass(frozen=True)
@@ -132,7 +135,7 @@ async def po_view(
         raise ReadRefused(f"user {viewer_id} may not read {po_number}")
     assert job.draft_version is not None and job.draft_hash is not None
     draft = await tx.draft(job.id, job.draft_version)
-    where = await standing(tx, job, now, default)
+    where = await standing(tx, job, await _judged_at(tx, job, now), default)
     named = await tx.policy(where.route.policy_version) if where.route.policy_version else default
     terms = await tx.terms_record(draft.terms_version)
     refusal = await _refusal(tx, job, viewer_id, now, default)
@@ -161,6 +164,16 @@ async def po_view(
         refusal=refusal,
         needs_reason=over,
     )
+
+
+async def _judged_at(tx: ReadTx, job: Job, now: datetime) -> datetime:
+    """When the chain is tallied: now while the PO waits; once it no longer does, at the last
+    decision on its draft, so that a sent PO's approvals, expired since, still show it
+    approved (core.service.replayed judges a replay so too)."""
+    if job.state is State.AWAITING_APPROVAL:
+        return now
+    on_draft = [d.at for d in await tx.decisions(job.id) if d.draft_version == job.draft_version]
+    return max(on_draft, default=now)
 
 
 async def may_read(
@@ -202,7 +215,7 @@ async def _lines(tx: ReadTx, job: Job, draft: Draft, policy: Policy | None) -> t
             drift = drift_percent(past.unit_price_paisa, line.unit_price_paisa)
         line_of = PoLine(
             number, line.sku, line.description, line.quantity, line.unit_price_paisa,
-            line.total_paisa, last, drift, line.sku in drifted,
+            line.total_paisa, last, drift, line.sku in drifted, line.note, line.category,
         )  # fmt: skip
         lines.append(line_of)
     return tuple(lines)

@@ -7,6 +7,9 @@ from datetime import datetime
 from typing import Any
 
 from core.budgets import month_standings, needs_reason, over_budget
+from core.decisions import DecisionResult as DecisionResult  # callers import it from here
+from core.decisions import Review as Review  # callers import it from here
+from core.decisions import client_row, replay_of
 from core.dispatch import cancel_open_effects, expire_job, settle_unknown_sends
 from core.drafts import Draft, draft_hash
 from core.errors import (
@@ -30,7 +33,6 @@ from core.policies import (
     Role,
     Route,
     Rules,
-    Tally,
     Verdict,
     check_reviewer,
     route_draft,
@@ -38,14 +40,7 @@ from core.policies import (
     tally,
 )
 from core.ports import ReadTx, Store, Tx
-from core.replays import (
-    ClientAction,
-    ClientDecision,
-    check_client_id,
-    device_detail,
-    fingerprint,
-    same_request,
-)
+from core.replays import device_detail
 from core.states import Action, State, next_state
 from core.workflow import (
     Standing,
@@ -222,49 +217,6 @@ async def revise_in(tx: Tx, job: Job, revision: Revision, stamp: Stamp, rules: R
 
 
 @dataclass(frozen=True)
-class Review:
-    """An authenticated reviewer's decision on one exact draft version and hash."""
-
-    po_number: str
-    reviewer_id: int  # from the update Telegram signed, never from text
-    verdict: Verdict
-    draft_version: int
-    draft_hash: str
-    reason: str | None = None  # a rejection's, for the requester; an over-budget approval's
-    # A client's id for the decision (core.replays), its idempotency key: a replay is answered
-    # with what the first one did; and when it was made on the device (kept in the audit).
-    client_id: str | None = None
-    device_time: datetime | None = None
-
-    def __post_init__(self) -> None:
-        check_client_id(self.client_id)
-
-    @property
-    def request_sha256(self) -> str:
-        """What a replay of this review under its client id must repeat (core.replays)."""
-        return fingerprint(
-            {"po": self.po_number, "reviewer": self.reviewer_id, "verdict": self.verdict.value,
-             "draft_version": self.draft_version, "draft_hash": self.draft_hash,
-             "reason": self.reason}
-        )  # fmt: skip
-
-
-@dataclass(frozen=True)
-class DecisionResult:
-    """What a decision did: the job after it, whether its route is now complete, and where
-    the route stands (a stage this decision completed: tally.stage > decision.stage).
-    `replay`: a client's id named a decision recorded before, which this is; nothing new
-    was written."""
-
-    job: Job
-    decision: Decision
-    outcome: Outcome
-    route: Route
-    tally: Tally
-    replay: bool = False
-
-
-@dataclass(frozen=True)
 class _Allowed:
     """A decision _refuse lets through: where the job stands, the stage of its route the
     decision is made in, and the approver away it is made for (None: the reviewer's own)."""
@@ -333,36 +285,23 @@ async def decide(store: Store, review: Review, now: datetime, rules: Rules) -> D
     stage of the job's route that waits for it."""
     async with store.begin() as tx:
         job = await load(tx, review.po_number)
-        if (replay := await _replay_of(tx, job, review, now, rules)) is not None:
+        if (replay := await replay_of(tx, job, review, now, rules)) is not None:
             return replay
         try:
             allowed = await _allowed_or_expired(tx, job, review, now, rules)
         except ApprovalError:
             # A replay that committed since the first look (PostgreSQL reads what committed
             # before each statement): the decision it finds refuses this one; answer as it.
-            if (replay := await _replay_of(tx, job, review, now, rules)) is not None:
+            if (replay := await replay_of(tx, job, review, now, rules)) is not None:
                 return replay
             raise
         if allowed is not None:
             if await _needs_reason(tx, job, review, now, rules):
                 raise ReasonRequired(f"{job.po_number} goes over a monthly budget")
             if review.client_id is not None:  # first: a concurrent replay waits on its key
-                await tx.insert_client_decision(_client_row(review.client_id, job, review, now))
+                await tx.insert_client_decision(client_row(review.client_id, job, review, now))
             return await _record(tx, job, allowed, review, now, rules)
     raise ApprovalExpired(f"{review.po_number} expired before this decision")
-
-
-async def _replay_of(
-    tx: ReadTx, job: Job, review: Review, now: datetime, rules: Rules
-) -> DecisionResult | None:
-    """The answer to `review` if its client id names a decision kept already (a replay);
-    ClientIdReused if that was another request; None if none is kept."""
-    found = None if review.client_id is None else await tx.client_decision(review.client_id)
-    if found is None:
-        return None
-    action = ClientAction(review.verdict.value)
-    same_request(found, job, review.reviewer_id, action, review.request_sha256)
-    return await replayed(tx, job, found, now, rules)
 
 
 async def _allowed_or_expired(
@@ -377,32 +316,6 @@ async def _allowed_or_expired(
             raise
         await expire_job(tx, job, Stamp("runner", now), "approval window closed")
         return None
-
-
-def _client_row(client_id: str, job: Job, review: Review, now: datetime) -> ClientDecision:
-    """The row that keeps a client's first decision under its id (core.replays)."""
-    action = ClientAction(review.verdict.value)
-    version = job.draft_version or 0
-    return ClientDecision(
-        client_id, job.id, review.reviewer_id, action, review.request_sha256, version, now
-    )
-
-
-async def replayed(
-    tx: ReadTx, job: Job, found: ClientDecision, now: datetime, rules: Rules
-) -> DecisionResult:
-    """The answer to a replay of the decision a client kept under its id: that decision, and
-    where its draft stands (judged at its own time, so that approvals expired since still
-    show; once the draft has changed, the current draft's standing now)."""
-    decision = next(
-        d
-        for d in await tx.decisions(job.id)
-        if (d.reviewer_id, d.draft_version) == (found.reviewer_id, found.draft_version)
-    )
-    at = decision.at if decision.draft_version == job.draft_version else now
-    where = await standing(tx, job, at, rules.approval.default_policy)
-    outcome = where.tally.outcome
-    return DecisionResult(job, decision, outcome, where.route, where.tally, replay=True)
 
 
 async def _needs_reason(tx: ReadTx, job: Job, review: Review, now: datetime, rules: Rules) -> bool:

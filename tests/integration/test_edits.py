@@ -155,6 +155,18 @@ async def test_a_client_id_reused_for_another_po_is_refused(store):
         await service.decide(store, review(other), T0, RULES)
 
 
+async def test_an_edits_id_reused_for_a_plain_decision_is_refused(store):
+    await chain(store)
+    job = await opened(store)
+    await approve_with_changes(store, trim(job, client_id="offline-1"), T0, RULES)
+    with pytest.raises(ClientIdReused):
+        await service.decide(store, review(job), T0, RULES)  # the same id, no changes
+    with pytest.raises(ClientIdReused):  # the same id, other changes
+        await approve_with_changes(
+            store, replace(trim(job, client_id="offline-1"), changes=(LineChange(1, 9),)), T0, RULES
+        )
+
+
 async def test_a_queued_decision_on_a_draft_that_changed_meanwhile_is_refused(store):
     job = await opened(store)
     lines = three_lines().lines
@@ -215,8 +227,10 @@ async def test_an_edit_on_a_two_stage_policy_counts_the_editor_and_asks_the_next
     now, [decision], effects, notices, _ = await stored(store, job)
     assert now.state is State.AWAITING_APPROVAL and now.draft_version == 2 and effects == []
     assert (decision.draft_version, decision.stage) == (2, 0)
-    cards = {n.key for n in notices if n.kind is NoticeKind.CARD}
-    assert f"card:{PO}:v2:{APPROVER_B}" in cards  # the owners' turn, on the new version
+    cards = {n.key: n.status for n in notices if n.kind is NoticeKind.CARD}
+    assert cards[f"card:{PO}:v2:{APPROVER_B}"] is NoticeStatus.PENDING  # the owners' turn
+    # The editor approved version 2 already: its card would only ask them again.
+    assert cards[f"card:{PO}:v2:{APPROVER_A}"] is NoticeStatus.CANCELLED
     done = await service.decide(store, review(now, APPROVER_B, client_id=None), T0, RULES)
     assert done.job.state is State.APPROVED
 

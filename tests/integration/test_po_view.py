@@ -45,7 +45,7 @@ def draft(po: str, charger: int, cable: int, **more: object) -> Draft:
         recipient_email="orders@supplier.example",
         terms_version="terms-2026-11",
         lines=(
-            DraftLine("ADP-65W", "65 W charger", 10, charger),
+            DraftLine("ADP-65W", "65 W charger", 10, charger, "for Eid", "chargers"),
             DraftLine("CBL-USB-C-1M", "USB-C cable 1 m", 50, cable),
             DraftLine("HUB-7P", "7-port hub", 4, 300_000),  # never sent before
         ),
@@ -108,6 +108,7 @@ async def test_every_line_shows_its_last_sent_price_and_the_drift(store):
         4_500_000,
     )
     assert charger.last == LastSent("PO-2026-0041", 400_000, SENT_AT)
+    assert (charger.note, charger.category, cable.note) == ("for Eid", "chargers", "")
     assert (charger.drift_percent, charger.drifted) == (Decimal("12.5"), True)
     assert cable.last == LastSent("PO-2026-0041", 25_000, SENT_AT)
     assert (cable.drift_percent, cable.drifted) == (Decimal("0.0"), False)
@@ -177,3 +178,49 @@ async def test_someone_never_asked_may_not_read_it(store, viewer):
     await waiting(store)
     with pytest.raises(ReadRefused):
         await view(store, viewer)
+
+
+async def test_a_sent_po_reads_as_approved_long_after_its_approvals_expired(store):
+    await sent_before(store)
+    async with store.reading() as tx:
+        seen = await po_view(tx, "PO-2026-0041", REQUESTER, LATER, RULES)
+    assert seen.job.state is State.SENT and seen.outcome is Outcome.APPROVED
+    assert [s.waiting for s in seen.chain] == [False]
+    assert [d.reviewer for d in seen.chain[0].decisions] == [f"user {APPROVER_A}"]
+    # Its own lines are not their last price: no other PO was sent.
+    assert [line.last for line in seen.lines] == [None, None]
+
+
+BUDGETED = """
+[groups]
+approvers = "Approvers"
+owners = "Owners"
+
+[[rules]]
+name = "default"
+stages = [{ group = "approvers" }]
+
+[budgets]
+mode = "soft"
+over_budget_stage = { group = "owners" }
+monthly_pkr = { chargers = 40_000 }
+"""
+
+
+async def test_the_budget_shows_the_month_and_an_approval_over_it_asks_for_a_reason(store):
+    await import_policy(store, BUDGETED, T0, "cli:test")
+    made = draft("PO-2026-0042", 450_000, 25_000)  # Rs 45,000 of chargers: over Rs 40,000
+    await service.open_job(store, new_job(), made, LATER, RULES)
+    seen = await view(store, APPROVER_A)
+    [month] = seen.budgets
+    assert (month.category, month.budget_paisa, month.committed_paisa, month.uses_paisa) == (
+        "chargers",
+        4_000_000,
+        0,
+        4_500_000,
+    )
+    assert month.over and seen.needs_reason and seen.refusal is None
+    assert [(s.group, s.reason) for s in seen.chain] == [
+        ("approvers", StageReason.RULE),
+        ("owners", StageReason.BUDGET),
+    ]
