@@ -127,6 +127,8 @@ def _line(line: PoLine, tz: tzinfo, tr: Translator) -> dict[str, Any]:
         "amount": format_pkr(line.amount_paisa),
         "last": last,
         "drift": drift,
+        "note": flatten(line.note)[:200] or None,  # the requester's, as typed: text only
+        "category": flatten(line.category) or None,
     }
 
 

@@ -35,7 +35,10 @@ CHARGER = PoLine(
     1, "ADP-65W", "65 W charger", 10, 450_000, 4_500_000,
     LastSent("PO-2026-0041", 400_000, T0 - timedelta(days=80)), Decimal("12.5"), True,
 )  # fmt: skip
-HUB = PoLine(2, "HUB-7P", "7-port hub", 4, 300_000, 1_200_000, None, None, False)
+HUB = PoLine(
+    2, "HUB-7P", "7-port hub", 4, 300_000, 1_200_000, None, None, False,
+    note="for the\nLiberty branch", category="accessories",
+)  # fmt: skip
 VIEW = PoView(
     job=JOB, supplier_name="Hall Road Electronics", supplier_email="or***@supplier.example",
     requester="Bilal", draft_version=3, draft_hash=HASH, total_paisa=5_700_000,
@@ -64,6 +67,8 @@ def test_every_line_with_its_last_price_and_drift_and_the_chain_in_english():
     assert charger["drift"] == "▲ 12.5% above the last PO: past the drift tolerance"
     assert (charger["amount"], charger["unit_price_paisa"]) == ("Rs 45,000.00", 450_000)
     assert (hub["last"], hub["drift"]) == (None, None)  # never sent to this supplier
+    assert (hub["note"], hub["category"]) == ("for the Liberty branch", "accessories")  # one line
+    assert (charger["note"], charger["category"]) == (None, None)
     assert shown["chain"] == [
         {"text": "Stage 1 of 2: Managers, 1 approval", "waiting": False,
          "decided": ["✅ Sana for Ali at 29 Nov 2026, 14:00 PKT"]},

@@ -155,7 +155,9 @@
       el("div", { className: "what" },
         el("bdi", { className: "sku mono", dir: "ltr", text: line.sku }), " ",
         el("span", { text: line.description }),
-        line.note ? el("div", { className: "muted", text: line.note }) : null),
+        line.category ? el("span", { className: "muted", text: ` · ${line.category}` }) : null,
+        line.note ? el("div", { className: "muted note", testid: "line-note", text: line.note })
+          : null),
       el("div", { className: "edit" }, qty, drop),
       el("div", { className: "amounts" }, amounts),
       line.last ? el("div", { className: "last muted", text: line.last }) : null,
