@@ -17,8 +17,10 @@ from typing import Any
 from core.approval_policy import unreachable_groups
 from core.budgets import CategoryMonth, month_standings
 from core.drafts import Draft, Flag
+from core.edits import LineDiff, line_diff
 from core.jobs import Job
 from core.notices import (
+    EDITED,
     EVERYONE,
     NOBODY_TO_ASK,
     UNDELIVERED,
@@ -79,13 +81,18 @@ class DriftLine:
     def percent(self) -> Decimal | None:
         """How far the price now is above the last PO's, in percent to one decimal; None if
         that PO had it for nothing."""
-        before, after = self.flag.amounts[0], self.flag.amounts[1]
-        if before == 0:
-            return None
-        return (Decimal(after - before) * 100 / before).quantize(_TENTH, ROUND_HALF_UP)
+        return drift_percent(self.flag.amounts[0], self.flag.amounts[1])
 
 
 _TENTH = Decimal("0.1")  # a drift is shown to one decimal place of a percent
+
+
+def drift_percent(before: int, after: int) -> Decimal | None:
+    """How far a price `after` is above one `before`, in percent to one decimal (below: less
+    than 0); None if it was free before."""
+    if before == 0:
+        return None
+    return (Decimal(after - before) * 100 / before).quantize(_TENTH, ROUND_HALF_UP)
 
 
 @dataclass(frozen=True)
@@ -137,8 +144,9 @@ class CardEdit:
 
 @dataclass(frozen=True)
 class News:
-    """A plain message to send: a requester's (state, reason) or an admin's (event, approver;
-    or, about no job, a policy's groups nobody can approve for)."""
+    """A plain message to send: a requester's (state, reason; or EDITED: who changed which
+    lines, and the new total) or an admin's (event, approver; or, about no job, a policy's
+    groups nobody can approve for)."""
 
     job: Job | None  # None: a policy's news (core.notices.policy_alert)
     state: State | None = None  # a requester's: where their PO is now
@@ -148,6 +156,9 @@ class News:
     group: str | None = None  # the group with nobody to ask (NOBODY_TO_ASK)
     policy_version: str = ""  # UNSTAFFED_POLICY: the policy in force, and
     unstaffed: tuple[tuple[str, str], ...] = ()  # its groups nobody can approve for (name, title)
+    editor: str = ""  # EDITED: the approver who changed the PO, by name
+    changes: tuple[LineDiff, ...] = ()  # EDITED: the lines they changed
+    total_paisa: int = 0  # EDITED: the changed PO's total
 
 
 async def claim(
@@ -238,6 +249,8 @@ async def _news(tx: ReadTx, notice: Notice) -> News | None:
     job = await tx.job(_job_id(notice))
     if is_moot(notice, job):
         return None
+    if notice.kind is NoticeKind.STATUS and notice.event.startswith(f"{EDITED}:"):
+        return await _edit_news(tx, job, notice)
     if notice.kind is NoticeKind.STATUS:
         state = State(notice.event)
         reason = await _rejection_reason(tx, job) if state is State.REJECTED else None
@@ -250,6 +263,17 @@ async def _news(tx: ReadTx, notice: Notice) -> News | None:
         known = await tx.telegram_user(int(whom))
         approver = f"{known.first_name if known else 'An approver'} (Telegram id {whom})"
     return News(job, event=event, approver=approver)
+
+
+async def _edit_news(tx: ReadTx, job: Job, notice: Notice) -> News:
+    """The requester's news that an approver changed their PO (core.notices.edited_for): the
+    lines that changed from the version before the notice's, read now from the drafts."""
+    editor = int(notice.event.partition(":")[2])
+    made = await tx.draft(job.id, notice.draft_version)
+    shown = await tx.draft(job.id, notice.draft_version - 1)
+    changes = tuple(line_diff(shown, made))
+    name = await name_of(tx, editor)
+    return News(job, event=EDITED, editor=name, changes=changes, total_paisa=made.total_paisa)
 
 
 async def _policy_news(tx: ReadTx, version: str) -> News | None:

@@ -13,11 +13,14 @@ ManzooriError
 │   ├── DraftPurged            the closed PO's draft was removed by the retention purge
 │   ├── GroupRefused           not an approver, or no such group in the policy in force
 │   ├── DelegationRefused      a hand-over to oneself, back, to a non-approver, or already over
-│   └── AlreadyResolved        the PO left the review queue, or moved on, before the choice
+│   ├── AlreadyResolved        the PO left the review queue, or moved on, before the choice
+│   └── ReadRefused            the viewer may not read that PO (core.po_view)
 ├── InputError                 what a person or a client sent cannot be used as it is
 │   ├── UnreadableSheet        the file is not a spreadsheet this product reads
 │   ├── BadPeriod              a day that is not YYYY-MM-DD, or a period ending before it starts
 │   ├── UnreadablePolicy       the file cannot be an approval policy (too large, not text)
+│   ├── BadClientId            a client's decision id that is not 1-64 of [A-Za-z0-9_-]
+│   ├── EditRefused            an edit of a draft that cannot be made (its code says why)
 │   └── InvalidToken           signed data (a button, an invite code) forged, altered or cut
 │       └── ExpiredToken       well signed, but past its expiry
 ├── ConfigError                the configuration is unusable (each bad variable named)
@@ -29,7 +32,8 @@ ManzooriError
 │   ├── DraftChanged           the decision names an older draft version or hash
 │   ├── AlreadyDecided         this reviewer already decided this draft, or the job is decided
 │   ├── ApprovalExpired        the approval's time is up
-│   └── ReasonRequired         an approval that takes a category over its month, without a reason
+│   ├── ReasonRequired         an approval that takes a category over its month, without a reason
+│   └── ClientIdReused         a client's decision id that already names another request
 ├── StoredDataError            stored data cannot be read back as written
 │   └── SealedDataUnreadable   MANZOORI_DATA_KEY cannot open a sealed field (or it was altered)
 ├── ConcurrencyError
@@ -45,6 +49,8 @@ ManzooriError
 """
 
 from __future__ import annotations
+
+from enum import StrEnum
 
 
 class ManzooriError(Exception):
@@ -115,6 +121,10 @@ class AlreadyResolved(WorkflowError):
         self.draft_version = draft_version
 
 
+class ReadRefused(WorkflowError):
+    """The viewer may not read that PO: not its requester, an admin, or an approver it asked."""
+
+
 class InputError(ManzooriError):
     """What a person or a client sent cannot be used as it is; the message says so plainly."""
 
@@ -129,6 +139,30 @@ class BadPeriod(InputError):
 
 class UnreadablePolicy(InputError):
     """The file cannot be an approval policy (too large, not text); one plain sentence."""
+
+
+class BadClientId(InputError):
+    """A decision id a client generated that is not 1 to 64 of A-Z, a-z, 0-9, "_" and "-"."""
+
+
+class EditProblem(StrEnum):
+    """Why an edit of a draft (core.edits) cannot be made."""
+
+    UNKNOWN_LINE = "unknown_line"  # a line number the shown draft does not have
+    DUPLICATE_LINE = "duplicate_line"  # one line changed twice in one edit
+    ABOVE_SHOWN = "above_shown"  # more than the shown quantity: a larger order is a new sheet
+    NEGATIVE = "negative"  # a quantity below zero
+    NOTHING_LEFT = "nothing_left"  # every line dropped: that is a rejection, not an edit
+    NO_CHANGE = "no_change"  # every quantity as shown: that is an approval, not an edit
+
+
+class EditRefused(InputError):
+    """An edit of a draft that cannot be made; `code` says why, `line` names the line."""
+
+    def __init__(self, code: EditProblem, message: str, *, line: int | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.line = line
 
 
 class InvalidToken(InputError):
@@ -177,6 +211,11 @@ class ApprovalExpired(ApprovalError):
 
 class ReasonRequired(ApprovalError):
     """An approval that takes a category over its monthly budget needs the approver's reason."""
+
+
+class ClientIdReused(ApprovalError):
+    """A client's decision id already recorded for another PO, person, verdict, draft or edit:
+    a replay must repeat its request exactly."""
 
 
 class StoredDataError(ManzooriError):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from core.drafts import Draft, DraftLine, Flag
 from core.flags import FlagCode, ordered
@@ -30,6 +31,7 @@ class PastLine:
     po_number: str
     unit_price_paisa: int
     quantity: int
+    sent_at: datetime | None = None  # when that PO was sent (its job's last change)
 
 
 # (supplier key, SKU key) -> the last sent order line; see `match_key`.

@@ -86,6 +86,10 @@ NOBODY_TO_ASK = "nobody_to_ask"
 # in force with a group a rule needs and nobody the bot can write to is in.
 UNSTAFFED_POLICY = "unstaffed_policy"
 
+# The event of a requester's news that an approver changed their PO before approving it
+# (edited_for; followed by ":" and the approver's id).
+EDITED = "edited"
+
 # The event of a daily digest (digest_for).
 DIGEST = "digest"
 
@@ -180,6 +184,14 @@ def status_for(job: Job, now: datetime) -> Notice:
     """The requester's news that their PO reached `job.state`."""
     key = f"status:{job.po_number}:{job.state.value}:{job.version}"
     kind, event = NoticeKind.STATUS, job.state.value
+    return owed(kind, key=key, user_id=job.requester_id, job=job, now=now, event=event)
+
+
+def edited_for(job: Job, editor: int, now: datetime) -> Notice:
+    """The requester's news that `editor` changed their PO into its current draft version
+    (core.edits), what changed read from the drafts when it is delivered."""
+    key = f"status:{job.po_number}:{EDITED}:v{job.draft_version}"
+    kind, event = NoticeKind.STATUS, f"{EDITED}:{editor}"
     return owed(kind, key=key, user_id=job.requester_id, job=job, now=now, event=event)
 
 

@@ -16,6 +16,7 @@ from core.intake import History
 from core.jobs import AuditEvent, Effect, Job, SendOrder
 from core.notices import Notice, NoticeKind
 from core.policies import Decision, Policy, Role
+from core.replays import ClientDecision
 from core.states import State
 from core.terms import Terms
 from core.users import TelegramUser
@@ -42,6 +43,9 @@ class ReadTx(Protocol):
 
     async def decisions(self, job_id: str) -> list[Decision]:
         """Every decision on the job, oldest first."""
+
+    async def client_decision(self, client_id: str) -> ClientDecision | None:
+        """The decision a client first sent under that id (core.replays), if any."""
 
     async def effect(self, key: str) -> Effect:
         """The outbox row with that key."""
@@ -92,8 +96,11 @@ class ReadTx(Protocol):
     async def submission(self, requester_id: int, sha256: str) -> list[str] | None:
         """The PO numbers made from this requester's sheet with these bytes, if any."""
 
-    async def history(self, pairs: Iterable[tuple[str, str]]) -> History:
-        """For each (supplier id, SKU), the line of the last PO that was sent with it."""
+    async def history(
+        self, pairs: Iterable[tuple[str, str]], *, excluding: str | None = None
+    ) -> History:
+        """For each (supplier id, SKU), the line of the last PO that was sent with it, and
+        when; `excluding` one job (a sent PO is not its own last price)."""
 
     async def terms_record(self, version: str) -> dict[str, Any] | None:
         """When and by whom a terms version was imported, or None."""
@@ -147,6 +154,9 @@ class Tx(ReadTx, Protocol):
 
     async def insert_decision(self, decision: Decision) -> None:
         """Record a decision; raise AlreadyDecided if this reviewer already decided this hash."""
+
+    async def insert_client_decision(self, decision: ClientDecision) -> None:
+        """Keep a client's decision under its id; InsertConflict if that id was kept meanwhile."""
 
     async def append_audits(self, events: Sequence[AuditEvent]) -> None:
         """Append audit events, in order."""

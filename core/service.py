@@ -7,10 +7,14 @@ from datetime import datetime
 from typing import Any
 
 from core.budgets import month_standings, needs_reason, over_budget
+from core.decisions import DecisionResult as DecisionResult  # callers import it from here
+from core.decisions import Review as Review  # callers import it from here
+from core.decisions import client_row, replay_of
 from core.dispatch import cancel_open_effects, expire_job, settle_unknown_sends
 from core.drafts import Draft, draft_hash
 from core.errors import (
     AlreadyDecided,
+    ApprovalError,
     ApprovalExpired,
     DelegationEnded,
     DraftChanged,
@@ -29,7 +33,6 @@ from core.policies import (
     Role,
     Route,
     Rules,
-    Tally,
     Verdict,
     check_reviewer,
     route_draft,
@@ -37,6 +40,7 @@ from core.policies import (
     tally,
 )
 from core.ports import ReadTx, Store, Tx
+from core.replays import device_detail
 from core.states import Action, State, next_state
 from core.workflow import (
     Standing,
@@ -213,30 +217,6 @@ async def revise_in(tx: Tx, job: Job, revision: Revision, stamp: Stamp, rules: R
 
 
 @dataclass(frozen=True)
-class Review:
-    """An authenticated reviewer's decision on one exact draft version and hash."""
-
-    po_number: str
-    reviewer_id: int  # from the update Telegram signed, never from text
-    verdict: Verdict
-    draft_version: int
-    draft_hash: str
-    reason: str | None = None  # a rejection's, for the requester; an over-budget approval's
-
-
-@dataclass(frozen=True)
-class DecisionResult:
-    """What a decision did: the job after it, whether its route is now complete, and where
-    the route stands (a stage this decision completed: tally.stage > decision.stage)."""
-
-    job: Job
-    decision: Decision
-    outcome: Outcome
-    route: Route
-    tally: Tally
-
-
-@dataclass(frozen=True)
 class _Allowed:
     """A decision _refuse lets through: where the job stands, the stage of its route the
     decision is made in, and the approver away it is made for (None: the reviewer's own)."""
@@ -305,18 +285,37 @@ async def decide(store: Store, review: Review, now: datetime, rules: Rules) -> D
     stage of the job's route that waits for it."""
     async with store.begin() as tx:
         job = await load(tx, review.po_number)
+        if (replay := await replay_of(tx, job, review, now, rules)) is not None:
+            return replay
         try:
-            allowed = await _refuse(tx, job, review, now, rules.approval.default_policy)
-        except ApprovalExpired:
-            if job.state is not State.AWAITING_APPROVAL:
-                raise
-            # Too late: the expiry is committed with this transaction, then the reviewer is told.
-            await expire_job(tx, job, Stamp("runner", now), "approval window closed")
-        else:
+            allowed = await _allowed_or_expired(tx, job, review, now, rules)
+        except ApprovalError:
+            # A replay that committed since the first look (PostgreSQL reads what committed
+            # before each statement): the decision it finds refuses this one; answer as it.
+            if (replay := await replay_of(tx, job, review, now, rules)) is not None:
+                return replay
+            raise
+        if allowed is not None:
             if await _needs_reason(tx, job, review, now, rules):
                 raise ReasonRequired(f"{job.po_number} goes over a monthly budget")
+            if review.client_id is not None:  # first: a concurrent replay waits on its key
+                await tx.insert_client_decision(client_row(review.client_id, job, review, now))
             return await _record(tx, job, allowed, review, now, rules)
     raise ApprovalExpired(f"{review.po_number} expired before this decision")
+
+
+async def _allowed_or_expired(
+    tx: Tx, job: Job, review: Review, now: datetime, rules: Rules
+) -> _Allowed | None:
+    """What _refuse lets `review` do; None if it came too late for a job still waiting, which
+    is expired in `tx` (committed with it; the caller then raises ApprovalExpired)."""
+    try:
+        return await _refuse(tx, job, review, now, rules.approval.default_policy)
+    except ApprovalExpired:
+        if job.state is not State.AWAITING_APPROVAL:
+            raise
+        await expire_job(tx, job, Stamp("runner", now), "approval window closed")
+        return None
 
 
 async def _needs_reason(tx: ReadTx, job: Job, review: Review, now: datetime, rules: Rules) -> bool:
@@ -371,6 +370,7 @@ async def _record(
         "policy_version": route.policy_version,
         "rule": route.rule,
         "stage": stage + 1,
+        **device_detail(review.client_id, review.device_time),
     }
     if allowed.on_behalf_of is not None:
         detail["for"] = allowed.on_behalf_of

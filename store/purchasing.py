@@ -226,8 +226,11 @@ class PurchasingQueries:
             ],
         )
 
-    async def history(self, pairs: Iterable[tuple[str, str]]) -> History:
-        """For each (supplier, SKU) pair, the line of the last PO that was sent with it."""
+    async def history(
+        self, pairs: Iterable[tuple[str, str]], *, excluding: str | None = None
+    ) -> History:
+        """For each (supplier, SKU) pair, the line of the last PO that was sent with it, and
+        when (SENT is final: its job's last change is its sending); `excluding` one job."""
         pairs = list(pairs)
         wanted = {(match_key(s), match_key(k)) for s, k in pairs}
         if not wanted:
@@ -240,6 +243,7 @@ class PurchasingQueries:
                 lines.c.quantity,
                 lines.c.unit_price_paisa,
                 jobs.c.po_number,
+                jobs.c.updated_at,
             )
             .join(jobs, jobs.c.id == lines.c.job_id)
             .where(
@@ -250,11 +254,15 @@ class PurchasingQueries:
             )
             .order_by(jobs.c.updated_at, jobs.c.id)
         )
+        if excluding is not None:
+            query = query.where(jobs.c.id != excluding)
         found: dict[tuple[str, str], PastLine] = {}
         for row in await self.conn.execute(query):
             pair = (match_key(row.supplier_id), match_key(row.sku))
             if pair in wanted:  # later rows overwrite: the last sent PO wins
-                found[pair] = PastLine(row.po_number, row.unit_price_paisa, row.quantity)
+                found[pair] = PastLine(
+                    row.po_number, row.unit_price_paisa, row.quantity, row.updated_at
+                )
         return found
 
     async def committed_spend(

@@ -127,6 +127,20 @@ decisions = Table(
     UniqueConstraint("job_id", "draft_version", "reviewer_id"),
 )
 
+# A decision a client sent under an id it generated (core.replays): the id is the primary key,
+# so a replay, or two at once, records one decision. Append-only, like the decisions.
+client_decisions = Table(
+    "client_decisions",
+    metadata,
+    Column("client_id", String(64), primary_key=True),
+    Column("job_id", String(36), ForeignKey("jobs.id"), nullable=False),
+    Column("reviewer_id", BigInteger, nullable=False),
+    Column("action", String(16), nullable=False),  # core.replays.ClientAction
+    Column("request_sha256", String(64), nullable=False),
+    Column("draft_version", Integer, nullable=False),  # decided on (an edit's: the one it made)
+    Column("at", UtcDateTime, nullable=False),
+)
+
 # The outbox and the idempotency record in one: the key is the primary key, so a second
 # row for the same business action cannot exist.
 effects = Table(
@@ -379,6 +393,7 @@ chores = Table(
 APPEND_ONLY = (
     "drafts",
     "decisions",
+    "client_decisions",
     "audit_events",
     "terms_versions",
     "terms_suppliers",

@@ -30,6 +30,7 @@ from core.states import State
 from core.terms import Terms
 from store import schema
 from store.audit import AuditQueries
+from store.clients import ClientDecisionQueries
 from store.counts import CountQueries
 from store.engine import READING, is_busy
 from store.group_commit import GroupCommit
@@ -86,6 +87,7 @@ class SqlTx(
     NoticeQueries,
     RetentionQueries,
     AuditQueries,
+    ClientDecisionQueries,
 ):
     """One transaction on one connection; implements core.ports.Tx."""
 

@@ -27,11 +27,11 @@ from bot.i18n import Translator, language_of, translator
 from bot.telegram.cards import card_html, card_markup, outcome_html
 from bot.telegram.errors import classify
 from bot.telegram.ladder import nudge_html, nudge_markup
-from bot.telegram.texts import admin_alert, policy_alert, requester_notice
+from bot.telegram.texts import admin_alert, edit_notice, policy_alert, requester_notice
 from core import delivery, nudges
 from core.delivery import Failure, News, Undelivered
 from core.errors import LeaseLost
-from core.notices import EVERYONE, Notice, NoticeKind, NoticeStatus
+from core.notices import EDITED, EVERYONE, Notice, NoticeKind, NoticeStatus
 from core.ports import ShellStore
 
 log = logging.getLogger(__name__)
@@ -207,6 +207,9 @@ def _news_text(notice: Notice, news: News, tr: Translator) -> str:
     """A requester's or an admin's news, in words, in their language."""
     if news.job is None:  # about a policy, not a PO
         return policy_alert(news.policy_version, news.unstaffed, tr=tr)
+    if notice.kind is NoticeKind.STATUS and news.event == EDITED:
+        po, changes = news.job.po_number, news.changes
+        return edit_notice(po, news.editor, changes, news.total_paisa, tr=tr)
     if notice.kind is NoticeKind.STATUS:
         assert news.state is not None
         return requester_notice(news.job.po_number, news.state, news.reason, tr=tr)

@@ -11,6 +11,7 @@ from datetime import datetime, tzinfo
 
 from bot.i18n import ENGLISH, N_, Translator
 from bot.texts import local_time
+from core.edits import LineDiff
 from core.jobs import Job
 from core.money import format_pkr
 from core.notices import NOBODY_TO_ASK, UNREACHABLE
@@ -250,6 +251,25 @@ def requester_notice(
                 po=po_number,
                 state=state_words(state, tr=tr),
             )
+
+
+def edit_notice(
+    po_number: str, editor: str, changes: Iterable[LineDiff], total_paisa: int,
+    *, tr: Translator = ENGLISH,
+) -> str:  # fmt: skip
+    """What a requester is told when an approver changed their PO before approving it."""
+    lines = [tr("{editor} changed {po} before approving it:", editor=flatten(editor), po=po_number)]
+    for change in changes:
+        before, after = f"{change.before:,}", f"{change.after:,}"
+        number, sku = change.line, change.sku
+        if change.after == 0:
+            lines.append(tr("Line {line} ({sku}): {before} → dropped", line=number, sku=sku,
+                            before=before))  # fmt: skip
+        else:
+            lines.append(tr("Line {line} ({sku}): {before} → {after}", line=number, sku=sku,
+                            before=before, after=after))  # fmt: skip
+    lines.append(tr("New total: {total}", total=format_pkr(total_paisa)))
+    return "\n".join(lines)
 
 
 def policy_alert(

@@ -184,3 +184,49 @@ def test_the_language_revision_adds_the_column_and_goes_back_on_postgres(
     fresh_postgres: str,
 ) -> None:
     asyncio.run(_language_revision_round_trip(fresh_postgres))
+
+
+async def _client_decisions_round_trip(url: str) -> None:
+    """0012 adds the client decisions, kept as evidence: an UPDATE or DELETE is refused; going
+    back to 0011 drops the table."""
+    engine = make_engine(url)
+    await upgrade(engine)
+    async with engine.begin() as conn:
+        await conn.execute(
+            text(
+                "INSERT INTO jobs (id, po_number, state, version, requester_id, input_ref, "
+                "workflow_version, source_versions, tool_results, retry_count, created_at, "
+                "updated_at) VALUES ('j', 'PO-1', 'AWAITING_APPROVAL', 1, 1, 'x', 'w', '{}', "
+                "'{}', 0, :at, :at)"
+            ),
+            {"at": _AT},
+        )
+        kept = {
+            "client_id": "q-1", "job_id": "j", "reviewer_id": 2, "action": "approve",
+            "request_sha256": "0" * 64, "draft_version": 1, "at": _AT,
+        }  # fmt: skip
+        await conn.execute(insert(schema.client_decisions).values(**kept))
+    changes = ("UPDATE client_decisions SET draft_version = 2", "DELETE FROM client_decisions")
+    for statement in changes:
+        with pytest.raises(DBAPIError, match="append-only"):
+            async with engine.begin() as conn:
+                await conn.execute(text(statement))
+    await engine.dispose()
+    await _downgrade(url, "0011")
+    engine = make_engine(url)
+    async with engine.connect() as conn:
+        with pytest.raises(DBAPIError):
+            await conn.execute(text("SELECT count(*) FROM client_decisions"))
+    await engine.dispose()
+
+
+def test_the_client_decisions_revision_is_append_only_and_goes_back_on_sqlite(
+    tmp_path: Path,
+) -> None:
+    asyncio.run(_client_decisions_round_trip(f"sqlite+aiosqlite:///{tmp_path / 'm.db'}"))
+
+
+def test_the_client_decisions_revision_is_append_only_and_goes_back_on_postgres(
+    fresh_postgres: str,
+) -> None:
+    asyncio.run(_client_decisions_round_trip(fresh_postgres))

@@ -1,10 +1,11 @@
 """Random interleavings of the whole workflow, checked against the database and a real SMTP server.
 
-A hypothesis state machine opens, revises, reissues, approves, rejects and cancels purchase
-orders, revokes and restores approvers, hands approvals over while someone is away and takes
-them back (a delegator and their delegate are one person on a request), moves the clock, runs
-the outbox runner against one running SMTP sink (which may answer 451, 550, or too late), kills
-"ghost" runners mid-attempt, and reconciles unknown outcomes the way a careful person would.
+A hypothesis state machine opens, revises, reissues, approves, rejects, trims (in the Mini App)
+and cancels purchase orders, revokes and restores approvers, hands approvals over while someone
+is away and takes them back (a delegator and their delegate are one person on a request), moves
+the clock, runs the outbox runner against one running SMTP sink (which may answer 451, 550, or
+too late), kills "ghost" runners mid-attempt, and reconciles unknown outcomes the way a careful
+person would.
 After every step the invariants are read back from the database and the sink; they run on
 SQLite and, with TEST_POSTGRES_URL, on PostgreSQL.
 
@@ -47,7 +48,8 @@ from bot.outbox.smtp import SmtpSender, SmtpServer
 from core import dispatch, people, service
 from core.delegations import Delegation
 from core.dispatch import Attempted
-from core.drafts import draft_hash
+from core.drafts import Draft, draft_hash
+from core.edits import Edit, LineChange, approve_with_changes, edited_draft
 from core.effects import OPEN_STATUSES, EffectStatus, message_id, send_po_key
 from core.errors import (
     AlreadyDecided,
@@ -55,6 +57,7 @@ from core.errors import (
     DelegationRefused,
     DraftChanged,
     DuplicatePurchaseOrder,
+    EditRefused,
     IllegalTransition,
     LeaseLost,
     NotAnApprover,
@@ -152,6 +155,8 @@ TROUBLE = (None, None, None, *sorted(FAILURES), *GHOSTS)
 RECONCILE_ACTIONS = (Action.RECONCILE_SENT, Action.RECONCILE_NOT_SENT, Action.RECONCILE_FAILED)
 # Swarm testing switches whole rules off, so the chores a stuck job needs come from two rules.
 CHORES = ("reconcile", "reconcile", "reissue", "reissue", "cancel", "toggle")
+# What an edit leaves of a line: dropped, one, or 390 of 400 (dual still at PKR 1,500 a unit).
+KEEP = (0, 1, 390)
 # A cancellation or a role change ends many paths; a few per example leave room for the rest.
 MAX_CANCELS = 1
 MAX_ROLE_CHANGES = 2
@@ -636,6 +641,44 @@ class Workflow(RuleBasedStateMachine):
             assert self.read().effects[key].status is EffectStatus.PENDING
         dual = " (dual)" if _required(job.total_paisa) == 2 else ""
         self.seen(f"decided: {expected.value}{dual}")
+
+    @rule(po=st.sampled_from(POS), line=st.integers(1, 2), keep=st.sampled_from(KEEP))
+    def edit(self, po: str, line: int, keep: int) -> None:
+        """An approver trims a line of a request in the Mini App (to `keep` units; 0 drops it)
+        and approves what is left: checked as their approval of the draft shown, then a new
+        version that the default policy's one stage counts them on."""
+        awaiting = self.in_state(State.AWAITING_APPROVAL)
+        job = next((j for j in awaiting if j.po_number == po), None) or self.snap.jobs.get(po)
+        if job is None or job.draft_version is None or job.draft_hash is None:
+            return
+        now, version, shown_hash = self.clock(), job.draft_version, job.draft_hash
+        editor = next(r for r in APPROVERS if r != job.requester_id)
+        change = (LineChange(line, keep),)
+        refusal = decide_refusal(self.snap, job, editor, version, shown_hash, now)
+        if refusal is None:
+            try:
+                edited_draft(self.run(self.shown(job)), change)
+            except EditRefused:
+                refusal = EditRefused  # line 2 gone already, or the quantity unchanged or more
+        call = approve_with_changes(
+            self.store, Edit(po, editor, version, shown_hash, change), now, RULES
+        )
+        if refusal is not None:
+            self.refused(refusal, call)
+            if refusal is ApprovalExpired and job.state is State.AWAITING_APPROVAL:
+                assert self.read().jobs[po].state is State.EXPIRED  # a late edit closes it
+            return
+        edited = self.run(call)
+        assert edited.job.draft_version == version + 1 and edited.approval is not None
+        assert edited.job.total_paisa is not None
+        one = _required(edited.job.total_paisa) == 1
+        assert edited.job.state is (State.APPROVED if one else State.AWAITING_APPROVAL)
+        self.seen(f"edited: {edited.job.state.value}")
+
+    async def shown(self, job: Job) -> Draft:
+        """The job's current draft, as the page showed it."""
+        async with self.store.reading() as tx:
+            return await tx.draft(job.id, job.draft_version or 0)
 
     @rule(
         chore=st.sampled_from(CHORES),
