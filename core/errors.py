@@ -46,6 +46,8 @@ ManzooriError
 
 from __future__ import annotations
 
+from core.problems import Problem
+
 
 class ManzooriError(Exception):
     """Base of every error this project raises on purpose."""
@@ -120,7 +122,13 @@ class InputError(ManzooriError):
 
 
 class UnreadableSheet(InputError):
-    """The file is not a spreadsheet this product reads; the message is one plain sentence."""
+    """The file is not a spreadsheet this product reads: `text` is one plain sentence (the
+    shell's, with `{name}` placeholders; translated where it is sent), `params` their values,
+    and the message the sentence filled in."""
+
+    def __init__(self, text: str, /, **params: str | int) -> None:
+        super().__init__(text.format(**params))
+        self.text, self.params = text, params
 
 
 class BadPeriod(InputError):
@@ -128,7 +136,12 @@ class BadPeriod(InputError):
 
 
 class UnreadablePolicy(InputError):
-    """The file cannot be an approval policy (too large, not text); one plain sentence."""
+    """The file cannot be an approval policy (too large, not text): `problem` says why, as a
+    code and its values (core.problems), which the shell says; the message is the code."""
+
+    def __init__(self, problem: Problem) -> None:
+        super().__init__(f"{problem.code.value}: {dict(problem.values)}")
+        self.problem = problem
 
 
 class InvalidToken(InputError):
@@ -158,9 +171,17 @@ class SelfApproval(ApprovalError):
 class NotYourTurn(ApprovalError):
     """The request waits for a stage whose group the reviewer is not in."""
 
+    def __init__(self, stage: int, group: str) -> None:
+        super().__init__(f"stage {stage} waits for {group}")  # for logs; the shell says it
+        self.stage, self.group = stage, group  # the stage counted from 1, and its group
+
 
 class DelegationEnded(ApprovalError):
     """The reviewer held the card for an approver who was away, and that delegation is over."""
+
+    def __init__(self, delegator: int) -> None:
+        super().__init__(f"you no longer act for user {delegator}: their delegation has ended")
+        self.delegator = delegator  # the approver back now, whose card the reviewer held
 
 
 class DraftChanged(ApprovalError):

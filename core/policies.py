@@ -545,4 +545,4 @@ def stage_for(
     for delegator in sorted(d for d, delegate in acting.items() if delegate == reviewer_id):
         if delegator in in_group:
             return counted.stage, delegator
-    raise NotYourTurn(f"stage {counted.stage + 1} waits for {group}")
+    raise NotYourTurn(counted.stage + 1, group)

@@ -11,6 +11,7 @@ from bot import texts
 from bot.cli.common import actor, fail, with_store
 from bot.clock import utcnow
 from bot.config import Settings
+from bot.problems import problem_text
 from core import approval_policy
 from core.errors import UnreadablePolicy
 from core.policies import Policy
@@ -30,7 +31,7 @@ def _read(path: Path) -> str:
     try:
         return approval_policy.policy_text(path.read_bytes(), path.name)
     except UnreadablePolicy as refused:
-        raise fail(str(refused)) from None
+        raise fail(problem_text(refused.problem)) from None
 
 
 @policy_app.command("check")

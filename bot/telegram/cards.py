@@ -14,12 +14,12 @@ from datetime import tzinfo
 
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
+from bot.flags import flag_text
 from bot.i18n import ENGLISH, N_, Translator
 from bot.texts import DAY_MONTH, local_time
 from core.budgets import CategoryMonth
 from core.delivery import CardFacts, CardOutcome
 from core.drafts import Draft, mask_email, short_hash
-from core.flags import describe
 from core.jobs import Job
 from core.money import format_pkr
 from core.policies import Decision, Verdict
@@ -104,7 +104,9 @@ def _card(
     parts += ["", *drifted] if drifted else []
     others = tuple(f for f in draft.flags if f not in {d.flag for d in facts.drifts})
     if others:  # a drifted line's price change is its ▲ line above
-        shown_flags = [f"⚠️ {tr.ltr(escaped(describe(flag)))}" for flag in others[:flags]]
+        # A flag's values are codes and amounts, never HTML: only its sentence is escaped.
+        said = [html.escape(flag_text(flag, tr=tr), quote=False) for flag in others[:flags]]
+        shown_flags = [f"⚠️ {sentence}" for sentence in said]
         hidden = len(others) - len(shown_flags)
         more = [
             tr.plural(

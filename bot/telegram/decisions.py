@@ -315,8 +315,8 @@ async def refusal(
 
 
 async def _refused(deps: Deps, job: Job, review: Review, refused: Exception, tr: Translator) -> str:
-    """What a refused decision is called in the tap's answer. The reasons core gives (who
-    holds the turn, whose delegation ended) are core's English sentences, quoted."""
+    """What a refused decision is called in the tap's answer, in the reviewer's language,
+    from what the error carries (the stage and group whose turn it is, the approver back)."""
     match refused:
         case NotAnApprover():
             return tr("You are not an approver.")
@@ -327,11 +327,18 @@ async def _refused(deps: Deps, job: Job, review: Review, refused: Exception, tr:
         case SelfApproval():
             return tr("You cannot decide your own request.")
         case DelegationEnded():
-            return tr("Not counted: {why}.", why=str(refused))
+            async with deps.store.reading() as tx:
+                known = await tx.telegram_user(refused.delegator)
+            name = flatten(known.first_name) if known else tr("user {id}", id=refused.delegator)
+            return tr("Not counted: you no longer act for {name}; they are back.", name=name)
         case DraftChanged():
             return tr("This card was superseded by v{version}.", version=job.draft_version)
         case NotYourTurn():
-            return tr("Not your turn: {why}.", why=str(refused))
+            return tr(
+                "Not your turn: stage {stage} waits for {group}.",
+                stage=refused.stage,
+                group=flatten(refused.group),
+            )
         case ApprovalExpired():
             return tr(_EXPIRED)
         case _:

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bot.problems import problem_text
 from core.policies import BudgetMode, Condition, Policy, Rule, Stage, content_hash
 from core.policy_file import key_lines, parse_policy
 
@@ -20,7 +21,7 @@ SAMPLE = (Path(__file__).parents[2] / "samples" / "approval-policy.toml").read_t
 def problems(text: str) -> list[str]:
     policy, found = parse_policy(text)
     assert policy is None and found
-    return [str(p) for p in found]
+    return [problem_text(p) for p in found]
 
 
 def test_the_sample_reads_as_the_issue_describes_it() -> None:
