@@ -14,6 +14,7 @@ from typing import Any
 
 from bot.flags import flag_text
 from bot.i18n import ENGLISH, N_, Translator
+from bot.policy_texts import policy_lines
 from bot.problems import problem_lines
 from core.approval_policy import PolicyImport
 from core.drafts import Draft, mask_email
@@ -184,10 +185,10 @@ def unreachable_warnings(groups: Iterable[str], *, tr: Translator = ENGLISH) -> 
 def policy_described(
     policy: Policy, record: Mapping[str, Any] | None, tz: tzinfo, *, tr: Translator = ENGLISH
 ) -> list[str]:
-    """What `policy show` says of the policy in force: its rules in words (core's, English),
+    """What `policy show` says of the policy in force: its rules in words (bot.policy_texts),
     and who imported it when (`record`: its stored version's row; None for the configured
     default)."""
-    lines = [tr.ltr(line) if line else line for line in policy.describe()]
+    lines = policy_lines(policy, tr=tr)
     if record is not None:
         at = record["imported_at"]
         assert isinstance(at, datetime)

@@ -118,14 +118,16 @@ class Ladder:
     before_expiry: timedelta | None = None
     digest_at: time | None = None
 
-    def describe(self) -> str:
-        """The ladder in words, for `policy show`."""
-        parts = [f"remind after {_shown(self.remind_after)}"]
+    def canonical(self) -> str:
+        """The ladder as the text a policy's content hash is taken over (core.policies). These
+        words must never change, or every stored policy would change version; people read
+        the ladder in their own language (bot.policy_texts)."""
+        parts = [f"remind after {shown(self.remind_after)}"]
         if self.escalate_after is not None:
             to = f" and {self.escalate_to}" if self.escalate_to else ""
-            parts.append(f"escalate to the admins{to} after {_shown(self.escalate_after)}")
+            parts.append(f"escalate to the admins{to} after {shown(self.escalate_after)}")
         if self.before_expiry is not None:
-            parts.append(f"warn {_shown(self.before_expiry)} before expiry")
+            parts.append(f"warn {shown(self.before_expiry)} before expiry")
         if self.digest_at is not None:
             parts.append(f"digest at {self.digest_at:%H:%M}")
         hours = self.working_hours
@@ -136,8 +138,8 @@ class Ladder:
         return f"{', '.join(parts)}; working hours {days} {span}"
 
 
-def _shown(duration: timedelta) -> str:
-    """A duration as the file would write it."""
+def shown(duration: timedelta) -> str:
+    """A duration as the policy file writes it: 90s, 45m, 2h, 3d."""
     seconds = int(duration.total_seconds())
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
         if seconds % size == 0:

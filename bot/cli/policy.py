@@ -11,6 +11,7 @@ from bot import texts
 from bot.cli.common import actor, fail, with_store
 from bot.clock import utcnow
 from bot.config import Settings
+from bot.policy_texts import policy_lines
 from bot.problems import problem_text
 from core import approval_policy
 from core.errors import UnreadablePolicy
@@ -42,7 +43,7 @@ def policy_check(path: PolicyFile) -> None:
         typer.echo(texts.policy_problems(problems, path.name), err=True)
         raise typer.Exit(1)
     typer.echo(f"{flatten(path.name)} is a valid approval policy:")
-    typer.echo("\n".join(policy.describe()[1:]))
+    typer.echo("\n".join(policy_lines(policy)[1:]))
 
 
 @policy_app.command("import")

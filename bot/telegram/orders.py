@@ -129,7 +129,7 @@ async def history(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     elif detail is None:
         await reply(update, tr(NOT_ASKED, po=po))
     else:
-        await reply(update, reports.text(detail, deps.settings.tz, send_errors=admin))
+        await reply(update, reports.text(detail, deps.settings.tz, send_errors=admin, tr=tr))
 
 
 async def export(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
