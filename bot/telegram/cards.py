@@ -94,7 +94,7 @@ def _card(
         tr("🧾 {po} — approval needed <b>for {name}</b>", po=po, name=escaped(away))
         if away
         else tr("🧾 {po} — approval needed", po=po),
-        f"<b>{escaped(draft.supplier_name)}</b> ({tr.ltr(email)})",
+        f"<b>{tr.ltr(escaped(draft.supplier_name))}</b> ({tr.ltr(email)})",  # outside text
         "",
         *_lines(draft, lines, tr),
         "",
@@ -224,7 +224,7 @@ def _lines(draft: Draft, limit: int, tr: Translator) -> list[str]:
         )
         row = (
             f"• {tr.ltr(f'<code>{escaped(line.sku)}</code>')} "
-            f"{escaped(cut(line.description, _DESCRIPTION_CUT))} — {tr.ltr(amounts)}"
+            f"{tr.ltr(escaped(cut(line.description, _DESCRIPTION_CUT)))} — {tr.ltr(amounts)}"
         )
         if line.note:
             row += f"\n  <i>{escaped(cut(line.note, _NOTE_CUT))}</i>"

@@ -330,19 +330,26 @@ async def _refused(deps: Deps, job: Job, review: Review, refused: Exception, tr:
             async with deps.store.reading() as tx:
                 known = await tx.telegram_user(refused.delegator)
             name = flatten(known.first_name) if known else tr("user {id}", id=refused.delegator)
-            return tr("Not counted: you no longer act for {name}; they are back.", name=name)
+            return delegation_refusal(name, tr=tr)
         case DraftChanged():
             return tr("This card was superseded by v{version}.", version=job.draft_version)
         case NotYourTurn():
-            return tr(
-                "Not your turn: stage {stage} waits for {group}.",
-                stage=refused.stage,
-                group=flatten(refused.group),
-            )
+            return turn_refusal(refused, tr=tr)
         case ApprovalExpired():
             return tr(_EXPIRED)
         case _:
             return await _already(deps, review, job.po_number, tr)
+
+
+def turn_refusal(refused: NotYourTurn, *, tr: Translator = ENGLISH) -> str:
+    """A tap's answer when the request waits for a stage of a group the tapper is not in."""
+    stage, group = refused.stage, flatten(refused.group)
+    return tr("Not your turn: stage {stage} waits for {group}.", stage=stage, group=group)
+
+
+def delegation_refusal(name: str, *, tr: Translator = ENGLISH) -> str:
+    """A tap's answer when the tapper held the card for `name`, who is back now."""
+    return tr("Not counted: you no longer act for {name}; they are back.", name=name)
 
 
 async def _already(deps: Deps, review: Review, po: str, tr: Translator) -> str:
