@@ -46,6 +46,8 @@ ManzooriError
 
 from __future__ import annotations
 
+from enum import StrEnum
+
 from core.problems import Problem
 
 
@@ -86,8 +88,39 @@ class NotAnAdmin(WorkflowError):
     """The sender is neither a configured admin nor holds the admin role."""
 
 
-class InviteRefused(WorkflowError):
-    """The invitation is forged, altered, expired or already used; the message says which."""
+class Refusal(StrEnum):
+    """Why an invitation, a group change or a delegation was refused: what the shell says
+    (bot.refusals), from the `values` the error carries (named in each comment)."""
+
+    INVITE_ROLE = "invite_role"  # role
+    GROUP_FOR_REQUESTER = "group_for_requester"  # ()
+    INVITE_EXPIRED = "invite_expired"  # ()
+    INVITE_INVALID = "invite_invalid"  # ()
+    INVITE_USED = "invite_used"  # ()
+    INVITE_WITHDRAWN = "invite_withdrawn"  # ()
+    UNKNOWN_GROUPS = "unknown_groups"  # groups, known (", "-joined)
+    NOT_AN_APPROVER_YET = "not_an_approver_yet"  # user
+    NOT_A_DATE = "not_a_date"  # text
+    IN_THE_PAST = "in_the_past"  # ()
+    TOO_LONG = "too_long"  # days
+    TO_ONESELF = "to_oneself"  # ()
+    AWAY_NOT_APPROVER = "away_not_approver"  # user
+    DELEGATE_NOT_APPROVER = "delegate_not_approver"  # user
+    DELEGATION_BACK = "delegation_back"  # delegate, delegator
+    NOTHING_TO_END = "nothing_to_end"  # user
+
+
+class RefusedError(WorkflowError):
+    """A refusal a person reads: the message (English, for logs and the CLI), and `reason`
+    and `values`, from which the shell says it in the person's language."""
+
+    def __init__(self, message: str, reason: Refusal, **values: str | int) -> None:
+        super().__init__(message)
+        self.reason, self.values = reason, values
+
+
+class InviteRefused(RefusedError):
+    """The invitation is forged, altered, expired or already used; the reason says which."""
 
 
 class ReconcileRefused(WorkflowError):
@@ -98,11 +131,11 @@ class DraftPurged(WorkflowError):
     """The closed PO's draft body was removed by the retention purge (core.retention)."""
 
 
-class GroupRefused(WorkflowError):
+class GroupRefused(RefusedError):
     """A user cannot be put in those approver groups: not an approver, or no such group."""
 
 
-class DelegationRefused(WorkflowError):
+class DelegationRefused(RefusedError):
     """A delegation that cannot be: to oneself, back to one's own delegator, to or from
     someone who is not an approver, ending in the past, or none to end."""
 

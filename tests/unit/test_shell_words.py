@@ -1,7 +1,8 @@
 """The shell's words for what core gives as data, in English and in Urdu: file problems
 (bot.problems), flags (bot.flags), tap refusals (bot.telegram.decisions), the policy
-(bot.policy_texts) and /history (bot.reports). Every code has a sentence; in Urdu each value
-is an isolated run and nothing else is an English sentence (tests.helpers.urdu)."""
+(bot.policy_texts), /history (bot.reports) and people's refusals (bot.refusals). Every code
+has a sentence; in Urdu each value is an isolated run and nothing else is an English sentence
+(tests.helpers.urdu)."""
 
 from __future__ import annotations
 
@@ -16,9 +17,10 @@ from bot.flags import FLAG_TEXTS, flag_text
 from bot.i18n import ENGLISH, FSI, Language, isolated, translator
 from bot.policy_texts import ladder_text, policy_lines
 from bot.problems import COUNTED, PROBLEM_TEXTS, problem_lines, problem_text
+from bot.refusals import REFUSAL_TEXTS, refusal_text
 from bot.telegram.decisions import delegation_refusal, turn_refusal
 from core.drafts import Flag
-from core.errors import NotYourTurn
+from core.errors import DelegationRefused, GroupRefused, NotYourTurn, Refusal
 from core.flags import FlagCode
 from core.ladder import Ladder, WorkingHours
 from core.policy_file import parse_policy
@@ -221,3 +223,19 @@ def test_history_reads_in_urdu_with_its_codes_isolated():
 )
 def test_the_english_detector_finds_sentences_and_lets_values_be(text, runs):
     assert english_runs(text) == runs
+
+
+def test_every_refusal_reason_has_its_sentence_in_both_languages():
+    assert set(REFUSAL_TEXTS) == set(Refusal)
+    back = DelegationRefused("log words", Refusal.DELEGATION_BACK, delegate=7, delegator=9)
+    assert str(back) == "log words"  # for logs; the person reads the shell's
+    assert refusal_text(back) == "user 7 has delegated to user 9: no delegation back"
+    assert refusal_text(back, tr=UR) == (
+        f"صارف {isolated('7')} پہلے ہی صارف {isolated('9')} کو اپنا نائب بنا چکے ہیں: "
+        "جوابی نیابت نہیں ہو سکتی"
+    )
+    values = {"role": "admin", "groups": "g", "known": "k", "user": 7, "text": "'x'",
+              "days": 90, "delegate": 7, "delegator": 9}  # fmt: skip
+    for reason in Refusal:
+        said = refusal_text(GroupRefused("", reason, **values), tr=UR)
+        assert english_runs(said) == [] and said != refusal_text(GroupRefused("", reason, **values))
