@@ -28,7 +28,7 @@ from tests.helpers.bot import with_terms as terms_in_force
 from tests.helpers.factories import APPROVER_A, APPROVER_B, REQUESTER, T0
 from tests.helpers.routing import APPROVER_C, CHAIN, cards, team
 from tests.helpers.store import DATA_KEY
-from tests.helpers.urdu import english_runs, said_to
+from tests.helpers.urdu import english_heard, said_to
 
 URDU = "اردو"
 SHEET_NAME = "restock.csv"
@@ -55,8 +55,8 @@ async def test_a_whole_approval_in_urdu_beside_an_english_approver(botapi, db_ur
         async with run.store.begin() as tx:
             for person, name in ((ali, "Ali"), (sana, "Sana"), (bilal, "Bilal")):
                 await tx.met(person.id, name, T0, started=True)
-        await choose_urdu(botapi, ali)
-        await choose_urdu(botapi, bilal)
+        chose = {APPROVER_A: await choose_urdu(botapi, ali)}
+        chose[REQUESTER] = await choose_urdu(botapi, bilal)
 
         bilal.send_text("/help")
         assert (await said(bilal)).startswith(f"آپ بطور {isolated('درخواست گزار')} رجسٹرڈ ہیں۔")
@@ -92,6 +92,8 @@ async def test_a_whole_approval_in_urdu_beside_an_english_approver(botapi, db_ur
         sana.send_text("/status")  # English is still everyone else's default
         assert await said(sana) == "/status lists a requester's purchase orders; you are not one."
         assert APPROVE_TEXT == "✅ Approve"
+        assert english_heard(botapi, APPROVER_A, [tapped], after=chose[APPROVER_A]) == []
+        assert english_heard(botapi, REQUESTER, after=chose[REQUESTER]) == []
 
 
 async def test_a_forged_language_tap_sets_only_the_tappers_own(botapi, db_url, store):
@@ -123,8 +125,8 @@ async def test_an_urdu_rejection_asks_for_its_reason_and_the_requester_hears_it(
         async with run.store.begin() as tx:
             for person, name in ((ali, "Ali"), (bilal, "Bilal")):
                 await tx.met(person.id, name, T0, started=True)
-        await choose_urdu(botapi, ali)
-        await choose_urdu(botapi, bilal)
+        chose = {APPROVER_A: await choose_urdu(botapi, ali)}
+        chose[REQUESTER] = await choose_urdu(botapi, bilal)
         await terms_in_force(run.store)
         bilal.send_document(b"sku,quantity\nCHG-65W,3\n", SHEET_NAME, "text/csv")
         await said(bilal)
@@ -146,6 +148,8 @@ async def test_an_urdu_rejection_asks_for_its_reason_and_the_requester_hears_it(
         assert job.state is State.REJECTED and decisions[0].reason == "قیمت بہت زیادہ ہے"
         news = await bilal.next_message()
         assert news.text == f"{isolated(PO)} مسترد کر دیا گیا: {isolated('قیمت بہت زیادہ ہے')}"
+        assert english_heard(botapi, APPROVER_A, [asked], after=chose[APPROVER_A]) == []
+        assert english_heard(botapi, REQUESTER, after=chose[REQUESTER]) == []
 
 
 async def test_an_admin_alert_fanned_out_is_rendered_in_each_admins_language(botapi, db_url):
@@ -157,7 +161,7 @@ async def test_an_admin_alert_fanned_out_is_rendered_in_each_admins_language(bot
         admin = botapi.user(ADMIN, "Ayesha", started=True)
         admin.send_text("/start")
         await said(admin)
-        await choose_urdu(botapi, admin)
+        chose = await choose_urdu(botapi, admin)
         await terms_in_force(run.store)
         bilal = botapi.user(REQUESTER, "Bilal")
         bilal.send_document(b"sku,quantity\nCHG-65W,3\n", SHEET_NAME, "text/csv")
@@ -169,6 +173,7 @@ async def test_an_admin_alert_fanned_out_is_rendered_in_each_admins_language(bot
             f"⚠️ {isolated(PO)} منظوری کا منتظر ہے، لیکن کوئی منظوری دہندہ رجسٹرڈ نہیں۔ "
             "/invite approver سے کسی کو مدعو کریں؛ ان کے شامل ہوتے ہی کارڈ بھیج دیا جائے گا۔"
         )
+        assert english_heard(botapi, ADMIN, after=chose) == []
 
 
 async def test_an_urdu_approvers_pending_and_free_text_come_in_urdu(botapi, db_url, store):
@@ -178,7 +183,7 @@ async def test_an_urdu_approvers_pending_and_free_text_come_in_urdu(botapi, db_u
         async with run.store.begin() as tx:
             for person, name in ((ali, "Ali"), (bilal, "Bilal")):
                 await tx.met(person.id, name, T0, started=True)
-        await choose_urdu(botapi, ali)
+        chose = await choose_urdu(botapi, ali)
         await terms_in_force(run.store)
         bilal.send_document(b"sku,quantity\nCHG-65W,3\n", SHEET_NAME, "text/csv")
         await said(bilal)
@@ -195,7 +200,8 @@ async def test_an_urdu_approvers_pending_and_free_text_come_in_urdu(botapi, db_u
         )
         assert lines[1].startswith(f"1. {isolated(PO)} · {isolated(amount)} · ")
         assert lines[1].endswith(f" · {isolated('Bilal')} کی جانب سے") and "سے منتظر" in lines[2]
-        assert await answer(botapi, ali.tap(listing, f"🔁 {PO}")) == (
+        resend = ali.tap(listing, f"🔁 {PO}")
+        assert await answer(botapi, resend) == (
             "اس کا کارڈ دوبارہ حاضر ہے؛ آپ کا پہلا کارڈ بھی کام کرتا ہے۔"
         )
         await deliveries_done(run)
@@ -214,6 +220,7 @@ async def test_an_urdu_approvers_pending_and_free_text_come_in_urdu(botapi, db_u
 
         bilal.send_text("/pending")  # a requester is no approver, and hears it in English
         assert await said(bilal) == NOT_AN_APPROVER
+        assert english_heard(botapi, APPROVER_A, [resend], after=chose) == []
 
 
 # Bilal's first sheet: an SKU no terms offer (row 2), and a quantity that is no number (row 3).
@@ -275,6 +282,5 @@ async def test_urdu_readers_get_no_english_sentence_from_sheet_to_history(botapi
                    for line in history)  # fmt: skip
 
         for person, taps in ((ali, [late]), (bilal, [])):
-            heard = said_to(botapi, person.id, taps, after=chose[person.id])
-            assert len(heard) >= 3  # the test did see them
-            assert [(t, english_runs(t)) for t in heard if english_runs(t)] == []
+            assert len(said_to(botapi, person.id, taps, after=chose[person.id])) >= 3
+            assert english_heard(botapi, person.id, taps, after=chose[person.id]) == []

@@ -59,3 +59,12 @@ def said_to(botapi: Emulator, user_id: int, taps: Iterable[str] = (), *, after: 
     ]
     answers = [botapi.callback_answer(tap) for tap in taps]
     return texts + [a.text for a in answers if a is not None and a.text]
+
+
+def english_heard(
+    botapi: Emulator, user_id: int, taps: Iterable[str] = (), *, after: int = 0
+) -> list[tuple[str, list[str]]]:
+    """Each message or tap answer since `after` (said_to) that holds an English sentence,
+    with the sentences found: what a test of an Urdu reader asserts is empty."""
+    heard = said_to(botapi, user_id, taps, after=after)
+    return [(text, english_runs(text)) for text in heard if english_runs(text)]
