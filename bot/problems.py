@@ -108,8 +108,21 @@ PROBLEM_TEXTS: dict[ProblemCode, str] = {
         "is not a group name: a lower-case letter, then up to 31 letters, digits, _ or -"
     ),
     ProblemCode.ONE_OF: N_("must be one of {choices}"),
-    # A duration or working hours that do not read: core.ladder's words, as they are.
+    # A schema error this version does not know: pydantic's own words, as they are.
     ProblemCode.UNREADABLE_VALUE: N_("{detail}"),
+    ProblemCode.NOT_A_DURATION: N_(
+        "{value} is not a duration: a whole number and s, m, h or d, as 2h"
+    ),
+    ProblemCode.NO_TIME_AT_ALL: N_("{value} is no time at all: a duration must be more than zero"),
+    ProblemCode.NOT_A_TIME_OF_DAY: N_("{value} is not a time of day: HH:MM, as 09:30"),
+    ProblemCode.NOT_WORKING_HOURS: N_(
+        "{value} is not working hours: days and hours, as Mon-Sat 09:00-19:00"
+    ),
+    ProblemCode.UNKNOWN_DAY: N_("{value}: days are {days}"),
+    ProblemCode.OFF_THE_CLOCK: N_(
+        "{value} has a time that is not on the clock: days and hours, as Mon-Sat 09:00-19:00"
+    ),
+    ProblemCode.HOURS_END_FIRST: N_("{value}: the hours must end after they start"),
     ProblemCode.UNDEFINED_GROUP: N_("group {group} is not defined in [groups] ({groups})"),
     ProblemCode.GROUP_TWICE: N_("a group appears in two stages: one person counts once"),
     ProblemCode.RULE_NAME_TWICE: N_("rule {name} is also rule {rule}"),
@@ -131,6 +144,7 @@ _FIXED: dict[ProblemCode, dict[str, Value]] = {
     ProblemCode.NO_TERMS: {"command": "`manzoori suppliers import FILE.csv`"},
     ProblemCode.NO_CATCH_ALL: {"key": "`when`"},
     ProblemCode.SOFT_WITHOUT_STAGE: {"key": "over_budget_stage"},
+    ProblemCode.UNKNOWN_DAY: {"days": "Mon, Tue, Wed, Thu, Fri, Sat, Sun"},
 }
 
 

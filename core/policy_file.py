@@ -33,7 +33,7 @@ from pydantic import (
     ValidationError,
 )
 
-from core.ladder import Ladder, WorkingHours, parse_clock, parse_duration
+from core.ladder import Ladder, Unreadable, WorkingHours, parse_clock, parse_duration
 from core.policies import BudgetMode, Budgets, Condition, Drift, Policy, Rule, Stage
 from core.problems import Place, Problem, ProblemCode, Value
 from core.terms import is_category, match_key
@@ -198,8 +198,8 @@ def _message(error: Mapping[str, Any]) -> tuple[ProblemCode, dict[str, Value]]:
             return ProblemCode.TEXT_TOO_LONG, {"limit": int(ctx["max_length"])}
         case "literal_error":
             return ProblemCode.ONE_OF, {"choices": str(ctx["expected"])}
-        case "value_error":  # a parser's own words (core.ladder)
-            return ProblemCode.UNREADABLE_VALUE, {"detail": str(ctx["error"])}
+        case "value_error" if isinstance(ctx.get("error"), Unreadable):  # core.ladder's
+            return ctx["error"].code, dict(ctx["error"].values)
     return ProblemCode.UNREADABLE_VALUE, {"detail": str(error["msg"]).lower()}
 
 

@@ -88,6 +88,13 @@ class ProblemCode(StrEnum):
     HARD_WITH_STAGE = "hard_with_stage"  # ()
     SOFT_WITHOUT_STAGE = "soft_without_stage"  # ()
     CATEGORY_TWICE = "category_twice"  # ()
+    NOT_A_DURATION = "not_a_duration"  # value (core.ladder, as those below)
+    NO_TIME_AT_ALL = "no_time_at_all"  # value
+    NOT_A_TIME_OF_DAY = "not_a_time_of_day"  # value
+    NOT_WORKING_HOURS = "not_working_hours"  # value
+    UNKNOWN_DAY = "unknown_day"  # value
+    OFF_THE_CLOCK = "off_the_clock"  # value
+    HOURS_END_FIRST = "hours_end_first"  # value
     POLICY_TOO_BIG = "policy_too_big"  # file, size (bytes)
     NOT_UTF8 = "not_utf8"  # file, byte (counted from 1)
 

@@ -239,3 +239,16 @@ def test_every_refusal_reason_has_its_sentence_in_both_languages():
     for reason in Refusal:
         said = refusal_text(GroupRefused("", reason, **values), tr=UR)
         assert english_runs(said) == [] and said != refusal_text(GroupRefused("", reason, **values))
+
+
+def test_a_ladder_value_that_does_not_read_is_a_problem_in_the_readers_language():
+    policy, problems = parse_policy(SAMPLE.replace('remind_after = "2h"', 'remind_after = "2x"'))
+    assert policy is None
+    (problem,) = problems
+    assert problem.code is ProblemCode.NOT_A_DURATION and problem.values == {"value": "'2x'"}
+    assert problem_text(problem).endswith(
+        "reminders.remind_after: '2x' is not a duration: a whole number and s, m, h or d, as 2h"
+    )
+    assert problem_text(problem, tr=UR).endswith(
+        f"{isolated(chr(39) + '2x' + chr(39))} مدت نہیں: ایک مکمل عدد اور s، m، h یا d، جیسے 2h"
+    )
