@@ -59,7 +59,7 @@ def _plural(count: int, noun: str) -> str:
 
 
 def order_summary(job: Job, draft: Draft, *, tr: Translator = ENGLISH) -> list[str]:
-    """A PO in a few lines: number, supplier, size, total, then its flags (core's words)."""
+    """A PO in a few lines: number, supplier, size, total, then its flags (bot.flags)."""
     lines = tr.plural("{count} line", "{count} lines", len(draft.lines))
     head = (
         f"{tr.ltr(job.po_number)}  {tr.ltr(flatten(draft.supplier_name))} "

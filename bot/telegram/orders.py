@@ -68,7 +68,7 @@ async def _sheet(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         return
     try:
         table = await deps.parser.sheet(data)
-    except UnreadableSheet as refused:  # the reader's words, which quote the file
+    except UnreadableSheet as refused:  # bot.spreadsheets' sentence, in the reader's words
         await reply(update, tr(refused.text, **refused.params))
         return
     name = document.file_name or "sheet"

@@ -6,7 +6,8 @@ reads English throughout."""
 
 from __future__ import annotations
 
-from bot.i18n import isolated
+from bot.i18n import Language, isolated, translator
+from bot.spreadsheets import NOT_A_SHEET
 from bot.telegram.cards import APPROVE_TEXT
 from bot.telegram.notices import NoticeRunner
 from bot.telegram.pending import NOT_AN_APPROVER
@@ -244,6 +245,8 @@ async def test_urdu_readers_get_no_english_sentence_from_sheet_to_history(botapi
         chose[REQUESTER] = await choose_urdu(botapi, bilal)
         await terms_in_force(run.store)
 
+        bilal.send_document(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "photo.csv", "text/csv")
+        assert await said(bilal) == translator(Language.UR)(NOT_A_SHEET)  # the parse worker's
         bilal.send_document(BAD_SHEET, SHEET_NAME, "text/csv")
         assert (await said(bilal)).splitlines()[1:] == [
             f"سطر {isolated('2')}، {isolated('sku')}: {isolated(chr(34) + 'NOPE-1' + chr(34))} "
