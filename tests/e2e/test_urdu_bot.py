@@ -276,6 +276,9 @@ async def test_urdu_readers_get_no_english_sentence_from_sheet_to_history(botapi
         )
         await deliveries_done(run)
         assert (await job_and_decisions(run))[0].state is State.APPROVED
+        edited = botapi.message(APPROVER_A, card.message_id)
+        assert edited.text.startswith(f"✅ منظور از {isolated('Chand, Sana')}، ")
+        assert edited.buttons == []
 
         ali.send_text(f"/history {PO}")
         history = (await said(ali)).splitlines()
