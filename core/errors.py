@@ -8,11 +8,12 @@ ManzooriError
 │   ├── InvalidDraft           a draft that cannot be priced or sent
 │   ├── NotARequester          the sender lacks the requester role
 │   ├── NotAnAdmin             the sender may not manage people
-│   ├── InviteRefused          an invitation code that is forged, expired or used
+│   ├── RefusedError           a refusal the person is told, by its Refusal reason
+│   │   ├── InviteRefused      an invitation code that is forged, expired or used
+│   │   ├── GroupRefused       not an approver, or no such group in the policy in force
+│   │   └── DelegationRefused  a hand-over to oneself, back, to a non-approver, or already over
 │   ├── ReconcileRefused       nothing to reconcile for that job
 │   ├── DraftPurged            the closed PO's draft was removed by the retention purge
-│   ├── GroupRefused           not an approver, or no such group in the policy in force
-│   ├── DelegationRefused      a hand-over to oneself, back, to a non-approver, or already over
 │   └── AlreadyResolved        the PO left the review queue, or moved on, before the choice
 ├── InputError                 what a person or a client sent cannot be used as it is
 │   ├── UnreadableSheet        the file is not a spreadsheet this product reads
