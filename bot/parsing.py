@@ -25,8 +25,9 @@ from dataclasses import dataclass
 from multiprocessing import forkserver, popen_forkserver, process, reduction, spawn, util
 from multiprocessing.connection import Connection
 from multiprocessing.context import set_spawning_popen
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
+from bot.i18n import N_
 from bot.spreadsheets import read_csv_text, read_sheet
 from core.errors import UnreadableSheet
 from core.tables import Row, Table
@@ -36,10 +37,10 @@ if TYPE_CHECKING:  # the fork server preloads this module: keep its imports few
 
 logger = logging.getLogger(__name__)
 
-PARSE_FAILED = (
+PARSE_FAILED = N_(
     "This file could not be read safely: save it as CSV, or send fewer rows, and send it again."
 )
-PARSE_TIMEOUT = (
+PARSE_TIMEOUT = N_(
     "Reading this file took too long: save it as CSV, or send fewer rows, and send it again."
 )
 
@@ -133,11 +134,11 @@ def _work(reader: Reader, data: bytes, sender: Connection, limits: Limits) -> No
     resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
     resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # an abort leaves no core file behind
-    result: Table | str
+    result: Table | tuple[str, dict[str, str | int]]
     try:
         result = reader(data)
-    except UnreadableSheet as refused:
-        result = str(refused)
+    except UnreadableSheet as refused:  # its sentence and values, translated by the parent
+        result = (refused.text, refused.params)
     # Anything else propagates: the worker exits non-zero and the parent says PARSE_FAILED.
     sender.send_bytes(pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
     sender.close()
@@ -177,13 +178,31 @@ def _unpacked(payload: bytes) -> Table:
     except Exception:  # any malformed answer is the same failure
         logger.warning("sheet worker sent an answer that is not a table")
         raise UnreadableSheet(PARSE_FAILED) from None
-    if isinstance(result, str):
-        raise UnreadableSheet(result)
+    if _refusal(result):
+        text, params = result
+        try:
+            refused = UnreadableSheet(text, **params)
+        except (KeyError, IndexError, ValueError):  # its placeholders and values disagree
+            logger.warning("sheet worker sent a refusal that does not fill in")
+            raise UnreadableSheet(PARSE_FAILED) from None
+        raise refused
     if not _well_formed(result):
         logger.warning("sheet worker sent a table of the wrong shape")
         raise UnreadableSheet(PARSE_FAILED)
     assert isinstance(result, Table)
     return result
+
+
+def _refusal(result: object) -> TypeGuard[tuple[str, dict[str, str | int]]]:
+    """Whether the worker's answer is a refusal: a sentence and the values of its placeholders."""
+    if not (isinstance(result, tuple) and len(result) == 2):
+        return False
+    text, params = result
+    return (
+        isinstance(text, str)
+        and isinstance(params, dict)
+        and all(isinstance(k, str) and type(v) in (str, int) for k, v in params.items())
+    )
 
 
 def _well_formed(table: object) -> bool:

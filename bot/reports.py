@@ -1,4 +1,5 @@
-"""What the CLI prints about jobs: JSON-ready dictionaries and plain-text renderings.
+"""What the CLI prints about jobs, and /history says in its reader's language: JSON-ready
+dictionaries and plain-text renderings.
 
 A reason is typed in Telegram and an error is a server's reply: in the text rendering each goes
 through core.texts.flatten, so neither can add a line to /history or `jobs show`."""
@@ -9,13 +10,14 @@ from collections.abc import Mapping
 from datetime import datetime, tzinfo
 from typing import Any
 
+from bot.i18n import ENGLISH, N_, Translator
 from bot.texts import TIMESTAMP, local_time
 from core.delivery import name_of
 from core.effects import message_id
 from core.jobs import AuditEvent, Effect, Job
 from core.money import format_pkr
 from core.pending import COMMENT, COMMENT_TEXT
-from core.policies import Decision
+from core.policies import Decision, Verdict
 from core.ports import ShellReadTx
 from core.retention import JOBS, PURGED, STRANGER_NAMES, Removed, Stale
 from core.texts import flatten
@@ -38,14 +40,18 @@ def job_summary(job: Job) -> dict[str, Any]:
     }
 
 
-_VERB = {"approve": "approved", "reject": "rejected"}
-
-
-def _decided(a: dict[str, Any]) -> str:
+def _decided(a: dict[str, Any], tr: Translator) -> str:
     """ "approved by Bilal (202) for Ali (101)"."""
-    verb = _VERB.get(a["decision"], a["decision"])
-    who = f"{verb} by {flatten(a['reviewer'])} ({a['reviewer_id']})"
-    return who + (f" for {flatten(a['for'])} ({a['for_id']})" if a["for_id"] is not None else "")
+    who = {"name": flatten(a["reviewer"]), "id": a["reviewer_id"]}
+    if a["decision"] == Verdict.APPROVE.value:
+        said = tr("approved by {name} ({id})", **who)
+    elif a["decision"] == Verdict.REJECT.value:
+        said = tr("rejected by {name} ({id})", **who)
+    else:  # a verdict this version does not know: its stored word
+        said = tr("{decision} by {name} ({id})", decision=a["decision"], **who)
+    if a["for_id"] is None:
+        return said
+    return said + tr(" for {name} ({id})", name=flatten(a["for"]), id=a["for_id"])
 
 
 async def job_detail(tx: ShellReadTx, job: Job, mail_domain: str) -> dict[str, Any]:
@@ -147,73 +153,94 @@ def _local(iso: str | None, tz: tzinfo) -> str:
     return "-" if iso is None else local_time(datetime.fromisoformat(iso), tz, TIMESTAMP)
 
 
-def text(detail: dict[str, Any], tz: tzinfo, *, send_errors: bool = True) -> str:
-    """One job for a person to read, times in `tz` (MANZOORI_TIMEZONE); `send_errors`: with
-    the provider's replies to its sends (which may name an address: admins only)."""
+def text(
+    detail: dict[str, Any], tz: tzinfo, *, send_errors: bool = True, tr: Translator = ENGLISH
+) -> str:
+    """One job for a person to read, times in `tz` (MANZOORI_TIMEZONE), in `tr`'s language
+    (states, actions and keys are codes, shown as they are); `send_errors`: with the
+    provider's replies to its sends (which may name an address: admins only)."""
     total = detail["total_paisa"]
     out = [
-        f"{detail['po_number']}  {detail['state']}",
-        f"  draft v{detail['draft_version']}  {detail['draft_hash']}",
-        f"  supplier {detail['supplier_id']}  total "
-        f"{format_pkr(total) if total is not None else '-'}",
-        *_purge_line(detail, tz),
-        "approvals:",
-        *(
-            f"  {_local(a['at'], tz)}  {_decided(a)}"
-            f"  v{a['draft_version']}  stage {a['stage']}  expires {_local(a['expires_at'], tz)}"
-            + (f"  reason: {flatten(a['reason'])}" if a["reason"] else "")
-            for a in detail["approvals"]
+        f"{tr.ltr(detail['po_number'])}  {tr.ltr(detail['state'])}",
+        "  "
+        + tr(
+            "draft v{version}  {hash}", version=detail["draft_version"], hash=detail["draft_hash"]
         ),
-        "sends:",
-        *(
-            f"  {e['idempotency_key']}  {e['status']}  attempts={e['attempts']}"
-            f"  {e['message_id']}"
-            + (
-                f"  last error: {flatten(e['last_error'])}"
-                if e["last_error"] and send_errors
-                else ""
-            )
-            for e in detail["effects"]
+        "  "
+        + tr(
+            "supplier {supplier}  total {total}",
+            supplier=detail["supplier_id"],
+            total=format_pkr(total) if total is not None else "-",
         ),
-        "audit:",
+        *_purge_line(detail, tz, tr),
+        tr("approvals:"),
+        *(_approval_line(a, tz, tr) for a in detail["approvals"]),
+        tr("sends:"),
+        *(_send_line(e, send_errors, tr) for e in detail["effects"]),
+        tr("audit:"),
         *(
-            f"  {_local(a['at'], tz)}  {flatten(a['actor'])}  {a['action']}  "
-            f"{a['from_state'] or '-'} -> "
-            f"{a['to_state'] or '-'}" + _comment(a)
+            f"  {tr.ltr(_local(a['at'], tz))}  {tr.ltr(flatten(a['actor']))}  "
+            f"{tr.ltr(a['action'])}  "
+            + tr.ltr(f"{a['from_state'] or '-'} -> {a['to_state'] or '-'}")
+            + _comment(a, tr)
             for a in detail["audit"]
         ),
     ]
     return "\n".join(out)
 
 
-def _comment(event: dict[str, Any]) -> str:
+def _approval_line(a: dict[str, Any], tz: tzinfo, tr: Translator) -> str:
+    """A decision on /history: when, who (for whom), the version, stage, expiry and reason."""
+    line = f"  {tr.ltr(_local(a['at'], tz))}  {_decided(a, tr)}  " + tr(
+        "v{version}  stage {stage}  expires {expires}",
+        version=a["draft_version"],
+        stage=a["stage"],
+        expires=_local(a["expires_at"], tz),
+    )
+    return line + (tr("  reason: {reason}", reason=flatten(a["reason"])) if a["reason"] else "")
+
+
+def _send_line(e: dict[str, Any], send_errors: bool, tr: Translator) -> str:
+    """A send on /history: its key, status, attempts, Message-ID and (admins) its last error."""
+    line = f"  {tr.ltr(e['idempotency_key'])}  {tr.ltr(e['status'])}  " + tr(
+        "attempts={attempts}", attempts=e["attempts"]
+    )
+    line += f"  {tr.ltr(e['message_id'])}"
+    if e["last_error"] and send_errors:
+        line += tr("  last error: {error}", error=flatten(e["last_error"]))
+    return line
+
+
+def _comment(event: dict[str, Any], tr: Translator) -> str:
     """A comment's text, quoted on its audit line (gone once the purge removed it)."""
     said = event["detail"].get(COMMENT_TEXT) if event["action"] == COMMENT else None
-    return f'  "{flatten(str(said))}"' if said else ""
+    return "  " + tr.ltr(f'"{flatten(str(said))}"') if said else ""
 
 
-def _purge_line(detail: dict[str, Any], tz: tzinfo) -> list[str]:
+def _purge_line(detail: dict[str, Any], tz: tzinfo, tr: Translator) -> list[str]:
     """What the retention purge removed from this job, and when; nothing if it was not purged."""
     if detail["purged_at"] is None:
         return []
-    removed = ", ".join(
-        f"{_KIND_NAMES.get(kind, kind)} {count}" for kind, count in detail["purged"].items()
+    removed = tr(", ").join(
+        tr("{kind} {count}", kind=tr(_KIND_NAMES[kind]) if kind in _KIND_NAMES else kind, count=n)
+        for kind, n in detail["purged"].items()
     )
-    return [f"  purged {_local(detail['purged_at'], tz)} (retention): {removed}"]
+    at = _local(detail["purged_at"], tz)
+    return ["  " + tr("purged {at} (retention): {removed}", at=at, removed=removed)]
 
 
 # How the kinds of purged data read in a report.
 _KIND_NAMES = {
-    Stale.PROCESSED_UPDATES.value: "processed update ids",
-    Stale.DELIVERED_NOTICES.value: "delivered notices",
-    Stale.SUBMISSIONS.value: "sheet records",
-    Stale.EXPIRED_INVITES.value: "expired invitations",
-    STRANGER_NAMES: "names of people without a role",
-    JOBS: "closed jobs purged",
-    Removed.DRAFT_BODIES.value: "draft bodies",
-    Removed.DECISION_REASONS.value: "decision reasons",
-    Removed.AUDIT_TEXTS.value: "audit notes",
-    Removed.EFFECT_PAYLOADS.value: "send receipts",
+    Stale.PROCESSED_UPDATES.value: N_("processed update ids"),
+    Stale.DELIVERED_NOTICES.value: N_("delivered notices"),
+    Stale.SUBMISSIONS.value: N_("sheet records"),
+    Stale.EXPIRED_INVITES.value: N_("expired invitations"),
+    STRANGER_NAMES: N_("names of people without a role"),
+    JOBS: N_("closed jobs purged"),
+    Removed.DRAFT_BODIES.value: N_("draft bodies"),
+    Removed.DECISION_REASONS.value: N_("decision reasons"),
+    Removed.AUDIT_TEXTS.value: N_("audit notes"),
+    Removed.EFFECT_PAYLOADS.value: N_("send receipts"),
 }
 
 

@@ -1,7 +1,8 @@
 """Uploaded CSV and XLSX files as `core.tables.Table`; the content, never the name, tells which.
 
-Every refusal is an `UnreadableSheet` carrying one of the sentences below, so the bot can send
-it to the user as it is and tests can compare against the constant.
+Every refusal is an `UnreadableSheet` carrying one of the sentences below (an English msgid,
+translated where it is sent) and the values of its placeholders, so tests can compare against
+the constant.
 """
 
 from __future__ import annotations
@@ -19,60 +20,63 @@ from zipfile import BadZipFile
 
 import python_calamine
 
+from bot.i18n import N_
 from core.errors import UnreadableSheet
 from core.sheets import MAX_DATA_ROWS
 from core.tables import Cell, Row, Table
 
-EMPTY_FILE = "The file is empty."
-NOT_A_SHEET = (
+EMPTY_FILE = N_("The file is empty.")
+NOT_A_SHEET = N_(
     "This file is not a spreadsheet I can read: send a CSV file (UTF-8 or Windows-1252) "
     "or an Excel .xlsx workbook."
 )
-NOT_CSV = 'This file is not a CSV file I can read: save it from Excel as "CSV UTF-8" and send that.'
-OLD_OR_PROTECTED = (
+NOT_CSV = N_(
+    'This file is not a CSV file I can read: save it from Excel as "CSV UTF-8" and send that.'
+)
+OLD_OR_PROTECTED = N_(
     "This file is an old Excel .xls file or a password-protected workbook: save it as .xlsx "
     "(without a password) or as CSV."
 )
-UNDECODABLE = (
+UNDECODABLE = N_(
     'This file could not be read as UTF-8 or Windows-1252 text: save it from Excel as "CSV UTF-8".'
 )
-MALFORMED_CSV = (
+MALFORMED_CSV = N_(
     'Row {row} of this CSV file could not be read: check its quotation marks ("), then save '
     "the file again."
 )
-UNCLOSED_QUOTE = (
+UNCLOSED_QUOTE = N_(
     'Row {row}: a quotation mark (") opened in this row is never closed, so every row after it '
     "would be lost: close it, then save the file again."
 )
-CELL_TOO_LONG = (
-    "Row {row}: a cell holds more than {limit:,} characters, far more than any sheet needs: "
+CELL_TOO_LONG = N_(
+    "Row {row}: a cell holds more than {limit} characters, far more than any sheet needs: "
     "check that row, then save the file again."
 )
-MIXED_ENCODING = (
+MIXED_ENCODING = N_(
     "Row {row} of this file is not UTF-8 text like the rest of it: save it from Excel as "
     '"CSV UTF-8" and send it again.'
 )
-DAMAGED_WORKBOOK = (
+DAMAGED_WORKBOOK = N_(
     "This Excel workbook is damaged or incomplete: open it in Excel, save it again as .xlsx, "
     "and send it again."
 )
-TOO_LARGE = (
+TOO_LARGE = N_(
     "This workbook is too large once unpacked (over 100 MB): keep only the rows you need, "
     "or save it as CSV."
 )
-UNUSUAL_PARTS = (
+UNUSUAL_PARTS = N_(
     "This Excel workbook names its parts in a way Excel never does: open it in Excel, save it "
     "again as .xlsx, and send it again."
 )
-LONG_SHARED_TEXT = (
-    "A cell of this workbook holds more than {limit:,} characters, far more than any sheet "
+LONG_SHARED_TEXT = N_(
+    "A cell of this workbook holds more than {limit} characters, far more than any sheet "
     "needs: delete that text, or save the sheet as CSV."
 )
-TOO_MUCH_TEXT = (
-    "This workbook repeats so much text that it would take over {limit:,} characters once read: "
+TOO_MUCH_TEXT = N_(
+    "This workbook repeats so much text that it would take over {limit} characters once read: "
     "keep only the rows you need, or save it as CSV."
 )
-TOO_SPREAD_OUT = (
+TOO_SPREAD_OUT = N_(
     "The first sheet of this workbook spans too many cells: delete anything far below or to "
     "the right of your table, or save it as CSV."
 )
@@ -84,6 +88,7 @@ MAX_UNPACKED_BYTES = 100 * 1024 * 1024
 MAX_CELLS = 2_000_000
 # The longest valid cell is a 300-character note; no cell, in CSV or XLSX, needs more than this.
 MAX_CELL_CHARS = 10_000
+_CELL_LIMIT = f"{MAX_CELL_CHARS:,}"  # as the refusals show it
 # calamine writes out a shared string once per cell that refers to it, so one long string
 # referred to by many cells would cost gigabytes; what a sheet may spell out in total.
 MAX_SHEET_TEXT = 64_000_000
@@ -167,21 +172,21 @@ def _read_csv(data: bytes, not_text: str, keep: int | None) -> Table:
                 cut = True
                 break
             if any(len(cell) > MAX_CELL_CHARS for cell in record):
-                raise UnreadableSheet(CELL_TOO_LONG.format(row=number, limit=MAX_CELL_CHARS))
+                raise UnreadableSheet(CELL_TOO_LONG, row=number, limit=_CELL_LIMIT)
             rows.append(Row(number, tuple(record)))
     except csv.Error as error:
-        raise UnreadableSheet(_malformed(number + 1, str(error))) from error
+        raise _malformed(number + 1, str(error)) from error
     # Excel writes semicolons where the decimal mark is a comma (1.000,50).
     return Table(tuple(rows), decimal_comma=delimiter == ";", more_rows=cut)
 
 
-def _malformed(row: int, why: str) -> str:
-    """The sentence for a CSV record the csv module refused, naming the row it starts on."""
+def _malformed(row: int, why: str) -> UnreadableSheet:
+    """The refusal of a CSV record the csv module refused, naming the row it starts on."""
     if "field larger than field limit" in why:
-        return CELL_TOO_LONG.format(row=row, limit=MAX_CELL_CHARS)
+        return UnreadableSheet(CELL_TOO_LONG, row=row, limit=_CELL_LIMIT)
     if "unexpected end of data" in why:
-        return UNCLOSED_QUOTE.format(row=row)
-    return MALFORMED_CSV.format(row=row)
+        return UnreadableSheet(UNCLOSED_QUOTE, row=row)
+    return UnreadableSheet(MALFORMED_CSV, row=row)
 
 
 def _decode(data: bytes) -> str:
@@ -192,7 +197,7 @@ def _decode(data: bytes) -> str:
     except UnicodeDecodeError as error:
         if _UTF8_SEQUENCE.search(data):
             row = data.count(b"\n", 0, error.start) + 1
-            raise UnreadableSheet(MIXED_ENCODING.format(row=row)) from error
+            raise UnreadableSheet(MIXED_ENCODING, row=row) from error
     try:
         return data.decode("cp1252")
     except UnicodeDecodeError:
@@ -244,13 +249,13 @@ def _read_xlsx(data: bytes) -> Table:
 def _refuse_oversized(scan: _SheetScan, longest_shared: int) -> None:
     """Refuse a sheet whose cells reach too far or would spell out too much text."""
     if scan.long_cell_row is not None:
-        raise UnreadableSheet(CELL_TOO_LONG.format(row=scan.long_cell_row, limit=MAX_CELL_CHARS))
+        raise UnreadableSheet(CELL_TOO_LONG, row=scan.long_cell_row, limit=_CELL_LIMIT)
     if scan.last_row * scan.last_column > MAX_CELLS:
         raise UnreadableSheet(TOO_SPREAD_OUT)
     # Each cell of type "s" costs at most the longest shared string: a bound, not a sum, so
     # no list of string lengths is kept.
     if scan.shared_cells * longest_shared > MAX_SHEET_TEXT:
-        raise UnreadableSheet(TOO_MUCH_TEXT.format(limit=MAX_SHEET_TEXT))
+        raise UnreadableSheet(TOO_MUCH_TEXT, limit=f"{MAX_SHEET_TEXT:,}")
 
 
 def _refuse_unusual_names(archive: zipfile.ZipFile) -> None:
@@ -370,7 +375,7 @@ class _StringScan:
         if self._length > self.longest:
             self.longest = self._length
             if self._length > MAX_CELL_CHARS:  # stop now: the rest need not be read
-                raise UnreadableSheet(LONG_SHARED_TEXT.format(limit=MAX_CELL_CHARS))
+                raise UnreadableSheet(LONG_SHARED_TEXT, limit=_CELL_LIMIT)
 
 
 def _parse_part(archive: zipfile.ZipFile, part: str) -> ElementTree.Element:

@@ -12,13 +12,16 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime, tzinfo
 from typing import Any
 
+from bot.flags import flag_text
 from bot.i18n import ENGLISH, N_, Translator
+from bot.policy_texts import policy_lines
+from bot.problems import problem_lines
 from core.approval_policy import PolicyImport
 from core.drafts import Draft, mask_email
-from core.flags import describe
 from core.jobs import Job
 from core.money import format_pkr
 from core.policies import DEFAULT_GROUP, Policy
+from core.problems import Problem
 from core.purchasing import Submission, Superseded, TermsImport
 from core.states import State
 from core.terms import Terms, offers_by_supplier
@@ -56,25 +59,25 @@ def _plural(count: int, noun: str) -> str:
 
 
 def order_summary(job: Job, draft: Draft, *, tr: Translator = ENGLISH) -> list[str]:
-    """A PO in a few lines: number, supplier, size, total, then its flags (core's words)."""
+    """A PO in a few lines: number, supplier, size, total, then its flags (bot.flags)."""
     lines = tr.plural("{count} line", "{count} lines", len(draft.lines))
     head = (
         f"{tr.ltr(job.po_number)}  {tr.ltr(flatten(draft.supplier_name))} "
         f"({tr.ltr(mask_email(draft.recipient_email))})  {lines}  "
         f"{tr.ltr(format_pkr(draft.total_paisa))}"
     )
-    return [head, *(f"  ! {tr.ltr(describe(flag))}" for flag in draft.flags)]
+    return [head, *(f"  ! {flag_text(flag, tr=tr)}" for flag in draft.flags)]
 
 
 def submission(
     result: Submission, sheet_name: str, *, preview: bool = False, tr: Translator = ENGLISH
 ) -> str:
-    """What became of a sheet: every problem (core's words, which quote the file), or the
-    POs made (or that would be made)."""
+    """What became of a sheet: every problem (bot.problems, quoting the file), or the POs
+    made (or that would be made)."""
     sheet = flatten(sheet_name)
     if result.problems:
         lead = tr("{sheet}: not accepted; nothing was created. Please fix:", sheet=sheet)
-        return "\n".join([lead, *(tr.ltr(flatten(problem)) for problem in result.problems)])
+        return "\n".join([lead, *problem_lines(result.problems, tr=tr)])
     n = len(result.orders)
     if result.repeated:
         lead = tr.plural(
@@ -123,12 +126,8 @@ def terms_import(result: TermsImport, file_name: str) -> str:
     """The outcome of `suppliers import`."""
     file_name = flatten(file_name)
     if result.problems:
-        return "\n".join(
-            [
-                f"{file_name}: not imported; nothing changed. Please fix:",
-                *map(flatten, result.problems),
-            ]
-        )
+        lead = f"{file_name}: not imported; nothing changed. Please fix:"
+        return "\n".join([lead, *problem_lines(result.problems)])
     if not result.created:
         same = f"the same content as the terms in force, {result.version}"
         return f"{file_name} has {same}; nothing imported"
@@ -136,16 +135,20 @@ def terms_import(result: TermsImport, file_name: str) -> str:
 
 
 def policy_problems(
-    problems: Iterable[str], file_name: str, *, imported: bool = False, tr: Translator = ENGLISH
+    problems: Iterable[Problem],
+    file_name: str,
+    *,
+    imported: bool = False,
+    tr: Translator = ENGLISH,
 ) -> str:
     """Why `policy check` (or `policy import`) refused a policy file, every problem with its
-    line (core's words, quoted)."""
+    line (bot.problems)."""
     name = flatten(file_name)
     if imported:
         lead = tr("{file}: not imported; nothing changed. Please fix:", file=name)
     else:
         lead = tr("{file}: not a valid approval policy. Please fix:", file=name)
-    return "\n".join([lead, *(tr.ltr(flatten(problem)) for problem in problems)])
+    return "\n".join([lead, *problem_lines(problems, tr=tr)])
 
 
 def policy_import(result: PolicyImport, file_name: str, *, tr: Translator = ENGLISH) -> str:
@@ -182,10 +185,10 @@ def unreachable_warnings(groups: Iterable[str], *, tr: Translator = ENGLISH) -> 
 def policy_described(
     policy: Policy, record: Mapping[str, Any] | None, tz: tzinfo, *, tr: Translator = ENGLISH
 ) -> list[str]:
-    """What `policy show` says of the policy in force: its rules in words (core's, English),
+    """What `policy show` says of the policy in force: its rules in words (bot.policy_texts),
     and who imported it when (`record`: its stored version's row; None for the configured
     default)."""
-    lines = [tr.ltr(line) if line else line for line in policy.describe()]
+    lines = policy_lines(policy, tr=tr)
     if record is not None:
         at = record["imported_at"]
         assert isinstance(at, datetime)
@@ -209,7 +212,7 @@ def superseded(changes: Iterable[Superseded]) -> str:
                 f"(was v{item.previous_version}); earlier approvals no longer count "
                 "and it needs a new approval"
             )
-        lines += [f"  ! {describe(flag)}" for flag in item.changes]
+        lines += [f"  ! {flag_text(flag)}" for flag in item.changes]
     return "\n".join(lines) if lines else "no waiting purchase order is affected"
 
 

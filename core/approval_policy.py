@@ -11,8 +11,8 @@ from core.notices import policy_alert
 from core.policies import Policy, content_hash
 from core.policy_file import parse_policy
 from core.ports import Offload, ReadTx, Store
+from core.problems import Problem, ProblemCode, Value
 from core.purchasing import run_inline
-from core.tables import summarise
 from core.terms import version_id
 from core.texts import flatten
 from core.workflow import retry_on_stale
@@ -26,16 +26,16 @@ class PolicyImport:
     """What an import did: the version in force, whether it is new, and its groups nobody can
     approve for (by name); or the problems."""
 
-    problems: tuple[str, ...] = ()
+    problems: tuple[Problem, ...] = ()
     version: str = ""
     created: bool = False
     unreachable: tuple[str, ...] = ()
 
 
-def check_policy(text: str) -> tuple[Policy | None, tuple[str, ...]]:
+def check_policy(text: str) -> tuple[Policy | None, tuple[Problem, ...]]:
     """`manzoori policy check`: the policy, or every problem with its line, in line order."""
     policy, problems = parse_policy(text)
-    return policy, tuple(summarise(problems))
+    return policy, tuple(problems)  # parse_policy sorts them by line
 
 
 def policy_text(data: bytes, name: str) -> str:
@@ -46,16 +46,16 @@ def policy_text(data: bytes, name: str) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise UnreadablePolicy(
-            f"{flatten(name)} is not UTF-8 text (byte {error.start + 1})"
-        ) from None
+        values: dict[str, Value] = {"file": flatten(name), "byte": error.start + 1}
+        raise UnreadablePolicy(Problem(0, None, ProblemCode.NOT_UTF8, values)) from None
 
 
-def policy_too_big(size: int, name: str) -> str | None:
-    """The sentence refusing a policy file of `size` bytes before it is read, or None."""
+def policy_too_big(size: int, name: str) -> Problem | None:
+    """The problem refusing a policy file of `size` bytes before it is read, or None."""
     if size <= MAX_POLICY_BYTES:
         return None
-    return f"{flatten(name)} is {size:,} bytes; a policy file is at most 256 KB"
+    values: dict[str, Value] = {"file": flatten(name), "size": size}
+    return Problem(0, None, ProblemCode.POLICY_TOO_BIG, values)
 
 
 async def import_policy(

@@ -22,6 +22,7 @@ from core.jobs import Job
 from core.money import format_pkr
 from core.policies import Budgets, Policy, Route
 from core.ports import ReadTx
+from core.problems import Problem, ProblemCode
 from core.states import State
 
 # POs whose money is spent, or as good as: approved, and not (yet) known to be unsent.
@@ -151,12 +152,22 @@ async def needs_reason(tx: ReadTx, job: Job, now: datetime, zone: tzinfo) -> boo
     return over_budget(await month_standings(tx, policy, draft.lines, now, zone))
 
 
-def refusal(found: Iterable[CategoryMonth]) -> list[str]:
+def refusal(found: Iterable[CategoryMonth]) -> list[Problem]:
     """Why a sheet is refused in hard mode: each category it takes over, with the figures."""
     return [
-        f"Over the {c.month.title} budget for {c.category}: budget {format_pkr(c.budget_paisa)}, "
-        f"committed {format_pkr(c.committed_paisa)}, this sheet uses {format_pkr(c.uses_paisa)}, "
-        f"over by {format_pkr(c.over_paisa)}."
+        Problem(
+            0,
+            None,
+            ProblemCode.OVER_BUDGET,
+            {
+                "month": c.month.title,
+                "category": c.category,
+                "budget": format_pkr(c.budget_paisa),
+                "committed": format_pkr(c.committed_paisa),
+                "uses": format_pkr(c.uses_paisa),
+                "over": format_pkr(c.over_paisa),
+            },
+        )
         for c in found
         if c.over
     ]

@@ -18,10 +18,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, tzinfo
 
-from core.errors import DelegationRefused
+from core.errors import DelegationRefused, Refusal
 
 # The longest hand-over a person may set in one go: a long leave is set again, on purpose.
 LONGEST = timedelta(days=90)
+# Why a delegation ending at or before now is refused (for logs; the shell says it).
+PAST = "that time has passed: name a later date or a duration"
 _DURATION = re.compile(r"(\d{1,4})([dh])")
 
 
@@ -69,14 +71,14 @@ def parse_until(text: str, now: datetime, tz: tzinfo) -> datetime:
         except ValueError:
             day = None
         if day is None:
-            raise DelegationRefused(
-                f"{text!r} is not a date (YYYY-MM-DD) or a duration like 3d or 12h"
-            )
+            message = f"{text!r} is not a date (YYYY-MM-DD) or a duration like 3d or 12h"
+            raise DelegationRefused(message, Refusal.NOT_A_DATE, text=repr(text))
         until = datetime.combine(day + timedelta(days=1), time(), tz)
     if until <= now:
-        raise DelegationRefused("that time has passed: name a later date or a duration")
+        raise DelegationRefused(PAST, Refusal.IN_THE_PAST)
     if until - now > LONGEST:
-        raise DelegationRefused(f"a delegation lasts at most {LONGEST.days} days")
+        message = f"a delegation lasts at most {LONGEST.days} days"
+        raise DelegationRefused(message, Refusal.TOO_LONG, days=LONGEST.days)
     return until
 
 
@@ -90,16 +92,19 @@ def check_delegation(
     approvers, they are two people, and the delegate has not handed over to the delegator
     (no delegation back). `active`: the delegations active now."""
     if delegator == delegate:
-        raise DelegationRefused("nobody delegates to themselves")
+        raise DelegationRefused("nobody delegates to themselves", Refusal.TO_ONESELF)
     held = set(approvers)
-    for who, name in ((delegator, "the one away"), (delegate, "the delegate")):
+    for who, name, why in (
+        (delegator, "the one away", Refusal.AWAY_NOT_APPROVER),
+        (delegate, "the delegate", Refusal.DELEGATE_NOT_APPROVER),
+    ):
         if who not in held:
-            raise DelegationRefused(f"user {who} ({name}) is not an approver")
+            raise DelegationRefused(f"user {who} ({name}) is not an approver", why, user=who)
     for d in active:
         if (d.delegator, d.delegate) == (delegate, delegator):
-            raise DelegationRefused(
-                f"user {delegate} has delegated to user {delegator}: no delegation back"
-            )
+            message = f"user {delegate} has delegated to user {delegator}: no delegation back"
+            values = {"delegate": delegate, "delegator": delegator}
+            raise DelegationRefused(message, Refusal.DELEGATION_BACK, **values)
 
 
 def acting_for(delegations: Iterable[Delegation], now: datetime) -> dict[int, int]:

@@ -205,8 +205,8 @@ def _below_minimum(
 
 
 def line_diff(old: Draft, new: Draft) -> list[LineDiff]:
-    """The lines of `old` whose quantity `new` changes, by SKU, numbered as in `old` (after 0:
-    the line was dropped)."""
+    """The lines of `old` whose quantity `new` changes, numbered as in `old` (after 0: the line
+    was dropped). Matched by SKU, which names one line of a draft (one order line each)."""
     after = {line.sku: line.quantity for line in new.lines}
     return [
         LineDiff(number, line.sku, line.quantity, after.get(line.sku, 0))

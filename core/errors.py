@@ -8,11 +8,12 @@ ManzooriError
 │   ├── InvalidDraft           a draft that cannot be priced or sent
 │   ├── NotARequester          the sender lacks the requester role
 │   ├── NotAnAdmin             the sender may not manage people
-│   ├── InviteRefused          an invitation code that is forged, expired or used
+│   ├── RefusedError           a refusal the person is told, by its Refusal reason
+│   │   ├── InviteRefused      an invitation code that is forged, expired or used
+│   │   ├── GroupRefused       not an approver, or no such group in the policy in force
+│   │   └── DelegationRefused  a hand-over to oneself, back, to a non-approver, or already over
 │   ├── ReconcileRefused       nothing to reconcile for that job
 │   ├── DraftPurged            the closed PO's draft was removed by the retention purge
-│   ├── GroupRefused           not an approver, or no such group in the policy in force
-│   ├── DelegationRefused      a hand-over to oneself, back, to a non-approver, or already over
 │   ├── AlreadyResolved        the PO left the review queue, or moved on, before the choice
 │   └── ReadRefused            the viewer may not read that PO (core.po_view)
 ├── InputError                 what a person or a client sent cannot be used as it is
@@ -52,6 +53,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from core.problems import Problem
+
 
 class ManzooriError(Exception):
     """Base of every error this project raises on purpose."""
@@ -90,8 +93,39 @@ class NotAnAdmin(WorkflowError):
     """The sender is neither a configured admin nor holds the admin role."""
 
 
-class InviteRefused(WorkflowError):
-    """The invitation is forged, altered, expired or already used; the message says which."""
+class Refusal(StrEnum):
+    """Why an invitation, a group change or a delegation was refused: what the shell says
+    (bot.refusals), from the `values` the error carries (named in each comment)."""
+
+    INVITE_ROLE = "invite_role"  # role
+    GROUP_FOR_REQUESTER = "group_for_requester"  # ()
+    INVITE_EXPIRED = "invite_expired"  # ()
+    INVITE_INVALID = "invite_invalid"  # ()
+    INVITE_USED = "invite_used"  # ()
+    INVITE_WITHDRAWN = "invite_withdrawn"  # ()
+    UNKNOWN_GROUPS = "unknown_groups"  # groups, known (", "-joined)
+    NOT_AN_APPROVER_YET = "not_an_approver_yet"  # user
+    NOT_A_DATE = "not_a_date"  # text
+    IN_THE_PAST = "in_the_past"  # ()
+    TOO_LONG = "too_long"  # days
+    TO_ONESELF = "to_oneself"  # ()
+    AWAY_NOT_APPROVER = "away_not_approver"  # user
+    DELEGATE_NOT_APPROVER = "delegate_not_approver"  # user
+    DELEGATION_BACK = "delegation_back"  # delegate, delegator
+    NOTHING_TO_END = "nothing_to_end"  # user
+
+
+class RefusedError(WorkflowError):
+    """A refusal a person reads: the message (English, for logs and the CLI), and `reason`
+    and `values`, from which the shell says it in the person's language."""
+
+    def __init__(self, message: str, reason: Refusal, **values: str | int) -> None:
+        super().__init__(message)
+        self.reason, self.values = reason, values
+
+
+class InviteRefused(RefusedError):
+    """The invitation is forged, altered, expired or already used; the reason says which."""
 
 
 class ReconcileRefused(WorkflowError):
@@ -102,11 +136,11 @@ class DraftPurged(WorkflowError):
     """The closed PO's draft body was removed by the retention purge (core.retention)."""
 
 
-class GroupRefused(WorkflowError):
+class GroupRefused(RefusedError):
     """A user cannot be put in those approver groups: not an approver, or no such group."""
 
 
-class DelegationRefused(WorkflowError):
+class DelegationRefused(RefusedError):
     """A delegation that cannot be: to oneself, back to one's own delegator, to or from
     someone who is not an approver, ending in the past, or none to end."""
 
@@ -130,7 +164,13 @@ class InputError(ManzooriError):
 
 
 class UnreadableSheet(InputError):
-    """The file is not a spreadsheet this product reads; the message is one plain sentence."""
+    """The file is not a spreadsheet this product reads: `text` is one plain sentence (the
+    shell's, with `{name}` placeholders; translated where it is sent), `params` their values,
+    and the message the sentence filled in."""
+
+    def __init__(self, text: str, /, **params: str | int) -> None:
+        super().__init__(text.format(**params))
+        self.text, self.params = text, params
 
 
 class BadPeriod(InputError):
@@ -138,7 +178,12 @@ class BadPeriod(InputError):
 
 
 class UnreadablePolicy(InputError):
-    """The file cannot be an approval policy (too large, not text); one plain sentence."""
+    """The file cannot be an approval policy (too large, not text): `problem` says why, as a
+    code and its values (core.problems), which the shell says; the message is the code."""
+
+    def __init__(self, problem: Problem) -> None:
+        super().__init__(f"{problem.code.value}: {dict(problem.values)}")
+        self.problem = problem
 
 
 class BadClientId(InputError):
@@ -192,9 +237,17 @@ class SelfApproval(ApprovalError):
 class NotYourTurn(ApprovalError):
     """The request waits for a stage whose group the reviewer is not in."""
 
+    def __init__(self, stage: int, group: str) -> None:
+        super().__init__(f"stage {stage} waits for {group}")  # for logs; the shell says it
+        self.stage, self.group = stage, group  # the stage counted from 1, and its group
+
 
 class DelegationEnded(ApprovalError):
     """The reviewer held the card for an approver who was away, and that delegation is over."""
+
+    def __init__(self, delegator: int) -> None:
+        super().__init__(f"you no longer act for user {delegator}: their delegation has ended")
+        self.delegator = delegator  # the approver back now, whose card the reviewer held
 
 
 class DraftChanged(ApprovalError):

@@ -12,14 +12,12 @@ from datetime import datetime
 
 from core.drafts import Draft, DraftLine, Flag
 from core.flags import FlagCode, ordered
+from core.problems import Problem, ProblemCode, Value
 from core.sheets import Item, read_items
-from core.tables import Problem, Table, quote, summarise
+from core.tables import Table, quote
 from core.terms import Offer, Supplier, Terms, match_key
 
-NO_TERMS = (
-    "No supplier terms have been imported yet, so nothing can be priced: an admin must run "
-    "`manzoori suppliers import FILE.csv` first."
-)
+NO_TERMS = Problem(0, None, ProblemCode.NO_TERMS)
 # Five times the last order is beyond a seasonal peak: more likely 500 typed for 50.
 QUANTITY_JUMP_FACTOR = 5
 
@@ -60,17 +58,22 @@ def po_number(year: int, serial: int) -> str:
     return f"PO-{year}-{serial:04d}"
 
 
-def check_sheet(table: Table, terms: Terms | None) -> tuple[list[Order], list[str]]:
-    """Every problem with a sheet, as lines to show; none means the orders can be drafted."""
+def check_sheet(table: Table, terms: Terms | None) -> tuple[list[Order], list[Problem]]:
+    """Every problem with a sheet, in row order; none means the orders can be drafted."""
     items, problems = read_items(table)
     if problems and not items:  # nothing to price: no header, too many rows, no SKU at all
-        return [], summarise(problems)
+        return [], in_file_order(problems)
     if terms is None:
         return [], [NO_TERMS]
     orders, more = plan(items, terms)
     if problems or more:
-        return [], summarise(problems + more)
+        return [], in_file_order(problems + more)
     return orders, []
+
+
+def in_file_order(problems: list[Problem]) -> list[Problem]:
+    """Problems by row; stable, so one row's problems keep the order they were found in."""
+    return sorted(problems, key=lambda p: p.row)
 
 
 def plan(items: Sequence[Item], terms: Terms) -> tuple[list[Order], list[Problem]]:
@@ -83,12 +86,10 @@ def plan(items: Sequence[Item], terms: Terms) -> tuple[list[Order], list[Problem
             continue
         pair = (match_key(line.offer.supplier_id), match_key(line.offer.sku))
         if pair in chosen:
-            first = chosen[pair].item.row
-            message = (
-                f"{line.offer.sku} from {line.offer.supplier_id} is already on row "
-                f"{first}; put the whole quantity on one row"
-            )
-            problems.append(Problem(item.row, "sku", message))
+            offer, first = line.offer, chosen[pair].item.row
+            values: dict[str, Value] = {"sku": offer.sku, "supplier": offer.supplier_id}
+            values["first"] = first
+            problems.append(Problem(item.row, "sku", ProblemCode.ALREADY_ON_ROW, values))
         else:
             chosen[pair] = line
     if problems:
@@ -107,11 +108,11 @@ def _match(item: Item, terms: Terms, problems: list[Problem]) -> OrderLine | Non
     offers = terms.offers_of(item.sku)
     supplier = terms.supplier(item.supplier_id) if item.supplier_id is not None else None
     if not offers:
-        message = f"{quote(item.sku)} is not in the current supplier terms"
-        problems.append(Problem(item.row, "sku", message))
+        values = {"value": quote(item.sku)}
+        problems.append(Problem(item.row, "sku", ProblemCode.UNKNOWN_SKU, values))
     if item.supplier_id is not None and supplier is None:
-        message = f"{quote(item.supplier_id)} is not a supplier in the current terms"
-        problems.append(Problem(item.row, "supplier_id", message))
+        values = {"value": quote(item.supplier_id)}
+        problems.append(Problem(item.row, "supplier_id", ProblemCode.UNKNOWN_SUPPLIER, values))
     if not offers or (item.supplier_id is not None and supplier is None):
         return None
     if supplier is None:
@@ -119,8 +120,8 @@ def _match(item: Item, terms: Terms, problems: list[Problem]) -> OrderLine | Non
     offer = terms.offer(supplier.supplier_id, item.sku)
     if offer is None:
         others = ", ".join(o.supplier_id for o in offers)
-        message = f"{supplier.supplier_id} does not offer {quote(item.sku)} (offered by {others})"
-        problems.append(Problem(item.row, "sku", message))
+        values = {"supplier": supplier.supplier_id, "value": quote(item.sku), "others": others}
+        problems.append(Problem(item.row, "sku", ProblemCode.NOT_OFFERED, values))
         return None
     return OrderLine(item, offer, chosen_by_price=False)
 

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, tzinfo
 from enum import StrEnum
 
+from core.problems import ProblemCode
+
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _DURATION = re.compile(r"^\s*(\d{1,6})\s*([smhd])\s*$")
 _DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
@@ -25,6 +27,16 @@ _HOURS = re.compile(
 _CLOCK = re.compile(r"^\s*(\d{2}):(\d{2})\s*$")
 # Sixty days: further than any request waits, and far enough to cross every closed stretch.
 _HORIZON = 60
+
+
+class Unreadable(ValueError):
+    """A duration, a time of day or working hours that do not read: the message says how in
+    English (for the configuration's errors), and `code` with the text quoted in `values`
+    lets a policy file's reader be told in their language (core.problems)."""
+
+    def __init__(self, message: str, code: ProblemCode, text: str) -> None:
+        super().__init__(message)
+        self.code, self.values = code, {"value": repr(text)}
 
 
 class Step(StrEnum):
@@ -39,10 +51,12 @@ def parse_duration(text: str) -> timedelta:
     """'90s', '45m', '2h', '3d' as a duration; ValueError naming what is wrong."""
     found = _DURATION.match(text)
     if found is None:
-        raise ValueError(f"{text!r} is not a duration: a whole number and s, m, h or d, as 2h")
+        message = f"{text!r} is not a duration: a whole number and s, m, h or d, as 2h"
+        raise Unreadable(message, ProblemCode.NOT_A_DURATION, text)
     seconds = int(found[1]) * _UNITS[found[2]]
     if seconds == 0:
-        raise ValueError(f"{text!r} is no time at all: a duration must be more than zero")
+        message = f"{text!r} is no time at all: a duration must be more than zero"
+        raise Unreadable(message, ProblemCode.NO_TIME_AT_ALL, text)
     return timedelta(seconds=seconds)
 
 
@@ -50,7 +64,8 @@ def parse_clock(text: str) -> time:
     """'09:30' as a time of day; ValueError naming what is wrong."""
     found = _CLOCK.match(text)
     if found is None or int(found[1]) > 23 or int(found[2]) > 59:
-        raise ValueError(f"{text!r} is not a time of day: HH:MM, as 09:30")
+        message = f"{text!r} is not a time of day: HH:MM, as 09:30"
+        raise Unreadable(message, ProblemCode.NOT_A_TIME_OF_DAY, text)
     return time(int(found[1]), int(found[2]))
 
 
@@ -70,17 +85,21 @@ class WorkingHours:
         found = _HOURS.match(text)
         shape = "days and hours, as Mon-Sat 09:00-19:00"
         if found is None:
-            raise ValueError(f"{text!r} is not working hours: {shape}")
+            message = f"{text!r} is not working hours: {shape}"
+            raise Unreadable(message, ProblemCode.NOT_WORKING_HOURS, text)
         first, last = (found[1].lower(), (found[2] or found[1]).lower())
         if first not in _DAYS or last not in _DAYS:
-            raise ValueError(f"{text!r}: days are Mon, Tue, Wed, Thu, Fri, Sat, Sun")
+            message = f"{text!r}: days are Mon, Tue, Wed, Thu, Fri, Sat, Sun"
+            raise Unreadable(message, ProblemCode.UNKNOWN_DAY, text)
         a, b = _DAYS.index(first), _DAYS.index(last)
         days = frozenset((a + n) % 7 for n in range((b - a) % 7 + 1))
         start, end = int(found[3]) * 60 + int(found[4]), int(found[5]) * 60 + int(found[6])
         if int(found[4]) > 59 or int(found[6]) > 59 or start >= 24 * 60 or end > 24 * 60:
-            raise ValueError(f"{text!r} has a time that is not on the clock: {shape}")
+            message = f"{text!r} has a time that is not on the clock: {shape}"
+            raise Unreadable(message, ProblemCode.OFF_THE_CLOCK, text)
         if end <= start:
-            raise ValueError(f"{text!r}: the hours must end after they start")
+            message = f"{text!r}: the hours must end after they start"
+            raise Unreadable(message, ProblemCode.HOURS_END_FIRST, text)
         return cls(days, start, end)
 
     def is_open(self, at: datetime, zone: tzinfo) -> bool:
@@ -118,14 +137,16 @@ class Ladder:
     before_expiry: timedelta | None = None
     digest_at: time | None = None
 
-    def describe(self) -> str:
-        """The ladder in words, for `policy show`."""
-        parts = [f"remind after {_shown(self.remind_after)}"]
+    def canonical(self) -> str:
+        """The ladder as the text a policy's content hash is taken over (core.policies). These
+        words must never change, or every stored policy would change version; people read
+        the ladder in their own language (bot.policy_texts)."""
+        parts = [f"remind after {shown(self.remind_after)}"]
         if self.escalate_after is not None:
             to = f" and {self.escalate_to}" if self.escalate_to else ""
-            parts.append(f"escalate to the admins{to} after {_shown(self.escalate_after)}")
+            parts.append(f"escalate to the admins{to} after {shown(self.escalate_after)}")
         if self.before_expiry is not None:
-            parts.append(f"warn {_shown(self.before_expiry)} before expiry")
+            parts.append(f"warn {shown(self.before_expiry)} before expiry")
         if self.digest_at is not None:
             parts.append(f"digest at {self.digest_at:%H:%M}")
         hours = self.working_hours
@@ -136,8 +157,8 @@ class Ladder:
         return f"{', '.join(parts)}; working hours {days} {span}"
 
 
-def _shown(duration: timedelta) -> str:
-    """A duration as the file would write it."""
+def shown(duration: timedelta) -> str:
+    """A duration as the policy file writes it: 90s, 45m, 2h, 3d."""
     seconds = int(duration.total_seconds())
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
         if seconds % size == 0:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from core import notices
-from core.delegations import Delegation, check_delegation
+from core.delegations import PAST, Delegation, check_delegation
 from core.errors import (
     DelegationRefused,
     ExpiredToken,
@@ -16,6 +16,7 @@ from core.errors import (
     InvalidToken,
     InviteRefused,
     NotAnAdmin,
+    Refusal,
 )
 from core.jobs import AuditEvent, Stamp
 from core.policies import DEFAULT_GROUP, Policy, Role
@@ -30,14 +31,11 @@ INVITE_TTL = timedelta(hours=72)
 # People an admin may invite; admins come from the configuration, /promote or
 # `manzoori users grant`.
 INVITABLE = frozenset({Role.APPROVER, Role.REQUESTER})
-# What a person opening a link that cannot register them is told.
-INVITE_EXPIRED = "This invitation link has expired; ask an admin for a new one."
-INVITE_INVALID = "This invitation link is not valid; ask an admin for a new one."
-INVITE_USED = "This invitation link was already used; ask an admin for a new one."
-INVITE_WITHDRAWN = (
-    "This invitation link was withdrawn: the admin who made it is no longer an admin. "
-    "Ask an admin for a new one."
-)
+# Why a link cannot register someone, for logs (the person is told by bot.refusals).
+INVITE_EXPIRED = "invitation link expired"
+INVITE_INVALID = "invitation link not valid"
+INVITE_USED = "invitation link already used"
+INVITE_WITHDRAWN = "invitation link withdrawn: the admin who made it is no longer an admin"
 
 
 @dataclass(frozen=True)
@@ -85,9 +83,11 @@ async def create_invite(
     An approver's may name a `group` of the approval policy in force (`default` while none is
     imported) to join; without one, they join its first group."""
     if role not in INVITABLE:
-        raise InviteRefused(f"invitations are for approvers and requesters, not {role.value}s")
+        message = f"invitations are for approvers and requesters, not {role.value}s"
+        raise InviteRefused(message, Refusal.INVITE_ROLE, role=role.value)
     if group is not None and role is not Role.APPROVER:
-        raise GroupRefused("only an approver's invitation can name a group")
+        message = "only an approver's invitation can name a group"
+        raise GroupRefused(message, Refusal.GROUP_FOR_REQUESTER)
     async with store.begin() as tx:
         if not is_admin(admin_id, await tx.roles(admin_id), configured_admins):
             raise NotAnAdmin(f"user {admin_id} is not an admin")
@@ -112,13 +112,16 @@ async def redeem_invite(
     try:
         invite = verify_invite(secret, code, now)
     except InvalidToken as error:
-        why = INVITE_EXPIRED if isinstance(error, ExpiredToken) else INVITE_INVALID
-        raise InviteRefused(why) from error
+        if isinstance(error, ExpiredToken):
+            raise InviteRefused(INVITE_EXPIRED, Refusal.INVITE_EXPIRED) from error
+        raise InviteRefused(INVITE_INVALID, Refusal.INVITE_INVALID) from error
     async with store.begin() as tx:
         used = await tx.use_invite(invite.invite_id, user_id, now)
         if used is None:
             withdrawn = await tx.invite_withdrawn(invite.invite_id)
-            raise InviteRefused(INVITE_WITHDRAWN if withdrawn else INVITE_USED)
+            if withdrawn:
+                raise InviteRefused(INVITE_WITHDRAWN, Refusal.INVITE_WITHDRAWN)
+            raise InviteRefused(INVITE_USED, Refusal.INVITE_USED)
         role, group = used
         stamp = Stamp(f"invite:{invite.invite_id}", now)
         await _grant(tx, user_id, role, stamp, default, group)
@@ -160,10 +163,9 @@ def require_groups(policy: Policy, groups: Collection[str]) -> None:
     """Raise GroupRefused unless every one of `groups` is a group of `policy`."""
     unknown = sorted(set(groups) - set(policy.groups))
     if unknown:
-        known = ", ".join(policy.groups)
-        raise GroupRefused(
-            f"no group {', '.join(unknown)} in the approval policy in force ({known})"
-        )
+        known, named = ", ".join(policy.groups), ", ".join(unknown)
+        message = f"no group {named} in the approval policy in force ({known})"
+        raise GroupRefused(message, Refusal.UNKNOWN_GROUPS, groups=named, known=known)
 
 
 async def set_groups(
@@ -186,7 +188,8 @@ async def set_groups(
         ):
             raise NotAnAdmin(f"user {admin_id} is not an admin")
         if Role.APPROVER not in await tx.roles(user_id):
-            raise GroupRefused(f"user {user_id} is not an approver: grant the role first")
+            message = f"user {user_id} is not an approver: grant the role first"
+            raise GroupRefused(message, Refusal.NOT_AN_APPROVER_YET, user=user_id)
         require_groups(await policy_now(tx, default), groups)
         explicit = set(groups) - {DEFAULT_GROUP}  # `approvers` is every approver already
         joined, left = await tx.set_groups(user_id, explicit, stamp.actor, stamp.at)
@@ -304,7 +307,7 @@ async def delegate(
     async with store.begin() as tx:
         await _may_act_for(tx, delegator, acting_id, configured_admins)
         if until <= stamp.at:
-            raise DelegationRefused("that time has passed: name a later date or a duration")
+            raise DelegationRefused(PAST, Refusal.IN_THE_PAST)
         active = await _active(tx, stamp.at)
         approvers = (await tx.group_members({DEFAULT_GROUP}))[DEFAULT_GROUP]
         check_delegation(delegator, delegate_id, approvers, active)
@@ -344,7 +347,8 @@ async def come_back(
                 ended = await _end(tx, active, stamp, default)
                 if ended is not None:
                     return ended
-        raise DelegationRefused(f"user {delegator} has no delegation to end")
+        message = f"user {delegator} has no delegation to end"
+        raise DelegationRefused(message, Refusal.NOTHING_TO_END, user=delegator)
 
 
 async def end_due_delegations(

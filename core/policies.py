@@ -25,7 +25,6 @@ from core.drafts import Draft, Flag
 from core.errors import AlreadyDecided, NotAnApprover, NotYourTurn, SelfApproval
 from core.flags import FlagCode
 from core.ladder import Ladder
-from core.money import format_pkr
 from core.retries import RetryPolicy
 from core.terms import match_key
 
@@ -168,19 +167,6 @@ class Condition:
             return False
         return not self.categories or not self.categories.isdisjoint(c.lower() for c in categories)
 
-    def describe(self) -> str:
-        """The condition in words, for the audit trail and `policy show`."""
-        parts = []
-        if self.total_above_paisa is not None:
-            parts.append(f"total above {format_pkr(self.total_above_paisa)}")
-        if self.total_at_most_paisa is not None:
-            parts.append(f"total at most {format_pkr(self.total_at_most_paisa)}")
-        if self.suppliers:
-            parts.append("supplier " + " or ".join(sorted(self.suppliers)))
-        if self.categories:
-            parts.append("category " + " or ".join(sorted(self.categories)))
-        return ", ".join(parts) or "every request"
-
 
 @dataclass(frozen=True)
 class Rule:
@@ -248,39 +234,6 @@ class Policy:
         """What cards and /users call a group."""
         return self.groups.get(group, group)
 
-    def describe(self) -> list[str]:
-        """The policy in words, one line each, as `manzoori policy show` prints it."""
-        lines = [f"Version: {self.version or 'none imported (the configured default)'}"]
-        lines.append("Groups: " + ", ".join(f"{g} ({t})" for g, t in self.groups.items()))
-        for number, rule in enumerate(self.rules, start=1):
-            stages = " then ".join(_stage(s, self) for s in rule.stages)
-            lines.append(f"Rule {number}, {rule.name}: {rule.when.describe()}: {stages}")
-        if self.drift is not None:
-            drift = self.drift
-            lines.append(
-                f"Drift: a line more than {drift.percent}% above the last sent PO adds "
-                f"{_stage(drift.add_stage, self)}"
-            )
-        if self.budgets is not None:
-            budgets = self.budgets
-            months = ", ".join(
-                f"{c} {format_pkr(p)}" for c, p in sorted(budgets.monthly_paisa.items())
-            )
-            over = (
-                f"; over budget adds {_stage(budgets.over_budget_stage, self)} and a reason"
-                if budgets.over_budget_stage
-                else "; a sheet over budget is refused"
-            )
-            lines.append(f"Budgets ({budgets.mode.value}), a month: {months}{over}")
-        if self.reminders is not None:
-            lines.append(f"Reminders: {self.reminders.describe()}")
-        return lines
-
-
-def _stage(stage: Stage, policy: Policy) -> str:
-    people = "1 approval" if stage.approvals == 1 else f"{stage.approvals} approvals"
-    return f"{people} of {policy.title(stage.group)}"
-
 
 def content_hash(policy: Policy) -> str:
     """sha256 of the policy's content in canonical form: the identity of a version, whatever
@@ -302,7 +255,7 @@ def _plain(policy: Policy) -> dict[str, Any]:
         ]
 
     budgets = policy.budgets
-    ladder = {} if policy.reminders is None else {"reminders": policy.reminders.describe()}
+    ladder = {} if policy.reminders is None else {"reminders": policy.reminders.canonical()}
     return {
         **ladder,  # only when set: the hash of a policy without one is what it always was
         "groups": [[name, title] for name, title in policy.groups.items()],
@@ -545,4 +498,4 @@ def stage_for(
     for delegator in sorted(d for d, delegate in acting.items() if delegate == reviewer_id):
         if delegator in in_group:
             return counted.stage, delegator
-    raise NotYourTurn(f"stage {counted.stage + 1} waits for {group}")
+    raise NotYourTurn(counted.stage + 1, group)

@@ -33,12 +33,12 @@ from pydantic import (
     ValidationError,
 )
 
-from core.ladder import Ladder, WorkingHours, parse_clock, parse_duration
+from core.ladder import Ladder, Unreadable, WorkingHours, parse_clock, parse_duration
 from core.policies import BudgetMode, Budgets, Condition, Drift, Policy, Rule, Stage
-from core.tables import Problem
-from core.terms import NOT_A_CATEGORY, is_category, match_key
+from core.problems import Place, Problem, ProblemCode, Value
+from core.terms import is_category, match_key
 
-_LINE = "Line"
+_LINE = Place.LINE
 Path = tuple[str | int, ...]
 
 # Group names are typed in commands (/invite approver managers): one word, lower case.
@@ -138,65 +138,69 @@ _END = re.compile(r"\s*\(at end of document\)$")
 
 
 def _syntax(error: tomllib.TOMLDecodeError) -> Problem:
-    message = str(error)
+    message = str(error)  # tomllib's own words: what it found, and where
     found = _AT.search(message)
     if found:
-        return Problem(int(found[1]), None, f"not valid TOML: {message[: found.start()]}", _LINE)
+        detail = {"detail": message[: found.start()]}
+        return Problem(int(found[1]), None, ProblemCode.NOT_TOML, detail, _LINE)
     end = _END.search(message)
     line = 0 if end is None else 1  # "at end of document": the message says where
-    return Problem(line, None, f"not valid TOML: {message}", _LINE)
+    return Problem(line, None, ProblemCode.NOT_TOML, {"detail": message}, _LINE)
 
 
 def _schema(error: Mapping[str, Any], lines: Mapping[Path, int]) -> Problem:
     loc: Path = tuple(error["loc"])
     loc = tuple(p for p in loc if not (isinstance(p, str) and _UNION_MEMBER.match(p)))
     kind = error["type"]
-    if kind == "extra_forbidden":
-        parent, key = loc[:-1], loc[-1]
-        return Problem(line_of(lines, loc), shown(parent) or None, f"unknown key {key!r}", _LINE)
-    if kind == "missing":
-        parent, key = loc[:-1], loc[-1]
-        return Problem(line_of(lines, parent), shown(parent) or None, f"{key!r} is missing", _LINE)
-    return Problem(line_of(lines, loc), shown(loc) or None, _message(error), _LINE)
+    if kind in ("extra_forbidden", "missing"):
+        parent, key = loc[:-1], {"key": repr(loc[-1])}
+        code = ProblemCode.UNKNOWN_KEY if kind == "extra_forbidden" else ProblemCode.MISSING_KEY
+        at = line_of(lines, loc if kind == "extra_forbidden" else parent)
+        return Problem(at, shown(parent) or None, code, key, _LINE)
+    code, values = _message(error)
+    return Problem(line_of(lines, loc), shown(loc) or None, code, values, _LINE)
 
 
 _UNION_MEMBER = re.compile(r"^\[key\]$")  # pydantic's mark of a dict key's own error
 
 
-def _message(error: Mapping[str, Any]) -> str:
+# pydantic's error types that need no value, and the problem each is.
+_KINDS = {
+    "int_type": ProblemCode.NOT_WHOLE_NUMBER,
+    "int_from_float": ProblemCode.NOT_WHOLE_NUMBER,
+    "float_type": ProblemCode.NOT_A_NUMBER,
+    "string_type": ProblemCode.NOT_TEXT,
+    "list_type": ProblemCode.NOT_A_LIST,
+    "dict_type": ProblemCode.NOT_A_TABLE,
+    "model_type": ProblemCode.NOT_A_TABLE,
+    "model_attributes_type": ProblemCode.NOT_A_TABLE,
+    "too_short": ProblemCode.NOT_EMPTY,
+    "string_too_short": ProblemCode.NOT_EMPTY,
+    "string_pattern_mismatch": ProblemCode.NOT_A_GROUP_NAME,
+}
+
+
+def _message(error: Mapping[str, Any]) -> tuple[ProblemCode, dict[str, Value]]:
+    """A schema error as a problem code and its values."""
     kind, ctx = error["type"], error.get("ctx", {})
+    if kind in _KINDS:
+        return _KINDS[kind], {}
     match kind:
-        case "int_type" | "int_from_float":
-            return "must be a whole number"
-        case "float_type":
-            return "must be a number"
-        case "string_type":
-            return "must be text in quotes"
-        case "list_type":
-            return "must be a list in [ ]"
-        case "dict_type" | "model_type" | "model_attributes_type":
-            return "must be a table"
         case "greater_than_equal":
-            return f"must be at least {_number(ctx['ge'])}"
+            return ProblemCode.AT_LEAST, {"bound": _number(ctx["ge"])}
         case "greater_than":
-            return f"must be more than {_number(ctx['gt'])}"
+            return ProblemCode.MORE_THAN, {"bound": _number(ctx["gt"])}
         case "less_than_equal":
-            return f"must be at most {_number(ctx['le'])}"
-        case "too_short":
-            return "must not be empty"
+            return ProblemCode.AT_MOST, {"bound": _number(ctx["le"])}
         case "too_long":
-            return f"has too many entries (at most {ctx['max_length']})"
-        case "string_too_short":
-            return "must not be empty"
+            return ProblemCode.TOO_MANY_ENTRIES, {"limit": int(ctx["max_length"])}
         case "string_too_long":
-            return f"is too long (at most {ctx['max_length']} characters)"
-        case "string_pattern_mismatch":
-            return "is not a group name: a lower-case letter, then up to 31 letters, digits, _ or -"
+            return ProblemCode.TEXT_TOO_LONG, {"limit": int(ctx["max_length"])}
         case "literal_error":
-            return f"must be one of {ctx['expected']}"
-        case "value_error":  # a parser's own words (core.ladder)
-            return str(ctx["error"])
-    return str(error["msg"]).lower()
+            return ProblemCode.ONE_OF, {"choices": str(ctx["expected"])}
+        case "value_error" if isinstance(ctx.get("error"), Unreadable):  # core.ladder's
+            return ctx["error"].code, dict(ctx["error"].values)
+    return ProblemCode.UNREADABLE_VALUE, {"detail": str(error["msg"]).lower()}
 
 
 def _number(value: float) -> str:
@@ -229,8 +233,8 @@ def _cross_checks(data: dict[str, Any], lines: Mapping[Path, int]) -> list[Probl
     schema's problems; a value of the wrong kind is left to the schema."""
     problems: list[Problem] = []
 
-    def bad(path: Path, message: str) -> None:
-        problems.append(Problem(line_of(lines, path), shown(path), message, _LINE))
+    def bad(path: Path, code: ProblemCode, values: Mapping[str, Value] | None = None) -> None:
+        problems.append(Problem(line_of(lines, path), shown(path), code, values or {}, _LINE))
 
     groups = _table(data.get("groups"))
 
@@ -239,8 +243,8 @@ def _cross_checks(data: dict[str, Any], lines: Mapping[Path, int]) -> list[Probl
         if not isinstance(group, str):
             return None
         if groups and group not in groups:
-            defined = ", ".join(groups)
-            bad((*path, "group"), f"group {group!r} is not defined in [groups] ({defined})")
+            undefined = {"group": repr(group), "groups": ", ".join(groups)}
+            bad((*path, "group"), ProblemCode.UNDEFINED_GROUP, undefined)
         return group
 
     rules = data.get("rules")
@@ -257,43 +261,43 @@ def _cross_checks(data: dict[str, Any], lines: Mapping[Path, int]) -> list[Probl
         ]
         named = [g for g in named if g is not None]
         if len(set(named)) != len(named):
-            bad((*at, "stages"), "a group appears in two stages: one person counts once")
+            bad((*at, "stages"), ProblemCode.GROUP_TWICE)
         name = rule.get("name")
         if isinstance(name, str):
             if name.strip() in seen:
-                bad((*at, "name"), f"rule {name!r} is also rule {seen[name.strip()] + 1}")
+                twice: dict[str, Value] = {"name": repr(name), "rule": seen[name.strip()] + 1}
+                bad((*at, "name"), ProblemCode.RULE_NAME_TWICE, twice)
             seen.setdefault(name.strip(), index)
         when = _table(rule.get("when"))
         above, most = when.get("total_above_pkr"), when.get("total_at_most_pkr")
         if isinstance(above, int) and isinstance(most, int) and most <= above:
-            bad((*at, "when"), f"no total is above {above:,} and at most {most:,}")
+            bad((*at, "when"), ProblemCode.NO_TOTAL, {"above": above, "most": most})
         if catch_all is not None:
             first = _table(rules[catch_all]).get("name", "")
-            bad(at, f"never applies: rule {catch_all + 1} ({first!r}) applies to every request")
+            bad(at, ProblemCode.NEVER_APPLIES, {"rule": catch_all + 1, "name": repr(first)})
         elif not when:
             catch_all = index
     if rules and catch_all is None:
-        bad(("rules", len(rules) - 1), "the last rule must apply to every request: no `when`")
+        bad(("rules", len(rules) - 1), ProblemCode.NO_CATCH_ALL)
     drift = _table(data.get("drift"))
     if "add_stage" in drift:
         stage(("drift", "add_stage"), drift["add_stage"])
     budgets = _table(data.get("budgets"))
     mode, over = budgets.get("mode"), ("budgets", "over_budget_stage")
     if mode == "hard" and "over_budget_stage" in budgets:
-        bad(over, "hard mode refuses a sheet over budget: it has no stage to add")
+        bad(over, ProblemCode.HARD_WITH_STAGE)
     elif mode == "soft" and "over_budget_stage" not in budgets:
-        bad(("budgets", "mode"), "soft mode needs an over_budget_stage to add")
+        bad(("budgets", "mode"), ProblemCode.SOFT_WITHOUT_STAGE)
     elif "over_budget_stage" in budgets:
         stage(over, budgets["over_budget_stage"])
     escalate_to = _table(data.get("reminders")).get("escalate_to")
     if isinstance(escalate_to, str) and groups and escalate_to not in groups:
-        defined = ", ".join(groups)
-        where: Path = ("reminders", "escalate_to")
-        bad(where, f"group {escalate_to!r} is not defined in [groups] ({defined})")
+        undefined = {"group": repr(escalate_to), "groups": ", ".join(groups)}
+        bad(("reminders", "escalate_to"), ProblemCode.UNDEFINED_GROUP, undefined)
     months = _table(budgets.get("monthly_pkr"))
     categories = [c.strip().lower() for c in months]
     if len(set(categories)) != len(categories):
-        bad(("budgets", "monthly_pkr"), "a category appears twice (case does not count)")
+        bad(("budgets", "monthly_pkr"), ProblemCode.CATEGORY_TWICE)
     written: list[tuple[Path, object]] = [(("budgets", "monthly_pkr", c), c) for c in months]
     for index, raw in enumerate(rules):
         listed = _table(_table(raw).get("when")).get("categories")
@@ -301,7 +305,7 @@ def _cross_checks(data: dict[str, Any], lines: Mapping[Path, int]) -> list[Probl
             written.append((("rules", index, "when", "categories", n), c))
     for path, category in written:
         if isinstance(category, str) and category.strip() and not is_category(category.strip()):
-            bad(path, f"{category.strip()!r} {NOT_A_CATEGORY}")
+            bad(path, ProblemCode.NOT_A_CATEGORY, {"value": repr(category.strip())})
     return problems
 
 

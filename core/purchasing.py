@@ -18,13 +18,14 @@ from core.budgets import month_standings, refusal
 from core.dispatch import cancel_open_effects
 from core.drafts import Draft, Flag, canonical_bytes
 from core.errors import NotARequester
-from core.intake import build_draft, check_sheet, po_number, redraft
+from core.intake import build_draft, check_sheet, in_file_order, po_number, redraft
 from core.jobs import WORKFLOW_VERSION, AuditEvent, Job, NewJob, Stamp
 from core.policies import BudgetMode, Role, Rules
 from core.ports import Offload, ReadTx, Store, Tx
+from core.problems import Problem, ProblemCode
 from core.service import Revision, open_in, revise_in
 from core.states import Action, State
-from core.tables import Table, summarise
+from core.tables import Table
 from core.terms import Terms, content_hash, parse_terms, version_id
 from core.workflow import move, policy_now, retry_on_stale
 
@@ -32,10 +33,7 @@ T = TypeVar("T")
 # A sheet is planned at most this often: the terms changing again during the second check
 # is a rare race, and the requester is told to send the sheet again (TERMS_CHANGED).
 PLANS = 2
-TERMS_CHANGED = (
-    "The supplier terms changed twice while this sheet was being checked; nothing was "
-    "created. Please send it again."
-)
+TERMS_CHANGED = Problem(0, None, ProblemCode.TERMS_CHANGED)
 
 # Approved but not yet (possibly) sent: a new price must be approved before it is mailed.
 REDRAFTABLE = frozenset({State.AWAITING_APPROVAL, State.APPROVED, State.FAILED_RETRYABLE})
@@ -54,7 +52,7 @@ class Sheet:
 class Submission:
     """What a sheet became: problems (nothing made), or POs with their drafts."""
 
-    problems: tuple[str, ...] = ()
+    problems: tuple[Problem, ...] = ()
     orders: tuple[tuple[Job, Draft], ...] = ()
     repeated: bool = False  # the same requester sent the same bytes before: these are its POs
     # Groups some POs wait for with nobody in them to ask: no card went out, admins alerted.
@@ -65,7 +63,7 @@ class Submission:
 class TermsImport:
     """What an import did: the version in force, whether it is new, or the problems."""
 
-    problems: tuple[str, ...] = ()
+    problems: tuple[Problem, ...] = ()
     version: str = ""
     created: bool = False
 
@@ -84,7 +82,7 @@ async def import_terms(store: Store, table: Table, now: datetime, actor: str) ->
     """Check a terms file and store it as the new version, unless it equals the current one."""
     terms, problems = parse_terms(table)
     if terms is None:
-        return TermsImport(problems=tuple(summarise(problems)))
+        return TermsImport(problems=tuple(in_file_order(problems)))
     return await _store_terms(store, terms, content_hash(terms), now, actor)
 
 
@@ -200,7 +198,7 @@ async def dual_flag_above(tx: ReadTx, rules: Rules) -> int | None:
 
 async def hard_budget_refusal(
     tx: ReadTx, drafts: Sequence[Draft], now: datetime, rules: Rules
-) -> list[str]:
+) -> list[Problem]:
     """Why a sheet is refused under a hard budget in force: each category its POs together
     take over this month, with the figures; nothing if none does (or no hard budget)."""
     policy = await policy_now(tx, rules.approval.default_policy)
@@ -217,7 +215,7 @@ async def _require_requester(tx: ReadTx, requester_id: int) -> None:
 
 async def _plan(
     store: Store, table: Table, terms: Terms | None, rules: Rules, offload: Offload
-) -> tuple[list[Draft], list[str]]:
+) -> tuple[list[Draft], list[Problem]]:
     """Check and price a sheet against `terms`: CPU work through `offload`, and one read-only
     transaction for the price history in between."""
     orders, problems = await offload(functools.partial(check_sheet, table, terms))

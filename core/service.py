@@ -257,9 +257,7 @@ async def _refuse(tx: ReadTx, job: Job, review: Review, now: datetime, default: 
             if d.delegate == review.reviewer_id and d.delegator in group
         ]  # fmt: skip
         if ended:  # they held the card for someone back now
-            raise DelegationEnded(
-                f"you no longer act for user {ended[0]}: their delegation has ended"
-            ) from None
+            raise DelegationEnded(ended[0]) from None
         raise
     return _Allowed(where, stage, on_behalf_of)
 

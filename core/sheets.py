@@ -12,10 +12,10 @@ import re
 from dataclasses import dataclass
 from datetime import date, time, timedelta
 
+from core.problems import Problem, ProblemCode, Value
 from core.tables import (
     OVERSIZE,
     Cell,
-    Problem,
     Row,
     Table,
     cell,
@@ -32,11 +32,7 @@ OPTIONAL = ("supplier_id", "notes")
 # What one Telegram upload or one approval card can reasonably carry.
 MAX_SHEET_BYTES = 5 * 1024 * 1024
 MAX_DATA_ROWS = 10_000
-TOO_MANY_ROWS = (
-    f"The sheet has more than {MAX_DATA_ROWS:,} rows to order; the limit is {MAX_DATA_ROWS:,}. "
-    "Split it into smaller sheets."
-)
-HEADER_FORMULA = "cell {cell} holds a formula; type the column name itself instead"
+TOO_MANY_ROWS = Problem(0, None, ProblemCode.TOO_MANY_ROWS, {"limit": MAX_DATA_ROWS})
 # No restock line is this large; the cap keeps every total inside a 64-bit integer of paisa
 # (1,000,000 units x Rs 1,000,000 x 10,000 lines < 2**63).
 MAX_QUANTITY = 1_000_000
@@ -58,28 +54,23 @@ class Item:
     note: str = ""
 
 
-def too_big(size: int) -> str | None:
-    """The sentence refusing a file of `size` bytes, or None if the size is fine."""
+def too_big(size: int) -> Problem | None:
+    """The problem refusing a file of `size` bytes, or None if the size is fine."""
     if size <= MAX_SHEET_BYTES:
         return None
     shown = math.ceil(size * 10 / 1024 / 1024) / 10  # rounded up: 5 MB + 1 byte is "5.1 MB"
-    return f"The file is {shown:.1f} MB; the limit is {MAX_SHEET_BYTES // 1024 // 1024} MB."
+    limit = MAX_SHEET_BYTES // 1024 // 1024
+    values: dict[str, Value] = {"size": f"{shown:.1f}", "limit": limit}
+    return Problem(0, None, ProblemCode.FILE_TOO_BIG, values)
 
 
 def read_items(table: Table) -> tuple[list[Item], list[Problem]]:
     """Check the header and every row; return the items and every problem found."""
     # First: a file cut at the limit was not read to its end, so nothing else about it is known.
     if table.more_rows:
-        return [], [Problem(0, None, TOO_MANY_ROWS)]
+        return [], [TOO_MANY_ROWS]
     if not table.rows:
-        return [], [
-            Problem(
-                0,
-                None,
-                "The sheet is empty: the first row must be the header "
-                "sku, quantity (optional: supplier_id, notes).",
-            )
-        ]
+        return [], [Problem(0, None, ProblemCode.EMPTY_SHEET)]
     header, *rows = table.rows
     # A header cell computed by a formula (a spilled array, say) could rename any column.
     if header.formulas:
@@ -87,7 +78,8 @@ def read_items(table: Table) -> tuple[list[Item], list[Problem]]:
             Problem(
                 header.number,
                 None,
-                HEADER_FORMULA.format(cell=f"{column_letter(index)}{header.number}"),
+                ProblemCode.HEADER_FORMULA,
+                {"cell": f"{column_letter(index)}{header.number}"},
             )
             for index in sorted(header.formulas)
         ]
@@ -95,9 +87,9 @@ def read_items(table: Table) -> tuple[list[Item], list[Problem]]:
     if problems:
         return [], problems
     if not rows:
-        return [], [Problem(0, None, "The sheet has a header but no rows to order.")]
+        return [], [Problem(0, None, ProblemCode.NO_ROWS)]
     if len(rows) > MAX_DATA_ROWS:  # a reader that does not cut at the limit
-        return [], [Problem(0, None, TOO_MANY_ROWS)]
+        return [], [TOO_MANY_ROWS]
     items = []
     for row in rows:
         row_problems = _formulas(row, columns)
@@ -111,7 +103,7 @@ def read_items(table: Table) -> tuple[list[Item], list[Problem]]:
 
 def _formulas(row: Row, columns: dict[str, int]) -> list[Problem]:
     return [
-        Problem(row.number, name, "holds a formula; type the value itself instead")
+        Problem(row.number, name, ProblemCode.FORMULA)
         for name, index in columns.items()
         if index in row.formulas
     ]
@@ -131,30 +123,27 @@ def _read_row(
     raw_quantity = value("quantity")
     quantity = whole_number(raw_quantity, decimal_comma)
     if not sku and columns["sku"] not in row.formulas:
-        problems.append(Problem(row.number, "sku", "is empty"))
+        problems.append(Problem(row.number, "sku", ProblemCode.EMPTY))
     if columns["quantity"] in row.formulas:
         pass  # reported as a formula already
     elif not text_of(raw_quantity).strip():
-        problems.append(Problem(row.number, "quantity", "is empty"))
+        problems.append(Problem(row.number, "quantity", ProblemCode.EMPTY))
     elif isinstance(raw_quantity, date | time | timedelta):  # Excel turned "10/3" into a date
-        message = (
-            f"{quote(raw_quantity)} is a date, not a whole number; format the column "
-            "as Number and type the quantity again"
-        )
-        problems.append(Problem(row.number, "quantity", message))
+        values: dict[str, Value] = {"value": quote(raw_quantity)}
+        problems.append(Problem(row.number, "quantity", ProblemCode.DATE_NOT_QUANTITY, values))
     elif quantity is None:
-        message = f"{quote(raw_quantity)} is not a whole number"
-        problems.append(Problem(row.number, "quantity", message))
+        values = {"value": quote(raw_quantity)}
+        problems.append(Problem(row.number, "quantity", ProblemCode.NOT_WHOLE, values))
     elif quantity < 1:
         shown = quote(raw_quantity) if quantity <= -OVERSIZE else str(quantity)
-        problems.append(Problem(row.number, "quantity", f"{shown} must be at least 1"))
+        problems.append(Problem(row.number, "quantity", ProblemCode.BELOW_ONE, {"value": shown}))
     elif quantity > MAX_QUANTITY:
         shown = quote(raw_quantity) if quantity >= OVERSIZE else f"{quantity:,}"
-        message = f"{shown} is more than the {MAX_QUANTITY:,} one row can order"
-        problems.append(Problem(row.number, "quantity", message))
+        values = {"value": shown, "limit": MAX_QUANTITY}
+        problems.append(Problem(row.number, "quantity", ProblemCode.ABOVE_ROW_LIMIT, values))
     if len(note) > MAX_NOTE:
-        message = f"is {len(note)} characters long; the limit is {MAX_NOTE}"
-        problems.append(Problem(row.number, "notes", message))
+        values = {"length": len(note), "limit": MAX_NOTE}
+        problems.append(Problem(row.number, "notes", ProblemCode.TOO_LONG, values))
     if not sku:
         return None
     usable = quantity is not None and 1 <= quantity <= MAX_QUANTITY

@@ -1,7 +1,7 @@
 """Spreadsheet rows as plain values, and the rules for reading their cells.
 
 The shell turns a CSV or XLSX file into a `Table`; the intake and terms rules read it here, so
-CSV and XLSX get exactly the same checks and messages.
+CSV and XLSX get exactly the same checks, and the same problems (codes with their values).
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import date, time, timedelta
 from decimal import Decimal, InvalidOperation
 
+from core.problems import Place, Problem, ProblemCode, Value
 from core.texts import flatten
 
 # What a cell can hold once read: CSV gives text only; XLSX also numbers, booleans and dates.
@@ -49,64 +50,31 @@ class Table:
     more_rows: bool = False
 
 
-@dataclass(frozen=True)
-class Problem:
-    """One thing wrong with a file, placed where a spreadsheet shows it (the header is 1)."""
-
-    row: int
-    column: str | None
-    message: str
-    noun: str = "Row"  # "Line" for the supplier terms file, which people open in an editor
-
-    def __str__(self) -> str:
-        if self.row == 0:  # about the whole file, not one place in it
-            return self.message
-        place = f"{self.noun} {self.row}" + (f", {self.column}" if self.column else "")
-        return f"{place}: {self.message}"
-
-
-# A reply lists this many problems, then says how many more there are.
-PROBLEMS_LISTED = 50
-
-
-def summarise(problems: list[Problem], limit: int = PROBLEMS_LISTED) -> list[str]:
-    """The problems as lines of text, in file order, capped with "… and N more problems"."""
-    ordered = sorted(problems, key=lambda p: p.row)  # stable: one row's problems keep order
-    lines = [str(p) for p in ordered[:limit]]
-    if len(ordered) > limit:
-        more = len(ordered) - limit
-        lines.append(f"… and {more} more problem{'s' if more != 1 else ''}")
-    return lines
-
-
 def read_header(
-    row: Row, required: tuple[str, ...], optional: tuple[str, ...], noun: str = "Row"
+    row: Row, required: tuple[str, ...], optional: tuple[str, ...], place: Place = Place.ROW
 ) -> tuple[dict[str, int], list[Problem]]:
     """Map column names to indexes; name every missing, unknown or repeated column."""
     columns: dict[str, int] = {}
     problems: list[Problem] = []
     known = (*required, *optional)
-    expected = ", ".join(required) + (f" (optional: {', '.join(optional)})" if optional else "")
+    expected = {"columns": ", ".join(required), "optional": ", ".join(optional)}
     if not any(normalise_header(value) in known for value in row.cells):
-        message = f"this is not a header; the first row must name the columns {expected}"
-        return {}, [Problem(row.number, None, message, noun)]
+        return {}, [Problem(row.number, None, ProblemCode.NOT_A_HEADER, expected, place)]
     for index, cell in enumerate(row.cells):
         name = normalise_header(cell)
         if not name:
             continue  # an empty header cell; data under it is reported by the caller
         if name not in known:
-            message = f"unknown column {quote(cell)}; the columns are {expected}"
-            problems.append(Problem(row.number, None, message, noun))
+            values: dict[str, Value] = {"value": quote(cell), **expected}
+            problems.append(Problem(row.number, None, ProblemCode.UNKNOWN_COLUMN, values, place))
         elif name in columns:
-            problems.append(Problem(row.number, name, "this column appears twice", noun))
+            problems.append(Problem(row.number, name, ProblemCode.COLUMN_TWICE, {}, place))
         else:
             columns[name] = index
     missing = [name for name in required if name not in columns]
     if missing:
-        names = ", ".join(missing)
-        problems.append(
-            Problem(row.number, None, f"missing column{'s' * (len(missing) > 1)} {names}", noun)
-        )
+        counted: dict[str, Value] = {"names": ", ".join(missing), "count": len(missing)}
+        problems.append(Problem(row.number, None, ProblemCode.MISSING_COLUMNS, counted, place))
     return columns, problems
 
 
@@ -117,15 +85,16 @@ def cell(row: Row, index: int | None) -> Cell:
     return row.cells[index]
 
 
-def stray_cells(row: Row, columns: dict[str, int], noun: str = "Row") -> list[Problem]:
+def stray_cells(row: Row, columns: dict[str, int], place: Place = Place.ROW) -> list[Problem]:
     """Values in columns that have no header: the user probably shifted a cell."""
     used = set(columns.values())
     return [
         Problem(
             row.number,
             None,
-            f"value {quote(value)} in column {column_letter(i)}, which has no header",
-            noun,
+            ProblemCode.STRAY_CELL,
+            {"value": quote(value), "letter": column_letter(i)},
+            place,
         )
         for i, value in enumerate(row.cells)
         if i not in used and text_of(value).strip()

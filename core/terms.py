@@ -16,9 +16,9 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 from core.drafts import is_email, is_identifier, mask_email
+from core.problems import Place, Problem, ProblemCode, Value
 from core.tables import (
     OVERSIZE,
-    Problem,
     Row,
     Table,
     cell,
@@ -50,19 +50,9 @@ _CATEGORY = re.compile(r"[^\W_](?:[\w .&/'-]{0,62}[^\W_])?")
 # Rs 1,000,000 a unit: far above any retail item, and it keeps totals inside 64-bit paisa.
 MAX_UNIT_PRICE_PAISA = 100_000_000
 MAX_LIMIT = 1_000_000_000  # min_qty and max_qty: far beyond any order, well inside 64 bits
-# What an unusable supplier_email is told, after the value quoted: the sender must be able to
-# put it unchanged in both the To header and RCPT TO (core.drafts.is_email).
-NOT_AN_ADDRESS = (
-    "is not a plain e-mail address like orders@supplier.pk: ASCII letters, digits and "
-    ". _ + - ' before the @ (no spaces, quotes, brackets, colons, % or !), "
-    "a domain name with a dot after it"
-)
-NOT_A_CATEGORY = (
-    "is not a category name: up to 64 letters, digits, spaces and . & / - _ ', starting and "
-    "ending with a letter or digit"
-)
-_LINE = "Line"  # the terms file is CSV: people open it in an editor, which counts lines
-_Bad = Callable[[str, str], None]  # records a problem in one column of the current line
+_LINE = Place.LINE  # the terms file is CSV: people open it in an editor, which counts lines
+# Records a problem in one column of the current line.
+_Bad = Callable[[str, ProblemCode, Mapping[str, Value]], None]
 
 
 @dataclass(frozen=True)
@@ -167,17 +157,13 @@ def version_id(sha256: str, imported_at: datetime) -> str:
 def parse_terms(table: Table) -> tuple[Terms | None, list[Problem]]:
     """Check a whole terms file; return the terms only if there is no problem at all."""
     if not table.rows:
-        return None, [
-            Problem(1, None, "the file is empty; the first line must be the header", _LINE)
-        ]
+        return None, [Problem(1, None, ProblemCode.TERMS_EMPTY, {}, _LINE)]
     header, *rows = table.rows
     columns, problems = read_header(header, REQUIRED, OPTIONAL, _LINE)
     if problems:
         return None, problems
     if not rows:
-        return None, [
-            Problem(header.number, None, "the file has a header but no supplier lines", _LINE)
-        ]
+        return None, [Problem(header.number, None, ProblemCode.NO_SUPPLIER_LINES, {}, _LINE)]
     offers: list[Offer] = []
     suppliers: dict[str, tuple[Supplier, int]] = {}
     seen: dict[tuple[str, str], int] = {}
@@ -200,19 +186,16 @@ def _text(row: Row, columns: dict[str, int], name: str) -> str:
 def _read_line(
     row: Row, columns: dict[str, int], problems: list[Problem], decimal_comma: bool
 ) -> tuple[Offer | None, Supplier | None]:
-    def bad(column: str, message: str) -> None:
-        problems.append(Problem(row.number, column, message, _LINE))
+    def bad(column: str, code: ProblemCode, values: Mapping[str, Value] | None = None) -> None:
+        problems.append(Problem(row.number, column, code, values or {}, _LINE))
 
     before = len(problems)
     supplier_id, sku = _text(row, columns, "supplier_id"), _text(row, columns, "sku")
     for column, value in (("supplier_id", supplier_id), ("sku", sku)):
         if not value:
-            bad(column, "is empty")
+            bad(column, ProblemCode.EMPTY)
         elif not is_identifier(value):
-            bad(
-                column,
-                f"{quote(value)} is not a plain code (letters and digits, joined by . _ / -)",
-            )
+            bad(column, ProblemCode.NOT_A_CODE, {"value": quote(value)})
     name, email = _text(row, columns, "supplier_name"), _text(row, columns, "supplier_email")
     description = _text(row, columns, "description")
     for column, value, limit in (
@@ -220,16 +203,16 @@ def _read_line(
         ("description", description, _MAX_DESCRIPTION),
     ):
         if not value:
-            bad(column, "is empty")
+            bad(column, ProblemCode.EMPTY)
         elif len(value) > limit:
-            bad(column, f"is {len(value)} characters long; the limit is {limit}")
+            bad(column, ProblemCode.TOO_LONG, {"length": len(value), "limit": limit})
     if not email:
-        bad("supplier_email", "is empty")
-    elif not is_email(email):
-        bad("supplier_email", f"{quote(email)} {NOT_AN_ADDRESS}")
+        bad("supplier_email", ProblemCode.EMPTY)
+    elif not is_email(email):  # the sender puts it unchanged in To and RCPT TO
+        bad("supplier_email", ProblemCode.NOT_AN_ADDRESS, {"value": quote(email)})
     category = _text(row, columns, "category")
     if category and not is_category(category):
-        bad("category", f"{quote(category)} {NOT_A_CATEGORY}")
+        bad("category", ProblemCode.NOT_A_CATEGORY, {"value": quote(category)})
     price = _price(row, columns, bad, decimal_comma)
     min_qty, max_qty = _limits(row, columns, bad, decimal_comma)
     if len(problems) > before or price is None:
@@ -241,20 +224,20 @@ def _read_line(
 def _price(row: Row, columns: dict[str, int], bad: _Bad, decimal_comma: bool) -> int | None:
     raw = cell(row, columns["unit_price_pkr"])
     if not text_of(raw).strip():
-        bad("unit_price_pkr", "is empty")
+        bad("unit_price_pkr", ProblemCode.EMPTY, {})
         return None
     paisa = rupees_to_paisa(raw, decimal_comma)
     if paisa is None:
-        bad(
-            "unit_price_pkr",
-            f"{quote(text_of(raw).strip())} is not an amount in rupees with at "
-            "most two decimals, like 1250.50",
-        )
+        bad("unit_price_pkr", ProblemCode.NOT_AN_AMOUNT, {"value": quote(text_of(raw).strip())})
     elif paisa < 0:
-        bad("unit_price_pkr", "must not be negative")
+        bad("unit_price_pkr", ProblemCode.NEGATIVE, {})
         return None
     elif paisa > MAX_UNIT_PRICE_PAISA:
-        bad("unit_price_pkr", f"is more than the limit of Rs {MAX_UNIT_PRICE_PAISA // 100:,}")
+        bad(
+            "unit_price_pkr",
+            ProblemCode.PRICE_TOO_HIGH,
+            {"limit": f"Rs {MAX_UNIT_PRICE_PAISA // 100:,}"},
+        )
         return None
     return paisa
 
@@ -267,19 +250,16 @@ def _limits(
         raw = text_of(cell(row, columns[column])).strip()
         number = whole_number(raw, decimal_comma) if raw else None
         if raw and (number is None or number < 1):
-            bad(
-                column,
-                f"{quote(raw)} is not a whole number of at least 1 (leave it empty for no limit)",
-            )
+            bad(column, ProblemCode.NOT_A_LIMIT, {"value": quote(raw)})
             number = None
         elif number is not None and number > MAX_LIMIT:
             shown = quote(raw) if number >= OVERSIZE else f"{number:,}"
-            bad(column, f"{shown} is more than the limit of {MAX_LIMIT:,}")
+            bad(column, ProblemCode.LIMIT_TOO_HIGH, {"value": shown, "limit": MAX_LIMIT})
             number = None
         limits[column] = number
     low, high = limits["min_qty"] or 1, limits["max_qty"]
     if high is not None and low > high:
-        bad("max_qty", f"{high} is below min_qty {low}")
+        bad("max_qty", ProblemCode.MAX_BELOW_MIN, {"high": high, "low": low})
     return low, high
 
 
@@ -293,16 +273,16 @@ def _check_consistent(
 ) -> Supplier:
     key = match_key(supplier.supplier_id)
     first = suppliers.setdefault(key, (supplier, row.number))
+    differs: dict[str, Value] = {"first": first[1], "supplier": first[0].supplier_id}
     if first[0].name != supplier.name:
-        message = f"differs from line {first[1]} for supplier {first[0].supplier_id}"
-        problems.append(Problem(row.number, "supplier_name", message, _LINE))
+        problems.append(Problem(row.number, "supplier_name", ProblemCode.DIFFERS, differs, _LINE))
     if match_key(first[0].email) != match_key(supplier.email):
-        message = f"differs from line {first[1]} for supplier {first[0].supplier_id}"
-        problems.append(Problem(row.number, "supplier_email", message, _LINE))
+        problems.append(Problem(row.number, "supplier_email", ProblemCode.DIFFERS, differs, _LINE))
     pair = (key, match_key(offer.sku))
     if pair in seen:
-        message = f"supplier {offer.supplier_id} already offers {offer.sku} on line {seen[pair]}"
-        problems.append(Problem(row.number, "sku", message, _LINE))
+        values: dict[str, Value] = {"supplier": offer.supplier_id, "sku": offer.sku}
+        values["first"] = seen[pair]
+        problems.append(Problem(row.number, "sku", ProblemCode.DUPLICATE_OFFER, values, _LINE))
     else:
         seen[pair] = row.number
     return first[0]

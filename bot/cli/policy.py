@@ -11,6 +11,8 @@ from bot import texts
 from bot.cli.common import actor, fail, with_store
 from bot.clock import utcnow
 from bot.config import Settings
+from bot.policy_texts import policy_lines
+from bot.problems import problem_text
 from core import approval_policy
 from core.errors import UnreadablePolicy
 from core.policies import Policy
@@ -30,7 +32,7 @@ def _read(path: Path) -> str:
     try:
         return approval_policy.policy_text(path.read_bytes(), path.name)
     except UnreadablePolicy as refused:
-        raise fail(str(refused)) from None
+        raise fail(problem_text(refused.problem)) from None
 
 
 @policy_app.command("check")
@@ -41,7 +43,7 @@ def policy_check(path: PolicyFile) -> None:
         typer.echo(texts.policy_problems(problems, path.name), err=True)
         raise typer.Exit(1)
     typer.echo(f"{flatten(path.name)} is a valid approval policy:")
-    typer.echo("\n".join(policy.describe()[1:]))
+    typer.echo("\n".join(policy_lines(policy)[1:]))
 
 
 @policy_app.command("import")

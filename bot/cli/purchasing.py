@@ -14,6 +14,7 @@ from bot.cli.common import actor, fail, with_store
 from bot.clock import numbering, utcnow
 from bot.config import Settings
 from bot.parsing import parse_isolated
+from bot.problems import problem_text
 from bot.spreadsheets import read_csv_text, read_sheet
 from core import purchasing
 from core.errors import UnreadableSheet
@@ -35,7 +36,7 @@ def _load(path: Path, *, terms: bool = False) -> tuple[bytes, Table]:
     data = path.read_bytes()
     refusal = too_big(len(data))
     if refusal:
-        raise fail(refusal)
+        raise fail(problem_text(refusal))
     try:
         return data, parse_isolated(read_csv_text if terms else read_sheet, data)
     except UnreadableSheet as error:
@@ -83,7 +84,7 @@ def suppliers_list() -> None:
 
     text = with_store(work)
     if text is None:
-        raise fail(NO_TERMS)
+        raise fail(problem_text(NO_TERMS))
     typer.echo(text)
 
 

@@ -14,13 +14,13 @@ from datetime import tzinfo
 
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup, WebAppInfo
 
+from bot.flags import flag_text
 from bot.i18n import ENGLISH, N_, Translator
 from bot.texts import DAY_MONTH, local_time
 from bot.web.urls import page_url
 from core.budgets import CategoryMonth
 from core.delivery import CardFacts, CardOutcome
 from core.drafts import Draft, mask_email, short_hash
-from core.flags import describe
 from core.jobs import Job
 from core.money import format_pkr
 from core.policies import Decision, Verdict
@@ -98,7 +98,7 @@ def _card(
         tr("🧾 {po} — approval needed <b>for {name}</b>", po=po, name=escaped(away))
         if away
         else tr("🧾 {po} — approval needed", po=po),
-        f"<b>{escaped(draft.supplier_name)}</b> ({tr.ltr(email)})",
+        f"<b>{tr.ltr(escaped(draft.supplier_name))}</b> ({tr.ltr(email)})",  # outside text
         "",
         *_lines(draft, lines, tr),
         "",
@@ -108,7 +108,9 @@ def _card(
     parts += ["", *drifted] if drifted else []
     others = tuple(f for f in draft.flags if f not in {d.flag for d in facts.drifts})
     if others:  # a drifted line's price change is its ▲ line above
-        shown_flags = [f"⚠️ {tr.ltr(escaped(describe(flag)))}" for flag in others[:flags]]
+        # A flag's values are codes and amounts, never HTML: only its sentence is escaped.
+        said = [html.escape(flag_text(flag, tr=tr), quote=False) for flag in others[:flags]]
+        shown_flags = [f"⚠️ {sentence}" for sentence in said]
         hidden = len(others) - len(shown_flags)
         more = [
             tr.plural(
@@ -226,7 +228,7 @@ def _lines(draft: Draft, limit: int, tr: Translator) -> list[str]:
         )
         row = (
             f"• {tr.ltr(f'<code>{escaped(line.sku)}</code>')} "
-            f"{escaped(cut(line.description, _DESCRIPTION_CUT))} — {tr.ltr(amounts)}"
+            f"{tr.ltr(escaped(cut(line.description, _DESCRIPTION_CUT)))} — {tr.ltr(amounts)}"
         )
         if line.note:
             row += f"\n  <i>{escaped(cut(line.note, _NOTE_CUT))}</i>"

@@ -315,8 +315,8 @@ async def refusal(
 
 
 async def _refused(deps: Deps, job: Job, review: Review, refused: Exception, tr: Translator) -> str:
-    """What a refused decision is called in the tap's answer. The reasons core gives (who
-    holds the turn, whose delegation ended) are core's English sentences, quoted."""
+    """What a refused decision is called in the tap's answer, in the reviewer's language,
+    from what the error carries (the stage and group whose turn it is, the approver back)."""
     match refused:
         case NotAnApprover():
             return tr("You are not an approver.")
@@ -327,15 +327,29 @@ async def _refused(deps: Deps, job: Job, review: Review, refused: Exception, tr:
         case SelfApproval():
             return tr("You cannot decide your own request.")
         case DelegationEnded():
-            return tr("Not counted: {why}.", why=str(refused))
+            async with deps.store.reading() as tx:
+                known = await tx.telegram_user(refused.delegator)
+            name = flatten(known.first_name) if known else tr("user {id}", id=refused.delegator)
+            return delegation_refusal(name, tr=tr)
         case DraftChanged():
             return tr("This card was superseded by v{version}.", version=job.draft_version)
         case NotYourTurn():
-            return tr("Not your turn: {why}.", why=str(refused))
+            return turn_refusal(refused, tr=tr)
         case ApprovalExpired():
             return tr(_EXPIRED)
         case _:
             return await _already(deps, review, job.po_number, tr)
+
+
+def turn_refusal(refused: NotYourTurn, *, tr: Translator = ENGLISH) -> str:
+    """A tap's answer when the request waits for a stage of a group the tapper is not in."""
+    stage, group = refused.stage, flatten(refused.group)
+    return tr("Not your turn: stage {stage} waits for {group}.", stage=stage, group=group)
+
+
+def delegation_refusal(name: str, *, tr: Translator = ENGLISH) -> str:
+    """A tap's answer when the tapper held the card for `name`, who is back now."""
+    return tr("Not counted: you no longer act for {name}; they are back.", name=name)
 
 
 async def _already(deps: Deps, review: Review, po: str, tr: Translator) -> str:

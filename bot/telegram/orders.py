@@ -11,7 +11,8 @@ from telegram.ext import ContextTypes
 
 from bot import reports
 from bot.clock import numbering, utcnow
-from bot.i18n import N_, Translator
+from bot.i18n import N_
+from bot.problems import problem_text
 from bot.telegram.context import Deps, deps_of, held_roles, holding, reply, roles_of
 from bot.telegram.language import speaking
 from bot.telegram.texts import status_list, stranger
@@ -62,23 +63,17 @@ async def _sheet(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     too_large = too_big(document.file_size or 0)  # before downloading anything
     data = b"" if too_large else bytes(await (await document.get_file()).download_as_bytearray())
     too_large = too_large or too_big(len(data))
-    if too_large:  # core's words, which name the limits
-        await reply(update, _refused(tr, too_large))
+    if too_large:
+        await reply(update, problem_text(too_large, tr=tr))
         return
     try:
         table = await deps.parser.sheet(data)
-    except UnreadableSheet as refused:  # the reader's words, which quote the file
-        await reply(update, _refused(tr, str(refused)))
+    except UnreadableSheet as refused:  # bot.spreadsheets' sentence, in the reader's words
+        await reply(update, tr(refused.text, **refused.params))
         return
     name = document.file_name or "sheet"
     result = await _submit(deps, user.id, Sheet(name, hashlib.sha256(data).hexdigest(), table))
     await reply(update, submission(result, name, tr=tr))
-
-
-def _refused(tr: Translator, why: str) -> str:
-    """A sheet refused before it was read: the reason as core gave it (English), framed in
-    the requester's language."""
-    return why if not tr.rtl else tr("Sheet not accepted: {why}", why=why)
 
 
 async def _submit(deps: Deps, requester_id: int, upload: Sheet) -> Submission:
@@ -134,7 +129,7 @@ async def history(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     elif detail is None:
         await reply(update, tr(NOT_ASKED, po=po))
     else:
-        await reply(update, reports.text(detail, deps.settings.tz, send_errors=admin))
+        await reply(update, reports.text(detail, deps.settings.tz, send_errors=admin, tr=tr))
 
 
 async def export(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:

@@ -14,6 +14,7 @@ from telegram.ext import ContextTypes
 
 from bot.clock import utcnow
 from bot.i18n import N_
+from bot.refusals import refusal_text
 from bot.telegram import texts
 from bot.telegram.context import Deps, deps_of, holding, reply, roles_of
 from bot.telegram.language import speaking
@@ -52,7 +53,7 @@ async def start(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
                 deps.settings.rules().approval.default_policy,
             )
         except InviteRefused as refused:
-            await reply(update, str(refused))
+            await reply(update, refusal_text(refused, tr=await speaking(deps, user.id)))
             return
         async with deps.store.begin() as tx:  # they hold a role now: their name may be kept
             await tx.met(user.id, user.first_name, utcnow(), started=True)
@@ -105,7 +106,7 @@ async def invite(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         await reply(update, tr("Only admins can invite people."))
         return
     except GroupRefused as refused:
-        await reply(update, tr("No invitation made: {why}.", why=str(refused)))
+        await reply(update, tr("No invitation made: {why}.", why=refusal_text(refused, tr=tr)))
         return
     expires = now + people.INVITE_TTL
     link = texts.invite_link(
@@ -243,7 +244,7 @@ async def group(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         await reply(update, tr("Only admins can set groups."))
         return
     except GroupRefused as refused:
-        await reply(update, tr("Not changed: {why}.", why=str(refused)))
+        await reply(update, tr("Not changed: {why}.", why=refusal_text(refused, tr=tr)))
         return
     await reply(update, texts.group_change(target, change, tr=tr))
 
@@ -286,7 +287,7 @@ async def away(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         await reply(update, tr("Only admins can set someone else's delegation."))
         return
     except DelegationRefused as refused:
-        await reply(update, tr("Not set: {why}.", why=str(refused)))
+        await reply(update, tr("Not set: {why}.", why=refusal_text(refused, tr=tr)))
         return
     names = await _names(deps, {delegator, delegate_id})
     when = local_time(made.until, deps.settings.tz)
@@ -322,7 +323,7 @@ async def back(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         await reply(update, tr("Only admins can end someone else's delegation."))
         return
     except DelegationRefused as refused:
-        await reply(update, tr("Nothing to end: {why}.", why=str(refused)))
+        await reply(update, tr("Nothing to end: {why}.", why=refusal_text(refused, tr=tr)))
         return
     names = await _names(deps, {ended.delegator, ended.delegate})
     await reply(update, texts.back(names[ended.delegator], names[ended.delegate], tr=tr))

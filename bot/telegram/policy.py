@@ -11,6 +11,7 @@ from telegram.ext import ContextTypes, filters
 from bot import texts
 from bot.clock import utcnow
 from bot.i18n import N_, Translator
+from bot.problems import problem_text
 from bot.telegram.context import Deps, holding, reply
 from bot.telegram.language import speaking
 from core import approval_policy
@@ -64,8 +65,8 @@ async def _import(update: Update, deps: Deps, admin_id: int, tr: Translator) -> 
             raise UnreadablePolicy(too_large)
         data = bytes(await (await document.get_file()).download_as_bytearray())
         text = approval_policy.policy_text(data, name)
-    except UnreadablePolicy as refused:  # core's words, which name the file and the limit
-        await reply(update, str(refused))
+    except UnreadablePolicy as refused:  # it names the file and the limit
+        await reply(update, problem_text(refused.problem, tr=tr))
         return
     result = await approval_policy.import_policy(
         deps.store, text, utcnow(), f"user:{admin_id}", offload=deps.offload

@@ -23,7 +23,7 @@ from typing import Any
 from bot.clock import utcnow
 from bot.config import Settings
 from bot.i18n import N_, Translator
-from bot.telegram.decisions import pending_answer
+from bot.telegram.decisions import delegation_refusal, pending_answer, turn_refusal
 from bot.texts import TIME_OF_DAY, local_time
 from core import edits, service
 from core.edits import Edit, Edited, LineChange
@@ -235,9 +235,12 @@ async def refusal(
         case SelfApproval():
             return tr("You cannot decide your own request.")
         case DelegationEnded():
-            return tr("Not counted: {why}.", why=str(refused))
+            async with store.reading() as tx:
+                known = await tx.telegram_user(refused.delegator)
+            name = flatten(known.first_name) if known else tr("user {id}", id=refused.delegator)
+            return delegation_refusal(name, tr=tr)
         case NotYourTurn():
-            return tr("Not your turn: {why}.", why=str(refused))
+            return turn_refusal(refused, tr=tr)
         case AlreadyDecided():
             return await _already(store, settings, job.po_number, user_id, tr)
     return tr("Not recorded: {why}.", why=str(refused))

@@ -12,12 +12,12 @@ from typing import Any
 
 from bot.clock import utcnow
 from bot.config import Settings
+from bot.flags import flag_text
 from bot.i18n import N_, Translator
 from bot.telegram.cards import APPROVE_TEXT, REJECT_TEXT, budget_line
 from bot.texts import DATE_AND_TIME, DAY_MONTH, local_time
 from bot.web.decisions import CHANGED, EXPIRED, NOT_FOUND, REASON_FOR_BUDGET, refusal
 from core.errors import DraftPurged, ReadRefused, UnknownJob
-from core.flags import describe
 from core.money import format_pkr
 from core.po_view import ChainStage, PoLine, PoView, po_view
 from core.policies import Role, Verdict
@@ -93,7 +93,7 @@ def render(view: PoView, settings: Settings, tr: Translator, why: str | None) ->
         "deadline": view.deadline.isoformat() if view.deadline else None,
         "lines_heading": tr.plural("{count} line", "{count} lines", len(view.lines)),
         "lines": [_line(line, tz, tr) for line in view.lines],
-        "flags": [f"⚠️ {tr.ltr(flatten(describe(flag)))}" for flag in view.flags],
+        "flags": [f"⚠️ {flatten(flag_text(flag, tr=tr))}" for flag in view.flags],
         "budgets": [budget_line(month, tr=tr) for month in view.budgets],
         "evidence": _evidence(view, tz, tr),
         "chain": [_stage(stage, i, len(view.chain), tz, tr) for i, stage in enumerate(view.chain)],

@@ -29,7 +29,7 @@ CORPUS = Path(__file__).parent.parent / "corpus" / "files"
 # The workbook that aborted the interpreter, and the one that asked for 8 GB.
 ATTACKS = {
     "dotdot_literal_member.xlsx": UNUSUAL_PARTS,
-    "amplification_14k.xlsx": TOO_MUCH_TEXT.format(limit=64_000_000),
+    "amplification_14k.xlsx": TOO_MUCH_TEXT.format(limit=f"{64_000_000:,}"),
 }
 # Four small POs made before the burst, one card each for the approver to tap during it.
 SHEETS = [f"sku,quantity\nCHG-65W,{n}\n".encode() for n in range(1, 5)]

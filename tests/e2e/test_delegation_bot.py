@@ -170,8 +170,8 @@ async def test_back_hands_the_cards_back_and_the_delegates_card_stops_deciding(
         assert botapi.message(APPROVER_C, held.message_id).buttons == []
         # A phone that was offline while the card was edited still shows the old buttons.
         late = chand.tap_data(held, held.button(APPROVE_TEXT).callback_data)
-        assert await answer(botapi, late) == (
-            f"Not counted: you no longer act for user {APPROVER_B}: their delegation has ended."
+        assert (
+            await answer(botapi, late) == "Not counted: you no longer act for Sana; they are back."
         )
         assert (await job_and_decisions(run))[0].state is State.AWAITING_APPROVAL
         assert await answer(botapi, sana.tap(back, APPROVE_TEXT)) == (

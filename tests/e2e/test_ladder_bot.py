@@ -29,6 +29,7 @@ from tests.helpers.bot import (
     running_bot,
 )
 from tests.helpers.factories import APPROVER_A, APPROVER_B, T0
+from tests.helpers.urdu import english_heard
 
 pytestmark = pytest.mark.slow  # waits on real time: seconds of sweeps, pacing and timeouts
 
@@ -160,3 +161,5 @@ async def test_a_reminder_and_an_escalation_come_in_their_readers_language(botap
         assert lines[0].startswith("🚨 بہت دیر سے منتظر: ان منظوری دہندگان نے فیصلہ نہیں کیا")
         assert len(lines) == 3 and all(line.endswith(" نے فیصلہ نہیں کیا") for line in lines[1:])
         assert all(line.startswith(f"• {FSI}{isolated(PO)} · ") for line in lines[1:])
+        for person in (ADMIN, APPROVER_A):  # Urdu from the start: all they were told
+            assert english_heard(botapi, person) == []

@@ -1,10 +1,13 @@
 """A whole approval in Urdu through the real bot: an approver and a requester choose اردو with
-/language; the requester's sheet reply, the approver's card, the answer to ✅ and the
-requester's news are in Urdu, while an approver who chose nothing reads English throughout."""
+/language; the requester's sheet reply (its row problems too), the approver's card (its flags
+too), the answers to their taps (a refusal too), the requester's news and /history are in
+Urdu, with no English sentence outside an isolated value, while an approver who chose nothing
+reads English throughout."""
 
 from __future__ import annotations
 
-from bot.i18n import isolated
+from bot.i18n import Language, isolated, translator
+from bot.spreadsheets import NOT_A_SHEET
 from bot.telegram.cards import APPROVE_TEXT
 from bot.telegram.notices import NoticeRunner
 from bot.telegram.pending import NOT_AN_APPROVER
@@ -24,15 +27,17 @@ from tests.helpers.bot import (
 )
 from tests.helpers.bot import with_terms as terms_in_force
 from tests.helpers.factories import APPROVER_A, APPROVER_B, REQUESTER, T0
+from tests.helpers.routing import APPROVER_C, CHAIN, cards, team
 from tests.helpers.store import DATA_KEY
+from tests.helpers.urdu import english_heard, said_to
 
 URDU = "اردو"
 SHEET_NAME = "restock.csv"
 
 
-async def choose_urdu(botapi, user) -> None:
+async def choose_urdu(botapi, user) -> int:
     """/language, then the اردو button: the choice is confirmed in Urdu, on the tap and in the
-    message that offered it."""
+    message that offered it; the offer's message id (what came before it was English)."""
     user.send_text("/language")
     offer = await user.next_message()
     assert offer.text == "Choose the language I write to you in:"
@@ -40,6 +45,7 @@ async def choose_urdu(botapi, user) -> None:
     confirmed = f"اب سے آپ کو پیغامات {isolated(URDU)} میں ملیں گے۔"
     assert await answer(botapi, user.tap(offer, URDU)) == confirmed
     await botapi.wait_for(lambda: botapi.message(user.id, offer.message_id).text == confirmed)
+    return offer.message_id
 
 
 async def test_a_whole_approval_in_urdu_beside_an_english_approver(botapi, db_url, store):
@@ -50,8 +56,8 @@ async def test_a_whole_approval_in_urdu_beside_an_english_approver(botapi, db_ur
         async with run.store.begin() as tx:
             for person, name in ((ali, "Ali"), (sana, "Sana"), (bilal, "Bilal")):
                 await tx.met(person.id, name, T0, started=True)
-        await choose_urdu(botapi, ali)
-        await choose_urdu(botapi, bilal)
+        chose = {APPROVER_A: await choose_urdu(botapi, ali)}
+        chose[REQUESTER] = await choose_urdu(botapi, bilal)
 
         bilal.send_text("/help")
         assert (await said(bilal)).startswith(f"آپ بطور {isolated('درخواست گزار')} رجسٹرڈ ہیں۔")
@@ -87,6 +93,8 @@ async def test_a_whole_approval_in_urdu_beside_an_english_approver(botapi, db_ur
         sana.send_text("/status")  # English is still everyone else's default
         assert await said(sana) == "/status lists a requester's purchase orders; you are not one."
         assert APPROVE_TEXT == "✅ Approve"
+        assert english_heard(botapi, APPROVER_A, [tapped], after=chose[APPROVER_A]) == []
+        assert english_heard(botapi, REQUESTER, after=chose[REQUESTER]) == []
 
 
 async def test_a_forged_language_tap_sets_only_the_tappers_own(botapi, db_url, store):
@@ -118,8 +126,8 @@ async def test_an_urdu_rejection_asks_for_its_reason_and_the_requester_hears_it(
         async with run.store.begin() as tx:
             for person, name in ((ali, "Ali"), (bilal, "Bilal")):
                 await tx.met(person.id, name, T0, started=True)
-        await choose_urdu(botapi, ali)
-        await choose_urdu(botapi, bilal)
+        chose = {APPROVER_A: await choose_urdu(botapi, ali)}
+        chose[REQUESTER] = await choose_urdu(botapi, bilal)
         await terms_in_force(run.store)
         bilal.send_document(b"sku,quantity\nCHG-65W,3\n", SHEET_NAME, "text/csv")
         await said(bilal)
@@ -141,6 +149,8 @@ async def test_an_urdu_rejection_asks_for_its_reason_and_the_requester_hears_it(
         assert job.state is State.REJECTED and decisions[0].reason == "قیمت بہت زیادہ ہے"
         news = await bilal.next_message()
         assert news.text == f"{isolated(PO)} مسترد کر دیا گیا: {isolated('قیمت بہت زیادہ ہے')}"
+        assert english_heard(botapi, APPROVER_A, [asked], after=chose[APPROVER_A]) == []
+        assert english_heard(botapi, REQUESTER, after=chose[REQUESTER]) == []
 
 
 async def test_an_admin_alert_fanned_out_is_rendered_in_each_admins_language(botapi, db_url):
@@ -152,7 +162,7 @@ async def test_an_admin_alert_fanned_out_is_rendered_in_each_admins_language(bot
         admin = botapi.user(ADMIN, "Ayesha", started=True)
         admin.send_text("/start")
         await said(admin)
-        await choose_urdu(botapi, admin)
+        chose = await choose_urdu(botapi, admin)
         await terms_in_force(run.store)
         bilal = botapi.user(REQUESTER, "Bilal")
         bilal.send_document(b"sku,quantity\nCHG-65W,3\n", SHEET_NAME, "text/csv")
@@ -164,6 +174,7 @@ async def test_an_admin_alert_fanned_out_is_rendered_in_each_admins_language(bot
             f"⚠️ {isolated(PO)} منظوری کا منتظر ہے، لیکن کوئی منظوری دہندہ رجسٹرڈ نہیں۔ "
             "/invite approver سے کسی کو مدعو کریں؛ ان کے شامل ہوتے ہی کارڈ بھیج دیا جائے گا۔"
         )
+        assert english_heard(botapi, ADMIN, after=chose) == []
 
 
 async def test_an_urdu_approvers_pending_and_free_text_come_in_urdu(botapi, db_url, store):
@@ -173,7 +184,7 @@ async def test_an_urdu_approvers_pending_and_free_text_come_in_urdu(botapi, db_u
         async with run.store.begin() as tx:
             for person, name in ((ali, "Ali"), (bilal, "Bilal")):
                 await tx.met(person.id, name, T0, started=True)
-        await choose_urdu(botapi, ali)
+        chose = await choose_urdu(botapi, ali)
         await terms_in_force(run.store)
         bilal.send_document(b"sku,quantity\nCHG-65W,3\n", SHEET_NAME, "text/csv")
         await said(bilal)
@@ -190,7 +201,8 @@ async def test_an_urdu_approvers_pending_and_free_text_come_in_urdu(botapi, db_u
         )
         assert lines[1].startswith(f"1. {isolated(PO)} · {isolated(amount)} · ")
         assert lines[1].endswith(f" · {isolated('Bilal')} کی جانب سے") and "سے منتظر" in lines[2]
-        assert await answer(botapi, ali.tap(listing, f"🔁 {PO}")) == (
+        resend = ali.tap(listing, f"🔁 {PO}")
+        assert await answer(botapi, resend) == (
             "اس کا کارڈ دوبارہ حاضر ہے؛ آپ کا پہلا کارڈ بھی کام کرتا ہے۔"
         )
         await deliveries_done(run)
@@ -209,3 +221,72 @@ async def test_an_urdu_approvers_pending_and_free_text_come_in_urdu(botapi, db_u
 
         bilal.send_text("/pending")  # a requester is no approver, and hears it in English
         assert await said(bilal) == NOT_AN_APPROVER
+        assert english_heard(botapi, APPROVER_A, [resend], after=chose) == []
+
+
+# Bilal's first sheet: an SKU no terms offer (row 2), and a quantity that is no number (row 3).
+BAD_SHEET = b"sku,quantity\nNOPE-1,2\nCHG-65W,abc\n"
+# Without a supplier_id the cheapest of two suppliers is taken, and the card says so (a flag).
+FLAGGED_SHEET = b"sku,quantity\nCBL-USBC-1M,20\n"
+
+
+async def test_urdu_readers_get_no_english_sentence_from_sheet_to_history(botapi, db_url, store):
+    """A two-stage chain: Ali (manager) and Bilal (requester) read Urdu; Chand (manager) and
+    Sana (owner) English. Bilal's row problems, Ali's flagged card, his late tap after Chand
+    decided, the final edit of his card and his /history are Urdu, and no message either of
+    them got holds an English sentence outside an isolated value."""
+    async with running_bot(botapi, db_url) as run:
+        await team(botapi, run, CHAIN)
+        ali, chand, sana = (botapi.user(i) for i in (APPROVER_A, APPROVER_C, APPROVER_B))
+        bilal = botapi.user(REQUESTER, "Bilal", started=True)
+        async with run.store.begin() as tx:
+            await tx.met(REQUESTER, "Bilal", T0, started=True)
+        chose = {APPROVER_A: await choose_urdu(botapi, ali)}
+        chose[REQUESTER] = await choose_urdu(botapi, bilal)
+        await terms_in_force(run.store)
+
+        bilal.send_document(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "photo.csv", "text/csv")
+        assert await said(bilal) == translator(Language.UR)(NOT_A_SHEET)  # the parse worker's
+        bilal.send_document(BAD_SHEET, SHEET_NAME, "text/csv")
+        assert (await said(bilal)).splitlines()[1:] == [
+            f"سطر {isolated('2')}، {isolated('sku')}: {isolated(chr(34) + 'NOPE-1' + chr(34))} "
+            "سپلائر کی موجودہ شرائط میں نہیں",
+            f"سطر {isolated('3')}، {isolated('quantity')}: {isolated(chr(34) + 'abc' + chr(34))} "
+            "مکمل عدد نہیں",
+        ]
+        bilal.send_document(FLAGGED_SHEET, "restock-2.csv", "text/csv")
+        assert "قبول ہو گئی" in (await said(bilal)).splitlines()[0]
+
+        await NoticeRunner(run.store, run.app.bot, run.settings).run_once()
+        card, english_card = await ali.next_message(), await chand.next_message()
+        assert card.text.startswith(f"🧾 {isolated(PO)} — منظوری درکار")
+        assert f"⚠️ {isolated('CBL-USBC-1M')}: {isolated('2')} سپلائر پیش کرتے ہیں" in card.text
+        assert "offered by 2 suppliers" in english_card.text  # Chand reads English
+
+        assert await answer(botapi, chand.tap(english_card, APPROVE_TEXT)) == (
+            "Recorded. Stage 1 of 2 is complete; it now waits for owners."
+        )
+        late = ali.tap_data(card, card.button("✅ منظور").callback_data)
+        assert await answer(botapi, late) == (
+            f"ابھی آپ کی باری نہیں: مرحلہ {isolated('2')} گروپ {isolated('owners')} کا منتظر ہے۔"
+        )
+        second = await cards(botapi, run, APPROVER_B)
+        assert await answer(botapi, sana.tap(second[APPROVER_B], APPROVE_TEXT)) == (
+            "Approved — e-mailing the supplier."
+        )
+        await deliveries_done(run)
+        assert (await job_and_decisions(run))[0].state is State.APPROVED
+        edited = botapi.message(APPROVER_A, card.message_id)
+        assert edited.text.startswith(f"✅ منظور از {isolated('Chand, Sana')}، ")
+        assert edited.buttons == []
+
+        ali.send_text(f"/history {PO}")
+        history = (await said(ali)).splitlines()
+        assert history[0] == f"{isolated(PO)}  {isolated('APPROVED')}"
+        assert "منظوریاں:" in history and "آڈٹ:" in history
+        assert any(f"{isolated('Chand')} ({isolated(str(APPROVER_C))}) نے منظور کیا" in line
+                   for line in history)  # fmt: skip
+
+        for person, taps in ((ali, [late]), (bilal, [])):
+            assert len(said_to(botapi, person.id, taps, after=chose[person.id])) >= 3
+            assert english_heard(botapi, person.id, taps, after=chose[person.id]) == []

@@ -4,9 +4,10 @@ with their role."""
 
 from __future__ import annotations
 
+from bot.refusals import REFUSAL_TEXTS
 from bot.telegram.cards import APPROVE_TEXT
 from bot.telegram.notices import NoticeRunner
-from core.people import INVITE_WITHDRAWN
+from core.errors import Refusal
 from core.policies import Role
 from core.states import State
 from tests.helpers.bot import (
@@ -80,6 +81,6 @@ async def test_a_revoked_admins_invitation_link_is_refused(botapi, db_url):
 
         later = botapi.user(LATER, "Kamran")
         later.send_text(f"/start {code}")
-        assert await said(later) == INVITE_WITHDRAWN
+        assert await said(later) == REFUSAL_TEXTS[Refusal.INVITE_WITHDRAWN]
         async with run.store.begin() as tx:
             assert await tx.roles(LATER) == frozenset()

@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import select
 
+from bot.problems import problem_lines
 from core import people, purchasing, service
 from core.approval_policy import import_policy
 from core.budgets import month_of
@@ -209,13 +210,13 @@ async def test_a_hard_budget_refuses_the_whole_sheet_with_its_figures(shop: SqlS
     refused = await purchasing.submit_sheet(
         shop, REQUESTER, sheet(*rows), DECEMBER, RULES, numbering
     )
-    figures = (
+    figures = [
         "Over the December 2026 budget for chargers: budget Rs 50,000.00, committed Rs 0.00, "
-        "this sheet uses Rs 60,000.00, over by Rs 10,000.00.",
-    )
-    assert refused.problems == figures and refused.orders == ()
+        "this sheet uses Rs 60,000.00, over by Rs 10,000.00."
+    ]
+    assert problem_lines(refused.problems) == figures and refused.orders == ()
     preview = await purchasing.preview_sheet(shop, sheet(*rows), RULES, now=DECEMBER)
-    assert preview.problems == figures
+    assert problem_lines(preview.problems) == figures
     async with shop.reading() as tx:
         assert await tx.list_jobs(None, 10) == []
         assert await tx.submission(REQUESTER, sheet(*rows).sha256) is None

@@ -17,6 +17,7 @@ import pytest
 from sqlalchemy import func, select
 
 from bot.clock import utcnow
+from bot.problems import problem_text
 from bot.spreadsheets import NOT_A_SHEET, read_csv_text
 from core import purchasing, service
 from core.errors import DraftChanged
@@ -97,7 +98,7 @@ def test_sheets_check_and_submit(cli, db_url, tmp_path):
     binary.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)))
 
     no_terms = cli("sheets", "check", str(good))
-    assert no_terms.returncode == 1 and NO_TERMS in no_terms.stdout
+    assert no_terms.returncode == 1 and problem_text(NO_TERMS) in no_terms.stdout
     ok(cli("suppliers", "import", str(TERMS)))
 
     valid, invalid, unreadable, not_a_requester = cli.all(

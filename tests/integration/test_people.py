@@ -12,7 +12,7 @@ from sqlalchemy import text
 
 from core import people, service
 from core.approval_policy import import_policy
-from core.errors import GroupRefused, InviteRefused, NotAnAdmin
+from core.errors import GroupRefused, InviteRefused, NotAnAdmin, Refusal
 from core.jobs import Stamp
 from core.policies import Policy, Role, Rules, Verdict
 from core.service import Review
@@ -82,13 +82,13 @@ async def test_a_code_registers_one_person_once(store):
 
 async def test_expired_forged_and_foreign_codes_are_refused(store):
     code = await invite(store)
-    with pytest.raises(InviteRefused, match="has expired"):
+    with pytest.raises(InviteRefused, match="expired"):
         await people.redeem_invite(store, SECRET, code, NEWCOMER, T0 + people.INVITE_TTL, DEFAULT)
     for bad in (code[:-1], code[::-1], "hello", await people.create_invite(
         store, ADMIN, Role.APPROVER, T0, people.InviteKey(b"other" * 8, os.urandom(9)),
         frozenset({ADMIN}),
     )):  # fmt: skip
-        with pytest.raises(InviteRefused, match="is not valid"):
+        with pytest.raises(InviteRefused, match="not valid"):
             await people.redeem_invite(store, SECRET, bad, NEWCOMER, T0, DEFAULT)
     assert await roles(store, NEWCOMER) == frozenset()
 
@@ -238,7 +238,7 @@ async def test_revoking_an_admin_withdraws_their_unused_invitations(store):
         await people.redeem_invite(
             store, SECRET, unused, SECOND, T0 + timedelta(minutes=1), DEFAULT
         )
-    assert str(refused.value) == people.INVITE_WITHDRAWN
+    assert refused.value.reason is Refusal.INVITE_WITHDRAWN
     assert await roles(store, SECOND) == frozenset()
     assert await people.redeem_invite(store, SECRET, kept, SECOND, T0, DEFAULT) is Role.APPROVER
     (withdrawal,) = [e for e in await trail(store) if e[1] == "withdraw_invites"]

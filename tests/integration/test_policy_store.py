@@ -12,6 +12,7 @@ import pytest
 from sqlalchemy import func, select, text
 from sqlalchemy.exc import DBAPIError
 
+from bot.problems import problem_lines
 from core.approval_policy import import_policy
 from core.policies import BudgetMode, Budgets, Policy, Stage
 from core.workflow import policy_now
@@ -91,9 +92,9 @@ async def test_a_file_with_problems_changes_nothing(store: SqlStore) -> None:
     bad = SAMPLE.replace(drift, 'add_stage = { group = "x" }')
     refused = await import_policy(store, bad, T0 + timedelta(hours=1), "cli:ayesha")
     assert not refused.created and refused.version == ""
-    assert refused.problems == (
-        "Line 23, drift.add_stage.group: group 'x' is not defined in [groups] (managers, owners)",
-    )
+    assert problem_lines(refused.problems) == [
+        "Line 23, drift.add_stage.group: group 'x' is not defined in [groups] (managers, owners)"
+    ]
     async with store.reading() as tx:
         assert await tx.policy_version() == first.version
     assert await versions(store) == 1

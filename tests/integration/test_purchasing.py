@@ -22,6 +22,7 @@ from bot import texts as bot_texts
 from bot.clock import Runtime
 from bot.outbox.runner import OutboxRunner
 from bot.outbox.smtp import SmtpSender, SmtpServer
+from bot.problems import PROBLEM_TEXTS, problem_lines
 from core import purchasing, service
 from core.drafts import Flag
 from core.effects import EffectStatus
@@ -31,11 +32,12 @@ from core.intake import NO_TERMS
 from core.jobs import WORKFLOW_VERSION
 from core.notices import NOBODY_TO_ASK, NoticeKind
 from core.policies import Role, Rules, Verdict
+from core.problems import ProblemCode
 from core.purchasing import Numbering, Sheet
 from core.service import Review
 from core.states import State
 from core.tables import Row, Table
-from core.terms import NOT_AN_ADDRESS, REQUIRED
+from core.terms import REQUIRED
 from store import schema
 from store.engine import make_engine
 from store.sql import SqlStore
@@ -260,18 +262,18 @@ async def test_an_invalid_file_imports_nothing_and_names_line_and_column(store):
     before = await counts(store, "terms_versions", "terms_suppliers", "terms_offers")
     bad = changed(OFFERS, "SUP-B", BAT, price="-320.50")  # line 4: header is line 1
     result = await purchasing.import_terms(store, terms_table(bad), T1, "cli:admin")
-    assert result == purchasing.TermsImport(
-        problems=("Line 4, unit_price_pkr: must not be negative",)
-    )
+    assert not result.created and result.version == ""
+    assert problem_lines(result.problems) == ["Line 4, unit_price_pkr: must not be negative"]
     two_bad = terms_table(
         bad, suppliers={**SUPPLIERS, "SUP-A": (A_NAME, "not-an-address")}
     )  # lines 2 and 3 carry SUP-A's address
     result = await purchasing.import_terms(store, two_bad, T1, "cli:admin")
-    assert result.problems == (
-        f'Line 2, supplier_email: "not-an-address" {NOT_AN_ADDRESS}',
-        f'Line 3, supplier_email: "not-an-address" {NOT_AN_ADDRESS}',
+    not_an_address = PROBLEM_TEXTS[ProblemCode.NOT_AN_ADDRESS].format(value='"not-an-address"')
+    assert problem_lines(result.problems) == [
+        f"Line 2, supplier_email: {not_an_address}",
+        f"Line 3, supplier_email: {not_an_address}",
         "Line 4, unit_price_pkr: must not be negative",
-    )
+    ]
     assert not result.created and result.version == ""
     assert await counts(store, "terms_versions", "terms_suppliers", "terms_offers") == before
     async with store.begin() as tx:
@@ -283,7 +285,8 @@ async def test_an_absurdly_large_number_in_terms_is_a_problem_not_a_crash(store)
     huge = changed(OFFERS, "SUP-A", ADP, high="99999999999999999999")
     result = await purchasing.import_terms(store, terms_table(huge), T0, "cli:admin")
     assert not result.created
-    assert any(p.startswith("Line 3, max_qty:") for p in result.problems), result.problems
+    lines = problem_lines(result.problems)
+    assert any(line.startswith("Line 3, max_qty:") for line in lines), lines
     assert await count(store, "terms_versions") == 0
 
 
@@ -472,11 +475,11 @@ async def test_a_sheet_with_any_problem_makes_nothing_and_uses_no_number(store):
     )
     result = await submit(store, bad)
     assert result.orders == () and not result.repeated
-    assert result.problems == (
+    assert problem_lines(result.problems) == [
         'Row 3, sku: "NO-SUCH-SKU" is not in the current supplier terms',
         'Row 4, quantity: "lots" is not a whole number',
         'Row 5, sku: SUP-B does not offer "ADP-65W" (offered by SUP-A)',
-    )
+    ]
     assert await counts(store, "jobs", "submissions", "po_serials", "order_lines") == {
         "jobs": 0,
         "submissions": 0,
@@ -494,7 +497,8 @@ async def test_an_absurd_quantity_is_a_problem_not_a_crash(store):
     await imported(store)
     result = await submit(store, sheet((CBL, "100000000000000000000", "SUP-A", "")))
     assert result.orders == ()
-    assert any(p.startswith("Row 2, quantity:") for p in result.problems), result.problems
+    lines = problem_lines(result.problems)
+    assert any(line.startswith("Row 2, quantity:") for line in lines), lines
     assert await counts(store, "jobs", "po_serials") == {"jobs": 0, "po_serials": 0}
 
 

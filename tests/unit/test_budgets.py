@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bot.problems import problem_lines
 from bot.spreadsheets import read_csv_text
 from core.budgets import (
     CategoryMonth,
@@ -106,7 +107,7 @@ def test_the_card_figures_left_used_and_over() -> None:
     [chargers] = found
     assert (chargers.left_paisa, chargers.over_paisa, chargers.over) == (20_000_00, 5_000_00, True)
     assert over_budget(found)
-    assert refusal(found) == [
+    assert problem_lines(refusal(found)) == [
         "Over the December 2026 budget for chargers: budget Rs 50,000.00, committed "
         "Rs 30,000.00, this sheet uses Rs 25,000.00, over by Rs 5,000.00."
     ]
@@ -220,7 +221,7 @@ def test_the_policy_file_names_a_category_no_terms_file_could_have() -> None:
     )
     policy, problems = parse_policy(text)
     assert policy is None
-    assert [str(p) for p in problems] == [
+    assert problem_lines(problems) == [
         "Line 6, rules[1].when.categories[2]: 'no!' is not a category name: up to 64 letters, "
         "digits, spaces and . & / - _ ', starting and ending with a letter or digit",
         "Line 15, budgets.monthly_pkr.=x: '=x' is not a category name: up to 64 letters, "

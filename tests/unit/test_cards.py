@@ -323,8 +323,10 @@ def test_buttons_keep_their_marks_and_data_in_urdu():
 def test_an_urdu_card_isolates_skus_amounts_and_names_and_stays_valid_html():
     shown = parsed(card_html(facts(draft()), PKT, tr=UR)).text.splitlines()
     assert shown[0] == f"🧾 {isolated('PO-2026-0042')} — منظوری درکار"
+    assert shown[1].startswith(isolated('Hall Road <Traders> & "Sons"'))  # outside text
     assert shown[3] == (
-        f"• {isolated('SKU-000')} Item <0> & co — {isolated('1 × Rs 450.50 = Rs 450.50')}"
+        f"• {isolated('SKU-000')} {isolated('Item <0> & co')} — "
+        f"{isolated('1 × Rs 450.50 = Rs 450.50')}"
     )
     assert f"کل: {isolated('Rs 1,351.50')}" in shown
     assert f"درخواست گزار: {isolated('Bilal <the buyer>')}" in shown

@@ -14,6 +14,7 @@ import pytest
 
 from bot import spreadsheets
 from bot.parsing import parse_isolated
+from bot.problems import problem_text
 from bot.spreadsheets import read_sheet
 from core.errors import UnreadableSheet
 from core.sheets import TOO_MANY_ROWS, read_items
@@ -56,7 +57,7 @@ def test_each_hostile_file_gets_its_exact_message(name: str) -> None:
     except UnreadableSheet as refused:
         answer: dict[str, Any] = {"refusal": str(refused)}
     else:
-        answer = {"problems": [str(problem) for problem in read_items(table)[1]]}
+        answer = {"problems": [problem_text(problem) for problem in read_items(table)[1]]}
     took = time.monotonic() - started
     assert answer == {key: case[key] for key in ("refusal", "problems") if key in case}
     assert took < case.get("seconds", 5.0)
@@ -64,7 +65,7 @@ def test_each_hostile_file_gets_its_exact_message(name: str) -> None:
 
 def test_the_messages_are_the_modules_constants() -> None:
     assert EXPECTED["unusual"]["refusal"] == spreadsheets.UNUSUAL_PARTS
-    assert CASES["too_many_rows.csv"]["problems"] == [TOO_MANY_ROWS]
+    assert CASES["too_many_rows.csv"]["problems"] == [problem_text(TOO_MANY_ROWS)]
 
 
 def test_a_too_long_csv_is_cut_at_the_limit_not_read_to_its_end() -> None:

@@ -31,6 +31,7 @@ from bot.i18n import (
 from bot.telegram import texts
 from bot.texts import policy_problems, submission, unreachable_warnings
 from core.policies import Role
+from core.problems import Place, Problem, ProblemCode
 from core.purchasing import Submission
 from core.states import State
 from tests.helpers.factories import T0
@@ -41,6 +42,7 @@ KEYWORDS = {"tr": None, "plural": (1, 2), "N_": None}
 TEMPLATE = LOCALE_DIR / f"{DOMAIN}.pot"
 PKT = ZoneInfo("Asia/Karachi")
 UR = translator(Language.UR)
+LINE = Place.LINE
 
 
 def _extracted() -> set[str | tuple[str, ...]]:
@@ -141,12 +143,14 @@ def test_every_isolate_is_closed_on_its_line():
     assert "\u2067" not in text  # the name's own isolate was flattened away
 
 
-def test_a_sheet_reply_frames_core_problems_in_urdu():
-    refused = Submission(problems=("row 3: unknown SKU X-1",), orders=())
+def test_a_sheet_reply_says_each_row_problem_in_urdu():
+    unknown = Problem(3, "sku", ProblemCode.UNKNOWN_SKU, {"value": '"X-1"'})
+    refused = Submission(problems=(unknown,), orders=())
     reply = submission(refused, "restock.csv", tr=UR)
     assert reply.splitlines() == [
         f"{isolated('restock.csv')}: قبول نہیں ہوئی؛ کچھ نہیں بنایا گیا۔ براہِ کرم درست کریں:",
-        isolated("row 3: unknown SKU X-1"),  # core's sentence, quoted in English
+        f"سطر {isolated('3')}، {isolated('sku')}: "
+        f"{isolated(chr(34) + 'X-1' + chr(34))} سپلائر کی موجودہ شرائط میں نہیں",
     ]
 
 
@@ -164,10 +168,14 @@ def test_urdu_dates_are_pakistan_time_with_english_month_names():
 
 
 def test_policy_replies_frame_cores_problems_and_description_in_urdu():
-    refused = policy_problems(["line 3: unknown group owners"], "p.toml", imported=True, tr=UR)
+    undefined = {"group": "'owners'", "groups": "managers"}
+    stage = Problem(3, "rules[1].stages[1].group", ProblemCode.UNDEFINED_GROUP, undefined, LINE)
+    refused = policy_problems([stage], "p.toml", imported=True, tr=UR)
+    owners = isolated("'owners'")  # as the problem quotes it
     assert refused.splitlines() == [
         f"{isolated('p.toml')}: درآمد نہیں ہوئی؛ کچھ تبدیل نہیں ہوا۔ براہِ کرم درست کریں:",
-        isolated("line 3: unknown group owners"),
+        f"لائن {isolated('3')}، {isolated('rules[1].stages[1].group')}: گروپ "
+        f"{owners} حصہ [groups] میں متعین نہیں ({isolated('managers')})",
     ]
     (warning,) = unreachable_warnings(["owners"], tr=UR)
     assert warning.startswith(f"گروپ {isolated('owners')} میں") and warning.count(FSI) == 2

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from bot.policy_texts import ladder_text
 from core.ladder import (
     Ladder,
     Step,
@@ -190,9 +191,9 @@ def test_the_digest_is_due_once_its_time_comes_on_working_days() -> None:
 
 
 def test_the_ladder_in_words() -> None:
-    assert LADDER.describe() == (
+    assert ladder_text(LADDER) == (
         "remind after 2h, escalate to the admins after 6h, warn 1h before expiry, digest at "
         "09:30; working hours Mon,Tue,Wed,Thu,Fri,Sat 09:00-19:00"
     )
     seconds = Ladder(ALWAYS, timedelta(seconds=90), escalate_to="owners")
-    assert seconds.describe().startswith("remind after 90s;")
+    assert ladder_text(seconds).startswith("remind after 90s;")

@@ -29,6 +29,7 @@ from core.drafts import Draft, DraftLine
 from core.effects import EffectStatus
 from core.jobs import WORKFLOW_VERSION, Effect, Job, SendOrder
 from core.policies import Decision, Role, Verdict
+from core.problems import Place, Problem, ProblemCode
 from core.purchasing import Submission, TermsImport
 from core.states import State
 from core.tables import quote
@@ -167,9 +168,20 @@ RENDERINGS: dict[str, Callable[[str], str]] = {
     "submission preview": lambda v: _submission(v, preview=True),
     "submission repeated": lambda v: _submission(v, repeated=True),
     "submission refused, cells echoed": lambda v: replies.submission(
-        Submission(problems=(f"Row 2, sku: {quote(v)} is not in the terms", v)), v
+        Submission(
+            problems=(
+                Problem(2, "sku", ProblemCode.UNKNOWN_SKU, {"value": quote(v)}),
+                Problem(3, v, ProblemCode.NOT_WHOLE, {"value": v}),  # unquoted: flattened
+            )
+        ),
+        v,
     ),
-    "terms import refused": lambda v: replies.terms_import(TermsImport(problems=(v,)), v),
+    "terms import refused": lambda v: replies.terms_import(
+        TermsImport(
+            problems=(Problem(2, "sku", ProblemCode.NOT_A_CODE, {"value": v}, Place.LINE),)
+        ),
+        v,
+    ),
     "terms import done": lambda v: replies.terms_import(TermsImport(version="T1", created=True), v),
     "terms listing": lambda v: replies.terms_listing(_terms(v), T0, v, PKT),
     "stranger greeting": lambda v: texts.stranger(v, 42),

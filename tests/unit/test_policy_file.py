@@ -11,6 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bot.policy_texts import policy_lines
+from bot.problems import problem_text
 from core.policies import BudgetMode, Condition, Policy, Rule, Stage, content_hash
 from core.policy_file import key_lines, parse_policy
 
@@ -20,7 +22,7 @@ SAMPLE = (Path(__file__).parents[2] / "samples" / "approval-policy.toml").read_t
 def problems(text: str) -> list[str]:
     policy, found = parse_policy(text)
     assert policy is None and found
-    return [str(p) for p in found]
+    return [problem_text(p) for p in found]
 
 
 def test_the_sample_reads_as_the_issue_describes_it() -> None:
@@ -226,7 +228,7 @@ def test_the_sample_ladder_reads_as_written() -> None:
     assert (ladder.escalate_to, ladder.before_expiry) == ("owners", timedelta(hours=1))
     assert ladder.digest_at == time(9, 30)
     assert ladder.working_hours.days == frozenset(range(6))
-    assert policy.describe()[-1].startswith("Reminders: remind after 2h, escalate to the admins")
+    assert policy_lines(policy)[-1].startswith("Reminders: remind after 2h, escalate to the admins")
 
 
 LADDER_BASE = '[groups]\nmanagers = "M"\n[[rules]]\nname = "d"\nstages = [{ group = "managers" }]\n'

@@ -21,13 +21,15 @@ from typing import Any
 
 import pytest
 
+from bot.flags import flag_text as describe
+from bot.problems import problem_lines, problem_text
 from bot.spreadsheets import read_csv_text, read_sheet
 from core.drafts import Draft
 from core.errors import UnreadableSheet
-from core.flags import FlagCode, describe
+from core.flags import FlagCode
 from core.intake import Order, build_draft, check_sheet
 from core.sheets import MAX_DATA_ROWS, MAX_SHEET_BYTES, too_big
-from core.tables import Row, Table, summarise
+from core.tables import Row, Table
 from core.terms import REQUIRED, Terms, parse_terms
 from tests.helpers.xlsx import xlsx_bytes
 
@@ -51,7 +53,7 @@ def case_id(case: dict[str, Any]) -> str:
 def terms_from(path: Path) -> Terms:
     """Terms as the admin imported them, with a version name as the store gives them."""
     terms, problems = parse_terms(read_csv_text(path.read_bytes()))
-    assert terms is not None, summarise(problems)
+    assert terms is not None, problem_lines(problems)
     return replace(terms, version=VERSION)
 
 
@@ -72,13 +74,13 @@ def answer(data: bytes, terms: Terms) -> Answer:
     """The upload as the bot handles it: the size first, then the file, then its rows."""
     refusal = too_big(len(data))
     if refusal is not None:
-        return Answer(refusal, [], [])
+        return Answer(problem_text(refusal), [], [])
     try:
         table = read_sheet(data)
     except UnreadableSheet as error:
         return Answer(str(error), [], [])
-    orders, lines = check_sheet(table, terms)
-    return Answer(None, lines, orders)
+    orders, problems = check_sheet(table, terms)
+    return Answer(None, problem_lines(problems), orders)
 
 
 def case_bytes(case: dict[str, Any]) -> bytes:
@@ -245,7 +247,7 @@ def many_terms() -> Terms:
         cells = (*supplier, f"SKU-{n:05d}", f"Item {n}", price, "", "")
         rows.append(Row(n + 2, cells))
     terms, problems = parse_terms(Table(tuple(rows)))
-    assert terms is not None, summarise(problems)
+    assert terms is not None, problem_lines(problems)
     return replace(terms, version=VERSION)
 
 

@@ -6,8 +6,9 @@ from datetime import date
 
 import pytest
 
+from bot.problems import problem_lines, problem_text
+from core.problems import Problem, ProblemCode
 from core.tables import (
-    Problem,
     Row,
     column_letter,
     neutralise,
@@ -15,7 +16,6 @@ from core.tables import (
     quote,
     read_header,
     rupees_to_paisa,
-    summarise,
     whole_number,
 )
 
@@ -94,7 +94,7 @@ def test_read_header_names_unknown_repeated_and_missing_columns():
     row = Row(1, ("SKU", "Qty", "sku", "", "Notes"))
     columns, problems = read_header(row, ("sku", "quantity"), ("notes",))
     assert columns == {"sku": 0, "notes": 4}
-    assert [str(p) for p in problems] == [
+    assert [problem_text(p) for p in problems] == [
         'Row 1: unknown column "Qty"; the columns are sku, quantity (optional: notes)',
         "Row 1, sku: this column appears twice",
         "Row 1: missing column quantity",
@@ -114,12 +114,13 @@ def test_column_letters():
     ]  # fmt: skip
 
 
-def test_summarise_orders_by_row_and_caps_the_list():
-    problems = [Problem(n, "quantity", "is empty") for n in range(60, 1, -1)]
-    lines = summarise(problems, limit=50)
+def test_problem_lines_orders_by_row_and_caps_the_list():
+    problems = [Problem(n, "quantity", ProblemCode.EMPTY) for n in range(60, 1, -1)]
+    lines = problem_lines(problems, limit=50)
     assert lines[0] == "Row 2, quantity: is empty"
     assert lines[49] == "Row 51, quantity: is empty"
     assert lines[50] == "… and 9 more problems"
     assert len(lines) == 51
-    assert summarise([Problem(0, None, "The file is empty.")]) == ["The file is empty."]
-    assert summarise(problems[:2], limit=1)[-1] == "… and 1 more problem"
+    whole = Problem(0, None, ProblemCode.NO_ROWS)
+    assert problem_lines([whole]) == ["The sheet has a header but no rows to order."]
+    assert problem_lines(problems[:2], limit=1)[-1] == "… and 1 more problem"

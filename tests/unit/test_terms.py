@@ -11,11 +11,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from bot.problems import PROBLEM_TEXTS, problem_lines
 from bot.spreadsheets import EMPTY_FILE, read_csv_text
 from core.errors import UnreadableSheet
-from core.tables import Row, Table, quote, summarise
+from core.problems import ProblemCode
+from core.tables import Row, Table, quote
 from core.terms import (
-    NOT_AN_ADDRESS,
     REQUIRED,
     Offer,
     content_hash,
@@ -30,7 +31,7 @@ CASES = tomllib.loads((DATA / "cases.toml").read_text())["case"]
 
 def terms_of(name: str):
     terms, problems = parse_terms(read_csv_text((DATA / name).read_bytes()))
-    return terms, summarise(problems)
+    return terms, problem_lines(problems)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["file"] for c in CASES])
@@ -104,7 +105,7 @@ def test_amounts_beyond_any_order_are_refused_before_they_reach_the_database():
     line = "SUP1,Hall Road,orders@hallroad.pk,CBL-1,Cable,1000000.01,1,99999999999999999999"
     terms, problems = parse_terms(read_csv_text(f"{header}\n{line}\n".encode()))
     assert terms is None
-    assert summarise(problems) == [
+    assert problem_lines(problems) == [
         "Line 2, unit_price_pkr: is more than the limit of Rs 1,000,000",
         "Line 2, max_qty: 99,999,999,999,999,999,999 is more than the limit of 1,000,000,000",
     ]
@@ -129,7 +130,7 @@ def test_a_file_without_a_header_is_told_so_once():
         read_csv_text(b"SUP1,Hall Road,orders@hallroad.pk,CBL-1,C,4,1,\n")
     )
     assert terms is None
-    assert summarise(problems) == [
+    assert problem_lines(problems) == [
         "Line 1: this is not a header; the first row must name the columns supplier_id, "
         "supplier_name, supplier_email, sku, description, unit_price_pkr, min_qty, max_qty "
         "(optional: category)"
@@ -174,7 +175,8 @@ def _terms_with_address(address: str):
 def test_an_address_the_sender_cannot_use_as_is_is_refused_with_its_line(address: str) -> None:
     terms, problems = _terms_with_address(address)
     assert terms is None
-    assert summarise(problems) == [f"Line 2, supplier_email: {quote(address)} {NOT_AN_ADDRESS}"]
+    sentence = PROBLEM_TEXTS[ProblemCode.NOT_AN_ADDRESS].format(value=quote(address))
+    assert problem_lines(problems) == [f"Line 2, supplier_email: {sentence}"]
 
 
 @pytest.mark.parametrize(
@@ -194,4 +196,4 @@ def test_a_plain_dot_atom_address_is_accepted(address: str) -> None:
 
 def test_an_empty_address_is_told_so() -> None:
     _, problems = _terms_with_address("")
-    assert summarise(problems) == ["Line 2, supplier_email: is empty"]
+    assert problem_lines(problems) == ["Line 2, supplier_email: is empty"]
