@@ -18,14 +18,17 @@ install: uv
 	uv sync --frozen --all-groups
 
 # The Mini App's browser tests drive Debian's Chromium through Playwright (Playwright's own
-# browser download is not reachable here), with Noto fonts so that Urdu renders in screenshots.
+# browser download is not reachable here), with Noto fonts so that Urdu and the buttons'
+# emoji render in screenshots.
 # Installed from Debian's packages when missing; root (CI) installs directly, others via sudo.
-BROWSER_PACKAGES = chromium fonts-noto-core
+BROWSER_PACKAGES = chromium fonts-noto-core fonts-noto-color-emoji
 browser:
-	@if [ ! -x /usr/bin/chromium ] || [ ! -d /usr/share/fonts/truetype/noto ]; then \
+	@missing=$$(for p in $(BROWSER_PACKAGES); do \
+		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
 		sudo=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-		$$sudo apt-get install -y $(BROWSER_PACKAGES) \
-		|| { $$sudo apt-get update && $$sudo apt-get install -y $(BROWSER_PACKAGES); }; \
+		$$sudo apt-get install -y $$missing \
+		|| { $$sudo apt-get update && $$sudo apt-get install -y $$missing; }; \
 	fi
 
 # The quality gates: lint, formatting, types (mypy's files are in pyproject.toml). CI runs it.
