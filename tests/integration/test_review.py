@@ -209,6 +209,7 @@ class _RacingTx:
         return job
 
 
+@pytest.mark.slow  # on SQLite one admin waits out the 0.5 s rendezvous (_Rendezvous)
 @pytest.mark.parametrize(
     ("state", "first", "second"),
     [
@@ -271,6 +272,7 @@ def _runner(store, sink, at):
     )
 
 
+@pytest.mark.slow  # waits out a real SMTP timeout or late answer
 async def test_send_again_after_an_unknown_outcome_mails_the_supplier_once_with_the_same_key(
     store, smtp_sink
 ):

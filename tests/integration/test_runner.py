@@ -356,6 +356,7 @@ async def approved_jobs(store, count):
     return [await approved_job(store, f"PO-2026-{n:03d}") for n in range(1, count + 1)]
 
 
+@pytest.mark.slow  # waits out a real SMTP timeout or late answer
 async def test_a_pass_sends_over_several_reused_connections_at_once(store):
     delay, connections, count = 0.5, 4, 12
     jobs = await approved_jobs(store, count)
@@ -388,6 +389,7 @@ async def test_a_busy_pass_claims_again_over_the_same_connection_up_to_its_cap(s
     assert len(set(ids(sink))) == per_pass + 1
 
 
+@pytest.mark.slow  # waits out a real SMTP timeout or late answer
 async def test_silence_after_data_on_one_send_leaves_the_others_sent(store, sink):
     jobs = await approved_jobs(store, 3)
     # whichever message reaches DATA first gets its 250 too late for the 0.5 s timeout

@@ -24,6 +24,9 @@ from core.tables import Row, Table
 from tests.helpers.xlsx import xlsx_bytes
 
 GOOD = b"sku,quantity\nA-1,2\n"
+# A worker that dies, hangs or is refused is replaced by a fresh process (half a second or
+# more each): those tests are slow ones, which `make test-fast` leaves out and `make test` runs.
+respawns = pytest.mark.slow
 
 
 # Readers run in the worker, which imports this module by name to find them.
@@ -78,10 +81,12 @@ def test_a_worker_reads_exactly_what_read_sheet_reads() -> None:
         assert parse_isolated(read_sheet, data) == read_sheet(data)
 
 
+@respawns
 def test_the_readers_refusal_comes_back_as_its_sentence() -> None:
     assert refusal(_refuse) == NOT_A_SHEET
 
 
+@respawns
 @pytest.mark.parametrize(
     ("reader", "limits"),
     [
@@ -99,6 +104,7 @@ def test_a_worker_that_dies_or_lies_costs_only_that_parse(reader, limits) -> Non
     assert parse_isolated(read_sheet, GOOD) == read_sheet(GOOD)  # the next parse works
 
 
+@respawns
 def test_a_hanging_worker_is_killed_at_the_timeout() -> None:
     started = time.monotonic()
     assert refusal(_hang, Limits(timeout=0.5)) == PARSE_TIMEOUT
@@ -106,6 +112,7 @@ def test_a_hanging_worker_is_killed_at_the_timeout() -> None:
     assert multiprocessing.active_children() == []
 
 
+@respawns
 def test_waiting_for_a_worker_leaves_the_event_loop_free() -> None:
     parser = SheetParser(limits=Limits(timeout=1.0))
 
@@ -129,6 +136,7 @@ def test_the_parser_reads_sheets_and_terms() -> None:
     assert asyncio.run(parser.terms(terms)).rows[1].cells == ("S-1", "A-1")
 
 
+@respawns
 def test_a_worker_runs_behind_the_bot_for_the_cpu() -> None:
     """A burst of uploads being parsed takes the CPU the bot leaves, not the bot's share."""
     (row,) = parse_isolated(_niceness, GOOD).rows
