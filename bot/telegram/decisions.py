@@ -79,6 +79,9 @@ _PROMPTED = re.compile(
     rf"^({'|'.join(map(re.escape, _PROMPTED_IN))}) \u2068?(PO-[A-Za-z0-9-]+) v(\d+)\u2069?\?$"
 )
 _MAX_REASON = 500
+# A reply of only spaces or invisible characters: no reason, so nothing is recorded. A soft
+# budget's approval without one would defeat the rule, and a rejection must tell the requester why.
+REASON_MISSING = N_("A reason is needed: reply to my question above, in words.")
 # Seconds the deliveries a tap starts wait for a pause in the taps (FairProcessor.between_taps).
 DELIVERY_PATIENCE = 5.0
 DETAILS_SENDING = N_("Sending the whole PO as a CSV file…")
@@ -113,13 +116,13 @@ async def on_reason(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     verdict = _PROMPTED_IN[asked.group(1)]
     deps, po, version = deps_of(context), asked.group(2), int(asked.group(3))
     # One line, without bidi or zero-width tricks: it goes on the requester's news and the trail.
-    reason = flatten(message.text or "")[:_MAX_REASON] or "no reason given"
+    reason = flatten(message.text or "")[:_MAX_REASON]
     async with deps.store.reading() as tx:
         job = await tx.job_by_po(po)
         reviewed = await _hash_of(tx, job, version) if job else ""
         tr = translator(language_of((await tx.languages([user.id])).get(user.id)))
-    if job is None:
-        await message.reply_text(tr(NOT_VALID))
+    if job is None or not reason:
+        await message.reply_text(tr(NOT_VALID if job is None else REASON_MISSING))
         return
     review = Review(po, user.id, verdict, version, reviewed, reason)
     text, decided = await _decide(deps, job, review, tr=tr)

@@ -140,6 +140,9 @@ async def test_an_urdu_rejection_asks_for_its_reason_and_the_requester_hears_it(
         )
         prompt = await ali.next_message()
         assert prompt.text == f"مسترد کرنے کی وجہ {isolated(PO + ' v1')}?"
+        ali.reply_to(prompt, " \u200b ")  # nothing to read: not a reason, nothing recorded
+        assert await said(ali) == "وجہ درکار ہے: اوپر میرے سوال کے جواب میں وجہ الفاظ میں لکھیں۔"
+        assert (await job_and_decisions(run))[1] == []
         ali.reply_to(prompt, "قیمت بہت زیادہ ہے")
         assert await said(ali) == (
             f"{isolated(PO)} مسترد کر دیا گیا۔ درخواست گزار کو آپ کی وجہ بتا دی گئی ہے۔"
