@@ -11,6 +11,7 @@ import re
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
+from datetime import tzinfo
 from functools import partial
 
 from telegram import CallbackQuery, ForceReply, Message, Update, User
@@ -269,7 +270,7 @@ async def _decide(
     try:
         result = await service.decide(store or deps.store, review, utcnow(), deps.settings.rules())
     except ApprovalExpired:
-        return tr(_EXPIRED), True  # the expiry it found is news
+        return tr(EXPIRED), True  # the expiry it found is news
     except ReasonRequired:  # for the caller, which asks for the reason
         raise
     except (ApprovalError, IllegalTransition) as refused:
@@ -281,7 +282,7 @@ async def _decide(
     return pending_answer(result, tr), True
 
 
-_EXPIRED = N_("This request expired.")
+EXPIRED = N_("This request expired.")
 
 
 def pending_answer(result: service.DecisionResult, tr: Translator) -> str:
@@ -318,19 +319,38 @@ async def refusal(
 
 
 async def _refused(deps: Deps, job: Job, review: Review, refused: Exception, tr: Translator) -> str:
-    """What a refused decision is called in the tap's answer, in the reviewer's language,
-    from what the error carries (the stage and group whose turn it is, the approver back)."""
+    """What a refused tap is called in its answer (refused_text, for this review)."""
+    return await refused_text(
+        deps.store, deps.settings.tz, job, refused, tr,
+        reviewer_id=review.reviewer_id, verdict=review.verdict, version=review.draft_version,
+    )  # fmt: skip
+
+
+async def refused_text(
+    store: Store,
+    tz: tzinfo,
+    job: Job,
+    refused: Exception,
+    tr: Translator,
+    *,
+    reviewer_id: int,
+    verdict: Verdict | None = None,
+    version: int | None = None,
+) -> str:
+    """What a refused decision is called, in the reviewer's language, from what the error
+    carries (the stage and group whose turn it is, the approver back): a tap's answer, and the
+    Mini App's. `verdict` None: no decision named yet; `version` None: the current draft's."""
     match refused:
         case NotAnApprover():
             return tr("You are not an approver.")
-        case SelfApproval() if review.reviewer_id != job.requester_id:
+        case SelfApproval() if reviewer_id != job.requester_id:
             return tr("You cannot decide this request: you and its requester act for each other.")
-        case SelfApproval() if review.verdict is Verdict.APPROVE:
+        case SelfApproval() if verdict is Verdict.APPROVE:
             return tr("You cannot approve your own request.")
         case SelfApproval():
             return tr("You cannot decide your own request.")
         case DelegationEnded():
-            async with deps.store.reading() as tx:
+            async with store.reading() as tx:
                 known = await tx.telegram_user(refused.delegator)
             name = flatten(known.first_name) if known else tr("user {id}", id=refused.delegator)
             return delegation_refusal(name, tr=tr)
@@ -339,9 +359,9 @@ async def _refused(deps: Deps, job: Job, review: Review, refused: Exception, tr:
         case NotYourTurn():
             return turn_refusal(refused, tr=tr)
         case ApprovalExpired():
-            return tr(_EXPIRED)
+            return tr(EXPIRED)
         case _:
-            return await _already(deps, review, job.po_number, tr)
+            return await _already(store, tz, job.po_number, (reviewer_id, version), tr)
 
 
 def turn_refusal(refused: NotYourTurn, *, tr: Translator = ENGLISH) -> str:
@@ -355,11 +375,16 @@ def delegation_refusal(name: str, *, tr: Translator = ENGLISH) -> str:
     return tr("Not counted: you no longer act for {name}; they are back.", name=name)
 
 
-async def _already(deps: Deps, review: Review, po: str, tr: Translator) -> str:
-    user_id, version = review.reviewer_id, review.draft_version
-    async with deps.store.reading() as tx:
+async def _already(
+    store: Store, tz: tzinfo, po: str, whose: tuple[int, int | None], tr: Translator
+) -> str:
+    """An AlreadyDecided refusal: the reviewer's own decision on the draft `version` (None:
+    the current one), or their delegate's for them, or where the PO stands."""
+    user_id, version = whose
+    async with store.reading() as tx:
         job = await tx.job_by_po(po)
         assert job is not None
+        version = job.draft_version if version is None else version
         mine = [
             d
             for d in await tx.decisions(job.id)
@@ -368,7 +393,7 @@ async def _already(deps: Deps, review: Review, po: str, tr: Translator) -> str:
         by = None if not mine else await tx.telegram_user(mine[-1].reviewer_id)
     if mine:
         approved = mine[-1].verdict is Verdict.APPROVE
-        when = local_time(mine[-1].at, deps.settings.tz, TIME_OF_DAY)
+        when = local_time(mine[-1].at, tz, TIME_OF_DAY)
         if mine[-1].reviewer_id != user_id:  # their delegate's, for them
             name = flatten(by.first_name) if by else f"user {mine[-1].reviewer_id}"
             if approved:

@@ -23,36 +23,28 @@ from typing import Any
 from bot.clock import utcnow
 from bot.config import Settings
 from bot.i18n import N_, Translator
-from bot.telegram.decisions import delegation_refusal, pending_answer, turn_refusal
-from bot.texts import TIME_OF_DAY, local_time
+from bot.telegram.decisions import EXPIRED, pending_answer, refused_text
 from core import edits, service
 from core.edits import Edit, Edited, LineChange
 from core.errors import (
-    AlreadyDecided,
     ApprovalError,
     ApprovalExpired,
     ClientIdReused,
-    DelegationEnded,
     DraftChanged,
     EditProblem,
     EditRefused,
     IllegalTransition,
-    NotAnApprover,
-    NotYourTurn,
     ReasonRequired,
-    SelfApproval,
 )
 from core.jobs import Job
 from core.policies import Outcome, Rules, Verdict
 from core.ports import Store
 from core.service import DecisionResult, Review
-from core.states import State
 from core.texts import flatten
 
 # What the page says when the draft it showed is not the current one any more.
 CHANGED = N_("This PO changed — review it again")
 REASON_FOR_BUDGET = N_("This approval goes over a monthly budget: write your reason, then approve.")
-EXPIRED = N_("This request expired.")
 NOT_FOUND = N_("There is no purchase order {po} for you to see.")
 _ID = re.compile(r"[A-Za-z0-9_-]{1,64}")  # crypto.randomUUID()'s, or any such page-made id
 _HASH = re.compile(r"[0-9a-f]{64}")
@@ -218,7 +210,8 @@ def recorded(result: DecisionResult, asked: Asked, tr: Translator) -> str:
 async def refusal(
     store: Store, settings: Settings, job: Job, user_id: int, refused: Exception, tr: Translator
 ) -> str:
-    """Why the decision does not count, in the words of a tap's answer where there is one."""
+    """Why the decision does not count: the page's own words for what only the page meets (a
+    changed draft, a budget's reason, an edit, a reused id), else a tap's answer's."""
     match refused:
         case DraftChanged():
             return tr(CHANGED)
@@ -228,22 +221,7 @@ async def refusal(
             return _edit_refused(refused, tr)
         case ClientIdReused():
             return tr("This decision's id was used for another one: decide again.")
-        case NotAnApprover():
-            return tr("You are not an approver.")
-        case SelfApproval() if user_id != job.requester_id:
-            return tr("You cannot decide this request: you and its requester act for each other.")
-        case SelfApproval():
-            return tr("You cannot decide your own request.")
-        case DelegationEnded():
-            async with store.reading() as tx:
-                known = await tx.telegram_user(refused.delegator)
-            name = flatten(known.first_name) if known else tr("user {id}", id=refused.delegator)
-            return delegation_refusal(name, tr=tr)
-        case NotYourTurn():
-            return turn_refusal(refused, tr=tr)
-        case AlreadyDecided():
-            return await _already(store, settings, job.po_number, user_id, tr)
-    return tr("Not recorded: {why}.", why=str(refused))
+    return await refused_text(store, settings.tz, job, refused, tr, reviewer_id=user_id)
 
 
 def _edit_refused(refused: EditRefused, tr: Translator) -> str:
@@ -265,26 +243,3 @@ def _edit_refused(refused: EditRefused, tr: Translator) -> str:
         case EditProblem.NOTHING_LEFT:
             return tr("Every line is dropped: reject the PO instead.")
     return tr("Nothing is changed: approve it as it is.")
-
-
-async def _already(store: Store, settings: Settings, po: str, user_id: int, tr: Translator) -> str:
-    """An AlreadyDecided refusal: this person's own decision, or where the PO stands."""
-    async with store.reading() as tx:
-        job = await tx.job_by_po(po)
-        assert job is not None
-        mine = [d for d in await tx.decisions(job.id) if user_id == d.reviewer_id]
-    if mine and mine[-1].draft_version == job.draft_version:
-        when = local_time(mine[-1].at, settings.tz, TIME_OF_DAY)
-        if mine[-1].verdict is Verdict.APPROVE:
-            return tr("Already approved by you at {at}.", at=when)
-        return tr("Already rejected by you at {at}.", at=when)
-    if job.state is State.AWAITING_APPROVAL:
-        return tr(
-            "Already counted: you and the approver you act with while one is away count as one "
-            "person on this request."
-        )
-    return tr(
-        "Already decided: {po} is {state}.",
-        po=job.po_number,
-        state=job.state.value.lower().replace("_", " "),
-    )

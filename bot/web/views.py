@@ -15,8 +15,9 @@ from bot.config import Settings
 from bot.flags import flag_text
 from bot.i18n import N_, Translator
 from bot.telegram.cards import APPROVE_TEXT, REJECT_TEXT, budget_line
+from bot.telegram.decisions import EXPIRED
 from bot.texts import DATE_AND_TIME, DAY_MONTH, local_time
-from bot.web.decisions import CHANGED, EXPIRED, NOT_FOUND, REASON_FOR_BUDGET, refusal
+from bot.web.decisions import CHANGED, NOT_FOUND, REASON_FOR_BUDGET, refusal
 from core.errors import DraftPurged, ReadRefused, UnknownJob
 from core.money import format_pkr
 from core.po_view import ChainStage, PoLine, PoView, po_view

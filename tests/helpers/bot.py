@@ -39,6 +39,21 @@ SHEET = b"sku,quantity,notes\nCHG-65W,3,for <b>Eid</b> & more\n"
 BotRun = Running
 
 
+def settings_for(db_url: str, **values: Any) -> Settings:
+    """A test's settings on `db_url`: a fresh secret key, the test stores' data key and ADMIN
+    as the one admin, with `values` over them."""
+    return Settings(
+        **{
+            "_env_file": None,
+            "database_url": db_url,
+            "manzoori_secret_key": Fernet.generate_key().decode(),
+            "manzoori_data_key": DATA_KEY.decode(),
+            "manzoori_admin_ids": frozenset({ADMIN}),
+            **values,
+        }
+    )
+
+
 @asynccontextmanager
 async def running_bot(
     botapi: Emulator,
@@ -57,17 +72,11 @@ async def running_bot(
     SQLite writers wait for the lock (short in lock tests); `web`: serve the web front door
     (give a free `web_port` among the `overrides`); `loops`: the runners run their own loops,
     as under `manzoori run` (then the test must not drive their passes itself)."""
-    settings = Settings(
-        **{
-            "_env_file": None,
-            "database_url": db_url,
-            "manzoori_secret_key": Fernet.generate_key().decode(),
-            "manzoori_data_key": DATA_KEY.decode(),
-            "manzoori_admin_ids": frozenset({ADMIN}),
-            "telegram_bot_token": botapi.token,
-            "telegram_api_url": f"http://127.0.0.1:{botapi.port}",
-            **overrides,  # the same secret key as another process, say
-        }
+    settings = settings_for(
+        db_url,
+        telegram_bot_token=botapi.token,
+        telegram_api_url=f"http://127.0.0.1:{botapi.port}",
+        **overrides,  # the same secret key as another process, say
     )
     store = store_class(make_engine(db_url, busy_timeout_ms=busy_timeout_ms), DATA_KEY)
     try:

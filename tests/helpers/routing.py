@@ -22,6 +22,25 @@ COMMITTEE = (
 DEFAULT = Policy.default(500_000 * 100)
 
 
+def soft_budget(chargers_pkr: int) -> str:
+    """A policy of one approvers' stage, with a soft monthly budget of `chargers_pkr` rupees
+    for the chargers category: a PO that goes over it also needs the owners."""
+    return f"""
+[groups]
+approvers = "Approvers"
+owners = "Owners"
+
+[[rules]]
+name = "default"
+stages = [{{ group = "approvers" }}]
+
+[budgets]
+mode = "soft"
+over_budget_stage = {{ group = "owners" }}
+monthly_pkr = {{ chargers = {chargers_pkr:_} }}
+"""
+
+
 async def team(botapi, run, policy: str) -> dict[int, object]:
     """The policy in force; Ali and Chand are managers, Sana an owner, all reachable."""
     version = (await import_policy(run.store, policy, T0, "cli:test")).version

@@ -29,6 +29,7 @@ from core.service import Review
 from core.states import State
 from store.sql import SqlStore
 from tests.helpers.factories import APPROVER_A, APPROVER_B, REQUESTER, T0, new_job
+from tests.helpers.routing import soft_budget
 
 RULES = Rules(approval=ApprovalPolicy(ttl=timedelta(hours=24)))
 DEFAULT = Policy.default(500_000 * 100)
@@ -324,20 +325,7 @@ async def test_an_unchanged_edit_is_refused_with_its_code(store):
 
 # --- budgets --------------------------------------------------------------------------------------
 
-BUDGETED = """
-[groups]
-approvers = "Approvers"
-owners = "Owners"
-
-[[rules]]
-name = "default"
-stages = [{ group = "approvers" }]
-
-[budgets]
-mode = "soft"
-over_budget_stage = { group = "owners" }
-monthly_pkr = { chargers = 50_000 }
-"""
+BUDGETED = soft_budget(50_000)
 
 
 async def over_budget(store: SqlStore):

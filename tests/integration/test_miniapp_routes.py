@@ -12,7 +12,6 @@ from datetime import timedelta
 
 import httpx
 import pytest
-from cryptography.fernet import Fernet
 
 from bot.clock import utcnow
 from bot.config import Settings
@@ -26,24 +25,15 @@ from core.policies import Role
 from core.service import Revision
 from core.states import State
 from store.sql import SqlStore
-from tests.helpers.bot import ADMIN
+from tests.helpers.bot import settings_for as test_settings
 from tests.helpers.factories import APPROVER_A, APPROVER_B, OUTSIDER, REQUESTER, make_draft, new_job
 from tests.helpers.miniapp import OTHER_BOT_TOKEN, forged, init_data, tma
-from tests.helpers.store import DATA_KEY
 
 TOKEN = "7000000001:AAexampleexampleexampleexampleexam"
 
 
 def settings_for(db_url: str, **values: object) -> Settings:
-    return Settings(
-        _env_file=None,  # type: ignore[call-arg]
-        database_url=db_url,
-        manzoori_secret_key=Fernet.generate_key().decode(),
-        manzoori_data_key=DATA_KEY.decode(),
-        manzoori_admin_ids=frozenset({ADMIN}),
-        telegram_bot_token=TOKEN,
-        **values,
-    )
+    return test_settings(db_url, telegram_bot_token=TOKEN, **values)
 
 
 @pytest.fixture

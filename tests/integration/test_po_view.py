@@ -23,6 +23,7 @@ from core.service import Review
 from core.states import State
 from store.sql import SqlStore
 from tests.helpers.factories import APPROVER_A, APPROVER_B, OUTSIDER, REQUESTER, T0, new_job
+from tests.helpers.routing import soft_budget
 
 RULES = Rules(approval=ApprovalPolicy(ttl=timedelta(hours=24)))
 DEFAULT = Policy.default(500_000 * 100)
@@ -191,20 +192,7 @@ async def test_a_sent_po_reads_as_approved_long_after_its_approvals_expired(stor
     assert [line.last for line in seen.lines] == [None, None]
 
 
-BUDGETED = """
-[groups]
-approvers = "Approvers"
-owners = "Owners"
-
-[[rules]]
-name = "default"
-stages = [{ group = "approvers" }]
-
-[budgets]
-mode = "soft"
-over_budget_stage = { group = "owners" }
-monthly_pkr = { chargers = 40_000 }
-"""
+BUDGETED = soft_budget(40_000)
 
 
 async def test_the_budget_shows_the_month_and_an_approval_over_it_asks_for_a_reason(store):

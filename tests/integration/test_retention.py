@@ -10,7 +10,6 @@ from datetime import UTC, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
-from cryptography.fernet import Fernet
 from sqlalchemy import func, select, text, update
 from sqlalchemy.exc import DBAPIError
 
@@ -26,8 +25,8 @@ from core.retention import PURGE_CHORE, PURGED, Purge, Retention
 from core.service import Review
 from core.states import State
 from store import schema
+from tests.helpers.bot import settings_for as test_settings
 from tests.helpers.factories import APPROVER_A, OUTSIDER, T0, Clock, make_draft, new_job
-from tests.helpers.store import DATA_KEY
 
 ADMIN = 9001  # configured (MANZOORI_ADMIN_IDS): holds no role row, keeps their name
 NOW = T0 + timedelta(days=401)  # the closed jobs of T0 are past the default 400 days
@@ -217,14 +216,7 @@ async def test_a_purge_that_died_is_taken_over_when_its_lease_ends(store):
 
 
 def settings_for(db_url: str, retention_days: int = 30) -> Settings:
-    return Settings(
-        _env_file=None,  # type: ignore[call-arg]
-        database_url=db_url,
-        manzoori_secret_key=Fernet.generate_key().decode(),
-        manzoori_data_key=DATA_KEY.decode(),
-        manzoori_admin_ids=frozenset({ADMIN}),
-        manzoori_retention_days=retention_days,
-    )
+    return test_settings(db_url, manzoori_retention_days=retention_days)
 
 
 async def test_the_runners_daily_purge_uses_the_settings_and_the_clock(store, db_url):

@@ -7,7 +7,6 @@ import asyncio
 
 import httpx
 import pytest
-from cryptography.fernet import Fernet
 from prometheus_client.parser import text_string_to_metric_families
 
 from bot.bootstrap import running
@@ -17,7 +16,7 @@ from bot.web.health import Heartbeats
 from bot.web.metrics import Metrics
 from store.engine import make_engine
 from store.sql import SqlStore
-from tests.helpers.bot import ADMIN
+from tests.helpers.bot import settings_for as test_settings
 from tests.helpers.net import free_port
 from tests.helpers.store import DATA_KEY
 
@@ -35,14 +34,7 @@ class Clock:
 
 
 def settings_for(db_url: str, **values: object) -> Settings:
-    return Settings(
-        _env_file=None,  # type: ignore[call-arg]
-        database_url=db_url,
-        manzoori_secret_key=Fernet.generate_key().decode(),
-        manzoori_data_key=DATA_KEY.decode(),
-        manzoori_admin_ids=frozenset({ADMIN}),
-        **{"manzoori_poll_seconds": POLL, **values},
-    )
+    return test_settings(db_url, **{"manzoori_poll_seconds": POLL, **values})
 
 
 def client(settings: Settings, store: SqlStore, heartbeats: Heartbeats) -> httpx.AsyncClient:
