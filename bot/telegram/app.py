@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Coroutine
 from datetime import timedelta
+from functools import partial
 from typing import Any
 
 from telegram import Update
@@ -43,6 +44,7 @@ from bot.telegram.context import (
     record_claim,
     roles_of,
     tap_arrived,
+    tell_dropped,
     turn_away,
 )
 from bot.telegram.decisions import (
@@ -254,17 +256,18 @@ def build_application(
     if token is None:
         raise ConfigError("TELEGRAM_BOT_TOKEN is required to run the bot")
     url = settings.telegram_api_url.rstrip("/")
+    deps = Deps(settings, store, parser=SheetParser(timer=metrics.sheet_parse), metrics=metrics)
     app = (
         ApplicationBuilder()
         .token(token.get_secret_value())
         .base_url(f"{url}/bot")
         .base_file_url(f"{url}/file/bot")
         .rate_limiter(_paced(metrics))
-        .concurrent_updates(FairProcessor())  # per person, taps apart (fairness.Shares)
+        # Per person, taps apart (fairness.Shares); what it drops is said (tell_dropped).
+        .concurrent_updates(FairProcessor(partial(tell_dropped, deps)))
         .build()
     )
-    parser = SheetParser(timer=metrics.sheet_parse)
-    app.bot_data["deps"] = Deps(settings, store, parser=parser, metrics=metrics)
+    app.bot_data["deps"] = deps
     app.add_handler(TypeHandler(Update, claim), group=-1)
     for name, callback in (
         ("start", start),

@@ -1,6 +1,6 @@
 """What every Telegram handler shares: the Deps kept in the application's bot_data, replies
 that fit Telegram's limit, the roles a sender holds, the claim of an update, and the answers
-to a tap and to a stranger."""
+to a tap, to a stranger and to someone whose updates were dropped."""
 
 from __future__ import annotations
 
@@ -20,11 +20,11 @@ from telegram.error import BadRequest
 from telegram.ext import ContextTypes
 
 from bot.config import Settings
-from bot.i18n import language_of, translator
+from bot.i18n import N_, Translator, language_of, translator
 from bot.parsing import SheetParser
 from bot.telegram.cards import MESSAGE_LIMIT
 from bot.telegram.errors import classify
-from bot.telegram.fairness import Guards
+from bot.telegram.fairness import OVERRUN_MEMORY, Guards
 from bot.telegram.texts import stranger
 from bot.web.metrics import Metrics
 from core.policies import Role
@@ -36,6 +36,13 @@ T = TypeVar("T")
 # A stranger's tap is answered in a callback answer (at most 200 characters): short, and it
 # says how to get the id an admin needs.
 STRANGER_TAP = "You are not registered. Send me /start to get the id your admin needs."
+# The answers to updates the fair shares dropped (bot.telegram.fairness): they were not
+# handled, and saying so is true.
+TAP_DROPPED = N_("Too many taps at once: this one was not counted. Wait a moment, then tap again.")
+TOO_MANY = N_(
+    "Too many messages at once: I could not take them all. Wait a moment, then send again "
+    "the ones I did not answer."
+)
 
 
 class OneThread:
@@ -124,17 +131,60 @@ def held_roles(deps: Deps, user_id: int, granted: frozenset[Role]) -> frozenset[
 
 
 async def turn_away(deps: Deps, update: Update, user: User) -> None:
-    """The stranger's refusal, once per period (STRANGER_PERIOD) and within the strangers'
-    shared budget (STRANGER_REPLIES); everything else they send is dropped unanswered, so a
-    flood of strangers costs a read each, no write, and few messages."""
+    """The stranger's refusal: to every tap, which is no chat message and costs no share of
+    the broadcast limit, while its spinner turns until it is answered; to messages once per
+    period (STRANGER_PERIOD) and within the strangers' shared budget (STRANGER_REPLIES), the
+    rest dropped unanswered. A flood of strangers costs a read each, no write, few messages."""
+    if update.callback_query is not None:
+        await answer_tap(update.callback_query, STRANGER_TAP)
+        return
     guards, now = deps.guards, time.monotonic()
     if guards.strangers.seen(user.id, now) or not guards.stranger_replies.take(now):
         return
     guards.strangers.note(user.id, now)
+    await reply(update, stranger(user.first_name, user.id))
+
+
+async def tell_dropped(deps: Deps, update: Update, *, first: bool) -> None:
+    """What the fair shares say of an update they dropped (fairness.Dropped): a tap is
+    answered TAP_DROPPED; of messages, the `first` gets TOO_MANY, or, from a stranger, their
+    refusal within its budget. In the sender's language."""
+    user = update.effective_user
+    if user is None or user.is_bot:
+        return
+    roles, tr = await _overrun(deps, user.id)
     if update.callback_query is not None:
-        await answer_tap(update.callback_query, STRANGER_TAP)
-    else:
-        await reply(update, stranger(user.first_name, user.id))
+        await answer_tap(update.callback_query, tr(TAP_DROPPED))
+    elif not roles:
+        await turn_away(deps, update, user)
+    elif first:
+        await reply(update, tr(TOO_MANY))
+
+
+async def _overrun(deps: Deps, user_id: int) -> tuple[frozenset[Role], Translator]:
+    """The roles and translator of a sender whose updates were dropped, read once per
+    OVERRUN_MEMORY seconds, however many of their updates ask at once: their flood costs
+    them, not the database."""
+    now, remembered = time.monotonic(), deps.guards.overrun
+    known: tuple[float, asyncio.Future[tuple[frozenset[Role], Translator]]] | None
+    known = remembered.get(user_id)
+    if known is None or known[0] < now - OVERRUN_MEMORY:
+        known = (now, asyncio.ensure_future(_roles_and_language(deps, user_id)))
+        remembered.put(user_id, known)
+    read = known[1]
+    try:
+        return await asyncio.shield(read)
+    except Exception:
+        if remembered.get(user_id) is known:  # the next drop reads again
+            remembered.put(user_id, (0.0, read))
+        raise
+
+
+async def _roles_and_language(deps: Deps, user_id: int) -> tuple[frozenset[Role], Translator]:
+    async with deps.store.reading() as tx:
+        roles = held_roles(deps, user_id, await tx.roles(user_id))
+        chosen = (await tx.languages([user_id])).get(user_id)
+    return roles, translator(language_of(chosen))
 
 
 # When the tap being handled reached the handlers, and the histogram its answer's latency goes

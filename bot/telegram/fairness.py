@@ -1,6 +1,8 @@
 """Fair shares of the bot's attention: one person cannot occupy every handler, a button tap
 never waits behind uploads, a stranger costs no database write and hears from us once per
 period, and one requester or approver has one slow export or sheet in flight at a time.
+What is not handled is said: a tap dropped is answered, and whoever has messages dropped is
+told once (Dropped).
 
 Everything here is per process and in memory: it bounds what one process spends on one
 person; what must hold across processes (a decision counted once) is the database's job.
@@ -15,18 +17,15 @@ from collections import OrderedDict, deque
 from collections.abc import Awaitable, Hashable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, TypeGuard
+from typing import Any, Protocol, TypeGuard
 
 from telegram import Update
-from telegram.error import TelegramError
 from telegram.ext import BaseUpdateProcessor
 
 from store.group_commit import urgent as urgent_writes
 
 log = logging.getLogger(__name__)
 
-# The answer to a tap beyond a sender's backlog: it was not handled, and saying so is true.
-TAP_DROPPED = "Too many taps at once: this one was not counted. Wait a moment, then tap again."
 # PTB's own semaphore is taken before do_process_update: this bound only keeps a runaway
 # backlog finite; the real limits are the lanes and pools below.
 BACKLOG = 100_000
@@ -53,6 +52,22 @@ class Shares:
     # Seconds without a tap that make a pause (FairProcessor.between_taps): the taps of one
     # burst reach the bot in several getUpdates, with short gaps between them.
     pause: float = 0.05
+    # Seconds a tap may wait behind its own sender's updates before it is dropped and answered
+    # so: the phone shows a spinner until the answer, and someone who taps faster than their
+    # taps are handled still hears within a second (the answer's round trip is the rest).
+    tap_patience: float = 0.5
+    # One person's updates waiting or in flight beyond which a tap of theirs is dropped at
+    # once rather than after tap_patience: with two in flight, more than this could not be
+    # handled in that time anyway, and a burst's answers are spread out, not all at its end.
+    tap_backlog: int = 8
+
+
+class Dropped(Protocol):
+    """What the sender of an update that is not handled is told: a tap is always answered
+    (its spinner turns until then); of a burst of messages, only the `first` dropped is
+    answered, and a stranger's within the strangers' budget."""
+
+    async def __call__(self, update: Update, *, first: bool) -> None: ...
 
 
 class _Lane:
@@ -61,16 +76,19 @@ class _Lane:
     def __init__(self, size: int) -> None:
         self.semaphore = asyncio.Semaphore(size)
         self.users = 0
+        self.told = False  # of a message dropped: they hear of it once while the lane lives
+        self.dropped = 0  # their updates dropped while the lane lives (logged at the first)
 
 
 class FairProcessor(BaseUpdateProcessor):
     """Handles updates concurrently: per sender at most `per_user` at once (acquired first,
     so a waiting update holds no pool slot), then a slot of the pool of its kind: taps, files,
-    or other messages."""
+    or other messages. An update it drops goes to `dropped`, never silently."""
 
-    def __init__(self, shares: Shares = Shares()) -> None:
+    def __init__(self, dropped: Dropped, shares: Shares = Shares()) -> None:
         super().__init__(BACKLOG)
         self.shares = shares
+        self._dropped = dropped
         self._lanes: dict[Hashable, _Lane] = {}
         self._tapping = 0  # taps waiting or in flight
         self._taps_seen = 0  # taps ever started: a pause is a time in which this stays put
@@ -119,24 +137,58 @@ class FairProcessor(BaseUpdateProcessor):
         lane = self._lanes.get(key)
         if lane is None:
             lane = self._lanes[key] = _Lane(self.shares.per_user)
-        if lane.users >= self.shares.per_user_backlog:
-            log.warning("update of a sender with %s updates waiting dropped", lane.users)
-            _discard(coroutine)
+        backlog = self.shares.tap_backlog if _is_tap(update) else self.shares.per_user_backlog
+        if lane.users >= backlog:
+            await self._drop(update, coroutine, lane)
             self._forget(key, lane)
-            if _is_tap(update):  # a spinner is turning on their phone: stop it, truthfully
-                await _answer_dropped(update)
             return
         lane.users += 1
         try:
-            async with lane.semaphore, self._pool(update):
-                if _is_file(update):
-                    await coroutine
-                else:  # someone waits for the answer: its writes go first (store/group_commit.py)
-                    with urgent_writes():
+            if not await self._enter(update, lane):
+                await self._drop(update, coroutine, lane)
+                return
+            try:
+                async with self._pool(update):
+                    if _is_file(update):
                         await coroutine
+                    else:  # someone waits for the answer: its writes go first (group_commit)
+                        with urgent_writes():
+                            await coroutine
+            finally:
+                lane.semaphore.release()
         finally:
             lane.users -= 1
             self._forget(key, lane)
+
+    async def _enter(self, update: object, lane: _Lane) -> bool:
+        """Take a place in the sender's lane: a tap waits at most Shares.tap_patience for it
+        (False: it did not get one), anything else as long as it takes."""
+        if not _is_tap(update):
+            await lane.semaphore.acquire()
+            return True
+        try:
+            async with asyncio.timeout(self.shares.tap_patience):
+                await lane.semaphore.acquire()
+        except TimeoutError:
+            return False
+        return True
+
+    async def _drop(self, update: object, coroutine: Awaitable[Any], lane: _Lane) -> None:
+        """Close the handler that will not run and tell its sender (Dropped): every tap, and
+        the first message while the lane lives."""
+        _discard(coroutine)
+        lane.dropped += 1
+        if lane.dropped == 1:  # once per burst: a flood must not flood the log too
+            log.warning("a sender's updates dropped, with %s waiting or in flight", lane.users)
+        if not isinstance(update, Update):
+            return
+        first = not _is_tap(update) and not lane.told
+        lane.told = lane.told or first
+        if _is_tap(update) or first:
+            try:
+                await self._dropped(update, first=first)
+            except Exception:  # the store or Telegram is down: the next update is still handled
+                log.warning("sender of dropped update %s not told", update.update_id, exc_info=True)
 
     def _pool(self, update: object) -> asyncio.BoundedSemaphore:
         if _is_tap(update):
@@ -160,15 +212,6 @@ class FairProcessor(BaseUpdateProcessor):
 def _is_tap(update: object) -> TypeGuard[Update]:
     """Whether the update is a button tap, which somebody is watching a spinner for."""
     return isinstance(update, Update) and update.callback_query is not None
-
-
-async def _answer_dropped(update: Update) -> None:
-    """Tell someone who tapped far too fast that this tap was not handled."""
-    assert update.callback_query is not None
-    try:
-        await update.callback_query.answer(TAP_DROPPED)
-    except TelegramError as error:  # too old already, or Telegram unreachable: nothing waits
-        log.info("dropped tap not answered: %s", error)
 
 
 def _is_file(update: object) -> bool:
@@ -294,6 +337,10 @@ STRANGER_REPLIES = 10
 STRANGER_WINDOW = 10.0
 # Details files remembered by Telegram file_id: a few hundred open POs' worth of ids.
 DETAILS_FILES = 512
+# Seconds the roles and language of a sender whose updates were dropped are remembered: a
+# burst of a hundred dropped taps costs one read, not a hundred, and a role or language
+# changed meanwhile shows within the minute.
+OVERRUN_MEMORY = 60.0
 
 
 @dataclass
@@ -308,3 +355,6 @@ class Guards:
     details: InFlight = field(default_factory=InFlight)  # (approver id, job id, version)
     # (job id, version) -> DetailsFile, so later taps resend by file_id
     details_files: Lru = field(default_factory=lambda: Lru(DETAILS_FILES))
+    # user id -> (time.monotonic(), the read of their roles and translator) of senders whose
+    # updates were dropped (context.tell_dropped), for OVERRUN_MEMORY seconds
+    overrun: Lru = field(default_factory=lambda: Lru(STRANGER_CAP))

@@ -59,13 +59,35 @@ async def settle() -> None:
         await asyncio.sleep(0)
 
 
+class Told:
+    """A fairness.Dropped that records what it was asked to tell: (update id, first)."""
+
+    def __init__(self) -> None:
+        self.told: list[tuple[int, bool]] = []
+
+    async def __call__(self, update: Update, *, first: bool) -> None:
+        self.told.append((update.update_id, first))
+
+
+def fair(**shares: float) -> FairProcessor:
+    """A FairProcessor with these shares, telling a Told of what it drops."""
+    return FairProcessor(Told(), Shares(**shares))  # type: ignore[arg-type]
+
+
+def told(processor: FairProcessor) -> list[tuple[int, bool]]:
+    """What `processor` (made by fair) was asked to tell."""
+    recorder = processor._dropped
+    assert isinstance(recorder, Told)
+    return recorder.told
+
+
 def submit(processor: FairProcessor, handlers: Handlers, update: Update) -> asyncio.Task[None]:
     """Hand the update to the processor as PTB's Application does: one task per update."""
     return asyncio.create_task(processor.process_update(update, handlers.handle(update.update_id)))
 
 
 async def test_one_sender_has_two_updates_in_flight_and_the_rest_wait_in_order() -> None:
-    processor, handlers = FairProcessor(Shares(per_user=2, taps=8, messages=8)), Handlers()
+    processor, handlers = fair(per_user=2, taps=8, messages=8), Handlers()
     tasks = [submit(processor, handlers, message(n, 7)) for n in range(1, 6)]
     await settle()
     assert handlers.started == [1, 2]
@@ -80,7 +102,7 @@ async def test_one_sender_has_two_updates_in_flight_and_the_rest_wait_in_order()
 
 
 async def test_a_sender_waiting_for_their_lane_holds_no_slot_of_the_pool() -> None:
-    processor, handlers = FairProcessor(Shares(per_user=2, taps=8, messages=3)), Handlers()
+    processor, handlers = fair(per_user=2, taps=8, messages=3), Handlers()
     busy = [submit(processor, handlers, message(n, 7)) for n in range(1, 21)]  # twenty from one
     other = submit(processor, handlers, message(100, 8))  # someone else, after all of them
     await settle()
@@ -92,7 +114,7 @@ async def test_a_sender_waiting_for_their_lane_holds_no_slot_of_the_pool() -> No
 
 
 async def test_taps_have_their_own_pool_that_messages_cannot_fill() -> None:
-    processor, handlers = FairProcessor(Shares(per_user=2, taps=2, messages=2)), Handlers()
+    processor, handlers = fair(per_user=2, taps=2, messages=2), Handlers()
     uploads = [submit(processor, handlers, message(n, n)) for n in range(1, 6)]  # five people
     taps = [submit(processor, handlers, tap(n, n)) for n in range(11, 14)]
     await settle()
@@ -107,7 +129,7 @@ async def test_taps_have_their_own_pool_that_messages_cannot_fill() -> None:
 
 
 async def test_files_have_their_own_pool_that_leaves_messages_free() -> None:
-    processor, handlers = FairProcessor(Shares(taps=2, messages=2, files=2)), Handlers()
+    processor, handlers = fair(taps=2, messages=2, files=2), Handlers()
     sheets = [submit(processor, handlers, upload(n, n)) for n in range(1, 6)]  # five people
     status = [submit(processor, handlers, message(n, n)) for n in range(11, 13)]
     await settle()
@@ -121,21 +143,73 @@ async def test_files_have_their_own_pool_that_leaves_messages_free() -> None:
     assert sorted(handlers.started) == [1, 2, 3, 4, 5, 11, 12]
 
 
-async def test_updates_beyond_a_senders_backlog_are_dropped_and_never_run() -> None:
-    shares = Shares(per_user=1, per_user_backlog=3, taps=8, messages=8)
-    processor, handlers = FairProcessor(shares), Handlers()
+async def test_updates_beyond_a_senders_backlog_are_dropped_and_the_sender_told_once() -> None:
+    processor = fair(per_user=1, per_user_backlog=3, taps=8, messages=8)
+    handlers = Handlers()
     tasks = [submit(processor, handlers, message(n, 7)) for n in range(1, 6)]
     await settle()
     assert [task.done() for task in tasks] == [False, False, False, True, True]
+    assert told(processor) == [(4, True)]  # the first dropped is answered, not the next
     for n in range(1, 6):
         handlers.finish(n)
     await asyncio.gather(*tasks)
     assert handlers.started == [1, 2, 3]
     assert processor.lanes == 0
+    again = [submit(processor, handlers, message(n, 7)) for n in range(6, 11)]  # a new burst
+    await settle()
+    assert told(processor) == [(4, True), (9, True)]  # is told of again
+    for n in range(6, 11):
+        handlers.finish(n)
+    await asyncio.gather(*again)
+
+
+async def test_every_tap_beyond_a_senders_tap_backlog_is_answered_at_once() -> None:
+    processor = fair(per_user=1, tap_backlog=2, taps=8, messages=8)
+    handlers = Handlers()
+    tasks = [submit(processor, handlers, message(1, 7))]
+    tasks += [submit(processor, handlers, tap(n, 7)) for n in range(2, 6)]
+    await settle()
+    # A tap is never dropped silently, nor left waiting when its sender has many waiting.
+    assert told(processor) == [(3, False), (4, False), (5, False)]
+    for n in range(1, 6):
+        handlers.finish(n)
+    await asyncio.gather(*tasks)
+    assert handlers.started == [1, 2]
+
+
+async def test_a_tap_waiting_behind_its_senders_updates_past_its_patience_is_answered() -> None:
+    processor = fair(per_user=1, taps=8, messages=8, tap_patience=0.01)
+    handlers = Handlers()
+    slow = submit(processor, handlers, message(1, 7))  # holds the sender's one place
+    other = submit(processor, handlers, tap(3, 8))  # someone else's tap is not held up
+    waiting = submit(processor, handlers, tap(2, 7))
+    await waiting
+    assert told(processor) == [(2, False)] and handlers.started == [1, 3]
+    handlers.finish(1)
+    handlers.finish(3)
+    await asyncio.gather(slow, other)
+    assert handlers.started == [1, 3] and processor.lanes == 0
+
+
+async def test_a_failure_to_tell_does_not_stop_the_next_update() -> None:
+    async def broken(update: Update, *, first: bool) -> None:
+        raise RuntimeError("the store is down")
+
+    processor, handlers = FairProcessor(broken, Shares(per_user=1, per_user_backlog=1)), Handlers()
+    first, dropped = (
+        submit(processor, handlers, message(1, 7)),
+        submit(processor, handlers, tap(2, 7)),
+    )
+    await dropped  # told nothing, logged, and done
+    handlers.finish(1)
+    await first
+    handlers.finish(3)
+    await submit(processor, handlers, message(3, 7))
+    assert handlers.started == [1, 3]
 
 
 async def test_a_failing_handler_frees_its_lane_and_slot() -> None:
-    processor = FairProcessor(Shares(per_user=1, taps=1, messages=1))
+    processor = fair(per_user=1, taps=1, messages=1)
 
     async def fails() -> None:
         raise RuntimeError("handler failed")
@@ -191,7 +265,7 @@ def test_lru_forgets_the_least_recently_used() -> None:
 
 
 async def test_work_between_taps_waits_until_no_tap_waits_or_is_handled() -> None:
-    processor, handlers = FairProcessor(Shares(per_user=1, taps=1, pause=0)), Handlers()
+    processor, handlers = fair(per_user=1, taps=1, pause=0), Handlers()
     await asyncio.wait_for(processor.between_taps(60), 1)  # no tap: at once
     taps = [submit(processor, handlers, tap(n, n)) for n in (1, 2)]  # the second one waits
     chat = submit(processor, handlers, message(3, 3))  # a message is no tap: not waited for
@@ -208,7 +282,7 @@ async def test_work_between_taps_waits_until_no_tap_waits_or_is_handled() -> Non
 
 
 async def test_work_between_taps_goes_ahead_after_its_patience() -> None:
-    processor, handlers = FairProcessor(Shares(pause=0)), Handlers()
+    processor, handlers = fair(pause=0), Handlers()
     steady = submit(processor, handlers, tap(1, 1))
     await settle()
     await asyncio.wait_for(processor.between_taps(0.01), 1)  # a tap is still in flight
