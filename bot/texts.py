@@ -20,9 +20,10 @@ from core.approval_policy import PolicyImport
 from core.drafts import Draft, mask_email
 from core.jobs import Job
 from core.money import format_pkr
-from core.policies import DEFAULT_GROUP, Policy
+from core.policies import DEFAULT_GROUP, Policy, StageReason
 from core.problems import Problem
 from core.purchasing import Submission, Superseded, TermsImport
+from core.shortfalls import ThinStage
 from core.states import State
 from core.terms import Terms, offers_by_supplier
 from core.texts import flatten
@@ -180,6 +181,28 @@ def unreachable_warnings(groups: Iterable[str], *, tr: Translator = ENGLISH) -> 
         )
         for group in groups
     ]
+
+
+def thin_warnings(thin: Iterable[ThinStage], *, tr: Translator = ENGLISH) -> list[str]:
+    """What `policy check` and `policy import` warn of: each stage that asks for more
+    approvals than its group has members (core.shortfalls.thin_stages)."""
+    warnings = []
+    for stage in thin:
+        values = {"group": flatten(stage.group), "members": stage.members}
+        if stage.reason is StageReason.DRIFT:
+            where = tr("the drift stage")
+        elif stage.reason is StageReason.BUDGET:
+            where = tr("the over-budget stage")
+        else:
+            where = tr("rule {rule}", rule=flatten(stage.rule))
+        warnings.append(tr.plural(
+            "{where} asks for {count} approval from group {group}; approvers in it: "
+            "{members}. Its requests wait until an admin puts more in it (/group ID {group})",
+            "{where} asks for {count} approvals from group {group}; approvers in it: "
+            "{members}. Its requests wait until an admin puts more in it (/group ID {group})",
+            stage.approvals, where=where, **values,
+        ))  # fmt: skip
+    return warnings
 
 
 def policy_described(

@@ -13,6 +13,7 @@ from core.policy_file import parse_policy
 from core.ports import Offload, ReadTx, Store
 from core.problems import Problem, ProblemCode, Value
 from core.purchasing import run_inline
+from core.shortfalls import ThinStage, thin_stages
 from core.terms import version_id
 from core.texts import flatten
 from core.workflow import retry_on_stale
@@ -23,13 +24,15 @@ MAX_POLICY_BYTES = 256 * 1024
 
 @dataclass(frozen=True)
 class PolicyImport:
-    """What an import did: the version in force, whether it is new, and its groups nobody can
-    approve for (by name); or the problems."""
+    """What an import did: the version in force, whether it is new, its groups nobody can
+    approve for (by name) and its stages asking for more approvals than their group has
+    members; or the problems."""
 
     problems: tuple[Problem, ...] = ()
     version: str = ""
     created: bool = False
     unreachable: tuple[str, ...] = ()
+    thin: tuple[ThinStage, ...] = ()
 
 
 def check_policy(text: str) -> tuple[Policy | None, tuple[Problem, ...]]:
@@ -71,6 +74,19 @@ async def import_policy(
     return await _store(store, text, policy, now, actor)
 
 
+async def staffing(store: Store, policy: Policy) -> PolicyImport:
+    """`manzoori policy check`: what an import of `policy` would warn of, storing nothing: its
+    groups nobody can approve for, and its stages asking for more approvals than their group
+    has members now (core.shortfalls.thin_stages)."""
+    async with store.reading() as tx:
+        missing = tuple(await unreachable_groups(tx, policy))
+        return PolicyImport(unreachable=missing, thin=await _thin(tx, policy))
+
+
+async def _thin(tx: ReadTx, policy: Policy) -> tuple[ThinStage, ...]:
+    return thin_stages(policy, await tx.group_members(set(policy.groups)))
+
+
 async def unreachable_groups(tx: ReadTx, policy: Policy) -> list[str]:
     """The policy's groups that a rule, the drift or the budget stage needs and that have no
     member the bot can write to (an approver who pressed Start and has not blocked it):
@@ -102,7 +118,8 @@ async def _store(
         current = await tx.policy_version(for_update=True)
         if current is not None and (await tx.policy_record(current) or {}).get("sha256") == sha:
             missing = tuple(await unreachable_groups(tx, policy))
-            return PolicyImport(version=current, created=False, unreachable=missing)
+            thin = await _thin(tx, policy)
+            return PolicyImport(version=current, created=False, unreachable=missing, thin=thin)
         version = version_id(sha, now)
         if await tx.policy_record(version) is not None:  # in force earlier within this second
             await tx.set_current_policy(version, now)
@@ -111,4 +128,5 @@ async def _store(
         missing = tuple(await unreachable_groups(tx, policy))
         if missing:  # delivered by the bot's notice runner, whoever imported it
             await tx.insert_notice(policy_alert(version, now))
-        return PolicyImport(version=version, created=True, unreachable=missing)
+        thin = await _thin(tx, policy)
+        return PolicyImport(version=version, created=True, unreachable=missing, thin=thin)

@@ -23,6 +23,7 @@ from core.notices import (
     EDITED,
     EVERYONE,
     NOBODY_TO_ASK,
+    SHORT_STAGE,
     UNDELIVERED,
     UNREACHABLE,
     UNSTAFFED_POLICY,
@@ -38,6 +39,7 @@ from core.notices import (
 from core.policies import DEFAULT_GROUP, ApprovalPolicy, Decision, Policy, Role, Verdict, drifts
 from core.ports import ReadTx, Store, Tx
 from core.retries import ErrorClass, RetryPolicy, decide
+from core.shortfalls import Shortfall
 from core.states import State
 from core.users import called
 from core.workflow import standing
@@ -145,8 +147,8 @@ class CardEdit:
 @dataclass(frozen=True)
 class News:
     """A plain message to send: a requester's (state, reason; or EDITED: who changed which
-    lines, and the new total) or an admin's (event, approver; or, about no job, a policy's
-    groups nobody can approve for)."""
+    lines, and the new total) or an admin's (event, approver; a stage that cannot be completed;
+    or, about no job, a policy's groups nobody can approve for)."""
 
     job: Job | None  # None: a policy's news (core.notices.policy_alert)
     state: State | None = None  # a requester's: where their PO is now
@@ -159,6 +161,8 @@ class News:
     editor: str = ""  # EDITED: the approver who changed the PO, by name
     changes: tuple[LineDiff, ...] = ()  # EDITED: the lines they changed
     total_paisa: int = 0  # EDITED: the changed PO's total
+    short: Shortfall | None = None  # SHORT_STAGE: the stage that cannot be completed, and why
+    stages: int = 0  # SHORT_STAGE: how many stages the PO's route has
 
 
 async def claim(
@@ -218,18 +222,19 @@ async def sent(store: Store, notice: Notice, message_id: int | None, now: dateti
         await settle(tx, notice, NoticeStatus.SENT, now, message_id=message_id, attempts=attempts)
 
 
-async def news_to_send(store: Store, notice: Notice, now: datetime) -> News | None:
+async def news_to_send(store: Store, notice: Notice, now: datetime, default: Policy) -> News | None:
     """What a STATUS or an admin's ALERT notice says; None, and the notice cancelled, if the
-    news is moot by now (a PO needing a person left that state; a policy's group nobody
-    could approve for has someone now, or another policy is in force). Read-only unless it
-    cancels: a delivery takes no write turn (SQLite's one writer) that the next tap's
-    decision needs."""
+    news is moot by now (a PO needing a person left that state; a stage that could not be
+    completed can be, or the PO is decided; a policy's group nobody could approve for has
+    someone now, or another policy is in force). Read-only unless it cancels: a delivery
+    takes no write turn (SQLite's one writer) that the next tap's decision needs. `default`:
+    the configuration's policy."""
     async with store.reading() as tx:
-        news = await _news(tx, notice)
+        news = await _news(tx, notice, now, default)
     if news is not None:
         return news
     async with store.begin() as tx:
-        news = await _news(tx, notice)  # read again where the cancellation is written
+        news = await _news(tx, notice, now, default)  # read again where it is cancelled
         if news is None:
             await settle(tx, notice, NoticeStatus.CANCELLED, now)
         return news
@@ -241,7 +246,7 @@ def _job_id(notice: Notice) -> str:
     return notice.job_id
 
 
-async def _news(tx: ReadTx, notice: Notice) -> News | None:
+async def _news(tx: ReadTx, notice: Notice, now: datetime, default: Policy) -> News | None:
     """What the notice says now, or None if it is moot."""
     version = policy_of(notice)
     if version is not None:
@@ -258,11 +263,27 @@ async def _news(tx: ReadTx, notice: Notice) -> News | None:
     event, _, whom = notice.event.partition(":")
     if event == NOBODY_TO_ASK:  # nobody in the waiting stage's group (`whom`) to ask
         return News(job, event=event, group=whom or DEFAULT_GROUP)
+    if event == SHORT_STAGE:  # stage `whom` (an index) cannot be completed: still so?
+        return await _short_news(tx, job, notice.draft_version, int(whom), now, default)
     approver = None
     if whom:  # an approver's card did not go out
         known = await tx.telegram_user(int(whom))
         approver = f"{known.first_name if known else 'An approver'} (Telegram id {whom})"
     return News(job, event=event, approver=approver)
+
+
+async def _short_news(
+    tx: ReadTx, job: Job, version: int, stage: int, now: datetime, default: Policy
+) -> News | None:
+    """The admins' news that stage `stage` of draft `version` cannot be completed, with why
+    as things stand now; None once it can be, or the draft no longer waits for approval."""
+    if job.state is not State.AWAITING_APPROVAL or job.draft_version != version:
+        return None
+    where = await standing(tx, job, now, default)
+    short = next((s for s in where.shortfalls if s.stage == stage), None)
+    if short is None:
+        return None
+    return News(job, event=SHORT_STAGE, short=short, stages=len(where.route.stages))
 
 
 async def _edit_news(tx: ReadTx, job: Job, notice: Notice) -> News:
@@ -294,12 +315,14 @@ async def _rejection_reason(tx: ReadTx, job: Job) -> str | None:
     return rejections[-1].reason if rejections else None
 
 
-async def fan_out(store: Store, alert: Notice, now: datetime, configured: frozenset[int]) -> int:
+async def fan_out(
+    store: Store, alert: Notice, now: datetime, configured: frozenset[int], default: Policy
+) -> int:
     """Turn an ALERT owed to EVERYONE into one notice per admin (configured or holding the
     role), unless it is moot; how many admins it went to."""
     assert alert.kind is NoticeKind.ALERT and alert.user_id == EVERYONE
     async with store.begin() as tx:
-        if await _news(tx, alert) is None:
+        if await _news(tx, alert, now, default) is None:
             await settle(tx, alert, NoticeStatus.CANCELLED, now)
             return 0
         admins = set(configured) | set(await tx.holders(Role.ADMIN))

@@ -9,8 +9,9 @@ Five kinds, each owed in the same transaction as the change it reports (core.wor
 - NUDGE: a reminder, a last warning before expiry, an escalation to the admins, or the daily
   digest (core.nudges), owed by the ladder's sweep; the event says which;
 - ALERT: a message for the admins (a PO entered the manual-review queue, an approver cannot
-  be reached, a PO was opened with no approver to ask, or, about no job, a policy was put in
-  force with a group nobody can approve for). It is owed to nobody in particular
+  be reached, a PO was opened with no approver to ask, a stage of a PO's route can no longer
+  be completed, or, about no job, a policy was put in force with a group nobody can approve
+  for). It is owed to nobody in particular
   (EVERYONE) and fanned out, on delivery, to one row per admin, since who is an admin is
   configuration as well as data.
 
@@ -82,6 +83,10 @@ UNDELIVERED = "undelivered"
 # The event of an alert that a PO was opened while no approver (other than its requester)
 # was registered: nobody holds its card until an admin makes someone an approver.
 NOBODY_TO_ASK = "nobody_to_ask"
+# The event of an alert that a stage of a PO's route can no longer be completed as things
+# stand (core.shortfalls), followed by ":" and the stage's index: the approvals it still
+# needs exceed the distinct people left who may give them.
+SHORT_STAGE = "short_stage"
 # The event of a job-less alert (followed by ":" and the policy version) that a policy was put
 # in force with a group a rule needs and nobody the bot can write to is in.
 UNSTAFFED_POLICY = "unstaffed_policy"
@@ -199,6 +204,14 @@ def alert_for(job: Job, now: datetime, event: str) -> Notice:
     """The admins' news about `job`: `event` is the state it entered, or UNREACHABLE or
     UNDELIVERED, ":", the approver's id."""
     key = f"alert:{job.po_number}:{event}:j{job.version}"
+    return owed(NoticeKind.ALERT, key=key, user_id=EVERYONE, job=job, now=now, event=event)
+
+
+def short_stage_alert(job: Job, stage: int, now: datetime) -> Notice:
+    """The admins' news that stage `stage` (an index) of the route of `job`'s current draft
+    can no longer be completed; one per draft version and stage, however often it is found."""
+    key = f"alert:{job.po_number}:{SHORT_STAGE}:v{job.draft_version}:s{stage}"
+    event = f"{SHORT_STAGE}:{stage}"
     return owed(NoticeKind.ALERT, key=key, user_id=EVERYONE, job=job, now=now, event=event)
 
 

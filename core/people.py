@@ -24,7 +24,14 @@ from core.ports import ReadTx, Store, Tx
 from core.signing import sign_invite, verify_invite
 from core.states import State
 from core.users import TelegramUser
-from core.workflow import ask_new_approver, held_card, policy_now, standing
+from core.workflow import (
+    alert_if_any_short,
+    alert_if_short,
+    ask_new_approver,
+    held_card,
+    policy_now,
+    standing,
+)
 
 # Long enough to reach someone over a weekend, short enough that a leaked link goes stale.
 INVITE_TTL = timedelta(hours=72)
@@ -198,6 +205,8 @@ async def set_groups(
             await tx.append_audit(AuditEvent.stamped(stamp, "set_groups", detail))
         if joined:
             await ask_new_approver(tx, user_id, stamp.at, default)
+        if left:  # their approvals count no more there, and they are not asked any more
+            await alert_if_any_short(tx, stamp.at, default)
         return GroupChange(frozenset(await tx.groups_of(user_id)), joined, left)
 
 
@@ -263,6 +272,7 @@ async def _revoke(
         for active in await _active(tx, stamp.at):
             if user_id in (active.delegator, active.delegate):
                 await _end(tx, active, stamp, default)
+        await alert_if_any_short(tx, stamp.at, default)  # one approver fewer in each group
     return held
 
 
@@ -326,6 +336,7 @@ async def delegate(
             where = await standing(tx, job, stamp.at, default)
             if where.cards_to.get(delegate_id) == delegator:
                 await tx.insert_notice(held_card(job, delegate_id, delegator, stamp.at))
+            await alert_if_short(tx, job, where, stamp.at)  # two members now one person
         return made
 
 

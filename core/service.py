@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -44,6 +44,7 @@ from core.replays import device_detail
 from core.states import Action, State, next_state
 from core.workflow import (
     Standing,
+    alert_if_short,
     ask_approvers,
     load,
     move,
@@ -381,6 +382,8 @@ async def _record(
         job = await _counted(tx, job, stamp, detail)
         if after.stage > where.tally.stage:  # the stage is complete: the next group's turn
             await ask_approvers(tx, job, now, rules.approval.default_policy)
+        else:  # one approval fewer needed, and one person fewer who may give one
+            await alert_if_short(tx, job, replace(where, tally=after), now)
     return DecisionResult(job, decision, after.outcome, route, after)
 
 

@@ -27,6 +27,7 @@ from core.policies import (
     tally,
 )
 from core.ports import ReadTx, Tx
+from core.shortfalls import Shortfall, shortfalls
 from core.states import Action, State, next_state
 
 P = ParamSpec("P")
@@ -179,6 +180,12 @@ class Standing:
         return held
 
     @property
+    def shortfalls(self) -> tuple[Shortfall, ...]:
+        """The stages still to complete that can no longer be, as things stand: each one's
+        approvals still needed exceed the distinct people left who may give them."""
+        return shortfalls(self.route, self.tally, self.members, self.requester_id)
+
+    @property
     def may_approve(self) -> frozenset[int]:
         """Whose tap would count now: those waited for, away or not, and their delegates."""
         waiting = self.waiting_for
@@ -215,18 +222,36 @@ async def ask_approvers(tx: Tx, job: Job, now: datetime, default: Policy) -> str
     """Owe an approval card for the job's current draft to everyone the waiting stage asks for
     (its group, or the delegate of a member away; nobody approves their own request, so the
     requester is never asked). If nobody can be asked, the admins are alerted and the waiting
-    stage's group is returned, for the requester to be told whom it waits for; else None."""
+    stage's group is returned, for the requester to be told whom it waits for; else None, and
+    the admins are alerted of each stage that can no longer be completed (alert_if_short)."""
     where = await standing(tx, job, now, default)
     owed = [held_card(job, holder, whom, now) for holder, whom in where.cards_to.items()]
     await tx.insert_notices(owed)
     group = where.waiting_group
     if owed or group is None:
+        await alert_if_short(tx, job, where, now)
         return None
     # Nobody holds its card until an admin puts someone in the group: they are told.
     event = notices.NOBODY_TO_ASK  # no approver at all, or nobody in the group:
     event += "" if group == DEFAULT_GROUP else f":{group}"
     await tx.insert_notice(notices.alert_for(job, now, event))
     return group
+
+
+async def alert_if_short(tx: Tx, job: Job, where: Standing, now: datetime) -> None:
+    """Owe the admins an alert for each stage of the job's route that can no longer be
+    completed as things stand (Standing.shortfalls): once per draft version and stage, at the
+    first change that makes it so (routing, a decision, a group left, a role revoked, a
+    delegation)."""
+    alerts = [notices.short_stage_alert(job, short.stage, now) for short in where.shortfalls]
+    await tx.insert_notices(alerts)
+
+
+async def alert_if_any_short(tx: Tx, now: datetime, default: Policy) -> None:
+    """alert_if_short for every request waiting for approval: after a change of people (a
+    member left a group, an approver lost the role) that may leave a stage short."""
+    for job in await tx.jobs_in_states([State.AWAITING_APPROVAL]):
+        await alert_if_short(tx, job, await standing(tx, job, now, default), now)
 
 
 def held_card(job: Job, holder: int, whom: int | None, now: datetime) -> Notice:

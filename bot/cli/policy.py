@@ -37,13 +37,27 @@ def _read(path: Path) -> str:
 
 @policy_app.command("check")
 def policy_check(path: PolicyFile) -> None:
-    """Validate a policy file and print what it says; store nothing (exit 1 if invalid)."""
+    """Validate a policy file and print what it says, with what an import would warn of as
+    the groups are now; store nothing (exit 1 if invalid)."""
     policy, problems = approval_policy.check_policy(_read(path))
     if policy is None:
         typer.echo(texts.policy_problems(problems, path.name), err=True)
         raise typer.Exit(1)
     typer.echo(f"{flatten(path.name)} is a valid approval policy:")
     typer.echo("\n".join(policy_lines(policy)[1:]))
+
+    async def work(settings: Settings, store: SqlStore) -> approval_policy.PolicyImport:
+        return await approval_policy.staffing(store, policy)
+
+    _warn(with_store(work))  # against the groups as they are now
+
+
+def _warn(staffed: approval_policy.PolicyImport) -> None:
+    """Each warning of an import, or of a check: groups nobody can approve for, and stages
+    asking for more approvals than their group has members."""
+    warnings = texts.unreachable_warnings(staffed.unreachable) + texts.thin_warnings(staffed.thin)
+    for warning in warnings:
+        typer.echo(f"warning: {warning}", err=True)
 
 
 @policy_app.command("import")
@@ -56,8 +70,7 @@ def policy_import(path: PolicyFile) -> None:
 
     result = with_store(work)
     typer.echo(texts.policy_import(result, path.name), err=bool(result.problems))
-    for warning in texts.unreachable_warnings(result.unreachable):
-        typer.echo(f"warning: {warning}", err=True)
+    _warn(result)
     if result.problems:
         raise typer.Exit(1)
 

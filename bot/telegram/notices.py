@@ -27,7 +27,13 @@ from bot.i18n import Translator, language_of, translator
 from bot.telegram.cards import card_html, card_markup, outcome_html
 from bot.telegram.errors import classify
 from bot.telegram.ladder import nudge_html, nudge_markup
-from bot.telegram.texts import admin_alert, edit_notice, policy_alert, requester_notice
+from bot.telegram.texts import (
+    admin_alert,
+    edit_notice,
+    policy_alert,
+    requester_notice,
+    short_stage_alert,
+)
 from core import delivery, nudges
 from core.delivery import Failure, News, Undelivered
 from core.errors import LeaseLost
@@ -85,8 +91,9 @@ class NoticeRunner:
             case NoticeKind.CARD_EDITS:
                 await self._edit_cards(notice)
             case NoticeKind.ALERT if notice.user_id == EVERYONE:
-                admins = self.settings.manzoori_admin_ids
-                if not await delivery.fan_out(self.store, notice, self.runtime.now(), admins):
+                admins, now = self.settings.manzoori_admin_ids, self.runtime.now()
+                default = self.settings.approval_policy().default_policy
+                if not await delivery.fan_out(self.store, notice, now, admins, default):
                     log.warning("alert %s has no admin to go to", notice.key)
             case NoticeKind.NUDGE if notice.user_id == EVERYONE:
                 admins = self.settings.manzoori_admin_ids
@@ -97,7 +104,8 @@ class NoticeRunner:
             case NoticeKind.NUDGE:
                 await self._nudge(notice)
             case NoticeKind.STATUS | NoticeKind.ALERT:
-                news = await delivery.news_to_send(self.store, notice, self.runtime.now())
+                default = self.settings.approval_policy().default_policy
+                news = await delivery.news_to_send(self.store, notice, self.runtime.now(), default)
                 if news is not None:
                     tr = (await self._speaking([notice.user_id]))[notice.user_id]
                     await self._send_text(notice, _news_text(notice, news, tr))
@@ -225,4 +233,6 @@ def _news_text(notice: Notice, news: News, tr: Translator) -> str:
     if notice.kind is NoticeKind.STATUS:
         assert news.state is not None
         return requester_notice(news.job.po_number, news.state, news.reason, tr=tr)
+    if news.short is not None:
+        return short_stage_alert(news.job.po_number, news.short, news.stages, tr=tr)
     return admin_alert(news.job.po_number, news.event, news.approver, news.group, tr=tr)

@@ -75,6 +75,7 @@ async def _import(update: Update, deps: Deps, admin_id: int, tr: Translator) -> 
     if result.version:
         lines += ["", *await _in_force(deps, tr)]
         warnings = texts.unreachable_warnings(result.unreachable, tr=tr)
+        warnings += texts.thin_warnings(result.thin, tr=tr)
         lines += [f"⚠️ {warning}" for warning in warnings]
     await reply(update, "\n".join(lines))
 

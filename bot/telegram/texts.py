@@ -17,6 +17,7 @@ from core.money import format_pkr
 from core.notices import NOBODY_TO_ASK, UNREACHABLE
 from core.people import GroupChange
 from core.policies import DEFAULT_GROUP, Policy, Role
+from core.shortfalls import Shortfall
 from core.states import State
 from core.texts import flatten
 from core.users import TelegramUser
@@ -287,6 +288,56 @@ def policy_alert(
             )
         )
     return "\n".join(lines)
+
+
+def short_stage_alert(
+    po_number: str, short: Shortfall, stages: int, *, tr: Translator = ENGLISH
+) -> str:
+    """What the admins are told when a stage of a PO's route can no longer be completed: the
+    PO, the stage, the approvals it needs against the people left, why, and what to do."""
+    group = flatten(short.group)
+    head = tr.plural(
+        "⚠️ {po} cannot be approved as things stand: stage {stage} of {stages} needs {count} "
+        "more approval from group {group}; people left who may give one: {eligible}.",
+        "⚠️ {po} cannot be approved as things stand: stage {stage} of {stages} needs {count} "
+        "more approvals from group {group}; people left who may give one: {eligible}.",
+        short.needed,
+        po=po_number, stage=short.stage + 1, stages=stages, group=group, eligible=short.eligible,
+    )  # fmt: skip
+    lines = [
+        head,
+        tr.plural(
+            "Group {group} has {count} approver in it.",
+            "Group {group} has {count} approvers in it.",
+            short.members,
+            group=group,
+        ),
+    ]
+    if short.requester:
+        lines.append(tr("The requester is one of them, and nobody approves their own request."))
+    if short.counted:
+        lines.append(tr.plural(
+            "{count} of them approved it in another stage already, and a person counts once "
+            "per request.",
+            "{count} of them approved it in another stage already, and a person counts once "
+            "per request.",
+            short.counted,
+        ))  # fmt: skip
+    if short.joined:
+        lines.append(tr.plural(
+            "{count} of them acts for another of them while one is away, and the two count "
+            "as one person.",
+            "{count} of them act for others of them while they are away, and each two count "
+            "as one person.",
+            short.joined,
+        ))  # fmt: skip
+    if short.group == DEFAULT_GROUP:  # every approver is in it: another approver is the fix
+        fix = tr("Invite another approver with /invite approver; until then it waits, and it "
+                 "expires at its deadline.")  # fmt: skip
+    else:
+        fix = tr("Put another approver in it with /group ID {group}; until then it waits, and "
+                 "it expires at its deadline.", group=group)  # fmt: skip
+    return "\n".join([*lines, fix])
 
 
 def admin_alert(

@@ -138,3 +138,25 @@ async def test_a_cli_import_nobody_can_approve_for_reaches_the_admins(
             "Nobody can approve for Managers yet: add someone with /group ID managers.\n"
             "Nobody can approve for Owners yet: add someone with /group ID owners."
         )
+
+
+async def test_a_file_asking_more_approvals_than_a_group_has_is_imported_with_a_warning(
+    botapi, db_url, store
+):
+    async with running_bot(botapi, db_url) as run:
+        admin = botapi.user(ADMIN, "Ayesha", started=True)
+        async with run.store.begin() as tx:  # Ali, reachable, is the one manager
+            botapi.user(APPROVER_A, "Ali", started=True)
+            await tx.met(APPROVER_A, "Ali", T0, started=True)
+            await tx.set_groups(APPROVER_A, ["managers"], "test", T0)
+        three = (
+            '[groups]\nmanagers = "Managers"\n'
+            '[[rules]]\nname = "board"\nstages = [{ group = "managers", approvals = 3 }]\n'
+        )
+        admin.send_document(three.encode(), "three.toml", "application/toml")
+        reply = (await said(admin)).splitlines()
+        assert reply[0].startswith("three.toml imported as approval policy ")
+        assert reply[-1] == (
+            "⚠️ rule board asks for 3 approvals from group managers; approvers in it: 1. Its "
+            "requests wait until an admin puts more in it (/group ID managers)"
+        )

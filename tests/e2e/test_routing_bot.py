@@ -10,6 +10,7 @@ from bot.telegram.notices import NoticeRunner
 from core import people
 from core.approval_policy import import_policy
 from core.jobs import Stamp
+from core.policies import Role
 from core.states import State
 from tests.helpers.bot import (
     ADMIN,
@@ -188,3 +189,37 @@ async def test_admins_see_and_set_groups_in_chat(botapi, db_url, store):
         sana = botapi.user(APPROVER_B)
         sana.send_text(f"/group {APPROVER_B} managers")
         assert await said(sana) == "Only admins can set groups."
+
+
+async def test_a_stage_nobody_left_can_complete_is_the_admins_news_at_once(botapi, db_url, store):
+    """Two managers must approve; the managers are Ali and the requester, who may not approve
+    their own request: the admins hear at once, naming the PO, the stage and why, and once
+    only, though Ali's approval leaves nobody at all who may give the second."""
+    async with running_bot(botapi, db_url) as run:
+        await team(botapi, run, COMMITTEE)
+        async with run.store.begin() as tx:
+            await tx.grant(REQUESTER, Role.APPROVER, "test", T0)
+            await tx.met(ADMIN, "Ayesha", T0, started=True)
+        admin = botapi.user(ADMIN, "Ayesha", started=True)
+        who = Stamp("test", T0)
+        await people.set_groups(run.store, REQUESTER, ["managers"], who, DEFAULT)
+        await people.set_groups(run.store, APPROVER_C, [], who, DEFAULT)  # Chand leaves
+        await submitted(botapi, run)
+        got = await cards(botapi, run, APPROVER_A)
+        await NoticeRunner(run.store, run.app.bot, run.settings).run_once()  # the admins' copies
+        alert = (await admin.next_message()).text
+        assert alert.splitlines() == [
+            f"⚠️ {PO} cannot be approved as things stand: stage 1 of 1 needs 2 more approvals "
+            "from group managers; people left who may give one: 1.",
+            "Group managers has 2 approvers in it.",
+            "The requester is one of them, and nobody approves their own request.",
+            "Put another approver in it with /group ID managers; until then it waits, and it "
+            "expires at its deadline.",
+        ]
+        ali = botapi.user(APPROVER_A)
+        first = ali.tap(got[APPROVER_A], APPROVE_TEXT)
+        assert await answer(botapi, first) == "Needs a second approver. Your approval is recorded."
+        await deliveries_done(run)
+        await NoticeRunner(run.store, run.app.bot, run.settings).run_once()
+        await NoticeRunner(run.store, run.app.bot, run.settings).run_once()
+        assert len(admin.messages()) == 1  # told once, not at every change

@@ -115,3 +115,28 @@ def test_show_prints_an_imported_version_with_its_file(cli: Cli, db_url: str) ->
         "over budget adds 1 approval of Owners and a reason\n"
     ) in out
     assert out.endswith(text.rstrip("\n") + "\n")  # the file, comments and all
+
+
+async def started_4242(store: SqlStore) -> None:
+    async with store.begin() as tx:
+        await tx.met(4242, "Ali", utcnow(), started=True)
+
+
+def test_check_and_import_warn_of_a_stage_asking_more_than_its_group_has(
+    cli: Cli, tmp_path: Path, db_url: str
+) -> None:
+    """Sample's rule "medium" asks for 2 managers; with one manager in the database, its
+    requests could never pass: check says so before anything is stored, import again."""
+    ok(cli("policy", "import", str(SAMPLE)))
+    ok(cli("users", "grant", "4242", "approver", "--group", "managers", "--group", "owners"))
+    with_store(db_url, started_4242)  # the bot can write to them
+    warning = (
+        "warning: rule medium asks for 2 approvals from group managers; approvers in it: 1. "
+        "Its requests wait until an admin puts more in it (/group ID managers)"
+    )
+    checked = cli("policy", "check", str(SAMPLE))
+    assert checked.returncode == 0 and checked.stderr.splitlines() == [warning]
+    edited = tmp_path / "policy.toml"
+    edited.write_text(SAMPLE.read_text().replace("percent = 3", "percent = 4"), encoding="utf-8")
+    imported = cli("policy", "import", str(edited))
+    assert imported.returncode == 0 and imported.stderr.splitlines() == [warning]

@@ -309,7 +309,7 @@ async def test_the_requester_news_says_what_changed_and_who(store):
     _, _, _, notices, _ = await stored(store, job)
     [notice] = [n for n in notices if n.event.startswith("edited:")]
     assert notice.status is NoticeStatus.PENDING
-    news = await news_to_send(store, notice, T0)
+    news = await news_to_send(store, notice, T0, DEFAULT)
     assert news is not None and news.editor == "Ali"
     assert news.changes == (LineDiff(2, "CBL-USB-C-1M", 50, 30), LineDiff(3, "HUB-7P", 4, 0))
     assert news.total_paisa == 10 * 450_000 + 30 * 25_000

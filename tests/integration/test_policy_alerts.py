@@ -9,12 +9,14 @@ from datetime import timedelta
 from core import delivery
 from core.approval_policy import import_policy
 from core.notices import EVERYONE, UNSTAFFED_POLICY, Notice, NoticeKind, NoticeStatus
+from core.policies import Policy
 from store import schema
 from store.rows import notice_from_row
 from store.sql import SqlStore
 from tests.helpers.factories import APPROVER_A, T0
 
 ADMIN = 9001
+DEFAULT = Policy.default(500_000 * 100)
 GROUPS = '[groups]\nmanagers = "Managers"\nowners = "Owners"\n'
 CHAIN = (
     GROUPS + '[[rules]]\nname = "chain"\nstages = [{ group = "managers" }, { group = "owners" }]\n'
@@ -58,13 +60,13 @@ async def test_a_policy_every_group_of_which_has_someone_owes_nothing(store: Sql
 async def test_the_alert_says_which_groups_and_goes_to_every_admin(store: SqlStore) -> None:
     done = await import_policy(store, CHAIN, T0, "cli:ayesha")
     [alert] = await notices(store)
-    assert await delivery.fan_out(store, alert, T0, frozenset({ADMIN})) == 1
+    assert await delivery.fan_out(store, alert, T0, frozenset({ADMIN}), DEFAULT) == 1
     copy = next(n for n in await notices(store) if n.user_id == ADMIN)
-    news = await delivery.news_to_send(store, copy, T0)
+    news = await delivery.news_to_send(store, copy, T0, DEFAULT)
     assert news is not None and news.job is None and news.policy_version == done.version
     assert news.unstaffed == (("managers", "Managers"), ("owners", "Owners"))
     await manager(store)  # by delivery time, managers has Ali: only owners is said
-    news = await delivery.news_to_send(store, copy, T0)
+    news = await delivery.news_to_send(store, copy, T0, DEFAULT)
     assert news is not None and news.unstaffed == (("owners", "Owners"),)
 
 
@@ -72,10 +74,11 @@ async def test_the_alert_is_moot_once_staffed_or_superseded(store: SqlStore) -> 
     await import_policy(store, MANAGERS_ONLY, T0, "cli:ayesha")
     [first] = await notices(store)
     await manager(store)  # managers has someone before the alert went out
-    assert await delivery.fan_out(store, first, T0, frozenset({ADMIN})) == 0
+    assert await delivery.fan_out(store, first, T0, frozenset({ADMIN}), DEFAULT) == 0
     await import_policy(store, CHAIN, T0 + timedelta(seconds=1), "cli:ayesha")  # owners: nobody
     [second] = [n for n in await notices(store) if n.key != first.key]
     later = await import_policy(store, MANAGERS_ONLY, T0 + timedelta(seconds=2), "cli:ayesha")
     assert later.created and later.unreachable == ()
-    assert await delivery.news_to_send(store, second, T0) is None  # another policy in force
+    # Another policy is in force.
+    assert await delivery.news_to_send(store, second, T0, DEFAULT) is None
     assert [n.status for n in await notices(store)] == [NoticeStatus.CANCELLED] * 2
