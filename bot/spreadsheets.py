@@ -1,8 +1,8 @@
 """Uploaded CSV and XLSX files as `core.tables.Table`; the content, never the name, tells which.
 
 Every refusal is an `UnreadableSheet` carrying one of the sentences below (an English msgid,
-translated where it is sent) and the values of its placeholders, so tests can compare against
-the constant.
+translated where it is sent, after the line naming the file: bot.texts.refusal) and the values
+of its placeholders, so tests can compare against the constant.
 """
 
 from __future__ import annotations
