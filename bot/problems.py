@@ -51,8 +51,7 @@ PROBLEM_TEXTS: dict[ProblemCode, str] = {
         "run {command} first."
     ),
     ProblemCode.TERMS_CHANGED: N_(
-        "The supplier terms changed twice while this sheet was being checked; nothing was "
-        "created. Please send it again."
+        "The supplier terms changed twice while this sheet was being checked: please send it again."
     ),
     ProblemCode.UNKNOWN_SKU: N_("{value} is not in the current supplier terms"),
     ProblemCode.UNKNOWN_SUPPLIER: N_("{value} is not a supplier in the current terms"),
@@ -134,8 +133,9 @@ PROBLEM_TEXTS: dict[ProblemCode, str] = {
     ),
     ProblemCode.SOFT_WITHOUT_STAGE: N_("soft mode needs an {key} to add"),
     ProblemCode.CATEGORY_TWICE: N_("a category appears twice (case does not count)"),
-    ProblemCode.POLICY_TOO_BIG: N_("{file} is {size} bytes; a policy file is at most 256 KB"),
-    ProblemCode.NOT_UTF8: N_("{file} is not UTF-8 text (byte {byte})"),
+    # The refusal's lead names the file (bot.texts.refusal), so these need not.
+    ProblemCode.POLICY_TOO_BIG: N_("The file is {size} bytes; a policy file is at most 256 KB."),
+    ProblemCode.NOT_UTF8: N_("The file is not UTF-8 text (byte {byte})."),
 }
 # Problems whose sentence depends on their `count` value: said by `tr.plural` in `_sentence`.
 COUNTED = frozenset({ProblemCode.MISSING_COLUMNS})

@@ -1,8 +1,8 @@
 """Uploaded CSV and XLSX files as `core.tables.Table`; the content, never the name, tells which.
 
 Every refusal is an `UnreadableSheet` carrying one of the sentences below (an English msgid,
-translated where it is sent) and the values of its placeholders, so tests can compare against
-the constant.
+translated where it is sent, after the line naming the file: bot.texts.refusal) and the values
+of its placeholders, so tests can compare against the constant.
 """
 
 from __future__ import annotations
@@ -75,6 +75,10 @@ LONG_SHARED_TEXT = N_(
 TOO_MUCH_TEXT = N_(
     "This workbook repeats so much text that it would take over {limit} characters once read: "
     "keep only the rows you need, or save it as CSV."
+)
+NO_SUCH_TIME = N_(
+    "Row {row}: a cell formatted as a date or a time holds a number no date or time can be: "
+    "format it as Number, then save the file again."
 )
 TOO_SPREAD_OUT = N_(
     "The first sheet of this workbook spans too many cells: delete anything far below or to "
@@ -241,9 +245,44 @@ def _read_xlsx(data: bytes) -> Table:
     if scan.filled_rows > 1 + MAX_DATA_ROWS:
         return Table((), more_rows=True)  # the header and the rows allowed, and more
     with _calamine_errors():
-        # Without skip_empty_area, grid[0] is row 1 and column 0 is A, however far data starts.
-        grid = workbook.get_sheet_by_index(index).to_python(skip_empty_area=False)
+        grid = _grid(workbook.get_sheet_by_index(index))
     return Table(tuple(_xlsx_rows(grid, scan)))
+
+
+def _grid(sheet: python_calamine.CalamineSheet) -> Sequence[Sequence[Cell]]:
+    """Every cell from A1 as calamine converts it; refuse a number formatted as a date or a
+    duration that no date or duration can be (a quantity of 10^15 formatted [h]:mm, say)."""
+    try:
+        # Without skip_empty_area, grid[0] is row 1 and column 0 is A, however far data starts.
+        return sheet.to_python(skip_empty_area=False)
+    except BaseException as error:  # a PanicException is no Exception: see _out_of_range
+        row = _unconvertible_row(sheet) if _out_of_range(error) else None
+        if row is None:
+            raise
+    raise UnreadableSheet(NO_SUCH_TIME, row=row)
+
+
+def _out_of_range(error: BaseException) -> bool:
+    """Whether calamine failed to make a date or a duration of a number: Python's timedelta
+    refuses more than 999,999,999 days (OverflowError), and chrono panics past 2^63
+    milliseconds, which pyo3 raises as a PanicException (a BaseException no module exports)."""
+    return isinstance(error, OverflowError) or type(error).__name__ == "PanicException"
+
+
+def _unconvertible_row(sheet: python_calamine.CalamineSheet) -> int | None:
+    """The number of the first row calamine fails to convert, found again one row at a time
+    (iter_rows starts at row 1 too); None if every row converts."""
+    rows, number = sheet.iter_rows(), 0
+    while True:
+        number += 1
+        try:
+            next(rows)
+        except StopIteration:
+            return None
+        except BaseException as error:
+            if _out_of_range(error):
+                return number
+            raise
 
 
 def _refuse_oversized(scan: _SheetScan, longest_shared: int) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import datetime, tzinfo
+from enum import Enum
 from typing import Any
 
 from bot.flags import flag_text
@@ -18,6 +19,7 @@ from bot.policy_texts import policy_lines
 from bot.problems import problem_lines
 from core.approval_policy import PolicyImport
 from core.drafts import Draft, mask_email
+from core.errors import UnreadableSheet
 from core.jobs import Job
 from core.money import format_pkr
 from core.policies import DEFAULT_GROUP, Policy, StageReason
@@ -40,6 +42,15 @@ NOBODY_IN_GROUP = N_(
     "Note: nobody in group {groups} can approve yet; an admin has been told, and the cards "
     "go out as soon as someone is in it."
 )
+
+
+class Refusing(Enum):
+    """What a refused file was sent as; the value is the first line of every refusal of such a
+    file, whichever check refused it: the file's name, and that nothing came of it."""
+
+    SHEET = N_("{file}: not accepted; nothing was created. Please fix:")  # a restock sheet
+    IMPORT = N_("{file}: not imported; nothing changed. Please fix:")  # terms, a policy
+    POLICY = N_("{file}: not a valid approval policy. Please fix:")  # `policy check`
 
 
 # How a moment is shown, always in MANZOORI_TIMEZONE: on cards and in replies; in a tap's
@@ -70,15 +81,30 @@ def order_summary(job: Job, draft: Draft, *, tr: Translator = ENGLISH) -> list[s
     return [head, *(f"  ! {flag_text(flag, tr=tr)}" for flag in draft.flags)]
 
 
+def refusal(
+    kind: Refusing,
+    file_name: str,
+    reasons: UnreadableSheet | Iterable[Problem],
+    *,
+    tr: Translator = ENGLISH,
+) -> str:
+    """Why a file was refused, in the one shape every refusal of a file has: the lead naming
+    it, then the reasons, one a line: the sentence refusing its bytes (bot.spreadsheets,
+    bot.parsing), or its problems (bot.problems: its size, its rows, a budget)."""
+    lead = tr(kind.value, file=flatten(file_name))
+    if isinstance(reasons, UnreadableSheet):
+        return "\n".join([lead, tr(reasons.text, **reasons.params)])
+    return "\n".join([lead, *problem_lines(reasons, tr=tr)])
+
+
 def submission(
     result: Submission, sheet_name: str, *, preview: bool = False, tr: Translator = ENGLISH
 ) -> str:
-    """What became of a sheet: every problem (bot.problems, quoting the file), or the POs
+    """What became of a sheet: its refusal with every problem (quoting the file), or the POs
     made (or that would be made)."""
-    sheet = flatten(sheet_name)
     if result.problems:
-        lead = tr("{sheet}: not accepted; nothing was created. Please fix:", sheet=sheet)
-        return "\n".join([lead, *problem_lines(result.problems, tr=tr)])
+        return refusal(Refusing.SHEET, sheet_name, result.problems, tr=tr)
+    sheet = flatten(sheet_name)
     n = len(result.orders)
     if result.repeated:
         lead = tr.plural(
@@ -125,10 +151,9 @@ def submission(
 
 def terms_import(result: TermsImport, file_name: str) -> str:
     """The outcome of `suppliers import`."""
-    file_name = flatten(file_name)
     if result.problems:
-        lead = f"{file_name}: not imported; nothing changed. Please fix:"
-        return "\n".join([lead, *problem_lines(result.problems)])
+        return refusal(Refusing.IMPORT, file_name, result.problems)
+    file_name = flatten(file_name)
     if not result.created:
         same = f"the same content as the terms in force, {result.version}"
         return f"{file_name} has {same}; nothing imported"
@@ -144,12 +169,7 @@ def policy_problems(
 ) -> str:
     """Why `policy check` (or `policy import`) refused a policy file, every problem with its
     line (bot.problems)."""
-    name = flatten(file_name)
-    if imported:
-        lead = tr("{file}: not imported; nothing changed. Please fix:", file=name)
-    else:
-        lead = tr("{file}: not a valid approval policy. Please fix:", file=name)
-    return "\n".join([lead, *problem_lines(problems, tr=tr)])
+    return refusal(Refusing.IMPORT if imported else Refusing.POLICY, file_name, problems, tr=tr)
 
 
 def policy_import(result: PolicyImport, file_name: str, *, tr: Translator = ENGLISH) -> str:

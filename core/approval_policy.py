@@ -15,7 +15,6 @@ from core.problems import Problem, ProblemCode, Value
 from core.purchasing import run_inline
 from core.shortfalls import ThinStage, thin_stages
 from core.terms import version_id
-from core.texts import flatten
 from core.workflow import retry_on_stale
 
 # A policy is a page or two of TOML; anything far larger is not one.
@@ -41,23 +40,23 @@ def check_policy(text: str) -> tuple[Policy | None, tuple[Problem, ...]]:
     return policy, tuple(problems)  # parse_policy sorts them by line
 
 
-def policy_text(data: bytes, name: str) -> str:
+def policy_text(data: bytes) -> str:
     """A policy file's text; UnreadablePolicy, saying why, if it cannot be one."""
-    too_big = policy_too_big(len(data), name)
+    too_big = policy_too_big(len(data))
     if too_big:
         raise UnreadablePolicy(too_big)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
-        values: dict[str, Value] = {"file": flatten(name), "byte": error.start + 1}
+        values: dict[str, Value] = {"byte": error.start + 1}
         raise UnreadablePolicy(Problem(0, None, ProblemCode.NOT_UTF8, values)) from None
 
 
-def policy_too_big(size: int, name: str) -> Problem | None:
+def policy_too_big(size: int) -> Problem | None:
     """The problem refusing a policy file of `size` bytes before it is read, or None."""
     if size <= MAX_POLICY_BYTES:
         return None
-    values: dict[str, Value] = {"file": flatten(name), "size": size}
+    values: dict[str, Value] = {"size": size}
     return Problem(0, None, ProblemCode.POLICY_TOO_BIG, values)
 
 

@@ -95,8 +95,8 @@ class ProblemCode(StrEnum):
     UNKNOWN_DAY = "unknown_day"  # value
     OFF_THE_CLOCK = "off_the_clock"  # value
     HOURS_END_FIRST = "hours_end_first"  # value
-    POLICY_TOO_BIG = "policy_too_big"  # file, size (bytes)
-    NOT_UTF8 = "not_utf8"  # file, byte (counted from 1)
+    POLICY_TOO_BIG = "policy_too_big"  # size (bytes)
+    NOT_UTF8 = "not_utf8"  # byte (counted from 1)
 
 
 Value = str | int  # a problem's detail: text as shown, or a number the shell groups

@@ -8,11 +8,10 @@ from typing import Annotated
 import typer
 
 from bot import texts
-from bot.cli.common import actor, fail, with_store
+from bot.cli.common import actor, with_store
 from bot.clock import utcnow
 from bot.config import Settings
 from bot.policy_texts import policy_lines
-from bot.problems import problem_text
 from core import approval_policy
 from core.errors import UnreadablePolicy
 from core.policies import Policy
@@ -27,19 +26,20 @@ PolicyFile = Annotated[
 ]
 
 
-def _read(path: Path) -> str:
-    """The file's text, or exit saying why it is not a policy file."""
+def _read(path: Path, *, imported: bool) -> str:
+    """The file's text, or exit with its refusal, as the problems in its text are refused."""
     try:
-        return approval_policy.policy_text(path.read_bytes(), path.name)
+        return approval_policy.policy_text(path.read_bytes())
     except UnreadablePolicy as refused:
-        raise fail(problem_text(refused.problem)) from None
+        typer.echo(texts.policy_problems([refused.problem], path.name, imported=imported), err=True)
+        raise typer.Exit(1) from None
 
 
 @policy_app.command("check")
 def policy_check(path: PolicyFile) -> None:
     """Validate a policy file and print what it says, with what an import would warn of as
     the groups are now; store nothing (exit 1 if invalid)."""
-    policy, problems = approval_policy.check_policy(_read(path))
+    policy, problems = approval_policy.check_policy(_read(path, imported=False))
     if policy is None:
         typer.echo(texts.policy_problems(problems, path.name), err=True)
         raise typer.Exit(1)
@@ -63,7 +63,7 @@ def _warn(staffed: approval_policy.PolicyImport) -> None:
 @policy_app.command("import")
 def policy_import(path: PolicyFile) -> None:
     """Put a policy file in force as a new version: new requests and re-drafts follow it."""
-    text = _read(path)
+    text = _read(path, imported=True)
 
     async def work(settings: Settings, store: SqlStore) -> approval_policy.PolicyImport:
         return await approval_policy.import_policy(store, text, utcnow(), actor())

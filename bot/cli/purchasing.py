@@ -19,6 +19,7 @@ from bot.spreadsheets import read_csv_text, read_sheet
 from core import purchasing
 from core.errors import UnreadableSheet
 from core.intake import NO_TERMS
+from core.problems import Problem
 from core.sheets import too_big
 from core.tables import Table
 from store.sql import SqlStore
@@ -32,15 +33,26 @@ ExistingFile = Annotated[
 
 
 def _load(path: Path, *, terms: bool = False) -> tuple[bytes, Table]:
-    """The file's bytes and rows, or exit with the one sentence saying what is accepted."""
+    """The file's bytes and rows, or exit with its refusal, printed where the command prints
+    the refusal of its rows (a sheet's on stdout, the terms' on stderr)."""
     data = path.read_bytes()
-    refusal = too_big(len(data))
-    if refusal:
-        raise fail(problem_text(refusal))
+    read = _read(data, terms=terms)
+    if isinstance(read, Table):
+        return data, read
+    kind = texts.Refusing.IMPORT if terms else texts.Refusing.SHEET
+    typer.echo(texts.refusal(kind, path.name, read), err=terms)
+    raise typer.Exit(1)
+
+
+def _read(data: bytes, *, terms: bool) -> Table | UnreadableSheet | list[Problem]:
+    """The file's rows, or why it is refused: its size, or the sentence refusing its bytes."""
+    too_large = too_big(len(data))
+    if too_large:
+        return [too_large]
     try:
-        return data, parse_isolated(read_csv_text if terms else read_sheet, data)
-    except UnreadableSheet as error:
-        raise fail(str(error)) from None
+        return parse_isolated(read_csv_text if terms else read_sheet, data)
+    except UnreadableSheet as refused:
+        return refused
 
 
 @suppliers_app.command("import")

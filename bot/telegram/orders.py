@@ -6,22 +6,21 @@ from __future__ import annotations
 import hashlib
 from functools import partial
 
-from telegram import Update
+from telegram import Document, Update
 from telegram.ext import ContextTypes
 
-from bot import reports
+from bot import reports, texts
 from bot.clock import numbering, utcnow
 from bot.i18n import N_
-from bot.problems import problem_text
 from bot.telegram.context import Deps, deps_of, held_roles, holding, reply, roles_of
 from bot.telegram.language import speaking
 from bot.telegram.texts import status_list, stranger
-from bot.texts import submission
 from core import purchasing
 from core.audit import ExportFormat, Logged, export_row, render
 from core.errors import UnreadableSheet
 from core.pending import may_read_trail
 from core.policies import Role
+from core.problems import Problem
 from core.purchasing import Sheet, Submission
 from core.sheets import too_big
 
@@ -59,21 +58,30 @@ async def _sheet(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         refusal = tr("Only requesters can send restock sheets.") if roles else None
         await reply(update, refusal or stranger(user.first_name, user.id))
         return
-    document = message.document
+    name = message.document.file_name or "sheet"
+    upload = await _read(deps, message.document, name)
+    if not isinstance(upload, Sheet):  # refused before a row was checked
+        await reply(update, texts.refusal(texts.Refusing.SHEET, name, upload, tr=tr))
+        return
+    result = await _submit(deps, user.id, upload)
+    await reply(update, texts.submission(result, name, tr=tr))
+
+
+async def _read(
+    deps: Deps, document: Document, name: str
+) -> Sheet | UnreadableSheet | list[Problem]:
+    """The document as a sheet, or why it is refused: too large (told before downloading it
+    when Telegram gives its size), or unreadable (bot.spreadsheets' sentence, or the worker's)."""
     too_large = too_big(document.file_size or 0)  # before downloading anything
     data = b"" if too_large else bytes(await (await document.get_file()).download_as_bytearray())
     too_large = too_large or too_big(len(data))
     if too_large:
-        await reply(update, problem_text(too_large, tr=tr))
-        return
+        return [too_large]
     try:
         table = await deps.parser.sheet(data)
-    except UnreadableSheet as refused:  # bot.spreadsheets' sentence, in the reader's words
-        await reply(update, tr(refused.text, **refused.params))
-        return
-    name = document.file_name or "sheet"
-    result = await _submit(deps, user.id, Sheet(name, hashlib.sha256(data).hexdigest(), table))
-    await reply(update, submission(result, name, tr=tr))
+    except UnreadableSheet as refused:
+        return refused
+    return Sheet(name, hashlib.sha256(data).hexdigest(), table)
 
 
 async def _submit(deps: Deps, requester_id: int, upload: Sheet) -> Submission:

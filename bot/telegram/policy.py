@@ -11,7 +11,6 @@ from telegram.ext import ContextTypes, filters
 from bot import texts
 from bot.clock import utcnow
 from bot.i18n import N_, Translator
-from bot.problems import problem_text
 from bot.telegram.context import Deps, holding, reply
 from bot.telegram.language import speaking
 from core import approval_policy
@@ -59,14 +58,14 @@ async def _import(update: Update, deps: Deps, admin_id: int, tr: Translator) -> 
     message = update.effective_message
     assert message is not None and message.document is not None
     document, name = message.document, message.document.file_name or "policy.toml"
-    too_large = approval_policy.policy_too_big(document.file_size or 0, name)  # not fetched
+    too_large = approval_policy.policy_too_big(document.file_size or 0)  # not fetched
     try:
         if too_large:
             raise UnreadablePolicy(too_large)
         data = bytes(await (await document.get_file()).download_as_bytearray())
-        text = approval_policy.policy_text(data, name)
-    except UnreadablePolicy as refused:  # it names the file and the limit
-        await reply(update, problem_text(refused.problem, tr=tr))
+        text = approval_policy.policy_text(data)
+    except UnreadablePolicy as refused:  # too large, or not text
+        await reply(update, texts.policy_problems([refused.problem], name, imported=True, tr=tr))
         return
     result = await approval_policy.import_policy(
         deps.store, text, utcnow(), f"user:{admin_id}", offload=deps.offload

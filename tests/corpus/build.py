@@ -120,7 +120,17 @@ def workbooks() -> dict[str, bytes]:
         "long_inline_string.xlsx": with_parts({SHEET: long_inline}),
         "array_formula.xlsx": with_parts({SHEET: array}),
         "spilled_header_formula.xlsx": with_parts({SHEET: spilled_header}),
+        # Quantities calamine cannot turn into what their format says: Python's timedelta
+        # overflows on the first, chrono panics on the second (found by test_sheet_cells).
+        "duration_overflow.xlsx": formatted(1e15, "[h]:mm:ss"),
+        "negative_date.xlsx": formatted(-1e15, "yyyy-mm-dd"),
     }
+
+
+def formatted(quantity: float, number_format: str) -> bytes:
+    """A sheet of one row whose quantity Excel shows in `number_format`."""
+    rows: list[list[object]] = [["sku", "quantity"], ["CBL-USBC-1M", quantity]]
+    return xlsx_bytes(rows, number_formats={"B2": number_format})
 
 
 def texts() -> dict[str, bytes]:

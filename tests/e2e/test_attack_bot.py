@@ -26,10 +26,14 @@ from tests.helpers.factories import APPROVER_A, REQUESTER, T0
 pytestmark = pytest.mark.slow  # spawns `manzoori run`
 
 CORPUS = Path(__file__).parent.parent / "corpus" / "files"
-# The workbook that aborted the interpreter, and the one that asked for 8 GB.
+# The workbook that aborted the interpreter, and the one that asked for 8 GB: each refused
+# as any sheet is, naming the file.
 ATTACKS = {
-    "dotdot_literal_member.xlsx": UNUSUAL_PARTS,
-    "amplification_14k.xlsx": TOO_MUCH_TEXT.format(limit=f"{64_000_000:,}"),
+    name: f"{name}: not accepted; nothing was created. Please fix:\n{reason}"
+    for name, reason in {
+        "dotdot_literal_member.xlsx": UNUSUAL_PARTS,
+        "amplification_14k.xlsx": TOO_MUCH_TEXT.format(limit=f"{64_000_000:,}"),
+    }.items()
 }
 # Four small POs made before the burst, one card each for the approver to tap during it.
 SHEETS = [f"sku,quantity\nCHG-65W,{n}\n".encode() for n in range(1, 5)]

@@ -64,10 +64,16 @@ async def test_a_policy_file_with_errors_lists_each_with_its_line(botapi, db_url
         admin.send_text("/policy")
         assert (await said(admin)).startswith("Version: none imported (the configured default)")
         admin.send_document(b"\xff\xfe not text", "photo.toml")
-        assert await said(admin) == "photo.toml is not UTF-8 text (byte 1)"
+        assert (await said(admin)).splitlines() == [
+            "photo.toml: not imported; nothing changed. Please fix:",
+            "The file is not UTF-8 text (byte 1).",
+        ]
         fetched = len(botapi.calls_to("getFile"))
         admin.send_document(b"# x\n" * 70_000, "huge.toml")
-        assert await said(admin) == "huge.toml is 280,000 bytes; a policy file is at most 256 KB"
+        assert (await said(admin)).splitlines() == [
+            "huge.toml: not imported; nothing changed. Please fix:",
+            "The file is 280,000 bytes; a policy file is at most 256 KB.",
+        ]
         assert len(botapi.calls_to("getFile")) == fetched == 2  # refused before it is fetched
         assert await in_force(run) is None
 

@@ -45,16 +45,43 @@ async def test_an_xlsx_with_row_problems_creates_nothing(botapi, db_url, store):
         assert await tx.list_jobs(None, 10) == []
 
 
-async def test_unreadable_and_oversized_files_get_one_sentence(botapi, db_url, store):
+def refused(name: str) -> str:
+    """The first line of every refusal of a sheet, whichever check refused it."""
+    return f"{name}: not accepted; nothing was created. Please fix:"
+
+
+async def test_unreadable_and_oversized_files_are_refused_as_rows_are(botapi, db_url, store):
     await with_terms(store)
     async with running_bot(botapi, db_url):
         requester = botapi.user(REQUESTER, "Bilal")
         requester.send_document(b"\x89PNG\r\n\x1a\n\x00\x00" + bytes(200), "photo.csv", "text/csv")
-        assert await said(requester) == NOT_A_SHEET
+        assert (await said(requester)).splitlines() == [refused("photo.csv"), NOT_A_SHEET]
         downloads = len(botapi.calls_to("getFile"))
         requester.send_document(b"sku,quantity\n" + b"A,1\n" * 1_600_000, "huge.csv", "text/csv")
-        assert await said(requester) == "The file is 6.2 MB; the limit is 5 MB."  # rounded up
+        assert (await said(requester)).splitlines() == [
+            refused("huge.csv"),
+            "The file is 6.2 MB; the limit is 5 MB.",  # rounded up
+        ]
         assert len(botapi.calls_to("getFile")) == downloads  # refused before downloading
+    async with store.begin() as tx:
+        assert await tx.list_jobs(None, 10) == []
+
+
+async def test_a_workbook_with_a_cell_too_long_says_nothing_was_created(botapi, db_url, store):
+    """Issue 21: the workbook refused for one long shared string said why, but not that
+    nothing was created, as every other refusal of a file does."""
+    await with_terms(store)
+    workbook = xlsx_bytes([["sku", "quantity", "notes"], ["CBL-USBC-1M", 2, "x" * 10_001]])
+    async with running_bot(botapi, db_url):
+        requester = botapi.user(REQUESTER, "Bilal")
+        requester.send_document(workbook, "restock.xlsx", "application/vnd.ms-excel")
+        assert (await said(requester)).splitlines() == [
+            "restock.xlsx: not accepted; nothing was created. Please fix:",
+            "A cell of this workbook holds more than 10,000 characters, far more than any sheet "
+            "needs: delete that text, or save the sheet as CSV.",
+        ]
+    async with store.begin() as tx:
+        assert await tx.list_jobs(None, 10) == []
 
 
 async def test_only_requesters_send_sheets(botapi, db_url, store):

@@ -249,7 +249,10 @@ async def test_urdu_readers_get_no_english_sentence_from_sheet_to_history(botapi
         await terms_in_force(run.store)
 
         bilal.send_document(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "photo.csv", "text/csv")
-        assert await said(bilal) == translator(Language.UR)(NOT_A_SHEET)  # the parse worker's
+        assert (await said(bilal)).splitlines() == [  # the lead, then the parse worker's
+            f"{isolated('photo.csv')}: قبول نہیں ہوئی؛ کچھ نہیں بنایا گیا۔ براہِ کرم درست کریں:",
+            translator(Language.UR)(NOT_A_SHEET),
+        ]
         bilal.send_document(BAD_SHEET, SHEET_NAME, "text/csv")
         assert (await said(bilal)).splitlines()[1:] == [
             f"سطر {isolated('2')}، {isolated('sku')}: {isolated(chr(34) + 'NOPE-1' + chr(34))} "

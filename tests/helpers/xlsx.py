@@ -19,18 +19,26 @@ def xlsx_bytes(
     formulas: dict[str, tuple[str, object]] | None = None,
     start_row: int = 0,
     extra_sheets: dict[str, list[list[object]]] | None = None,
+    number_formats: dict[str, str] | None = None,
 ) -> bytes:
     """An .xlsx workbook whose first sheet holds `rows` (None = empty cell).
 
     `formulas` maps an A1 reference to (formula, cached value); `start_row` leaves that many
     empty rows above `rows` (formula references are absolute and are not shifted); each of
-    `extra_sheets` follows the first sheet, in order.
+    `extra_sheets` follows the first sheet, in order; `number_formats` maps an A1 reference
+    of a number in `rows` to the format Excel shows it in ("[h]:mm", "yyyy-mm-dd").
     """
     buffer = io.BytesIO()
     with xlsxwriter.Workbook(buffer, {"in_memory": True}) as workbook:
         formats = {kind: workbook.add_format({"num_format": f}) for kind, f in _FORMATS.items()}
         first = workbook.add_worksheet("Order")
         _write_rows(first, rows, start_row, formats)
+        for reference, number_format in (number_formats or {}).items():
+            row, column = xl_cell_to_rowcol(reference)
+            value = rows[row - start_row][column]
+            first.write_number(
+                row, column, value, workbook.add_format({"num_format": number_format})
+            )
         for reference, (formula, cached) in (formulas or {}).items():
             row, column = xl_cell_to_rowcol(reference)
             first.write_formula(row, column, formula, None, cached)

@@ -54,11 +54,17 @@ def test_files_that_are_not_policies(cli: Cli, tmp_path: Path) -> None:
     binary = tmp_path / "photo.toml"
     binary.write_bytes(b"\xff\xd8\xff\xe0 not text")
     done = cli("policy", "check", str(binary))
-    assert done.returncode == 1 and "photo.toml is not UTF-8 text (byte 1)" in done.stderr
+    assert done.returncode == 1 and done.stderr.splitlines() == [
+        "photo.toml: not a valid approval policy. Please fix:",
+        "The file is not UTF-8 text (byte 1).",
+    ]
     huge = tmp_path / "huge.toml"
     huge.write_text("# x\n" * 70_000)
-    done = cli("policy", "check", str(huge))
-    assert done.returncode == 1 and "a policy file is at most 256 KB" in done.stderr
+    done = cli("policy", "import", str(huge))
+    assert done.returncode == 1 and done.stderr.splitlines() == [
+        "huge.toml: not imported; nothing changed. Please fix:",
+        "The file is 280,000 bytes; a policy file is at most 256 KB.",
+    ]
 
 
 def test_import_then_show_then_the_same_again(cli: Cli, tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from sqlalchemy import func, select
 
 from bot.clock import utcnow
 from bot.problems import problem_text
-from bot.spreadsheets import NOT_A_SHEET, read_csv_text
+from bot.spreadsheets import NOT_A_SHEET, NOT_CSV, read_csv_text
 from core import purchasing, service
 from core.errors import DraftChanged
 from core.intake import NO_TERMS
@@ -81,11 +81,20 @@ def test_suppliers_import_and_list_with_masked_addresses(cli, db_url, tmp_path):
     bad = write(
         tmp_path / "bad.csv", f"{HEADER}\nSUP1,Hall Road,orders@hallroad.pk,CBL-1,C,-4,1,\n"
     )
-    refused = cli("suppliers", "import", str(bad))
+    binary = tmp_path / "photo.csv"
+    binary.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+    refused, unreadable = cli.all(
+        ("suppliers", "import", str(bad)), ("suppliers", "import", str(binary))
+    )
     assert refused.returncode == 1
     assert refused.stderr.splitlines() == [
         "bad.csv: not imported; nothing changed. Please fix:",
         "Line 2, unit_price_pkr: must not be negative",
+    ]
+    assert unreadable.returncode == 1  # its bytes refused as its lines would be
+    assert unreadable.stderr.splitlines() == [
+        "photo.csv: not imported; nothing changed. Please fix:",
+        NOT_CSV,
     ]
     assert count(db_url, schema.terms_versions) == 1
     assert f"supplier terms {version}," in ok(cli("suppliers", "list"))
@@ -120,7 +129,11 @@ def test_sheets_check_and_submit(cli, db_url, tmp_path):
         'Row 2, quantity: "abc" is not a whole number',
         'Row 3, sku: "NOPE-1" is not in the current supplier terms',
     ]
-    assert unreadable.returncode == 1 and unreadable.stderr.strip() == f"error: {NOT_A_SHEET}"
+    assert unreadable.returncode == 1  # refused as its rows would be, on the same stream
+    assert unreadable.stdout.splitlines() == [
+        "photo.csv: not accepted; nothing was created. Please fix:",
+        NOT_A_SHEET,
+    ]
     assert not_a_requester.returncode == 1
     assert f"user {APPROVER_A} is not a registered requester" in not_a_requester.stderr
     assert count(db_url, schema.jobs) == 0  # checking never stores anything

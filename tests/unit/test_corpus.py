@@ -1,5 +1,6 @@
 """The hostile-input corpus: every file in tests/corpus/files/ through the real isolated parser
-and read_items, answered with exactly the message tests/corpus/expected.toml gives."""
+and read_items, answered with exactly the reply tests/corpus/expected.toml gives: every one is
+refused, with the lead naming the file and saying nothing was created, then the reason."""
 
 from __future__ import annotations
 
@@ -12,11 +13,12 @@ from typing import Any
 
 import pytest
 
-from bot import spreadsheets
+from bot import spreadsheets, texts
 from bot.parsing import parse_isolated
 from bot.problems import problem_text
 from bot.spreadsheets import read_sheet
 from core.errors import UnreadableSheet
+from core.purchasing import Submission
 from core.sheets import TOO_MANY_ROWS, read_items
 from tests.corpus import build
 
@@ -47,19 +49,24 @@ def test_the_files_are_what_the_build_script_writes() -> None:
         assert (CORPUS / "files" / name).read_bytes() == data, name
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_each_hostile_file_gets_its_exact_message(name: str) -> None:
-    case = CASES[name]
-    data = (CORPUS / "files" / name).read_bytes()
-    started = time.monotonic()
+def reply(name: str, data: bytes) -> str:
+    """What the requester is told of the file: its refusal by the worker, or its rows'."""
     try:
         table = parse_isolated(read_sheet, data)
     except UnreadableSheet as refused:
-        answer: dict[str, Any] = {"refusal": str(refused)}
-    else:
-        answer = {"problems": [problem_text(problem) for problem in read_items(table)[1]]}
+        return texts.refusal(texts.Refusing.SHEET, name, refused)
+    return texts.submission(Submission(problems=tuple(read_items(table)[1])), name)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_each_hostile_file_gets_its_exact_reply(name: str) -> None:
+    case = CASES[name]
+    data = (CORPUS / "files" / name).read_bytes()
+    started = time.monotonic()
+    said = reply(name, data).splitlines()
     took = time.monotonic() - started
-    assert answer == {key: case[key] for key in ("refusal", "problems") if key in case}
+    reasons = [case["refusal"]] if "refusal" in case else case["problems"]
+    assert said == [f"{name}: not accepted; nothing was created. Please fix:", *reasons]
     assert took < case.get("seconds", 5.0)
 
 

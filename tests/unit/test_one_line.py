@@ -21,12 +21,14 @@ from hypothesis import strategies as st
 from bot import reports
 from bot import texts as replies
 from bot.outbox.emails import render_body, render_po_email
+from bot.spreadsheets import NOT_A_SHEET
 from bot.telegram import texts
 from bot.telegram.cards import card_html, escaped, outcome_html
 from bot.telegram.queue import QueueItem, item_html
 from core.delivery import CardFacts, CardOutcome
 from core.drafts import Draft, DraftLine
 from core.effects import EffectStatus
+from core.errors import UnreadableSheet
 from core.jobs import WORKFLOW_VERSION, Effect, Job, SendOrder
 from core.policies import Decision, Role, Verdict
 from core.problems import Place, Problem, ProblemCode
@@ -175,6 +177,9 @@ RENDERINGS: dict[str, Callable[[str], str]] = {
             )
         ),
         v,
+    ),
+    "sheet refused, file unreadable": lambda v: replies.refusal(
+        replies.Refusing.SHEET, v, UnreadableSheet(NOT_A_SHEET)
     ),
     "terms import refused": lambda v: replies.terms_import(
         TermsImport(

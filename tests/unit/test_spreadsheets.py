@@ -18,6 +18,7 @@ from bot.spreadsheets import (
     EMPTY_FILE,
     MALFORMED_CSV,
     MIXED_ENCODING,
+    NO_SUCH_TIME,
     NOT_A_SHEET,
     NOT_CSV,
     OLD_OR_PROTECTED,
@@ -77,6 +78,7 @@ def test_every_sentence_is_one_sentence() -> None:
         DAMAGED_WORKBOOK,
         TOO_LARGE,
         TOO_SPREAD_OUT,
+        NO_SUCH_TIME.format(row=7),
     ]
     for sentence in sentences:
         assert sentence[0].isupper() and sentence.endswith(".")
@@ -434,6 +436,29 @@ def test_cells_with_only_a_style_do_not_count_as_far() -> None:
         sheet.write_string(0, 0, "sku")
         sheet.write_blank(100_000, 100, None, workbook.add_format({"bold": True}))
     assert numbered(read_sheet(buffer.getvalue())) == [(1, ("sku",))]
+
+
+@pytest.mark.parametrize(
+    ("quantity", "number_format"),
+    [
+        (1e9, "[h]:mm:ss"),  # the first day count Python's timedelta refuses: OverflowError
+        (1e15, "[mm]:ss"),  # far past it, in minutes
+        (-1e15, "[h]:mm"),  # past chrono's milliseconds: calamine panics
+        (-1e15, "yyyy-mm-dd"),  # a date before any calendar: calamine panics too
+    ],
+)
+def test_a_number_no_date_or_time_can_be_is_refused_naming_its_row(
+    quantity: float, number_format: str
+) -> None:
+    rows: list[list[object]] = [["sku", "quantity"], ["A-1", 2], ["A-2", quantity]]
+    data = xlsx_bytes(rows, start_row=2, number_formats={"B5": number_format})
+    assert refusal(data) == NO_SUCH_TIME.format(row=5)
+
+
+def test_a_huge_number_formatted_as_a_number_is_read_as_in_a_csv() -> None:
+    rows: list[list[object]] = [["sku", "quantity"], ["A-1", -1e15], ["A-2", 1e300]]
+    data = xlsx_bytes(rows, number_formats={"B2": "0", "B3": "General"})
+    assert numbered(read_sheet(data))[1:] == [(2, ("A-1", -1e15)), (3, ("A-2", 1e300))]
 
 
 # --- Size --------------------------------------------------------------------------------
