@@ -115,3 +115,13 @@ def test_show_prints_an_imported_version_with_its_file(cli: Cli, db_url: str) ->
         "over budget adds 1 approval of Owners and a reason\n"
     ) in out
     assert out.endswith(text.rstrip("\n") + "\n")  # the file, comments and all
+
+
+def test_a_file_nested_too_deep_is_a_problem_not_a_traceback(cli: Cli, tmp_path: Path) -> None:
+    deep = tmp_path / "deep.toml"
+    deep.write_text(SAMPLE.read_text() + "deep = " + "{ a = " * 700 + "1" + " }" * 700 + "\n")
+    for command in ("check", "import"):
+        done = cli("policy", command, str(deep))
+        assert done.returncode == 1 and done.stdout == ""
+        problem = "Line 37: arrays and tables nested more than 16 deep"
+        assert done.stderr.splitlines()[1:] == [problem]
