@@ -90,6 +90,8 @@ PROBLEM_TEXTS: dict[ProblemCode, str] = {
     ProblemCode.DIFFERS: N_("differs from line {first} for supplier {supplier}"),
     ProblemCode.DUPLICATE_OFFER: N_("supplier {supplier} already offers {sku} on line {first}"),
     ProblemCode.NOT_TOML: N_("not valid TOML: {detail}"),
+    ProblemCode.TOO_DEEP: N_("arrays and tables nested more than {limit} deep"),
+    ProblemCode.NUMBER_TOO_LONG: N_("a whole number of {digits} digits is too long to read"),
     ProblemCode.UNKNOWN_KEY: N_("unknown key {key}"),
     ProblemCode.MISSING_KEY: N_("{key} is missing"),
     ProblemCode.NOT_WHOLE_NUMBER: N_("must be a whole number"),

@@ -2,7 +2,9 @@
 
 `parse_policy(text)` gives a core.policy.Policy only if there is no problem at all. Three
 kinds of problem, each with the line a person fixes it on:
-- TOML syntax (tomllib's own message and line);
+- TOML syntax (tomllib's own message and line); arrays, tables and dotted keys nested deeper
+  than core.nesting allows (found before tomllib, which would recurse out of its stack or
+  take minutes); a whole number too long for Python to read;
 - the schema, checked with pydantic: an unknown key, a missing one, a value of the wrong kind
   or out of range;
 - cross-references: a stage naming a group the file does not define, two rules of one name,
@@ -34,6 +36,7 @@ from pydantic import (
 )
 
 from core.ladder import Ladder, Unreadable, WorkingHours, parse_clock, parse_duration
+from core.nesting import MAX_DEPTH, Syntax, outside_strings, too_deep
 from core.policies import BudgetMode, Budgets, Condition, Drift, Policy, Rule, Stage
 from core.problems import Place, Problem, ProblemCode, Value
 from core.terms import is_category, match_key
@@ -118,10 +121,15 @@ class _File(_Model):
 def parse_policy(text: str) -> tuple[Policy | None, list[Problem]]:
     """Check a whole policy file; the policy only if there is no problem at all. Schema and
     cross-reference problems are reported together, in line order."""
+    deep = too_deep(text, Syntax.TOML)
+    if deep is not None:  # before tomllib, whose recursion a few KB of brackets exhaust
+        return None, [Problem(deep, None, ProblemCode.TOO_DEEP, {"limit": MAX_DEPTH}, _LINE)]
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         return None, [_syntax(error)]
+    except ValueError as error:  # int()'s own, which tomllib lets through: over 4,300 digits
+        return None, [_too_long(text, error)]
     lines = key_lines(text)
     problems = _cross_checks(data, lines)
     try:
@@ -146,6 +154,22 @@ def _syntax(error: tomllib.TOMLDecodeError) -> Problem:
     end = _END.search(message)
     line = 0 if end is None else 1  # "at end of document": the message says where
     return Problem(line, None, ProblemCode.NOT_TOML, {"detail": message}, _LINE)
+
+
+# A decimal whole number as TOML writes it, not a float's fraction or exponent.
+_WHOLE = re.compile(r"(?<![\w.+-])[+-]?\d(?:_?\d)*")
+
+
+def _too_long(text: str, error: ValueError) -> Problem:
+    """The whole number too long for int() to read, placed on its line: the longest written
+    outside strings and comments (tomllib's error says neither which nor where)."""
+    code = outside_strings(text, Syntax.TOML)
+    longest = max(_WHOLE.finditer(code), key=lambda n: len(n[0].replace("_", "")), default=None)
+    if longest is None:  # not a number's after all: the error's own words, about the file
+        return Problem(0, None, ProblemCode.NOT_TOML, {"detail": str(error)}, _LINE)
+    digits = len(longest[0].replace("_", "").lstrip("+-"))
+    line = code.count("\n", 0, longest.start()) + 1
+    return Problem(line, None, ProblemCode.NUMBER_TOO_LONG, {"digits": digits}, _LINE)
 
 
 def _schema(error: Mapping[str, Any], lines: Mapping[Path, int]) -> Problem:

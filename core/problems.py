@@ -63,6 +63,8 @@ class ProblemCode(StrEnum):
     DUPLICATE_OFFER = "duplicate_offer"  # supplier, sku, first (line)
     # The approval policy file (core.policy_file); detail is tomllib's or core.ladder's words.
     NOT_TOML = "not_toml"  # detail
+    TOO_DEEP = "too_deep"  # limit (core.nesting)
+    NUMBER_TOO_LONG = "number_too_long"  # digits
     UNKNOWN_KEY = "unknown_key"  # key
     MISSING_KEY = "missing_key"  # key
     NOT_WHOLE_NUMBER = "not_whole_number"  # ()

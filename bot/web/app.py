@@ -1,6 +1,6 @@
 """The ASGI application of the web front door and the uvicorn server that runs it in the
 caller's event loop: the Telegram webhook (when WEBHOOK_URL is set), /healthz, /metrics and
-the Mini App."""
+the Mini App, every answer with the security headers of bot/web/security.py."""
 
 from __future__ import annotations
 
@@ -11,11 +11,12 @@ import json
 import logging
 import socket
 from collections.abc import AsyncIterator, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import uvicorn
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
@@ -23,6 +24,8 @@ from starlette.routing import BaseRoute, Route
 from bot.config import Settings
 from bot.web.health import STALE_AFTER_POLLS, Heartbeats
 from bot.web.metrics import Metrics
+from bot.web.security import SecureAnswers
+from core.nesting import Syntax, too_deep
 from store.sql import SqlStore
 
 if TYPE_CHECKING:
@@ -86,7 +89,8 @@ def build_web(
     if telegram is not None and settings.webhook_url is not None:
         routes.append(_webhook_route(settings, telegram))
     routes += miniapp_routes(settings, store, telegram)
-    return Starlette(routes=routes)
+    secured = Middleware(SecureAnswers, script=settings.manzoori_webapp_script)
+    return Starlette(routes=routes, middleware=[secured])
 
 
 def _webhook_route(settings: Settings, telegram: Application) -> Route:  # type: ignore[type-arg]
@@ -105,8 +109,8 @@ def _webhook_route(settings: Settings, telegram: Application) -> Route:  # type:
         if len(raw) > MAX_UPDATE_BYTES:
             return PlainTextResponse("update too large", 413)
         try:
-            update = Update.de_json(json.loads(raw), telegram.bot)
-        except (ValueError, TypeError, KeyError) as error:
+            update = Update.de_json(_update_json(raw), telegram.bot)
+        except Exception as error:  # PTB trips on a wrong shape in any way: AttributeError, …
             log.warning("webhook: an unreadable update (%s)", type(error).__name__)
             return PlainTextResponse("not a Telegram update", 400)
         await telegram.update_queue.put(update)
@@ -114,6 +118,17 @@ def _webhook_route(settings: Settings, telegram: Application) -> Route:  # type:
 
     path = urlsplit(settings.webhook_url).path or "/"
     return Route(path, webhook, methods=["POST"])
+
+
+def _update_json(raw: bytes) -> dict[str, Any]:
+    """An update's JSON object; ValueError if it is none, or nests deeper than any does."""
+    text = raw.decode("utf-8")
+    if too_deep(text, Syntax.JSON) is not None:  # before json, whose recursion it exhausts
+        raise ValueError("nested too deep")
+    update = json.loads(text)
+    if not isinstance(update, dict):
+        raise ValueError("not a JSON object")
+    return update
 
 
 class _Server(uvicorn.Server):

@@ -7,7 +7,8 @@ server records one decision per id however often the page sends it (a queued dec
 again after a lost answer is the same decision), and refuses it if the draft changed since.
 
     200 {"status": "recorded", "message", "version", "state", "replay"}
-    400 {"status": "invalid", "message"}           a body that is not a decision
+    400 {"status": "invalid", "message"}           a body that is not a decision (not UTF-8
+                                                   JSON, nested too deep, a field wrong)
     404 {"status": "unknown", "message"}           no such PO
     409 {"status": "refused", "code", "message"}   the checks a tap makes said no
 """
@@ -37,6 +38,7 @@ from core.errors import (
     ReasonRequired,
 )
 from core.jobs import Job
+from core.nesting import MAX_DEPTH, Syntax, too_deep
 from core.policies import Outcome, Rules, Verdict
 from core.ports import Store
 from core.service import DecisionResult, Review
@@ -48,6 +50,7 @@ REASON_FOR_BUDGET = N_("This approval goes over a monthly budget: write your rea
 NOT_FOUND = N_("There is no purchase order {po} for you to see.")
 _ID = re.compile(r"[A-Za-z0-9_-]{1,64}")  # crypto.randomUUID()'s, or any such page-made id
 _HASH = re.compile(r"[0-9a-f]{64}")
+_SURROGATE = re.compile("[\ud800-\udfff]")  # half a UTF-16 pair: no character at all
 _MAX_REASON = 500  # as a reply to the bot's reason prompt
 _MAX_CHANGES = 10_000  # a sheet's most lines
 
@@ -81,7 +84,13 @@ class Answer:
 def parse(raw: bytes) -> Asked:
     """The decision in a request body; BadDecision saying what is wrong."""
     try:
-        body = json.loads(raw)
+        text = raw.decode("utf-8")  # as the page sends it (RFC 8259: JSON exchanged is UTF-8)
+    except UnicodeDecodeError:
+        raise BadDecision("the body is not UTF-8") from None
+    if too_deep(text, Syntax.JSON) is not None:  # before json, whose recursion it exhausts
+        raise BadDecision(f"the body nests deeper than {MAX_DEPTH}")
+    try:
+        body = json.loads(text)
     except ValueError:
         raise BadDecision("the body is not JSON") from None
     if not isinstance(body, dict):
@@ -100,6 +109,8 @@ def parse(raw: bytes) -> Asked:
     reason = body.get("reason")
     if reason is not None and not isinstance(reason, str):
         raise BadDecision("reason must be a string")
+    if reason is not None and _SURROGATE.search(reason):  # JSON can escape one; UTF-8 cannot
+        raise BadDecision("reason must be Unicode text, without lone surrogates")
     reason = flatten(reason)[:_MAX_REASON] if reason else None  # one line, as a reply's
     changes = _changes(body.get("changes"))
     if verdict is Verdict.REJECT and (changes or not reason):

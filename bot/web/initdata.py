@@ -16,12 +16,15 @@ The user it names is the page's only identity: the page sends initData with ever
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import json
 import re
 from dataclasses import dataclass
 from urllib.parse import parse_qsl
+
+from core.nesting import Syntax, too_deep
 
 SCHEME = "tma"  # Authorization: tma <initData>, as Telegram's own Mini App examples send it
 _SECRET_KEY_KEY = b"WebAppData"  # Telegram's constant: the key of the bot token's HMAC
@@ -119,10 +122,10 @@ def _fields(raw: str) -> dict[str, str]:
 
 def _user(text: str | None, auth_date: int) -> WebAppUser:
     """The `user` field's JSON object, with a positive integer id."""
-    try:
-        user = json.loads(text) if text else None
-    except ValueError:
-        user = None
+    user = None
+    if text and too_deep(text, Syntax.JSON) is None:  # else json's recursion could run out
+        with contextlib.suppress(ValueError):  # not JSON: it names no user, as below
+            user = json.loads(text)
     user_id = user.get("id") if isinstance(user, dict) else None
     if not isinstance(user, dict) or type(user_id) is not int or user_id <= 0:
         raise MalformedInitData("initData names no user")

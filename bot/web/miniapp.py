@@ -11,7 +11,8 @@ Every API call carries `Authorization: tma <initData>`: there are no cookies, an
 changes anything. The user initData names is the only identity, with the roles the store and
 MANZOORI_ADMIN_IDS give them, as for a tap. API answers are `no-store`; every answer carries
 a strict Content-Security-Policy (no inline script; Telegram's script host only when the page
-loads Telegram's script), `X-Content-Type-Options: nosniff` and `Referrer-Policy: no-referrer`.
+loads Telegram's script), `X-Content-Type-Options: nosniff` and `Referrer-Policy: no-referrer`,
+put on by the front door's middleware (bot/web/security.py), which also answers a failure.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from bot.clock import utcnow
 from bot.config import Settings, WebAppScript
 from bot.i18n import Translator, language_of, translator
 from bot.web import decisions, initdata, views
+from bot.web.security import NO_STORE
 from bot.web.urls import PAGE_ROUTE
 from core.policies import Role
 from store.sql import SqlStore
@@ -53,9 +55,6 @@ _ASSETS = {
 IMMUTABLE = "public, max-age=31536000, immutable"
 # The shell is tiny and names the assets' versions: always asked again, so a release shows.
 REVALIDATE = "no-cache"
-NO_STORE = "no-store"
-# Telegram Web shows a Mini App in a frame of its own pages.
-_FRAMERS = "'self' https://web.telegram.org https://*.telegram.org"
 # A decision is a few hundred bytes; a 200-line edit a few kilobytes.
 MAX_BODY = 100_000
 
@@ -66,21 +65,6 @@ def assets() -> tuple[str, dict[str, bytes]]:
     contents = {name: (STATIC / name).read_bytes() for name in _ASSETS}
     digest = hashlib.sha256(b"".join(contents[name] for name in sorted(contents)))
     return digest.hexdigest()[:12], contents
-
-
-def security_headers(script: WebAppScript) -> dict[str, str]:
-    """What every Mini App answer carries: the CSP, nosniff and no referrer."""
-    scripts = "'self'" + (" https://telegram.org" if script is WebAppScript.TELEGRAM else "")
-    policy = (
-        f"default-src 'self'; script-src {scripts}; style-src 'self'; img-src 'self' data:; "
-        f"connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; "
-        f"frame-ancestors {_FRAMERS}"
-    )
-    return {
-        "Content-Security-Policy": policy,
-        "X-Content-Type-Options": "nosniff",
-        "Referrer-Policy": "no-referrer",
-    }
 
 
 @dataclass(frozen=True)
@@ -105,7 +89,6 @@ class MiniApp:
         assert settings.telegram_bot_token is not None  # routes() mounts nothing without it
         self.settings, self.store, self.telegram = settings, store, telegram
         self.token = settings.telegram_bot_token.get_secret_value()
-        self.headers = security_headers(settings.manzoori_webapp_script)
         version, _ = assets()
         script = settings.manzoori_webapp_script
         telegram_src = (
@@ -131,7 +114,7 @@ class MiniApp:
 
     async def page(self, request: Request) -> Response:
         """The HTML shell; the page reads the PO number from its own path."""
-        headers = {**self.headers, "Cache-Control": REVALIDATE}
+        headers = {"Cache-Control": REVALIDATE}
         return Response(self.shell, media_type="text/html; charset=utf-8", headers=headers)
 
     async def asset(self, request: Request) -> Response:
@@ -140,12 +123,12 @@ class MiniApp:
         name = request.path_params["name"]
         if request.path_params["version"] != version or name not in _ASSETS:
             return self.json({"error": "not found"}, 404)
-        headers = {**self.headers, "Cache-Control": IMMUTABLE}
+        headers = {"Cache-Control": IMMUTABLE}
         return Response(contents[name], media_type=_ASSETS[name], headers=headers)
 
     def json(self, body: object, status: int = 200) -> JSONResponse:
         """An API answer: never stored by any cache."""
-        return JSONResponse(body, status, headers={**self.headers, "Cache-Control": NO_STORE})
+        return JSONResponse(body, status, headers={"Cache-Control": NO_STORE})
 
     def authenticated(
         self, handler: Callable[[Request, Viewer], Awaitable[Response]]

@@ -232,6 +232,37 @@ async def test_an_approval_made_offline_is_queued_then_recorded_once(botapi, db_
     assert job.state is State.APPROVED and len(effects) == 1
 
 
+async def test_a_queued_decision_the_server_refuses_is_dropped_and_its_refusal_shown(
+    botapi, db_url, store, phone
+):
+    """A 4xx is an answer for good: the page stops sending the decision and says why (issue 21:
+    a body nested too deep got a 500, which the page retried for ever)."""
+    async with mini_app_bot(botapi, db_url) as run:
+        ali, card, _, _ = await cards_out(botapi, run)
+        page = await opened(phone, ali.open_web_app(card, REVIEW_TEXT), 1)
+        posts: list[int] = []
+        page.on("response", lambda r: posts.append(r.status) if "/decision" in r.url else None)
+        await page.evaluate(
+            """() => {
+                let changes = [{line: 1, quantity: 0}];
+                for (let n = 0; n < 3000; n++) changes = [changes];  // the issue's 3 KB of [
+                const po = location.pathname.split("/").pop();
+                const decision = {id: "deep-1", verdict: "approve", draft_version: 1,
+                                  draft_hash: "0".repeat(64), changes};
+                localStorage.setItem("manzoori.queue", JSON.stringify(
+                    [{po, decision, labels: {queued: "q", sign_in_again: "s"}}]));
+                window.dispatchEvent(new Event("online"));
+            }"""
+        )
+        status = page.get_by_test_id("decision-status")
+        await expect(status).to_have_text("the body nests deeper than 16")
+        await expect(status).to_have_class("refused")
+        await page.wait_for_function("localStorage.getItem('manzoori.queue') === '[]'")
+        assert posts == [400]  # answered once, for good: nothing left to send again
+        await expect(page.get_by_test_id("approve")).to_be_enabled()  # the PO still waits
+        assert await decisions_now(run) == 0
+
+
 async def test_a_rejection_from_the_page_needs_its_reason_and_reaches_the_requester(
     botapi, db_url, store, phone
 ):

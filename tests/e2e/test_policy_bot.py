@@ -166,3 +166,15 @@ async def test_a_file_asking_more_approvals_than_a_group_has_is_imported_with_a_
             "⚠️ rule board asks for 3 approvals from group managers; approvers in it: 1. Its "
             "requests wait until an admin puts more in it (/group ID managers)"
         )
+
+
+async def test_a_file_nested_too_deep_is_answered_with_its_line(botapi, db_url, store):
+    """The issue's 4 KB of nested arrays: a problem like any other, not "Something went wrong"."""
+    async with running_bot(botapi, db_url) as run:
+        admin = botapi.user(ADMIN, "Ayesha", started=True)
+        admin.send_document(GOOD + b"deep = " + b"[" * 2000 + b"]" * 2000 + b"\n", "deep.toml")
+        assert (await said(admin)).splitlines() == [
+            "deep.toml: not imported; nothing changed. Please fix:",
+            "Line 11: arrays and tables nested more than 16 deep",
+        ]
+        assert await in_force(run) is None

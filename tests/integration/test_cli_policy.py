@@ -146,3 +146,13 @@ def test_check_and_import_warn_of_a_stage_asking_more_than_its_group_has(
     edited.write_text(SAMPLE.read_text().replace("percent = 3", "percent = 4"), encoding="utf-8")
     imported = cli("policy", "import", str(edited))
     assert imported.returncode == 0 and imported.stderr.splitlines() == [warning]
+
+
+def test_a_file_nested_too_deep_is_a_problem_not_a_traceback(cli: Cli, tmp_path: Path) -> None:
+    deep = tmp_path / "deep.toml"
+    deep.write_text(SAMPLE.read_text() + "deep = " + "{ a = " * 700 + "1" + " }" * 700 + "\n")
+    for command in ("check", "import"):
+        done = cli("policy", command, str(deep))
+        assert done.returncode == 1 and done.stdout == ""
+        problem = "Line 37: arrays and tables nested more than 16 deep"
+        assert done.stderr.splitlines()[1:] == [problem]

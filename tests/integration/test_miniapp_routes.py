@@ -24,16 +24,18 @@ from core.jobs import Job, Stamp
 from core.policies import Role
 from core.service import Revision
 from core.states import State
+from store.engine import make_engine
 from store.sql import SqlStore
-from tests.helpers.bot import settings_for as test_settings
+from tests.helpers.bot import settings_for as base_settings
 from tests.helpers.factories import APPROVER_A, APPROVER_B, OUTSIDER, REQUESTER, make_draft, new_job
 from tests.helpers.miniapp import OTHER_BOT_TOKEN, forged, init_data, tma
+from tests.helpers.store import DATA_KEY
 
 TOKEN = "7000000001:AAexampleexampleexampleexampleexam"
 
 
 def settings_for(db_url: str, **values: object) -> Settings:
-    return test_settings(db_url, telegram_bot_token=TOKEN, **values)
+    return base_settings(db_url, telegram_bot_token=TOKEN, **values)
 
 
 @pytest.fixture
@@ -266,3 +268,86 @@ async def test_an_expired_request_is_refused(web, store):
         headers=tma(init_data(TOKEN, APPROVER_A)),
     )
     assert answer.status_code == 409 and answer.json()["code"] == "expired"
+
+
+# What every answer of the API carries, whatever it says (bot/web/security.py).
+API_HEADERS = {
+    "cache-control": "no-store",
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+}
+
+
+def carries_the_api_headers(answer: httpx.Response) -> bool:
+    shown = {name: answer.headers.get(name) for name in API_HEADERS}
+    csp = answer.headers.get("content-security-policy", "")
+    return shown == API_HEADERS and "default-src 'self'" in csp
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"changes": ' + b"[" * 3000 + b"]" * 3000 + b"}",  # the 3 KB of brackets
+        b"[" * 3000,  # brackets, never closed
+        b'{"a":' * 1000 + b"1" + b"}" * 1000,  # objects inside objects
+    ],
+    ids=["arrays", "unclosed", "objects"],
+)
+async def test_a_body_nested_too_deep_is_a_400_with_the_api_headers(web, store, body):
+    job = await opened(store)
+    answer = await web.post(
+        f"/api/po/{job.po_number}/decision",
+        content=body,
+        headers={**tma(init_data(TOKEN, APPROVER_A)), "Content-Type": "application/json"},
+    )
+    assert answer.status_code == 400
+    assert answer.json() == {"status": "invalid", "message": "the body nests deeper than 16"}
+    assert carries_the_api_headers(answer)
+    assert await decisions_of(store, job) == []
+
+
+async def test_a_reason_that_is_not_text_is_a_400(web, store):
+    job = await opened(store)
+    # A lone surrogate: JSON can escape it, but no database or answer can hold it.
+    body = json.dumps(decision(job, verdict="reject", reason="too dear \ud800")).encode()
+    answer = await web.post(
+        f"/api/po/{job.po_number}/decision",
+        content=body,
+        headers={**tma(init_data(TOKEN, APPROVER_A)), "Content-Type": "application/json"},
+    )
+    assert answer.status_code == 400
+    said = "reason must be Unicode text, without lone surrogates"
+    assert answer.json() == {"status": "invalid", "message": said}
+    assert carries_the_api_headers(answer)
+    assert await decisions_of(store, job) == []
+
+
+async def test_every_answer_carries_the_headers_even_one_no_route_made(web, store):
+    job = await opened(store)
+    url, headers = f"/api/po/{job.po_number}/decision", tma(init_data(TOKEN, APPROVER_A))
+    answers = [
+        await web.post(url, json=decision(job)),  # 401: no initData
+        await web.post(url, data={"verdict": "approve"}, headers=headers),  # 415
+        await web.get("/api/po/PO-2026-999", headers=headers),  # 404: no such PO
+        await web.get("/api/nowhere", headers=headers),  # 404: Starlette's, no route's
+        await web.get(url, headers=headers),  # 405: Starlette's
+        await web.post(url, json=decision(job), headers=headers),  # 200
+    ]
+    assert [a.status_code for a in answers] == [401, 415, 404, 404, 405, 200]
+    assert all(carries_the_api_headers(a) for a in answers)
+
+
+async def test_an_unexpected_error_is_a_500_with_the_headers_and_no_internals(tmp_path):
+    # A database that cannot be opened: every API call fails past initData, unforeseen.
+    nowhere = f"sqlite+aiosqlite:///{tmp_path}/missing/folder/manzoori.db"
+    broken = SqlStore(make_engine(nowhere), DATA_KEY)
+    app = build_web(settings_for(nowhere), broken, Heartbeats(), Metrics())
+    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://web") as client:
+            answer = await client.get("/api/po/PO-2026-001", headers=tma(init_data(TOKEN, 7)))
+    finally:
+        await broken.close()
+    assert answer.status_code == 500
+    assert answer.json() == {"error": "internal error: try again later"}
+    assert carries_the_api_headers(answer)

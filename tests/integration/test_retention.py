@@ -25,7 +25,7 @@ from core.retention import PURGE_CHORE, PURGED, Purge, Retention
 from core.service import Review
 from core.states import State
 from store import schema
-from tests.helpers.bot import settings_for as test_settings
+from tests.helpers.bot import settings_for as base_settings
 from tests.helpers.factories import APPROVER_A, OUTSIDER, T0, Clock, make_draft, new_job
 
 ADMIN = 9001  # configured (MANZOORI_ADMIN_IDS): holds no role row, keeps their name
@@ -216,7 +216,7 @@ async def test_a_purge_that_died_is_taken_over_when_its_lease_ends(store):
 
 
 def settings_for(db_url: str, retention_days: int = 30) -> Settings:
-    return test_settings(db_url, manzoori_retention_days=retention_days)
+    return base_settings(db_url, manzoori_retention_days=retention_days)
 
 
 async def test_the_runners_daily_purge_uses_the_settings_and_the_clock(store, db_url):

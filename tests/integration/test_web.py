@@ -16,7 +16,7 @@ from bot.web.health import Heartbeats
 from bot.web.metrics import Metrics
 from store.engine import make_engine
 from store.sql import SqlStore
-from tests.helpers.bot import settings_for as test_settings
+from tests.helpers.bot import settings_for as base_settings
 from tests.helpers.net import free_port
 from tests.helpers.store import DATA_KEY
 
@@ -34,7 +34,7 @@ class Clock:
 
 
 def settings_for(db_url: str, **values: object) -> Settings:
-    return test_settings(db_url, **{"manzoori_poll_seconds": POLL, **values})
+    return base_settings(db_url, **{"manzoori_poll_seconds": POLL, **values})
 
 
 def client(settings: Settings, store: SqlStore, heartbeats: Heartbeats) -> httpx.AsyncClient:
@@ -125,3 +125,37 @@ async def test_a_port_already_taken_fails_at_start(store, db_url):
         with pytest.raises(OSError, match=f"could not listen on 127.0.0.1:{port}"):
             async with serving_web(app, settings):
                 pass
+
+
+WEBHOOK_TOKEN = "7000000001:AAexampleexampleexampleexampleexam"
+SECRET = "s3cret_Token-for-tests"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"update_id": 1, "message": ' + b"[" * 3000 + b"]" * 3000 + b"}",  # nested too deep
+        b'{"update_id": 1, "message": []}',  # PTB: 'list' object has no attribute 'get'
+        b'{"update_id": 1, "message": {"message_id": 1, "date": 1e30, '
+        b'"chat": {"id": 1, "type": "private"}}}',  # PTB: timestamp out of range
+        b"[]",  # not an object at all
+        b"\xff\xfe",  # not UTF-8
+    ],
+    ids=["deep", "list-message", "date-overflow", "array", "bytes"],
+)
+async def test_an_unreadable_update_is_a_400_and_queues_nothing(store, db_url, body):
+    """The webhook is Telegram's, behind its secret; still, no body it carries is a 500."""
+    from telegram.ext import ApplicationBuilder
+
+    telegram = ApplicationBuilder().token(WEBHOOK_TOKEN).updater(None).build()
+    settings = settings_for(
+        db_url, webhook_url="https://bot.example/telegram/hook", webhook_secret=SECRET
+    )
+    app = build_web(settings, store, Heartbeats(), Metrics(), telegram)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://web") as web:
+        headers = {"X-Telegram-Bot-Api-Secret-Token": SECRET}
+        answer = await web.post("/telegram/hook", content=body, headers=headers)
+    assert (answer.status_code, answer.text) == (400, "not a Telegram update")
+    assert answer.headers["x-content-type-options"] == "nosniff"
+    assert telegram.update_queue.empty()

@@ -126,3 +126,10 @@ def test_the_header_gives_the_init_data_after_tma() -> None:
     raw = signed()
     assert initdata.from_header(f"tma {raw}") == raw
     assert initdata.from_header(f"TMA {raw}") == raw  # schemes are case-insensitive (RFC 9110)
+
+
+def test_a_user_nested_too_deep_names_no_user() -> None:
+    """Signed, so only Telegram could send it; still an InitDataError, never RecursionError."""
+    fields = {"auth_date": str(NOW), "user": "[" * 1300}  # 3.9 KB of "%5B", under the limit
+    with pytest.raises(MalformedInitData, match="initData names no user"):
+        initdata.verify(webapps.sign(TOKEN, fields), TOKEN, now=NOW, max_age=MAX_AGE)

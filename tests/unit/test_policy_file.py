@@ -269,3 +269,51 @@ def test_a_ladder_changes_the_content_hash_and_none_leaves_it_as_it_was() -> Non
     # The hash of a policy with no ladder is the one it had before ladders existed.
     assert content_hash(plain) == "57516193bab85e01eaf71a5938010ac44cd72bed8b6d4309d5a3484a3f03e3fe"
     assert laddered.reminders is not None and laddered.reminders.escalate_after is None
+
+
+# --- hostile files: a problem with its line, never an exception -------------------------------
+
+TOO_DEEP = "arrays and tables nested more than 16 deep"
+SAMPLE_LINES = SAMPLE.count("\n")
+
+
+@pytest.mark.parametrize(
+    ("text", "line"),
+    [
+        # The issue's 4 KB of nested arrays, after a good policy.
+        (SAMPLE + "deep = " + "[" * 2000 + "]" * 2000 + "\n", SAMPLE_LINES + 1),
+        # Inline tables inside inline tables, about 4 KB.
+        (SAMPLE + "deep = " + "{ a = " * 700 + "1" + " }" * 700 + "\n", SAMPLE_LINES + 1),
+        # Opened and never closed: tomllib recurses before it finds the end.
+        ("deep = " + "[{a=" * 1000, 1),
+        # One bracket a line: the problem is on the line of the seventeenth.
+        ("# a matrix\nm = [\n" + "[\n" * 40 + "]\n" * 41, 18),
+        # A dotted key of 20,000 parts (40 KB), which tomllib took seconds to read.
+        (SAMPLE + "[groups]\n" + "a." * 20_000 + "b = 1\n", SAMPLE_LINES + 2),
+        # A table's name of as many, quoted or not.
+        ("x = 1\n[groups." + '"a" . ' * 20_000 + "b]\n", 2),
+    ],
+    ids=["arrays", "inline-tables", "unclosed", "a-bracket-a-line", "dotted-key", "header"],
+)
+def test_a_file_nested_too_deep_is_a_problem_on_its_line(text: str, line: int) -> None:
+    assert problems(text) == [f"Line {line}: {TOO_DEEP}"]
+
+
+def test_brackets_in_strings_and_comments_are_no_nesting() -> None:
+    text = SAMPLE.replace(
+        "[groups]                      # name", "[groups]  # " + "[{" * 40 + " name"
+    ).replace('"Owners"', '"' + "[" * 40 + '"')
+    text += "\n# " + "{" * 100 + "\n"
+    multi_line = 'managers = """[[[[[[[[[[\n' + "{" * 40 + '"""'
+    text = text.replace('managers = "Purchasing managers"', multi_line)
+    policy, found = parse_policy(text)
+    assert found == [] and policy is not None
+    assert policy.groups["owners"] == "[" * 40
+
+
+def test_a_number_too_long_to_read_is_a_problem_on_its_line() -> None:
+    # tomllib lets int()'s own ValueError through for more than 4,300 digits.
+    text = SAMPLE.replace("percent = 3", "percent = 3" + "0" * 5000)
+    assert problems(text) == ["Line 22: a whole number of 5,001 digits is too long to read"]
+    grouped = SAMPLE.replace("approvals = 2", "approvals = " + "1_000" * 1200)
+    assert problems(grouped) == ["Line 15: a whole number of 4,800 digits is too long to read"]

@@ -121,7 +121,7 @@ def test_problems_read_in_urdu_with_their_rows_and_values_isolated():
 
 
 def test_every_problem_code_reads_in_urdu_without_an_english_sentence():
-    values = {"value": '"x"', "limit": 5, "count": 2, "names": "a, b", "detail": "d"}
+    values = {"value": '"x"', "limit": 5, "count": 2, "names": "a, b", "detail": "d", "digits": 9}
     for code in ProblemCode:
         wanted = {k: "v" for k in ("columns", "optional", "letter", "size", "cell", "length",
                                    "supplier", "others", "sku", "first", "month", "category",
