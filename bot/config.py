@@ -467,10 +467,15 @@ def write_env_file(path: Path, *, force: bool = False) -> Path:
         fd = os.open(path, flags, 0o600)
     except FileExistsError:
         raise ConfigError(f"{path} exists; pass --force to overwrite it") from None
-    # The umask cannot widen 0o600, but an existing file overwritten with force keeps its own mode.
-    os.fchmod(fd, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
+    except OSError as error:  # no such folder, not a folder, not ours to write
+        raise ConfigError(f"cannot write {path}: {error.strerror or error}") from None
+    try:
+        # The umask cannot widen 0o600, but a file overwritten with force keeps its own mode.
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    except OSError as error:  # a full disk, or a file that is not a file (/proc, a device)
+        raise ConfigError(f"cannot write {path}: {error.strerror or error}") from None
     return path
 
 

@@ -19,9 +19,19 @@ REFUSAL_TEXTS: dict[Refusal, str] = {
     ),
     Refusal.UNKNOWN_GROUPS: N_("no group {groups} in the approval policy in force ({known})"),
     Refusal.NOT_AN_APPROVER_YET: N_("user {user} is not an approver: grant the role first"),
-    Refusal.NOT_A_DATE: N_("{text} is not a date (YYYY-MM-DD) or a duration like 3d or 12h"),
+    Refusal.NOT_A_DATE: N_(
+        "{text} is not a date (YYYY-MM-DD) or a duration like 3d or 12h: "
+        "name a date from {first} to {last}, or a duration from 1h to {longest}"
+    ),
+    Refusal.HAS_PASSED: N_(
+        "that time has passed: name a date from {first} to {last}, or a duration from 1h to "
+        "{longest}"
+    ),
+    Refusal.TOO_LONG: N_(
+        "a delegation lasts at most {days} days: name a date from {first} to {last}, or a "
+        "duration from 1h to {longest}"
+    ),
     Refusal.IN_THE_PAST: N_("that time has passed: name a later date or a duration"),
-    Refusal.TOO_LONG: N_("a delegation lasts at most {days} days"),
     Refusal.TO_ONESELF: N_("nobody delegates to themselves"),
     Refusal.AWAY_NOT_APPROVER: N_("user {user} (the one away) is not an approver"),
     Refusal.DELEGATE_NOT_APPROVER: N_("user {user} (the delegate) is not an approver"),

@@ -20,6 +20,7 @@ from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from enum import StrEnum
 from typing import Any
 
+from core.arguments import echo
 from core.errors import BadPeriod
 from core.jobs import AuditEvent
 from core.retention import FREE_TEXT_KEYS
@@ -55,6 +56,14 @@ _LEFT_OUT = FREE_TEXT_KEYS | {"sheet_name"}
 _NOT_IN_DETAIL = _IN_COLUMNS | _IN_RESULT | _LEFT_OUT
 # What a day argument looks like: the ISO date, nothing else.
 _DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+# The first day an export may name. The trail starts with this product, years after it; a day
+# before it is a typo (0206 for 2026), and 0001-01-01's midnight in Pakistan is before the
+# first instant a datetime holds.
+FIRST_DAY = date(2000, 1, 1)
+# The last day an export may name is tomorrow in MANZOORI_TIMEZONE: nothing is logged later,
+# but an admin whose own calendar is ahead of Pakistan's (no zone is a day ahead) may name
+# their today. A later day is a typo, and 9999-12-31 has no day after it to end the period.
+DAYS_AHEAD = timedelta(days=1)
 # The states a send's failure leaves from (a FAIL_FINAL from elsewhere is the intake's).
 _SENDING = frozenset({State.SENDING, State.FAILED_RETRYABLE})
 # The outcome a person's finding on an unknown send, or a plain success, records.
@@ -93,8 +102,15 @@ class Period:
     end: datetime
 
     @classmethod
-    def of_days(cls, first: date, last: date, tz: tzinfo) -> Period:
-        """From the start of `first` to the end of `last` (inclusive) in `tz`."""
+    def of_days(cls, first: date, last: date, tz: tzinfo, *, today: date) -> Period:
+        """From the start of `first` to the end of `last` (inclusive) in `tz`. Both are
+        checked first against the days an export covers, FIRST_DAY to the day after `today`
+        (in `tz`), and against each other; BadPeriod says what is allowed."""
+        latest = today + DAYS_AHEAD
+        for which, day in (("starts", first), ("ends", last)):
+            if not FIRST_DAY <= day <= latest:
+                covered = f"an export covers the days from {FIRST_DAY} to {latest} (tomorrow)"
+                raise BadPeriod(f"the period {which} on {day}: {covered}")
         if last < first:
             raise BadPeriod(f"the period ends ({last}) before it starts ({first})")
         start = datetime.combine(first, time(), tzinfo=tz)
@@ -109,7 +125,7 @@ def parse_day(text: str) -> date:
             return date.fromisoformat(text.strip())
     except ValueError:
         pass
-    raise BadPeriod(f"{text!r} is not a date; write it as YYYY-MM-DD, e.g. 2026-12-31")
+    raise BadPeriod(f"{echo(text)} is not a date; write it as YYYY-MM-DD, e.g. 2026-12-31")
 
 
 @dataclass(frozen=True)

@@ -18,13 +18,21 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, tzinfo
 
+from core.arguments import echo
 from core.errors import DelegationRefused, Refusal
 
 # The longest hand-over a person may set in one go: a long leave is set again, on purpose.
 LONGEST = timedelta(days=90)
-# Why a delegation ending at or before now is refused (for logs; the shell says it).
+# The same in hours, the other unit a duration may have (2160h).
+_LONGEST_HOURS = LONGEST // timedelta(hours=1)
+# Why an end is refused (for logs and the CLI; the shell says it from the reason).
 PAST = "that time has passed: name a later date or a duration"
-_DURATION = re.compile(r"(\d{1,4})([dh])")
+_TOO_LONG = f"a delegation lasts at most {LONGEST.days} days"
+# A duration as typed: ASCII digits and a unit. Any number of digits matches, so that a long
+# one is refused as too long; its digits are counted before any is converted.
+_DURATION = re.compile(r"([0-9]+)([dh])")
+# A date as typed: the ISO date the usage shows, nothing else (fromisoformat reads more).
+_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 
 
 @dataclass(frozen=True)
@@ -56,30 +64,73 @@ class Delegation:
         return began and start < self.ends_at
 
 
+@dataclass(frozen=True)
+class Window:
+    """The ends a delegation set now may have, as a person names them: the end of a date from
+    `first` (today) to `last` (in the configured time zone), or a duration up to LONGEST."""
+
+    first: date
+    last: date
+
+    @classmethod
+    def at(cls, now: datetime, tz: tzinfo) -> Window:
+        """The window of a delegation set at `now`: `last` is the last date whose end is at
+        most LONGEST after now."""
+        today = now.astimezone(tz).date()
+        return cls(today, (now + LONGEST).astimezone(tz).date() - timedelta(days=1))
+
+    def refusal(self, message: str, reason: Refusal, **values: str | int) -> DelegationRefused:
+        """The refusal of an end, carrying the window so that the shell can say what is
+        allowed."""
+        allowed: dict[str, str | int] = {
+            "first": self.first.isoformat(),
+            "last": self.last.isoformat(),
+            "longest": f"{LONGEST.days}d",
+            "days": LONGEST.days,
+        }
+        return DelegationRefused(message, reason, **values, **allowed)
+
+
 def parse_until(text: str, now: datetime, tz: tzinfo) -> datetime:
     """When a delegation set at `now` ends: a date (YYYY-MM-DD) ends at the end of that day in
-    `tz` (the configured Pakistan time); a duration (`3d`, `12h`) from now. At most LONGEST
-    ahead, and in the future."""
-    text = text.strip().lower()
-    duration = _DURATION.fullmatch(text)
+    `tz` (the configured Pakistan time); a duration (`3d`, `12h`) from now. Each is checked
+    against the Window before any arithmetic; DelegationRefused carries the window."""
+    window, typed = Window.at(now, tz), text.strip().lower()
+    duration = _DURATION.fullmatch(typed)
     if duration is not None:
-        amount, unit = int(duration.group(1)), duration.group(2)
-        until = now + (timedelta(days=amount) if unit == "d" else timedelta(hours=amount))
-    else:
-        try:
-            day = date.fromisoformat(text) if len(text) == 10 else None
-        except ValueError:
-            day = None
-        if day is None:
-            message = f"{text!r} is not a date (YYYY-MM-DD) or a duration like 3d or 12h"
-            raise DelegationRefused(message, Refusal.NOT_A_DATE, text=repr(text))
-        until = datetime.combine(day + timedelta(days=1), time(), tz)
-    if until <= now:
-        raise DelegationRefused(PAST, Refusal.IN_THE_PAST)
-    if until - now > LONGEST:
-        message = f"a delegation lasts at most {LONGEST.days} days"
-        raise DelegationRefused(message, Refusal.TOO_LONG, days=LONGEST.days)
-    return until
+        return _after(window, now, duration.group(1), duration.group(2))
+    day = _date(typed)
+    if day is None:
+        message = f"{echo(text)} is not a date (YYYY-MM-DD) or a duration like 3d or 12h"
+        raise window.refusal(message, Refusal.NOT_A_DATE, text=echo(text))
+    if day < window.first:
+        raise window.refusal(PAST, Refusal.HAS_PASSED)
+    if day > window.last:
+        raise window.refusal(_TOO_LONG, Refusal.TOO_LONG)
+    return datetime.combine(day + timedelta(days=1), time(), tz)
+
+
+def _after(window: Window, now: datetime, digits: str, unit: str) -> datetime:
+    """`now` plus a duration of `digits` days (`d`) or hours (`h`), if within LONGEST."""
+    most = LONGEST.days if unit == "d" else _LONGEST_HOURS
+    significant = digits.lstrip("0")
+    # More digits than `most` has is more than `most`: such a number is never converted.
+    amount = int(significant or "0") if len(significant) <= len(str(most)) else most + 1
+    if amount > most:
+        raise window.refusal(_TOO_LONG, Refusal.TOO_LONG)
+    if amount == 0:
+        raise window.refusal(PAST, Refusal.HAS_PASSED)
+    return now + (timedelta(days=amount) if unit == "d" else timedelta(hours=amount))
+
+
+def _date(typed: str) -> date | None:
+    """The date written YYYY-MM-DD, or None: not that shape, or no such day."""
+    if _DATE.fullmatch(typed) is None:
+        return None
+    try:
+        return date.fromisoformat(typed)
+    except ValueError:  # 2026-02-30, 0000-00-00
+        return None
 
 
 def check_delegation(

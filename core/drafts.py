@@ -163,8 +163,13 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+def is_po_number(text: str) -> bool:
+    """Whether `text` may be a PO number: a plain identifier of at most 64 characters."""
+    return len(text) <= _MAX_IDENT and _PO_NUMBER.fullmatch(text) is not None
+
+
 def _check_po_number(po_number: str) -> None:
-    if len(po_number) > _MAX_IDENT or not _PO_NUMBER.match(po_number):
+    if not is_po_number(po_number):
         raise InvalidDraft(f"PO number {po_number!r} is not a plain identifier")
 
 

@@ -105,9 +105,11 @@ class Refusal(StrEnum):
     INVITE_WITHDRAWN = "invite_withdrawn"  # ()
     UNKNOWN_GROUPS = "unknown_groups"  # groups, known (", "-joined)
     NOT_AN_APPROVER_YET = "not_an_approver_yet"  # user
-    NOT_A_DATE = "not_a_date"  # text
-    IN_THE_PAST = "in_the_past"  # ()
-    TOO_LONG = "too_long"  # days
+    # An end /away cannot have; each names what it may be: first, last, longest, days.
+    NOT_A_DATE = "not_a_date"  # text, and the window
+    HAS_PASSED = "has_passed"  # the window
+    TOO_LONG = "too_long"  # the window
+    IN_THE_PAST = "in_the_past"  # () a delegation ending by the time it is written
     TO_ONESELF = "to_oneself"  # ()
     AWAY_NOT_APPROVER = "away_not_approver"  # user
     DELEGATE_NOT_APPROVER = "delegate_not_approver"  # user

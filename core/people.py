@@ -3,11 +3,13 @@ promote people the bot has met to admin, and revoke roles."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from core import notices
+from core.arguments import echo
 from core.delegations import PAST, Delegation, check_delegation
 from core.errors import (
     DelegationRefused,
@@ -19,7 +21,7 @@ from core.errors import (
     Refusal,
 )
 from core.jobs import AuditEvent, Stamp
-from core.policies import DEFAULT_GROUP, Policy, Role
+from core.policies import DEFAULT_GROUP, GROUP_NAME, Policy, Role
 from core.ports import ReadTx, Store, Tx
 from core.signing import sign_invite, verify_invite
 from core.states import State
@@ -170,7 +172,9 @@ def require_groups(policy: Policy, groups: Collection[str]) -> None:
     """Raise GroupRefused unless every one of `groups` is a group of `policy`."""
     unknown = sorted(set(groups) - set(policy.groups))
     if unknown:
-        known, named = ", ".join(policy.groups), ", ".join(unknown)
+        # A name as a group's may be shown as it is; anything else was typed and is echoed.
+        shown = (name if re.fullmatch(GROUP_NAME, name) else echo(name) for name in unknown)
+        known, named = ", ".join(policy.groups), ", ".join(shown)
         message = f"no group {named} in the approval policy in force ({known})"
         raise GroupRefused(message, Refusal.UNKNOWN_GROUPS, groups=named, known=known)
 

@@ -131,6 +131,9 @@ class Rules:
 # The group of every approver, always: the default policy's one group, and any policy's that
 # names it. Other groups have members one by one (store: user_groups).
 DEFAULT_GROUP = "approvers"
+# What a group's name may be: it is typed in commands (/invite approver managers), so one
+# word, lower case.
+GROUP_NAME = r"[a-z][a-z0-9_-]{0,31}"
 DEFAULT_GROUP_TITLE = "Approvers"
 DEFAULT_VERSION = ""  # the version of the policy the configuration implies: none imported
 

@@ -37,15 +37,23 @@ from pydantic import (
 
 from core.ladder import Ladder, Unreadable, WorkingHours, parse_clock, parse_duration
 from core.nesting import MAX_DEPTH, Syntax, outside_strings, too_deep
-from core.policies import BudgetMode, Budgets, Condition, Drift, Policy, Rule, Stage
+from core.policies import (
+    GROUP_NAME,
+    BudgetMode,
+    Budgets,
+    Condition,
+    Drift,
+    Policy,
+    Rule,
+    Stage,
+)
 from core.problems import Place, Problem, ProblemCode, Value
 from core.terms import is_category, match_key
 
 _LINE = Place.LINE
 Path = tuple[str | int, ...]
 
-# Group names are typed in commands (/invite approver managers): one word, lower case.
-GroupName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_-]{0,31}$")]
+GroupName = Annotated[str, StringConstraints(pattern=f"^{GROUP_NAME}$")]
 Title = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=64)]
 Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=64)]
 Category = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=64)]

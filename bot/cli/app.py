@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import signal
 from pathlib import Path
 from typing import Annotated, Any
@@ -12,12 +13,13 @@ import typer
 
 from bot import bootstrap, reports
 from bot.cli.audit import audit_app
-from bot.cli.common import JsonFlag, TelegramId, fail, need_note, stamp, with_store
+from bot.cli.common import JsonFlag, PoNumber, TelegramId, fail, need_note, stamp, with_store
 from bot.cli.policy import policy_app
 from bot.cli.purchasing import sheets_app, suppliers_app
 from bot.cli.retention import purge
 from bot.config import Settings, write_env_file
 from core import people, service, workflow
+from core.arguments import BIGINT_MAX, echo
 from core.errors import ConfigError
 from core.jobs import Job
 from core.policies import Role
@@ -59,10 +61,25 @@ def db_upgrade() -> None:
     typer.echo("database is at the latest schema")
 
 
+def _seconds(text: str) -> float:
+    """A number of seconds, 0 or more; click's usage error for anything else (nan, which
+    never runs out, included)."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not 0 <= seconds < math.inf:
+        raise typer.BadParameter(f"{echo(text)} is not a number of seconds (0 or more)")
+    return seconds
+
+
 @app.command("runner")
 def runner(
     until_idle: Annotated[bool, typer.Option(help="Exit once nothing is due.")] = False,
-    max_seconds: Annotated[float | None, typer.Option(help="Give up after this long.")] = None,
+    max_seconds: Annotated[
+        float | None,
+        typer.Option(parser=_seconds, metavar="SECONDS", help="Give up after this long."),
+    ] = None,
 ) -> None:
     """Run the outbox runner (migrations are not applied; see `run`)."""
     bootstrap.setup_logging()
@@ -70,7 +87,13 @@ def runner(
     async def work(settings: Settings, store: SqlStore) -> None:
         outbox = bootstrap.build_runner(settings, store)
         if until_idle:
-            await outbox.run_until_idle(settings.manzoori_poll_seconds, max_seconds)
+            try:
+                await outbox.run_until_idle(settings.manzoori_poll_seconds, max_seconds)
+            except TimeoutError:
+                raise fail(
+                    f"the outbox still had work after --max-seconds {max_seconds:g}: run it "
+                    "again, or without --max-seconds; `manzoori jobs list` shows what waits"
+                ) from None
         else:
             await bootstrap.run_forever(
                 outbox.run_once, settings.manzoori_poll_seconds, _stop_on_signals()
@@ -118,6 +141,10 @@ def demo(
     """Run the whole story locally: the real bot against a local Bot API and SMTP sink."""
     from bot.dev.demo import run_demo  # here: PTB slows every other command
 
+    try:  # before anything starts: a folder that cannot be made is the admin's to fix
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise fail(f"cannot use {folder} as the demo's folder: {error.strerror or error}") from None
     raise typer.Exit(run_demo(folder, serve))
 
 
@@ -133,7 +160,10 @@ def _stop_on_signals() -> asyncio.Event:
 def jobs_list(
     state: Annotated[str | None, typer.Option(help="Only jobs in this state.")] = None,
     review: Annotated[bool, typer.Option(help="Only the manual-review queue.")] = False,
-    limit: Annotated[int, typer.Option(min=1, help="At most this many jobs.")] = 1000,
+    # At most BIGINT: the database's LIMIT takes no larger number (SQLite's driver overflows).
+    limit: Annotated[
+        int, typer.Option(min=1, max=BIGINT_MAX, help="At most this many jobs.")
+    ] = 1000,
     as_json: JsonFlag = False,
 ) -> None:
     """List jobs, newest first."""
@@ -160,7 +190,7 @@ def _parse_state(name: str) -> State:
 
 
 @jobs_app.command("show")
-def jobs_show(po_number: str, as_json: JsonFlag = False) -> None:
+def jobs_show(po_number: PoNumber, as_json: JsonFlag = False) -> None:
     """Show one job: its draft, approvals, sends and audit trail."""
 
     async def work(settings: Settings, store: SqlStore) -> str:
@@ -174,7 +204,7 @@ def jobs_show(po_number: str, as_json: JsonFlag = False) -> None:
 
 @jobs_app.command("reconcile")
 def jobs_reconcile(
-    po_number: str,
+    po_number: PoNumber,
     note: Annotated[str, typer.Option(help="What you checked with the supplier.")],
     sent: Annotated[bool, typer.Option("--sent", help="The supplier has the e-mail.")] = False,
     not_sent: Annotated[
@@ -203,7 +233,7 @@ def jobs_reconcile(
 
 @jobs_app.command("reissue")
 def jobs_reissue(
-    po_number: str,
+    po_number: PoNumber,
     note: Annotated[str, typer.Option(help="Why it is sent for approval again.")],
 ) -> None:
     """Put an EXPIRED or FAILED job's draft up for approval again, as a new version."""
@@ -219,7 +249,7 @@ def jobs_reissue(
 
 @jobs_app.command("cancel")
 def jobs_cancel(
-    po_number: str,
+    po_number: PoNumber,
     note: Annotated[str, typer.Option(help="Why it is withdrawn.")],
 ) -> None:
     """Withdraw a job that has not been sent."""

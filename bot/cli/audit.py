@@ -14,6 +14,7 @@ from typing import Annotated, TextIO
 import typer
 
 from bot.cli.common import fail, with_store
+from bot.clock import utcnow
 from bot.config import Settings
 from core.audit import ExportFormat, Period, Writer, export_row, parse_day
 from core.errors import BadPeriod
@@ -70,7 +71,8 @@ def audit_export(
         raise fail(str(error)) from None
 
     async def work(settings: Settings, store: SqlStore) -> int:
-        period = Period.of_days(*days, settings.tz)
+        # BadPeriod from here is said by with_store, before anything is written.
+        period = Period.of_days(*days, settings.tz, today=utcnow().astimezone(settings.tz).date())
         writer, count = Writer(kind), 0
         with _sink(output) as out:
             out.write(writer.head())

@@ -13,13 +13,40 @@ from sqlalchemy.exc import DBAPIError
 from bot import bootstrap
 from bot.clock import utcnow
 from bot.config import Settings, load_settings
+from core.arguments import BIGINT_MAX, echo, parse_po_number, parse_user_id
 from core.errors import ConfigError, ManzooriError
 from core.jobs import Stamp
 from store.sql import SqlStore
 
 T = TypeVar("T")
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
-TelegramId = Annotated[int, typer.Argument(min=1, help="A Telegram user id.")]
+
+
+def telegram_id(text: str) -> int:
+    """A Telegram user id argument, read as the bot reads one (core.arguments); click's usage
+    error otherwise."""
+    user_id = parse_user_id(text)
+    if user_id is None:
+        why = f"{echo(text)} is not a Telegram user id: digits 0-9, from 1 to {BIGINT_MAX}"
+        raise typer.BadParameter(why)
+    return user_id
+
+
+TelegramId = Annotated[
+    int, typer.Argument(parser=telegram_id, metavar="ID", help="A Telegram user id.")
+]
+
+
+def po_number(text: str) -> str:
+    """A PO number argument, in any case, read as the bot reads one (core.arguments); click's
+    usage error for text that cannot be one."""
+    po = parse_po_number(text)
+    if po is None:
+        raise typer.BadParameter(f"{echo(text)} is not a PO number, such as PO-2026-0001")
+    return po
+
+
+PoNumber = Annotated[str, typer.Argument(parser=po_number, metavar="PO", help="A PO number.")]
 
 
 def actor() -> str:

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from bot import texts
-from bot.cli.common import actor, fail, with_store
+from bot.cli.common import actor, fail, telegram_id, with_store
 from bot.clock import numbering, utcnow
 from bot.config import Settings
 from bot.parsing import parse_isolated
@@ -122,7 +122,10 @@ def sheets_check(path: ExistingFile) -> None:
 @sheets_app.command("submit")
 def sheets_submit(
     path: ExistingFile,
-    requester: Annotated[int, typer.Option(min=1, help="The requester's Telegram user id.")],
+    requester: Annotated[
+        int,
+        typer.Option(parser=telegram_id, metavar="ID", help="The requester's Telegram user id."),
+    ],
 ) -> None:
     """Submit a sheet for a registered requester: one PO per supplier, sent for approval."""
     sheet = _sheet(path)

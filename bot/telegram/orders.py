@@ -16,6 +16,7 @@ from bot.telegram.context import Deps, deps_of, held_roles, holding, reply, role
 from bot.telegram.language import speaking
 from bot.telegram.texts import status_list, stranger
 from core import purchasing
+from core.arguments import parse_po_number
 from core.audit import ExportFormat, Logged, export_row, render
 from core.errors import UnreadableSheet
 from core.pending import may_read_trail
@@ -115,7 +116,7 @@ async def history(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     the approvers it asked (core.pending.may_read_trail), who are not shown send errors."""
     deps, user = deps_of(context), update.effective_user
     assert user is not None
-    po, now = (context.args or [""])[0].upper(), utcnow()
+    po, now = _po_arg(context), utcnow()
     async with deps.store.reading() as tx:
         roles = held_roles(deps, user.id, await tx.roles(user.id))
         admin = Role.ADMIN in roles
@@ -146,7 +147,7 @@ async def export(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     if allowed is None:
         return
     deps, user = allowed
-    po, tr = (context.args or [""])[0].upper(), await speaking(deps, user.id)
+    po, tr = _po_arg(context), await speaking(deps, user.id)
     if not po:
         await reply(update, tr("Usage: {command}", command="/export PO-2026-0001"))
         return
@@ -165,6 +166,12 @@ async def export(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
             "{po}: {count} audit event", "{po}: {count} audit events", len(trail), po=job.po_number
         ),
     )
+
+
+def _po_arg(context: ContextTypes.DEFAULT_TYPE) -> str:
+    """The command's PO number argument, or "" if it is missing or cannot be a PO number
+    (answered with the usage: nothing else is looked up)."""
+    return parse_po_number((context.args or [""])[0]) or ""
 
 
 def _audit_csv(trail: list[Logged]) -> str:

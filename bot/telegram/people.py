@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 import os
-import re
+from collections.abc import Sequence
 
 from telegram import Update
 from telegram.error import TelegramError
@@ -20,6 +20,7 @@ from bot.telegram.context import Deps, deps_of, holding, reply, roles_of
 from bot.telegram.language import speaking
 from bot.texts import local_time
 from core import people
+from core.arguments import parse_user_id
 from core.delegations import parse_until
 from core.errors import DelegationRefused, GroupRefused, InviteRefused, NotAnAdmin
 from core.jobs import Stamp
@@ -28,8 +29,6 @@ from core.workflow import policy_now
 
 log = logging.getLogger(__name__)
 
-# A Telegram user id as typed after a command: ASCII digits, no more than a BIGINT holds.
-USER_ID = re.compile(r"[0-9]{1,18}")
 # The bot keeps no record of people without a role (bot.telegram.app.claim), so only someone
 # who holds one can be promoted: a mistyped id cannot become an admin.
 NOT_MET = N_(
@@ -137,8 +136,7 @@ async def users(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
 
 def _user_id_arg(context: ContextTypes.DEFAULT_TYPE) -> int | None:
     """The command's Telegram user id argument, or None if it is missing or malformed."""
-    arg = (context.args or [""])[0]
-    return int(arg) if USER_ID.fullmatch(arg) else None
+    return parse_user_id((context.args or [""])[0])
 
 
 async def promote(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
@@ -255,21 +253,27 @@ AWAY_USAGE = N_(
 )
 
 
+def away_args(args: Sequence[str], sender: int) -> tuple[int, str, int] | None:
+    """/away's arguments as (who is away, UNTIL as typed, the delegate): UNTIL DELEGATE_ID for
+    the sender, ID UNTIL DELEGATE_ID for someone else; None if they are neither."""
+    ids = [parse_user_id(arg) for arg in args]
+    if len(args) == 2 and ids[1] is not None:
+        return sender, args[0], ids[1]
+    if len(args) == 3 and ids[0] is not None and ids[2] is not None:
+        return ids[0], args[1], ids[2]
+    return None
+
+
 async def away(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     """/away UNTIL DELEGATE_ID: hand one's approvals to another approver until then (an admin:
     /away ID UNTIL DELEGATE_ID, for someone else)."""
     deps, user = deps_of(context), update.effective_user
     assert user is not None
-    args, tr = context.args or [], await speaking(deps, user.id)
-    ids = [int(a) if USER_ID.fullmatch(a) else None for a in args]
-    if len(args) == 2 and ids[1] is not None:
-        delegator, until_text, delegate_id = user.id, args[0], ids[1]
-    elif len(args) == 3 and ids[0] is not None and ids[2] is not None:
-        delegator, until_text, delegate_id = ids[0], args[1], ids[2]
-    else:
+    tr, wanted = await speaking(deps, user.id), away_args(context.args or [], user.id)
+    if wanted is None:
         await reply(update, tr(AWAY_USAGE))
         return
-    assert delegator is not None and delegate_id is not None
+    delegator, until_text, delegate_id = wanted
     now = utcnow()
     try:
         until = parse_until(until_text, now, deps.settings.tz)

@@ -78,12 +78,15 @@ async def test_delegations_that_cannot_be_are_refused_with_the_reason(botapi, db
     async with running_bot(botapi, db_url) as run:
         await team(botapi, run, CHAIN)
         sana, chand, ali = (botapi.user(u) for u in (APPROVER_B, APPROVER_C, APPROVER_A))
-        requester = botapi.user(REQUESTER, "Bilal")
+        requester, admin = botapi.user(REQUESTER, "Bilal"), botapi.user(ADMIN, "Ayesha")
         for who, command, refusal in (
             (sana, "/away", "Usage: /away UNTIL DELEGATE_ID"),
             (sana, f"/away tomorrow {APPROVER_C}", "Not set: 'tomorrow' is not a date"),
             (sana, f"/away 2020-01-01 {APPROVER_C}", "Not set: that time has passed"),
             (sana, f"/away 200d {APPROVER_C}", "Not set: a delegation lasts at most 90 days"),
+            # The calendar's last day once crashed the handler; now it is refused in words.
+            (sana, f"/away 9999-12-31 {APPROVER_C}", "Not set: a delegation lasts at most 90"),
+            (admin, f"/away {APPROVER_A} 9999-12-31 {APPROVER_C}", "Not set: a delegation "),
             (sana, f"/away 3d {APPROVER_B}", "Not set: nobody delegates to themselves."),
             (sana, f"/away 3d {REQUESTER}", f"Not set: user {REQUESTER} (the delegate) is not"),
             (requester, f"/away 3d {APPROVER_C}", f"Not set: user {REQUESTER} (the one away)"),
@@ -99,7 +102,6 @@ async def test_delegations_that_cannot_be_are_refused_with_the_reason(botapi, db
         assert await said(chand) == (
             f"Not set: user {APPROVER_B} has delegated to user {APPROVER_C}: no delegation back."
         )
-        admin = botapi.user(ADMIN, "Ayesha")
         admin.send_text("/users")
         listing = (await said(admin)).splitlines()
         [line] = [x for x in listing if x.startswith(f"{APPROVER_B}  Sana  approver")]

@@ -79,6 +79,11 @@ def ok(result: subprocess.CompletedProcess[str]) -> str:
     return result.stdout
 
 
+def plain(text: str) -> str:
+    """Output with the box drawing of click/rich errors removed and whitespace collapsed."""
+    return " ".join(text.replace("│", " ").split())
+
+
 def with_store(db_url: str, work: Callable[[SqlStore], Awaitable[T]]) -> T:
     """Run `work` on a store over the test database, then dispose of the engine."""
 

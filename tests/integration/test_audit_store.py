@@ -23,6 +23,7 @@ LEASE = timedelta(seconds=60)
 # T0 is 2026-11-29 09:00 UTC, 14:00 in Karachi (UTC+5): that PKT day runs from 19:00 UTC on
 # the 28th to 19:00 UTC on the 29th.
 DAY = date(2026, 11, 29)
+TODAY = date(2026, 12, 4)  # when the export is asked for: after DAY, in Karachi
 
 
 async def sent(store: SqlStore, po: str) -> str:
@@ -56,7 +57,7 @@ async def test_a_period_holds_its_days_events_with_po_and_draft_named(store):
                 AuditEvent.stamped(people, "same_time_later_id", {}),
             ]
         )
-    found = await between(store, Period.of_days(DAY, DAY, PKT))
+    found = await between(store, Period.of_days(DAY, DAY, PKT, today=TODAY))
     actions = [logged.event.action for logged in found]
     # grant_role: the cast, granted at T0 before anything else (lower ids at the same time).
     assert actions == [
@@ -81,14 +82,10 @@ async def test_a_period_holds_its_days_events_with_po_and_draft_named(store):
     assert (row.result, row.draft_version, row.draft_hash) == ("sent", 1, job.draft_hash)
     assert export_row(by_action["approve"]).stage == 1
 
-    next_day = await between(
-        store, Period.of_days(DAY + timedelta(days=1), DAY + timedelta(days=1), PKT)
-    )
+    after, before = DAY + timedelta(days=1), DAY - timedelta(days=1)
+    next_day = await between(store, Period.of_days(after, after, PKT, today=TODAY))
     assert [logged.event.action for logged in next_day] == ["x"]
-    assert (
-        await between(store, Period.of_days(DAY - timedelta(days=1), DAY - timedelta(days=1), PKT))
-        == []
-    )
+    assert await between(store, Period.of_days(before, before, PKT, today=TODAY)) == []
 
 
 async def test_a_trail_longer_than_a_page_streams_whole_and_in_order(store):
@@ -103,7 +100,7 @@ async def test_a_trail_longer_than_a_page_streams_whole_and_in_order(store):
                 for n in range(1200)
             ]
         )
-    found = await between(store, Period.of_days(DAY, DAY, PKT))
+    found = await between(store, Period.of_days(DAY, DAY, PKT, today=TODAY))
     ticks = [logged.event.detail["n"] for logged in found if logged.event.action == "tick"]
     assert ticks == list(range(1199, -1, -1))
 

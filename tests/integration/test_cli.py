@@ -34,7 +34,7 @@ from core.states import State
 from store import schema
 from store.migrate import alembic_config
 from store.sql import SqlStore
-from tests.helpers.cli import DOMAIN, MAIL_FROM, RULES, Cli, base_env, ok, with_store
+from tests.helpers.cli import DOMAIN, MAIL_FROM, RULES, Cli, base_env, ok, plain, with_store
 from tests.helpers.factories import APPROVER_A, make_draft, new_job
 from tests.helpers.store import grant_cast
 
@@ -52,11 +52,6 @@ RECIPIENT = "priya.sales@hall-road.example"
 def cli(db_url: str, tmp_path: Path) -> Cli:
     """The CLI pointed at the test database."""
     return Cli(tmp_path, base_env(db_url))
-
-
-def plain(text: str) -> str:
-    """Output with the box drawing of click/rich errors removed and whitespace collapsed."""
-    return " ".join(text.replace("│", " ").split())
 
 
 # --- setting up state in-process ------------------------------------------------------------
@@ -461,7 +456,7 @@ def test_commands_before_db_upgrade_say_so_in_one_line(tmp_path):
     assert listing.returncode == 1
     assert listing.stderr.startswith("error: database: no such table: jobs")
     assert "manzoori db upgrade" in listing.stderr and "Traceback" not in listing.stderr
-    assert bad_id.returncode == 2 and "greater than or equal to 1" in plain(bad_id.stderr)
+    assert bad_id.returncode == 2 and "'0' is not a Telegram user id" in plain(bad_id.stderr)
 
 
 # --- configuration --------------------------------------------------------------------------

@@ -95,9 +95,9 @@ def test_bad_days_and_a_backwards_period_are_refused(cli: Cli, tmp_path: Path):
     nowhere = tmp_path / "no-such-folder" / "audit.csv"
     typo, backwards, no_to, unwritable = cli.all(
         ("audit", "export", "--from", "2026-02-30", "--to", "2026-03-01"),
-        ("audit", "export", "--from", "2026-12-31", "--to", "2026-12-01", "--output", str(out)),
-        ("audit", "export", "--from", "2026-12-01"),
-        ("audit", "export", "--from", "2026-12-01", "--to", "2026-12-01", "--output", str(nowhere)),
+        ("audit", "export", "--from", "2026-11-30", "--to", "2026-11-01", "--output", str(out)),
+        ("audit", "export", "--from", "2026-11-01"),
+        ("audit", "export", "--from", "2026-11-01", "--to", "2026-11-01", "--output", str(nowhere)),
     )
     assert typo.returncode == 1 and typo.stdout == ""
     assert typo.stderr.strip() == (
@@ -105,7 +105,7 @@ def test_bad_days_and_a_backwards_period_are_refused(cli: Cli, tmp_path: Path):
     )
     assert backwards.returncode == 1 and not out.exists()
     assert backwards.stderr.strip() == (
-        "error: the period ends (2026-12-01) before it starts (2026-12-31)"
+        "error: the period ends (2026-11-01) before it starts (2026-11-30)"
     )
     assert no_to.returncode == 2 and "--to" in no_to.stderr  # click's usage error
     assert unwritable.returncode == 1 and unwritable.stderr.strip() == (

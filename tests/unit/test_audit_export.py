@@ -10,9 +10,12 @@ from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from core.audit import (
     COLUMNS,
+    FIRST_DAY,
     ExportFormat,
     Logged,
     Period,
@@ -200,19 +203,66 @@ def test_the_csv_is_rfc_4180_and_the_json_an_array_written_a_row_at_a_time():
 
 
 KARACHI = ZoneInfo("Asia/Karachi")
+TODAY = date(2026, 12, 31)  # in Karachi, when the export is asked for
+COVERED = "an export covers the days from 2000-01-01 to 2027-01-01 (tomorrow)"
 
 
 def test_a_period_is_whole_pakistan_days_to_the_end_of_the_last():
-    period = Period.of_days(date(2026, 12, 1), date(2026, 12, 31), KARACHI)
+    period = Period.of_days(date(2026, 12, 1), date(2026, 12, 31), KARACHI, today=TODAY)
     assert period.start == datetime(2026, 11, 30, 19, 0, tzinfo=UTC)
     assert period.end == datetime(2026, 12, 31, 19, 0, tzinfo=UTC)
-    one = Period.of_days(date(2026, 12, 1), date(2026, 12, 1), KARACHI)
+    one = Period.of_days(date(2026, 12, 1), date(2026, 12, 1), KARACHI, today=TODAY)
     assert one.end - one.start == timedelta(days=1)
 
 
 def test_a_period_that_ends_before_it_starts_is_refused():
     with pytest.raises(BadPeriod, match=r"ends \(2026-11-30\) before it starts \(2026-12-01\)"):
-        Period.of_days(date(2026, 12, 1), date(2026, 11, 30), KARACHI)
+        Period.of_days(date(2026, 12, 1), date(2026, 11, 30), KARACHI, today=TODAY)
+
+
+@pytest.mark.parametrize(
+    ("first", "last", "refusal"),
+    [
+        # The crash: the day after 9999-12-31, and midnight of 0001-01-01 in UTC,
+        # are outside the calendar; refused before either is computed.
+        (date.min, date.max, "the period starts on 0001-01-01"),
+        (date(2026, 12, 1), date.max, "the period ends on 9999-12-31"),
+        (date(1999, 12, 31), date(2026, 12, 1), "the period starts on 1999-12-31"),
+        (date(2026, 12, 1), date(2027, 1, 2), "the period ends on 2027-01-02"),  # after tomorrow
+        (date(2027, 1, 2), date(2027, 1, 3), "the period starts on 2027-01-02"),
+    ],
+)
+def test_days_outside_what_an_export_covers_are_refused_with_the_range(first, last, refusal):
+    with pytest.raises(BadPeriod) as refused:
+        Period.of_days(first, last, KARACHI, today=TODAY)
+    assert str(refused.value) == f"{refusal}: {COVERED}"
+
+
+def test_the_first_and_last_days_an_export_covers_make_a_period():
+    period = Period.of_days(date(2000, 1, 1), date(2027, 1, 1), KARACHI, today=TODAY)
+    assert period.start == datetime(1999, 12, 31, 19, 0, tzinfo=UTC)
+    assert period.end == datetime(2027, 1, 1, 19, 0, tzinfo=UTC)
+
+
+# Days as an admin types them: anything, and text shaped like a day.
+TYPED_DAY = st.one_of(
+    st.text(),
+    st.from_regex(r"\s*[0-9۰-۹]{1,5}-[0-9]{1,2}-[0-9]{1,2}\s*", fullmatch=True),
+    st.dates().map(date.isoformat),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(TYPED_DAY, TYPED_DAY, st.dates(min_value=date(2026, 1, 1), max_value=date(2100, 1, 1)))
+@example("0001-01-01", "9999-12-31", TODAY)  # the crash
+def test_any_from_and_to_give_a_period_or_a_refusal_that_says_why(first, last, today):
+    try:
+        period = Period.of_days(parse_day(first), parse_day(last), KARACHI, today=today)
+    except BadPeriod as refused:
+        assert str(refused)
+        return
+    assert FIRST_DAY <= parse_day(first) <= parse_day(last) <= today + timedelta(days=1)
+    assert period.start < period.end
 
 
 @pytest.mark.parametrize(

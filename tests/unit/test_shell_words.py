@@ -235,7 +235,8 @@ def test_every_refusal_reason_has_its_sentence_in_both_languages():
         "جوابی نیابت نہیں ہو سکتی"
     )
     values = {"role": "admin", "groups": "g", "known": "k", "user": 7, "text": "'x'",
-              "days": 90, "delegate": 7, "delegator": 9}  # fmt: skip
+              "days": 90, "delegate": 7, "delegator": 9, "first": "2026-12-04",
+              "last": "2027-03-03", "longest": "90d"}  # fmt: skip
     for reason in Refusal:
         said = refusal_text(GroupRefused("", reason, **values), tr=UR)
         assert english_runs(said) == [] and said != refusal_text(GroupRefused("", reason, **values))
