@@ -52,7 +52,8 @@ test: install browser
 test-fast: install browser
 	TEST_POSTGRES_URL= uv run pytest -q -m "not slow" $(PYTEST_ARGS)
 
-# The benchmarks of issue 11 (bench/): one table, printed and written to docs/benchmarks.md.
+# The benchmarks (bench/): lifecycle throughput, tap to answer, sheet intake and card fan-out
+# against their targets; one table, printed and written to docs/benchmarks.md.
 # Not part of `make test`: a benchmark is not a timed test. PostgreSQL rows use the `bench`
 # database on 127.0.0.1 (BENCH_POSTGRES_URL overrides; empty leaves PostgreSQL out), which the
 # bench wipes. `uv run python -m bench --quick` is a smoke run of seconds.
@@ -67,9 +68,9 @@ clean:
 	rm -rf .pytest_cache .ruff_cache .mypy_cache .coverage .coverage.* build dist
 	find . -path ./.venv -prune -o -type d -name __pycache__ -prune -exec rm -rf {} +
 
-# The bot's messages (README "Languages"): extract them from bot/ into the template, then merge
-# it into each language's catalogue; a new message arrives with an empty msgstr, which
-# tests/unit/test_i18n.py refuses until it is translated. No build step: bot.i18n reads the .po.
+# The bot's messages (docs/development.md, "Languages"): extract them from bot/ into the
+# template, then merge it into each language's catalogue; a new message arrives with an empty
+# msgstr, which tests/unit/test_i18n.py refuses until it is translated. No build step: bot.i18n reads the .po.
 messages: install
 	uv run pybabel extract -F babel.cfg --no-default-keywords -k tr -k plural:1,2 -k N_ \
 		--no-location --sort-output --omit-header -o bot/locale/manzoori.pot .

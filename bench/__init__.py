@@ -1,1 +1,2 @@
-"""The benchmark harness: `python -m bench` measures what issue 11 targets."""
+"""The benchmark harness: `python -m bench` measures throughput, latency and fan-out against
+their targets (bench.report says what each section measures)."""

@@ -1,4 +1,4 @@
-"""The bot benchmarks (issue 11): tap to answer, sheet intake and card fan-out, each through
+"""The bot benchmarks: tap to answer, sheet intake and card fan-out, each through
 the real bot (bot.bootstrap.running) over HTTP against the Bot API emulator, on a fresh SQLite
 file and, when the run has one, on PostgreSQL."""
 

@@ -4,7 +4,7 @@ with changes through to the one e-mail, initData that proves nothing, and decisi
 offline.
 
 MANZOORI_SCREENSHOTS=docs also writes the page in English and Urdu to docs/miniapp-en.png and
-docs/miniapp-ur.png (README "Mini App")."""
+docs/miniapp-ur.png (README, docs/approver.md)."""
 
 from __future__ import annotations
 
