@@ -26,8 +26,8 @@ from bot.clock import utcnow
 from core.drafts import Draft, DraftLine
 from core.intake import po_number
 from core.jobs import NewJob
+from core.opening import open_job
 from core.policies import Role
-from core.service import open_job
 
 SECTION = "Card fan-out"
 SHARE = 0.9  # the target: at least 90% of the configured rate, and no 429 at all

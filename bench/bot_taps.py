@@ -36,8 +36,8 @@ from core import notices
 from core.drafts import Draft, DraftLine
 from core.intake import po_number
 from core.jobs import Job, NewJob
+from core.opening import open_job
 from core.policies import Role
-from core.service import open_job
 from store.sql import SqlStore
 
 SECTION = "Tap to answer"

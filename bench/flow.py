@@ -18,11 +18,11 @@ from bench.databases import Counters, Database, migrated
 from bench.smtp_server import SinkProcess
 from bot.outbox.runner import OutboxRunner
 from bot.outbox.smtp import SmtpSender, SmtpServer, TlsMode
-from core import service
+from core import decisions, opening
+from core.decisions import Review
 from core.drafts import Draft, DraftLine
 from core.jobs import NewJob
 from core.policies import Role, Rules, Verdict
-from core.service import Review
 from core.states import State
 from store import schema
 from store.sql import SqlStore
@@ -131,14 +131,14 @@ async def run_lifecycles(db: Database, n: int, sink: SinkProcess) -> LifecycleFi
         async def draft() -> None:
             for number in numbers:
                 new = NewJob(str(uuid.uuid4()), REQUESTER, f"bench:{number}")
-                job = await service.open_job(store, new, make_draft(number), _now(), rules)
+                job = await opening.open_job(store, new, make_draft(number), _now(), rules)
                 assert job.draft_hash is not None
                 hashes[number] = job.draft_hash
 
         async def approve() -> None:
             for number in numbers:
                 review = Review(number, APPROVER, Verdict.APPROVE, 1, hashes[number])
-                result = await service.decide(store, review, _now(), rules)
+                result = await decisions.decide(store, review, _now(), rules)
                 if result.job.state is not State.APPROVED:
                     raise RuntimeError(f"{number} is {result.job.state}, not APPROVED")
 

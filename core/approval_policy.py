@@ -15,7 +15,7 @@ from core.problems import Problem, ProblemCode, Value
 from core.purchasing import run_inline
 from core.shortfalls import ThinStage, thin_stages
 from core.terms import version_id
-from core.workflow import retry_on_stale
+from core.transitions import retry_on_stale
 
 # A policy is a page or two of TOML; anything far larger is not one.
 MAX_POLICY_BYTES = 256 * 1024

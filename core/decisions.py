@@ -1,23 +1,52 @@
-"""A reviewer's decision as it is asked for (Review) and what it did (DecisionResult), and the
-answer to a replay of one a client kept under its own id (core.replays). The use cases that
-record decisions are core.service.decide and core.edits.approve_with_changes."""
+"""Deciding a request: a reviewer's decision as it is asked for (Review), checked against the
+route, the draft version and hash, the reviewer's role and turn, and recorded with what it
+moves (decide); what it did (DecisionResult); and the answer to a replay of one a client kept
+under its own id (core.replays). Approve with changes is core.edits.approve_with_changes."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import Any
 
-from core.jobs import Job
-from core.policies import Decision, Outcome, Route, Rules, Tally, Verdict
-from core.ports import ReadTx
+from core.budgets import needs_reason
+from core.errors import (
+    AlreadyDecided,
+    ApprovalError,
+    ApprovalExpired,
+    DelegationEnded,
+    DraftChanged,
+    NotYourTurn,
+    ReasonRequired,
+)
+from core.jobs import AuditEvent, Effect, Job, Stamp
+from core.notices import card_edits_for
+from core.policies import (
+    Decision,
+    Outcome,
+    Policy,
+    Role,
+    Route,
+    Rules,
+    Tally,
+    Verdict,
+    check_reviewer,
+    stage_for,
+    tally,
+)
+from core.ports import ReadTx, Store, Tx
 from core.replays import (
     ClientAction,
     ClientDecision,
     check_client_id,
+    device_detail,
     fingerprint,
     same_request,
 )
-from core.workflow import standing
+from core.sends import expire_job
+from core.standing import Standing, alert_if_short, ask_approvers, standing
+from core.states import Action, State, next_state
+from core.transitions import load, move, retry_on_stale
 
 
 @dataclass(frozen=True)
@@ -100,3 +129,201 @@ async def replayed(
     where = await standing(tx, job, at, rules.approval.default_policy)
     outcome = where.tally.outcome
     return DecisionResult(job, decision, outcome, where.route, where.tally, replay=True)
+
+
+_DECIDED = frozenset(
+    {
+        State.APPROVED,
+        State.SENDING,
+        State.SENT,
+        State.REJECTED,
+        State.FAILED_RETRYABLE,
+        State.FAILED_FINAL,
+        State.UNKNOWN_OUTCOME,
+        State.CANCELLED,
+    }
+)
+
+
+@dataclass(frozen=True)
+class Allowed:
+    """A decision check_allowed lets through: where the job stands, the stage of its route the
+    decision is made in, and the approver away it is made for (None: the reviewer's own)."""
+
+    where: Standing
+    stage: int
+    on_behalf_of: int | None
+
+
+async def check_allowed(
+    tx: ReadTx, job: Job, review: Review, now: datetime, default: Policy
+) -> Allowed:
+    """Raise the ApprovalError that refuses `review` now (IllegalTransition for a job not yet
+    drafted); else what the decision may be."""
+    check_reviewer(await tx.roles(review.reviewer_id), review.reviewer_id, job.requester_id)
+    if job.state in _DECIDED:
+        raise AlreadyDecided(f"{job.po_number} is already {job.state.value}")
+    if job.state is State.EXPIRED:
+        raise ApprovalExpired(f"{job.po_number} expired; it needs a new draft")
+    next_state(job.state, Action.APPROVE)  # a job not yet drafted cannot be decided
+    if (job.draft_version, job.draft_hash) != (review.draft_version, review.draft_hash):
+        raise DraftChanged(
+            f"{job.po_number} changed to version {job.draft_version}; review the new draft"
+        )
+    where = await standing(tx, job, now, default)  # the revoked count no more
+    mine = (review.reviewer_id, review.draft_version, review.draft_hash)
+    if any((d.reviewer_id, d.draft_version, d.draft_hash) == mine for d in where.decisions):
+        raise AlreadyDecided("you already decided this draft")
+    if job.decision_deadline is not None and now >= job.decision_deadline:
+        raise ApprovalExpired(f"{job.po_number} expired before this decision")
+    try:
+        stage, on_behalf_of = stage_for(
+            where.route, where.tally, review.reviewer_id, job.requester_id, where.members,
+            where.acting,
+        )  # fmt: skip
+    except NotYourTurn:
+        group = where.members.get(where.waiting_group or "", frozenset())
+        ended = [
+            d.delegator for d in where.delegations
+            if d.delegate == review.reviewer_id and d.delegator in group
+        ]  # fmt: skip
+        if ended:  # they held the card for someone back now
+            raise DelegationEnded(ended[0]) from None
+        raise
+    return Allowed(where, stage, on_behalf_of)
+
+
+async def may_decide(
+    store: Store, review: Review, now: datetime, rules: Rules, *, reading: bool
+) -> None:
+    """Raise what would refuse `review` now, writing nothing: the check a tap makes before it
+    asks for a reason (Reject). `reading`: the reviewer only wants to read the draft (Details),
+    so only who they are is checked."""
+    async with store.reading() as tx:
+        job = await load(tx, review.po_number)
+        if reading:
+            roles = await tx.roles(review.reviewer_id)
+            check_reviewer(roles, review.reviewer_id, job.requester_id)
+            return
+        await check_allowed(tx, job, review, now, rules.approval.default_policy)
+
+
+@retry_on_stale
+async def decide(store: Store, review: Review, now: datetime, rules: Rules) -> DecisionResult:
+    """Record an authenticated reviewer's decision on one exact draft version and hash, in the
+    stage of the job's route that waits for it."""
+    async with store.begin() as tx:
+        job = await load(tx, review.po_number)
+        if (replay := await replay_of(tx, job, review, now, rules)) is not None:
+            return replay
+        try:
+            allowed = await allowed_or_expired(tx, job, review, now, rules)
+        except ApprovalError:
+            # A replay that committed since the first look (PostgreSQL reads what committed
+            # before each statement): the decision it finds refuses this one; answer as it.
+            if (replay := await replay_of(tx, job, review, now, rules)) is not None:
+                return replay
+            raise
+        if allowed is not None:
+            if await needs_a_reason(tx, job, review, now, rules):
+                raise ReasonRequired(f"{job.po_number} goes over a monthly budget")
+            if review.client_id is not None:  # first: a concurrent replay waits on its key
+                await tx.insert_client_decision(client_row(review.client_id, job, review, now))
+            return await record_decision(tx, job, allowed, review, now, rules)
+    raise ApprovalExpired(f"{review.po_number} expired before this decision")
+
+
+async def allowed_or_expired(
+    tx: Tx, job: Job, review: Review, now: datetime, rules: Rules
+) -> Allowed | None:
+    """What check_allowed lets `review` do; None if it came too late for a job still waiting, which
+    is expired in `tx` (committed with it; the caller then raises ApprovalExpired)."""
+    try:
+        return await check_allowed(tx, job, review, now, rules.approval.default_policy)
+    except ApprovalExpired:
+        if job.state is not State.AWAITING_APPROVAL:
+            raise
+        await expire_job(tx, job, Stamp("runner", now), "approval window closed")
+        return None
+
+
+async def needs_a_reason(tx: ReadTx, job: Job, review: Review, now: datetime, rules: Rules) -> bool:
+    """Whether `review` is an approval without a reason that takes a category over its month
+    now: not recorded; the approver is asked for a reason (core.budgets.needs_reason)."""
+    if review.verdict is not Verdict.APPROVE or review.reason:
+        return False
+    return await needs_reason(tx, job, now, rules.approval.zone)
+
+
+async def record_decision(
+    tx: Tx, job: Job, allowed: Allowed, review: Review, now: datetime, rules: Rules
+) -> DecisionResult:
+    """Insert the decision and move the job as its route now says: approved once its last
+    stage is complete, on to the next stage's group when this one is, rejected on a "no"."""
+    assert job.draft_version is not None and job.draft_hash is not None
+    where, stage = allowed.where, allowed.stage
+    route = where.route
+    decision = Decision(
+        job_id=job.id,
+        reviewer_id=review.reviewer_id,
+        reviewer_role=Role.APPROVER,
+        verdict=review.verdict,
+        draft_version=job.draft_version,
+        draft_hash=job.draft_hash,
+        at=now,
+        expires_at=now + rules.approval.ttl,
+        policy_basis=route.basis(stage),
+        reason=review.reason,
+        stage=stage,
+        policy_version=route.policy_version,
+        rule=route.rule,
+        on_behalf_of=allowed.on_behalf_of,
+    )
+    await tx.insert_decision(decision)
+    after = tally(
+        route,
+        [*where.decisions, decision],
+        job.draft_version,
+        job.draft_hash,
+        now,
+        job.requester_id,
+        where.members,
+        where.tally.people,
+    )
+    stamp = Stamp(f"user:{review.reviewer_id}", now)
+    detail = {
+        "verdict": review.verdict.value,
+        "draft_version": job.draft_version,
+        "draft_hash": job.draft_hash,
+        "basis": decision.policy_basis,
+        "policy_version": route.policy_version,
+        "rule": route.rule,
+        "stage": stage + 1,
+        **device_detail(review.client_id, review.device_time),
+    }
+    if allowed.on_behalf_of is not None:
+        detail["for"] = allowed.on_behalf_of
+    if after.outcome is Outcome.APPROVED:
+        job = await move(tx, job, Action.APPROVE, stamp, detail, approved_at=now)
+        await tx.insert_effect(Effect.send_po(job, now))
+    elif after.outcome is Outcome.REJECTED:
+        job = await move(tx, job, Action.REJECT, stamp, detail)
+    else:
+        job = await _counted(tx, job, stamp, detail)
+        if after.stage > where.tally.stage:  # the stage is complete: the next group's turn
+            await ask_approvers(tx, job, now, rules.approval.default_policy)
+        else:  # one approval fewer needed, and one person fewer who may give one
+            await alert_if_short(tx, job, replace(where, tally=after), now)
+    return DecisionResult(job, decision, after.outcome, route, after)
+
+
+async def _counted(tx: Tx, job: Job, stamp: Stamp, detail: dict[str, Any]) -> Job:
+    """An approval that does not yet meet the policy: audited, and every card shows it."""
+    job = await tx.update_job(job, updated_at=stamp.at)
+    counted = {"job_version": job.version, **detail}
+    states = (job.state, job.state)
+    await tx.append_audit(
+        AuditEvent.stamped(stamp, "record_approval", counted, job_id=job.id, states=states)
+    )
+    await tx.insert_notice(card_edits_for(job, stamp.at))
+    return job

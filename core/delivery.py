@@ -40,9 +40,9 @@ from core.policies import DEFAULT_GROUP, ApprovalPolicy, Decision, Policy, Role,
 from core.ports import ReadTx, Store, Tx
 from core.retries import ErrorClass, RetryPolicy, decide
 from core.shortfalls import Shortfall
+from core.standing import standing
 from core.states import State
 from core.users import called
-from core.workflow import standing
 
 
 class Failure(StrEnum):

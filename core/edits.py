@@ -18,7 +18,15 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from core.decisions import DecisionResult, Review, replayed
+from core.decisions import (
+    DecisionResult,
+    Review,
+    allowed_or_expired,
+    check_allowed,
+    needs_a_reason,
+    record_decision,
+    replayed,
+)
 from core.drafts import Draft, Flag
 from core.errors import (
     ApprovalError,
@@ -33,6 +41,7 @@ from core.flags import FlagCode, ordered
 from core.intake import QUANTITY_JUMP_FACTOR
 from core.jobs import Job, Stamp
 from core.notices import NoticeKind, NoticeStatus, edited_for
+from core.opening import Revision, revise_in
 from core.policies import Rules, Verdict
 from core.ports import ReadTx, Store, Tx
 from core.replays import (
@@ -43,16 +52,8 @@ from core.replays import (
     fingerprint,
     same_request,
 )
-from core.service import (
-    Revision,
-    _allowed_or_expired,
-    _needs_reason,
-    _record,
-    _refuse,
-    revise_in,
-)
 from core.terms import Terms
-from core.workflow import load, retry_on_stale
+from core.transitions import load, retry_on_stale
 
 
 @dataclass(frozen=True)
@@ -218,7 +219,7 @@ def line_diff(old: Draft, new: Draft) -> list[LineDiff]:
 @retry_on_stale
 async def approve_with_changes(store: Store, edit: Edit, now: datetime, rules: Rules) -> Edited:
     """Make an approver's changes to the draft they were shown, checked exactly as their
-    approval of it would be (core.service._refuse), as a new draft version, and approve that
+    approval of it would be (allowed), as a new draft version, and approve that
     version for them if its route waits for them; one transaction. A replay of a client's
     edit id is answered with what the first did."""
     async with store.begin() as tx:
@@ -226,7 +227,7 @@ async def approve_with_changes(store: Store, edit: Edit, now: datetime, rules: R
         if (replay := await _replay_of(tx, job, edit, now, rules)) is not None:
             return replay
         try:
-            allowed = await _allowed_or_expired(tx, job, edit.review, now, rules)
+            allowed = await allowed_or_expired(tx, job, edit.review, now, rules)
         except ApprovalError:
             # A replay that committed since the first look (core.service.decide): answer as it.
             if (replay := await _replay_of(tx, job, edit, now, rules)) is not None:
@@ -292,13 +293,13 @@ async def _approve_new(
     assert job.draft_version is not None and job.draft_hash is not None
     review = replace(edit.review, draft_version=job.draft_version, draft_hash=job.draft_hash)
     try:
-        allowed = await _refuse(tx, job, review, now, rules.approval.default_policy)
+        allowed = await check_allowed(tx, job, review, now, rules.approval.default_policy)
     except (NotYourTurn, DelegationEnded):
         return None  # the new route waits for others first: they decide it
-    if await _needs_reason(tx, job, review, now, rules):
+    if await needs_a_reason(tx, job, review, now, rules):
         raise ReasonRequired(f"{job.po_number} goes over a monthly budget")
     await _not_asked_again(tx, job, edit.editor_id, now)
-    return await _record(tx, job, allowed, review, now, rules)
+    return await record_decision(tx, job, allowed, review, now, rules)
 
 
 async def _not_asked_again(tx: Tx, job: Job, editor: int, now: datetime) -> None:

@@ -38,9 +38,9 @@ from core.notices import (
 )
 from core.policies import ApprovalPolicy, Policy, Role
 from core.ports import ReadTx, Store, Tx
+from core.standing import held_card, standing
 from core.states import State
 from core.users import called
-from core.workflow import held_card, standing
 
 LADDER_CHORE = "ladder"
 DIGEST_CHORE = "digest"

@@ -16,9 +16,9 @@ from core.jobs import AuditEvent, Job, Stamp
 from core.notices import Notice, NoticeKind, card_for
 from core.policies import Policy
 from core.ports import ReadTx, Store
+from core.standing import standing
 from core.states import State
 from core.texts import flatten
-from core.workflow import standing
 
 # The audit action of a person's free text kept on a request, and its detail's text key
 # (core.retention.FREE_TEXT_KEYS: the purge removes it with the other free text).

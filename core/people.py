@@ -24,9 +24,7 @@ from core.jobs import AuditEvent, Stamp
 from core.policies import DEFAULT_GROUP, GROUP_NAME, Policy, Role
 from core.ports import ReadTx, Store, Tx
 from core.signing import sign_invite, verify_invite
-from core.states import State
-from core.users import TelegramUser
-from core.workflow import (
+from core.standing import (
     alert_if_any_short,
     alert_if_short,
     ask_new_approver,
@@ -34,6 +32,8 @@ from core.workflow import (
     policy_now,
     standing,
 )
+from core.states import State
+from core.users import TelegramUser
 
 # Long enough to reach someone over a weekend, short enough that a leaked link goes stale.
 INVITE_TTL = timedelta(hours=72)

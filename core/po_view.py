@@ -3,7 +3,7 @@ whether the person looking may decide it now. A read model: it writes nothing.
 
 Who may read it is who may read the request's trail (/history): its requester, an admin, and
 an approver it asked (core.pending.may_read_trail); anyone else is refused (ReadRefused). Who
-may decide it now is what a tap is checked against (core.service._refuse), so the page offers
+may decide it now is what a tap is checked against (allowed), so the page offers
 exactly the decisions the server would take.
 """
 
@@ -14,7 +14,7 @@ from datetime import datetime
 from decimal import Decimal
 
 from core.budgets import CategoryMonth, month_standings, needs_reason
-from core.decisions import Review
+from core.decisions import Review, check_allowed
 from core.delivery import _drift_lines, drift_percent, name_of
 from core.drafts import Draft, Flag, mask_email, short_hash
 from core.errors import ApprovalError, IllegalTransition, ReadRefused, WorkflowError
@@ -23,10 +23,10 @@ from core.jobs import Job
 from core.pending import may_read_trail
 from core.policies import Outcome, Policy, Role, Rules, StageReason, Verdict
 from core.ports import ReadTx
-from core.service import _refuse
+from core.standing import Standing, standing
 from core.states import State
 from core.terms import match_key
-from core.workflow import Standing, load, standing
+from core.transitions import load
 
 
 @dataclass(frozen=True)
@@ -194,7 +194,7 @@ async def _refusal(
     assert job.draft_version is not None and job.draft_hash is not None
     review = Review(job.po_number, viewer_id, Verdict.APPROVE, job.draft_version, job.draft_hash)
     try:
-        await _refuse(tx, job, review, now, default)
+        await check_allowed(tx, job, review, now, default)
     except (ApprovalError, IllegalTransition) as refused:
         return refused
     return None

@@ -15,19 +15,20 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from core.budgets import month_standings, refusal
-from core.dispatch import cancel_open_effects
 from core.drafts import Draft, Flag, canonical_bytes
 from core.errors import NotARequester
 from core.intake import build_draft, check_sheet, in_file_order, po_number, redraft
 from core.jobs import WORKFLOW_VERSION, AuditEvent, Job, NewJob, Stamp
+from core.opening import Revision, open_in, revise_in
 from core.policies import BudgetMode, Role, Rules
 from core.ports import Offload, ReadTx, Store, Tx
 from core.problems import Problem, ProblemCode
-from core.service import Revision, open_in, revise_in
+from core.sends import cancel_open_effects
+from core.standing import policy_now
 from core.states import Action, State
 from core.tables import Table
 from core.terms import Terms, content_hash, parse_terms, version_id
-from core.workflow import move, policy_now, retry_on_stale
+from core.transitions import move, retry_on_stale
 
 T = TypeVar("T")
 # A sheet is planned at most this often: the terms changing again during the second check

@@ -18,7 +18,7 @@ from bot.cli.policy import policy_app
 from bot.cli.purchasing import sheets_app, suppliers_app
 from bot.cli.retention import purge
 from bot.config import Settings, write_env_file
-from core import people, service, workflow
+from core import closing, opening, people, standing, transitions
 from core.arguments import BIGINT_MAX, echo
 from core.errors import ConfigError
 from core.jobs import Job
@@ -195,7 +195,7 @@ def jobs_show(po_number: PoNumber, as_json: JsonFlag = False) -> None:
 
     async def work(settings: Settings, store: SqlStore) -> str:
         async with store.reading() as tx:
-            job = await workflow.load(tx, po_number)
+            job = await transitions.load(tx, po_number)
             detail = await reports.job_detail(tx, job, settings.mail_domain)
         return json.dumps(detail, indent=2) if as_json else reports.text(detail, settings.tz)
 
@@ -226,7 +226,7 @@ def jobs_reconcile(
         raise fail("give exactly one of --sent, --not-sent, --failed")
     need_note(note)
     job = with_store(
-        lambda _s, store: service.reconcile(store, po_number, chosen[0], note, stamp())
+        lambda _s, store: closing.reconcile(store, po_number, chosen[0], note, stamp())
     )
     typer.echo(f"{job.po_number} is now {job.state.value}")
 
@@ -241,7 +241,7 @@ def jobs_reissue(
     need_note(note)
 
     async def work(settings: Settings, store: SqlStore) -> Job:
-        return await service.reissue(store, po_number, note, stamp(), settings.rules())
+        return await opening.reissue(store, po_number, note, stamp(), settings.rules())
 
     job = with_store(work)
     typer.echo(f"{job.po_number} v{job.draft_version} is now {job.state.value}")
@@ -254,7 +254,7 @@ def jobs_cancel(
 ) -> None:
     """Withdraw a job that has not been sent."""
     need_note(note)
-    job = with_store(lambda _s, store: service.cancel(store, po_number, note, stamp()))
+    job = with_store(lambda _s, store: closing.cancel(store, po_number, note, stamp()))
     typer.echo(f"{job.po_number} is now {job.state.value}")
 
 
@@ -276,7 +276,7 @@ def users_grant(
         default, who = settings.rules().approval.default_policy, stamp()
         if group:  # checked before the role is granted, so that a typo grants nothing
             async with store.reading() as tx:
-                people.require_groups(await workflow.policy_now(tx, default), group)
+                people.require_groups(await standing.policy_now(tx, default), group)
         added = await people.grant_role(store, user_id, role, who, default)
         if not group:
             return added, None

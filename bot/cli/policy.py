@@ -15,8 +15,8 @@ from bot.policy_texts import policy_lines
 from core import approval_policy
 from core.errors import UnreadablePolicy
 from core.policies import Policy
+from core.standing import policy_now
 from core.texts import flatten
-from core.workflow import policy_now
 from store.sql import SqlStore
 
 policy_app = typer.Typer(no_args_is_help=True, help="The approval policy: who must approve what.")

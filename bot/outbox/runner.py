@@ -12,7 +12,7 @@ from enum import StrEnum
 from typing import Any
 
 from bot.clock import Runtime
-from core import dispatch, people, purchasing, service
+from core import closing, dispatch, people, purchasing
 from core.dispatch import Attempted
 from core.errors import AmbiguousSendError, LeaseLost, SendError
 from core.jobs import Effect, SendOrder
@@ -88,7 +88,7 @@ class OutboxRunner:
         """One pass: expire, end delegations whose time is up, re-draft on new terms, recover
         lost attempts, claim and send."""
         now = self.runtime.now()
-        await service.expire_due(self.store, now)
+        await closing.expire_due(self.store, now)
         await people.end_due_delegations(self.store, now, self.rules.approval.default_policy)
         for item in await purchasing.apply_terms(self.store, now, self.rules):
             log.info("%s re-drafted on new terms: now %s", item.po_number, item.job.state.value)

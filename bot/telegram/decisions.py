@@ -24,7 +24,8 @@ from bot.telegram.context import Deps, answer_tap, deps_of, held_roles, record_c
 from bot.telegram.fairness import FairProcessor
 from bot.telegram.notices import NoticeRunner
 from bot.texts import TIME_OF_DAY, local_time
-from core import service
+from core import decisions
+from core.decisions import Review
 from core.drafts import draft_hash
 from core.errors import (
     ApprovalError,
@@ -42,7 +43,6 @@ from core.errors import (
 from core.jobs import Job
 from core.policies import Outcome, Verdict
 from core.ports import ShellReadTx, ShellStore, ShellTx, Store
-from core.service import Review
 from core.signing import Button, ButtonAction, verify_button
 from core.states import State
 from core.texts import flatten
@@ -268,7 +268,9 @@ async def _decide(
     decider, and whether anything was recorded (notices to deliver). ReasonRequired passes
     through: an approval over budget without a reason, which records nothing."""
     try:
-        result = await service.decide(store or deps.store, review, utcnow(), deps.settings.rules())
+        result = await decisions.decide(
+            store or deps.store, review, utcnow(), deps.settings.rules()
+        )
     except ApprovalExpired:
         return tr(EXPIRED), True  # the expiry it found is news
     except ReasonRequired:  # for the caller, which asks for the reason
@@ -285,7 +287,7 @@ async def _decide(
 EXPIRED = N_("This request expired.")
 
 
-def pending_answer(result: service.DecisionResult, tr: Translator) -> str:
+def pending_answer(result: decisions.DecisionResult, tr: Translator) -> str:
     """The answer to an approval that does not yet complete the route."""
     route, counted, stage = result.route, result.tally, result.decision.stage
     if counted.stage > stage:  # this approval completed its stage: the next group's turn
@@ -312,7 +314,7 @@ async def refusal(
     may (core.service.may_decide: the checks a decision makes, without recording one)."""
     try:
         rules = deps.settings.rules()
-        await service.may_decide(deps.store, review, utcnow(), rules, reading=reading)
+        await decisions.may_decide(deps.store, review, utcnow(), rules, reading=reading)
     except (ApprovalError, IllegalTransition) as refused:
         return await _refused(deps, job, review, refused, tr)
     return None

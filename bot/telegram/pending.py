@@ -21,12 +21,12 @@ from bot.telegram.language import speaking
 from bot.telegram.people import help_command
 from bot.texts import local_time
 from core import pending
+from core.decisions import Review
 from core.jobs import Job
 from core.money import format_pkr
 from core.pending import Referred, Waiting
 from core.policies import Policy, Role, Verdict
 from core.ports import ShellReadTx
-from core.service import Review
 from core.signing import ButtonAction
 from core.states import State
 from core.texts import flatten

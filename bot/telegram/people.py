@@ -25,7 +25,7 @@ from core.delegations import parse_until
 from core.errors import DelegationRefused, GroupRefused, InviteRefused, NotAnAdmin
 from core.jobs import Stamp
 from core.policies import Role
-from core.workflow import policy_now
+from core.standing import policy_now
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ from bot.telegram.language import speaking
 from core import approval_policy
 from core.errors import UnreadablePolicy
 from core.policies import Role
-from core.workflow import policy_now
+from core.standing import policy_now
 
 ONLY_ADMINS = N_("Only admins can see or import the approval policy.")
 # As with sheets (bot.telegram.orders): one file of a person's in flight, the next refused.

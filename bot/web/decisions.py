@@ -25,7 +25,8 @@ from bot.clock import utcnow
 from bot.config import Settings
 from bot.i18n import N_, Translator
 from bot.telegram.decisions import EXPIRED, pending_answer, refused_text
-from core import edits, service
+from core import decisions, edits
+from core.decisions import DecisionResult, Review
 from core.edits import Edit, Edited, LineChange
 from core.errors import (
     ApprovalError,
@@ -41,7 +42,6 @@ from core.jobs import Job
 from core.nesting import MAX_DEPTH, Syntax, too_deep
 from core.policies import Outcome, Rules, Verdict
 from core.ports import Store
-from core.service import DecisionResult, Review
 from core.texts import flatten
 
 # What the page says when the draft it showed is not the current one any more.
@@ -195,7 +195,7 @@ async def _apply(
         po, user_id, asked.verdict, asked.draft_version, asked.draft_hash, asked.reason,
         client_id=asked.client_id, device_time=asked.device_time,
     )  # fmt: skip
-    result = await service.decide(store, review, now, rules)
+    result = await decisions.decide(store, review, now, rules)
     return result.job, recorded(result, asked, tr), result.replay
 
 

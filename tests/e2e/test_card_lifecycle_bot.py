@@ -17,9 +17,9 @@ from bot.outbox.smtp import SmtpSender, SmtpServer
 from bot.spreadsheets import read_csv_text
 from bot.telegram.cards import APPROVE_TEXT, REJECT_TEXT
 from bot.telegram.notices import NoticeRunner
-from core import purchasing, service
+from core import decisions, purchasing
+from core.decisions import Review
 from core.policies import Verdict
-from core.service import Review
 from core.states import State
 from tests.helpers.bot import (
     ADMIN,
@@ -178,7 +178,7 @@ async def test_cards_are_edited_even_if_the_bot_died_right_after_the_decision(
         _ali, ali_card, _sana, sana_card = await cards_out(botapi, run)
         job, _, _ = await job_and_decisions(run)
         # The decision commits, then the process dies before any edit: as a tap would leave it.
-        await service.decide(
+        await decisions.decide(
             run.store,
             Review(PO, APPROVER_B, Verdict.REJECT, 1, job.draft_hash, reason="wrong month"),
             utcnow(),

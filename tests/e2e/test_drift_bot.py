@@ -14,11 +14,11 @@ from bot.outbox.smtp import SmtpSender, SmtpServer
 from bot.spreadsheets import read_csv_text
 from bot.telegram.notices import NoticeRunner
 from bot.texts import DAY_MONTH, local_time
-from core import people, purchasing, service
+from core import decisions, people, purchasing
 from core.approval_policy import import_policy
+from core.decisions import Review
 from core.jobs import Stamp
 from core.policies import Policy, Verdict
-from core.service import Review
 from core.states import State
 from tests.helpers.bot import PO, TERMS, YEAR, running_bot, submitted
 from tests.helpers.factories import APPROVER_A, APPROVER_B, REQUESTER, T0
@@ -50,7 +50,7 @@ async def sent_first(botapi, run, smtp_sink):
     async with run.store.reading() as tx:
         job = await tx.job_by_po(PO)
     review = Review(PO, APPROVER_A, Verdict.APPROVE, job.draft_version, job.draft_hash)
-    await service.decide(run.store, review, utcnow(), run.settings.rules())
+    await decisions.decide(run.store, review, utcnow(), run.settings.rules())
     server = SmtpServer(host=smtp_sink.host, port=smtp_sink.port, tls="none", timeout=5)
     sender = SmtpSender(server, mail_from="orders@shop.example")
     outbox = OutboxRunner(run.store, sender, run.settings.rules(), lease=timedelta(minutes=1))

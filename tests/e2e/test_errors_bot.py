@@ -8,7 +8,7 @@ import logging
 from bot.telegram import texts
 from bot.telegram.app import MESSAGE_FAILED, TAP_FAILED
 from bot.telegram.cards import APPROVE_TEXT
-from core import service
+from core import decisions as deciding
 from core.states import State
 from tests.helpers.bot import ADMIN, answer, cards_out, job_and_decisions, running_bot, said
 
@@ -46,7 +46,8 @@ def logged_failures(caplog) -> list[logging.LogRecord]:
 async def test_a_tap_that_fails_before_deciding_gets_an_apology_and_a_retry_counts(
     botapi, db_url, store, monkeypatch, caplog
 ):
-    monkeypatch.setattr(service, "decide", fail_first_call(service.decide, after_committing=False))
+    monkeypatch.setattr(deciding, "decide", fail_first_call(deciding.decide, after_committing=False)
+    )
     async with running_bot(botapi, db_url) as run:
         ali, ali_card, _sana, _sana_card = await cards_out(botapi, run)
         assert await answer(botapi, ali.tap(ali_card, APPROVE_TEXT)) == TAP_FAILED
@@ -60,7 +61,7 @@ async def test_a_tap_that_fails_before_deciding_gets_an_apology_and_a_retry_coun
 async def test_a_tap_that_fails_after_deciding_gets_an_apology_that_stays_true(
     botapi, db_url, store, monkeypatch, caplog
 ):
-    monkeypatch.setattr(service, "decide", fail_first_call(service.decide, after_committing=True))
+    monkeypatch.setattr(deciding, "decide", fail_first_call(deciding.decide, after_committing=True))
     async with running_bot(botapi, db_url) as run:
         ali, ali_card, _sana, _sana_card = await cards_out(botapi, run)
         assert await answer(botapi, ali.tap(ali_card, APPROVE_TEXT)) == TAP_FAILED
@@ -95,7 +96,7 @@ async def test_a_failed_tap_too_old_to_answer_is_only_logged(
         botapi.advance(20)  # past Telegram's ~15 s for answering a tap
         raise RuntimeError(INTERNALS)
 
-    monkeypatch.setattr(service, "decide", slow_then_broken)
+    monkeypatch.setattr(deciding, "decide", slow_then_broken)
     async with running_bot(botapi, db_url) as run:
         ali, ali_card, _sana, _sana_card = await cards_out(botapi, run)
         query = ali.tap(ali_card, APPROVE_TEXT)

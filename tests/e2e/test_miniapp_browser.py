@@ -26,9 +26,9 @@ from bot.clock import utcnow
 from bot.spreadsheets import read_csv_text
 from bot.telegram.cards import APPROVE_TEXT, REVIEW_TEXT
 from bot.telegram.notices import NoticeRunner
-from core import purchasing, service
+from core import opening, purchasing
 from core.jobs import Stamp
-from core.service import Revision
+from core.opening import Revision
 from core.states import State
 from tests.helpers.bot import (
     BotRun,
@@ -303,7 +303,7 @@ async def test_an_offline_approval_of_a_draft_changed_meanwhile_is_refused(
         async with run.store.reading() as tx:
             draft = await tx.draft(job.id, 1)
         revision = Revision.noted(_halved(draft), "the requester sent fewer")
-        await service.revise(
+        await opening.revise(
             run.store, job.po_number, revision, Stamp("user:1001", utcnow()), run.settings.rules()
         )
         await phone.set_offline(False)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from bot.clock import utcnow
-from core import retention, service
+from core import closing, retention
 from core.jobs import Stamp
 from core.policies import Role
 from core.retention import Purge, Retention
@@ -20,7 +20,7 @@ async def test_history_of_a_purged_po_says_what_was_purged_and_when(botapi, db_u
         async with run.store.begin() as tx:
             await tx.grant(REQUESTER, Role.REQUESTER, "test", T0)
         await submitted(botapi, run)
-        await service.cancel(run.store, PO, NOTE, Stamp("cli:admin", utcnow()))
+        await closing.cancel(run.store, PO, NOTE, Stamp("cli:admin", utcnow()))
         later = Stamp("runner:test", utcnow() + timedelta(days=401))
         counts = await retention.run(run.store, Purge(later, Retention(), frozenset({ADMIN})))
         assert counts["jobs"] == counts["draft_bodies"] == 1

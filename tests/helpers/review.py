@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from core import dispatch, service
+from core import decisions, dispatch, opening
+from core.decisions import Review
 from core.dispatch import Attempted
 from core.errors import AmbiguousSendError, PermanentSendError
 from core.policies import ApprovalPolicy, Rules, Verdict
-from core.service import Review
 from core.states import State
 from tests.helpers.factories import APPROVER_A, FAST_RETRY, T0, make_draft, new_job
 
@@ -26,8 +26,8 @@ SEND_ERRORS = {
 async def in_queue(store, state: State, po: str = PO):
     """A PO approved and tried once: the attempt ends ambiguous (UNKNOWN_OUTCOME) or refused
     for good (FAILED_FINAL)."""
-    job = await service.open_job(store, new_job(), make_draft(po), T0, RULES)
-    await service.decide(
+    job = await opening.open_job(store, new_job(), make_draft(po), T0, RULES)
+    await decisions.decide(
         store, Review(po, APPROVER_A, Verdict.APPROVE, 1, job.draft_hash), T0, RULES
     )
     [claimed] = await dispatch.claim(store, T0, "runner-a", LEASE, 10)

@@ -8,7 +8,8 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import text
 
-from core import service
+from core import closing, decisions, opening
+from core.decisions import Review
 from core.drafts import draft_hash
 from core.errors import (
     AlreadyDecided,
@@ -21,8 +22,8 @@ from core.errors import (
     UnknownJob,
 )
 from core.jobs import Stamp
+from core.opening import Revision
 from core.policies import ApprovalPolicy, Outcome, Role, Rules, Verdict
-from core.service import Review, Revision
 from core.states import Action, State
 from tests.helpers.factories import (
     APPROVER_A,
@@ -40,11 +41,11 @@ BIG = 60_000_000  # paisa per unit: 4 units make PKR 2.4 million, above the dual
 
 async def opened(store, draft=None):
     draft = draft or make_draft()
-    return await service.open_job(store, new_job(), draft, T0, RULES), draft
+    return await opening.open_job(store, new_job(), draft, T0, RULES), draft
 
 
 async def approve(store, job, reviewer, at=T0, verdict=Verdict.APPROVE):
-    return await service.decide(
+    return await decisions.decide(
         store,
         Review(job.po_number, reviewer, verdict, job.draft_version, job.draft_hash),
         at,
@@ -76,8 +77,8 @@ async def test_open_job_reaches_awaiting_approval_with_audit(store):
 
 async def test_same_input_twice_makes_one_job(store):
     request = new_job()
-    first = await service.open_job(store, request, make_draft(), T0, RULES)
-    again = await service.open_job(store, request, make_draft(), T0, RULES)
+    first = await opening.open_job(store, request, make_draft(), T0, RULES)
+    again = await opening.open_job(store, request, make_draft(), T0, RULES)
     assert again.id == first.id
     async with store.begin() as tx:
         assert len(await tx.list_jobs(None, 10)) == 1
@@ -168,7 +169,7 @@ async def test_admin_role_alone_cannot_approve(store):
 
 async def test_approval_of_v2_does_not_authorise_v3(store):
     job, _draft = await opened(store, make_draft(unit_price_paisa=BIG))
-    v2 = await service.revise(
+    v2 = await opening.revise(
         store,
         job.po_number,
         Revision(make_draft(unit_price_paisa=BIG, quantity=5)),
@@ -177,7 +178,7 @@ async def test_approval_of_v2_does_not_authorise_v3(store):
     )
     assert v2.draft_version == 2
     await approve(store, v2, APPROVER_A)
-    v3 = await service.revise(
+    v3 = await opening.revise(
         store,
         job.po_number,
         Revision(make_draft(unit_price_paisa=BIG, quantity=6)),
@@ -189,7 +190,7 @@ async def test_approval_of_v2_does_not_authorise_v3(store):
     result = await approve(store, v3, APPROVER_B)
     assert result.outcome is Outcome.PENDING
     with pytest.raises(DraftChanged):
-        await service.decide(
+        await decisions.decide(
             store, Review(job.po_number, APPROVER_A, Verdict.APPROVE, 2, v2.draft_hash), T0, RULES
         )
 
@@ -198,7 +199,7 @@ async def test_draft_changed_after_approval_blocks_sending(store):
     job, _ = await opened(store)
     approved = (await approve(store, job, APPROVER_A)).job
     assert approved.state is State.APPROVED
-    revised = await service.revise(
+    revised = await opening.revise(
         store, job.po_number, Revision(make_draft(quantity=9)), Stamp("user:1001", T0), RULES
     )
     assert revised.state is State.AWAITING_APPROVAL
@@ -210,7 +211,7 @@ async def test_draft_changed_after_approval_blocks_sending(store):
 
 async def test_unchanged_revision_keeps_version(store):
     job, draft = await opened(store)
-    same = await service.revise(
+    same = await opening.revise(
         store, job.po_number, Revision(draft), Stamp("user:1001", T0), RULES
     )
     assert (same.draft_version, same.version) == (1, job.version)
@@ -219,7 +220,7 @@ async def test_unchanged_revision_keeps_version(store):
 async def test_stale_hash_is_refused(store):
     job, _ = await opened(store)
     with pytest.raises(DraftChanged):
-        await service.decide(
+        await decisions.decide(
             store, Review(job.po_number, APPROVER_A, Verdict.APPROVE, 1, "0" * 64), T0, RULES
         )
 
@@ -245,10 +246,10 @@ async def test_decision_after_the_window_expires_the_job(store):
 
 async def test_expire_due_sweeps_only_overdue_requests(store):
     old, _ = await opened(store, make_draft("PO-2026-001"))
-    later = await service.open_job(
+    later = await opening.open_job(
         store, new_job(), make_draft("PO-2026-002"), T0 + timedelta(hours=2), RULES
     )
-    expired = await service.expire_due(store, T0 + timedelta(hours=25))
+    expired = await closing.expire_due(store, T0 + timedelta(hours=25))
     assert [j.po_number for j in expired] == [old.po_number]
     async with store.begin() as tx:
         assert (await tx.job(later.id)).state is State.AWAITING_APPROVAL
@@ -258,7 +259,7 @@ async def test_two_sweeps_at_once_expire_each_request_once(store):
     """Two processes sweep together: the one that loses the compare-and-set reads again."""
     jobs = [(await opened(store, make_draft(f"PO-2026-{n:03d}")))[0] for n in range(1, 6)]
     late = T0 + timedelta(hours=25)
-    swept = await asyncio.gather(*(service.expire_due(store, late) for _ in range(3)))
+    swept = await asyncio.gather(*(closing.expire_due(store, late) for _ in range(3)))
     assert sorted(j.po_number for batch in swept for j in batch) == [j.po_number for j in jobs]
     async with store.begin() as tx:
         for job in jobs:
@@ -268,28 +269,28 @@ async def test_two_sweeps_at_once_expire_each_request_once(store):
 
 async def test_unknown_po_is_refused(store):
     with pytest.raises(UnknownJob):
-        await service.decide(
+        await decisions.decide(
             store, Review("PO-NOPE", APPROVER_A, Verdict.APPROVE, 1, "0" * 64), T0, RULES
         )
 
 
 async def test_cancelled_job_cannot_be_approved_or_reconciled(store):
     job, _ = await opened(store)
-    cancelled = await service.cancel(store, job.po_number, "duplicate order", Stamp("cli", T0))
+    cancelled = await closing.cancel(store, job.po_number, "duplicate order", Stamp("cli", T0))
     assert cancelled.state is State.CANCELLED
     with pytest.raises(AlreadyDecided):
         await approve(store, job, APPROVER_A)
     with pytest.raises(ReconcileRefused):
-        await service.reconcile(store, job.po_number, Action.RECONCILE_SENT, "x", Stamp("cli", T0))
+        await closing.reconcile(store, job.po_number, Action.RECONCILE_SENT, "x", Stamp("cli", T0))
     with pytest.raises(IllegalTransition):
-        await service.cancel(store, job.po_number, "again", Stamp("cli", T0))
+        await closing.cancel(store, job.po_number, "again", Stamp("cli", T0))
 
 
 async def test_expired_request_reissued_unchanged_needs_and_gets_a_new_approval(store):
     job, draft = await opened(store)
-    await service.expire_due(store, T0 + timedelta(hours=25))
+    await closing.expire_due(store, T0 + timedelta(hours=25))
     later = T0 + timedelta(hours=26)
-    again = await service.revise(
+    again = await opening.revise(
         store, job.po_number, Revision(draft), Stamp("user:1001", later), RULES
     )
     assert (again.state, again.draft_version, again.draft_hash) == (
@@ -297,7 +298,7 @@ async def test_expired_request_reissued_unchanged_needs_and_gets_a_new_approval(
         2,
         job.draft_hash,
     )
-    result = await service.decide(
+    result = await decisions.decide(
         store, Review(job.po_number, APPROVER_A, Verdict.APPROVE, 2, again.draft_hash), later, RULES
     )
     assert result.job.state is State.APPROVED
@@ -308,7 +309,7 @@ async def test_expired_request_reissued_unchanged_needs_and_gets_a_new_approval(
 async def test_the_same_request_delivered_twice_at_once_makes_one_job(store):
     request = new_job()
     jobs = await asyncio.gather(
-        *(service.open_job(store, request, make_draft(), T0, RULES) for _ in range(3))
+        *(opening.open_job(store, request, make_draft(), T0, RULES) for _ in range(3))
     )
     assert len({j.id for j in jobs}) == 1
     async with store.begin() as tx:

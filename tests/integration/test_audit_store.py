@@ -7,12 +7,12 @@ from __future__ import annotations
 from datetime import date, timedelta
 from zoneinfo import ZoneInfo
 
-from core import dispatch, service
+from core import decisions, dispatch, opening
 from core.audit import Logged, Period, export_row
+from core.decisions import Review
 from core.dispatch import Attempted
 from core.jobs import AuditEvent, Stamp
 from core.policies import Rules, Verdict
-from core.service import Review
 from core.states import State
 from store.sql import SqlStore
 from tests.helpers.factories import APPROVER_A, T0, make_draft, new_job
@@ -28,9 +28,9 @@ TODAY = date(2026, 12, 4)  # when the export is asked for: after DAY, in Karachi
 
 async def sent(store: SqlStore, po: str) -> str:
     """`po` requested and approved at T0, and e-mailed a minute later; its job id."""
-    job = await service.open_job(store, new_job(), make_draft(po), T0, RULES)
+    job = await opening.open_job(store, new_job(), make_draft(po), T0, RULES)
     review = Review(po, APPROVER_A, Verdict.APPROVE, 1, job.draft_hash or "")
-    await service.decide(store, review, T0, RULES)
+    await decisions.decide(store, review, T0, RULES)
     at = T0 + timedelta(minutes=1)
     [effect] = await dispatch.claim(store, at, "r1", LEASE, 10)
     order = await dispatch.start_attempt(store, effect.key, "r1", at, LEASE, RULES)
@@ -107,7 +107,7 @@ async def test_a_trail_longer_than_a_page_streams_whole_and_in_order(store):
 
 async def test_one_pos_trail_is_its_events_only(store):
     first = await sent(store, "PO-2026-0001")
-    await service.open_job(store, new_job(), make_draft("PO-2026-0002"), T0, RULES)
+    await opening.open_job(store, new_job(), make_draft("PO-2026-0002"), T0, RULES)
     async with store.reading() as tx:
         trail = await tx.audit_logged(first)
         plain = await tx.audit(first)

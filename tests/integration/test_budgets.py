@@ -13,14 +13,14 @@ import pytest
 from sqlalchemy import select
 
 from bot.problems import problem_lines
-from core import people, purchasing, service
+from core import decisions, people, purchasing
 from core.approval_policy import import_policy
 from core.budgets import month_of
+from core.decisions import Review
 from core.errors import ReasonRequired
 from core.jobs import Job, Stamp
 from core.policies import PAKISTAN, Route, Rules, Stage, StageReason, Verdict
 from core.purchasing import Numbering, Sheet
-from core.service import Review
 from core.states import State
 from core.tables import Row, Table
 from core.terms import REQUIRED
@@ -90,7 +90,7 @@ async def submitted(store: SqlStore, at: datetime, *rows: tuple[str, str, str]) 
 async def approve(store: SqlStore, job: Job, who: int, at: datetime, reason: str | None = None):
     assert job.draft_version is not None and job.draft_hash is not None
     review = Review(job.po_number, who, Verdict.APPROVE, job.draft_version, job.draft_hash, reason)
-    return await service.decide(store, review, at, RULES)
+    return await decisions.decide(store, review, at, RULES)
 
 
 async def spend(store: SqlStore, at: datetime, excluding: str | None = None) -> dict[str, int]:

@@ -22,14 +22,14 @@ from sqlalchemy import select
 from bot.clock import Runtime, utcnow
 from bot.outbox.runner import OutboxRunner
 from bot.outbox.smtp import SmtpSender, SmtpServer
-from core import dispatch, service
+from core import closing, decisions, dispatch, opening
+from core.decisions import Review
 from core.dispatch import Attempted
 from core.effects import EffectStatus, message_id, send_po_key
 from core.errors import AmbiguousSendError, PermanentSendError, SendError
 from core.jobs import AuditEvent, Effect, Job
 from core.money import format_pkr
 from core.policies import Role, Verdict
-from core.service import Review
 from core.states import State
 from store import schema
 from store.migrate import alembic_config
@@ -60,13 +60,13 @@ def cli(db_url: str, tmp_path: Path) -> Cli:
 async def awaiting(store: SqlStore, po: str, at: datetime) -> Job:
     """A fresh request for `po`, waiting for approval."""
     draft = make_draft(po, recipient=RECIPIENT)
-    return await service.open_job(store, new_job(), draft, at, RULES)
+    return await opening.open_job(store, new_job(), draft, at, RULES)
 
 
 async def approved(store: SqlStore, po: str, at: datetime, reason: str | None = None) -> Job:
     """A request for `po` approved by APPROVER_A, its send due at `at`."""
     job = await awaiting(store, po, at)
-    result = await service.decide(
+    result = await decisions.decide(
         store,
         Review(po, APPROVER_A, Verdict.APPROVE, 1, job.draft_hash or "", reason=reason),
         at,
@@ -428,7 +428,7 @@ def test_reissue_puts_an_expired_job_up_for_approval_again(cli, db_url):
     async def setup(store: SqlStore) -> None:
         await grant_cast(store)
         await awaiting(store, po, utcnow() - timedelta(days=2))
-        await service.expire_due(store, utcnow())
+        await closing.expire_due(store, utcnow())
 
     with_store(db_url, setup)
     blank, fresh = cli.all(

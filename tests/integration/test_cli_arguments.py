@@ -11,9 +11,9 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from bot.clock import utcnow
-from core import dispatch, service
+from core import decisions, dispatch, opening
+from core.decisions import Review
 from core.policies import Verdict
-from core.service import Review
 from store.sql import SqlStore
 from tests.helpers.cli import RULES, Cli, base_env, plain, with_store
 from tests.helpers.factories import APPROVER_A, make_draft, new_job
@@ -103,9 +103,9 @@ async def in_flight(store: SqlStore) -> None:
     """A PO whose send another runner has started and holds for a minute: work still open."""
     await grant_cast(store)
     po, now = "PO-2026-0001", utcnow()
-    job = await service.open_job(store, new_job(), make_draft(po), now, RULES)
+    job = await opening.open_job(store, new_job(), make_draft(po), now, RULES)
     review = Review(po, APPROVER_A, Verdict.APPROVE, 1, job.draft_hash or "")
-    await service.decide(store, review, now, RULES)
+    await decisions.decide(store, review, now, RULES)
     [effect] = await dispatch.claim(store, now, "r1", LEASE, 10)
     assert await dispatch.start_attempt(store, effect.key, "r1", now, LEASE, RULES) is not None
 

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from core import dispatch, service
+from core import decisions, dispatch, opening
+from core.decisions import Review
 from core.dispatch import Attempted
 from core.jobs import AuditEvent, Stamp
 from core.policies import Verdict
-from core.service import Review
 from core.states import State
 from store.sql import SqlStore
 from tests.helpers.cli import RULES, Cli, base_env, ok, with_store
@@ -38,9 +38,9 @@ def cli(db_url: str, tmp_path: Path) -> Cli:
 async def sent_po(store: SqlStore) -> None:
     """The cast, and PO approved at T0 and e-mailed; an invitation on the next Pakistan day."""
     await grant_cast(store)
-    job = await service.open_job(store, new_job(), make_draft(PO), T0, RULES)
+    job = await opening.open_job(store, new_job(), make_draft(PO), T0, RULES)
     review = Review(PO, APPROVER_A, Verdict.APPROVE, 1, job.draft_hash or "")
-    await service.decide(store, review, T0, RULES)
+    await decisions.decide(store, review, T0, RULES)
     [effect] = await dispatch.claim(store, T0, "r1", LEASE, 10)
     order = await dispatch.start_attempt(store, effect.key, "r1", T0, LEASE, RULES)
     assert order is not None

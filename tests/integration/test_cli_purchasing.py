@@ -19,11 +19,11 @@ from sqlalchemy import func, select
 from bot.clock import utcnow
 from bot.problems import problem_text
 from bot.spreadsheets import NOT_A_SHEET, NOT_CSV, read_csv_text
-from core import purchasing, service
+from core import decisions, purchasing
+from core.decisions import Review
 from core.errors import DraftChanged
 from core.intake import NO_TERMS
 from core.policies import Verdict
-from core.service import Review
 from core.states import State
 from store import schema
 from store.sql import SqlStore
@@ -199,7 +199,7 @@ def test_new_terms_while_manzoori_run_holds_the_database(cli, db_url, tmp_path, 
         assert "CHG-65W: new terms price Rs 6,500.50, was Rs 6,600.00 (-1.5%)" in said
 
         async def approve(store: SqlStore, version: int, hash_: str):
-            return await service.decide(
+            return await decisions.decide(
                 store,
                 Review(f"PO-{YEAR}-0001", APPROVER_A, Verdict.APPROVE, version, hash_),
                 utcnow(),

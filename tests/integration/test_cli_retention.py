@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bot.clock import utcnow
-from core import service
+from core import closing, opening
 from core.jobs import Stamp
 from core.policies import Rules
 from tests.helpers.cli import Cli, base_env, ok, with_store
@@ -23,8 +23,8 @@ LONG_AGO = timedelta(days=500)  # past the default MANZOORI_RETENTION_DAYS of 40
 
 async def cancelled_long_ago(store):
     then = utcnow() - LONG_AGO
-    await service.open_job(store, new_job(), make_draft("PO-2025-001"), then, Rules())
-    await service.cancel(store, "PO-2025-001", NOTE, Stamp("cli:admin", then))
+    await opening.open_job(store, new_job(), make_draft("PO-2025-001"), then, Rules())
+    await closing.cancel(store, "PO-2025-001", NOTE, Stamp("cli:admin", then))
     async with store.begin() as tx:
         await tx.claim_update(7, then)
 

@@ -18,11 +18,11 @@ import pytest
 from cryptography.fernet import Fernet
 
 from bot.dev.smtp import running_sink
-from core import service, workflow
+from core import closing, decisions, opening, transitions
+from core.decisions import Review
 from core.effects import EffectStatus, message_id
 from core.jobs import Effect, Job, Stamp
 from core.policies import Rules, Verdict
-from core.service import Review
 from core.states import Action, State
 from store.engine import make_engine
 from store.sql import SqlStore
@@ -85,8 +85,8 @@ async def _approve(db_url: str, po_numbers: list[str]) -> None:
     try:
         await grant_cast(store)
         for po in po_numbers:
-            job = await service.open_job(store, new_job(), make_draft(po), now, Rules())
-            await service.decide(
+            job = await opening.open_job(store, new_job(), make_draft(po), now, Rules())
+            await decisions.decide(
                 store, Review(po, APPROVER_A, Verdict.APPROVE, 1, job.draft_hash), now, Rules()
             )
     finally:
@@ -99,7 +99,7 @@ async def _snapshots(db_url: str, po_numbers: list[str]) -> dict[str, tuple[Job,
         found = {}
         async with store.begin() as tx:
             for po in po_numbers:
-                job = await workflow.load(tx, po)
+                job = await transitions.load(tx, po)
                 [effect] = await tx.effects_for(job.id)
                 found[po] = (job, effect)
         return found
@@ -112,7 +112,7 @@ async def _reconcile(db_url: str, findings: dict[str, Action]) -> None:
     try:
         for po, finding in findings.items():
             stamp = Stamp("cli:ops", datetime.now(UTC))
-            await service.reconcile(store, po, finding, "checked with the supplier", stamp)
+            await closing.reconcile(store, po, finding, "checked with the supplier", stamp)
     finally:
         await store.close()
 

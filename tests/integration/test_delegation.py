@@ -8,14 +8,14 @@ from datetime import timedelta
 
 import pytest
 
-from core import people, service
+from core import decisions, opening, people
 from core.approval_policy import import_policy
+from core.decisions import Review
 from core.errors import DelegationEnded, DelegationRefused, NotAnAdmin
 from core.jobs import Stamp
 from core.notices import NoticeKind
 from core.policies import Outcome, Policy, Role, Rules, Verdict
-from core.service import Review
-from core.workflow import standing
+from core.standing import standing
 from tests.helpers.factories import APPROVER_A, APPROVER_B, T0, make_draft, new_job
 from tests.helpers.store import grant_cast
 
@@ -34,7 +34,7 @@ async def waiting_for_ali(store):
         await tx.grant(APPROVER_C, Role.APPROVER, "test", T0)
     await import_policy(store, MANAGERS, T0, "cli:test")
     await people.set_groups(store, APPROVER_A, ["managers"], Stamp("test", T0), DEFAULT)
-    return await service.open_job(store, new_job(), make_draft(PO), T0, Rules())
+    return await opening.open_job(store, new_job(), make_draft(PO), T0, Rules())
 
 
 async def card_keys(store, job):
@@ -71,8 +71,8 @@ async def test_a_delegation_ends_at_its_time_and_the_cards_go_back(store):
     assert any(key.endswith(f":back{made.id}") for key in await edits(store, job))
 
     with pytest.raises(DelegationEnded, match=f"no longer act for user {APPROVER_A}"):
-        await service.decide(store, review(job, APPROVER_B), later, Rules())
-    result = await service.decide(store, review(job, APPROVER_A), later, Rules())
+        await decisions.decide(store, review(job, APPROVER_B), later, Rules())
+    result = await decisions.decide(store, review(job, APPROVER_A), later, Rules())
     assert result.decision.on_behalf_of is None and result.job.state.value == "APPROVED"
     async with store.begin() as tx:
         actions = [(e.actor, e.action) for e in await tx.audit(None)]
@@ -83,7 +83,7 @@ async def test_the_delegates_approval_counts_as_the_delegators(store):
     job = await waiting_for_ali(store)
     until = T0 + timedelta(days=1)
     await people.delegate(store, APPROVER_A, APPROVER_B, until, Stamp("user:2001", T0), DEFAULT)
-    result = await service.decide(store, review(job, APPROVER_B), T0, Rules())
+    result = await decisions.decide(store, review(job, APPROVER_B), T0, Rules())
     assert result.decision.on_behalf_of == APPROVER_A
     assert result.job.state.value == "APPROVED"
     async with store.begin() as tx:
@@ -101,7 +101,7 @@ async def test_a_new_delegation_or_a_lost_role_ends_the_one_before(store):
     assert f"card:{PO}:v1:{APPROVER_C}:for{APPROVER_A}" in await card_keys(store, job)
     assert f"card:{PO}:v1:{APPROVER_A}:back{first.id}" not in await card_keys(store, job)
     with pytest.raises(DelegationEnded):
-        await service.decide(store, review(job, APPROVER_B), at, Rules())
+        await decisions.decide(store, review(job, APPROVER_B), at, Rules())
 
     gone = T0 + timedelta(minutes=10)
     await people.revoke_roles(store, APPROVER_C, Stamp("cli:root", gone), frozenset(), DEFAULT)
@@ -136,9 +136,11 @@ async def test_a_hand_over_after_approval_does_not_undo_it_at_send_time(store):
     await import_policy(store, two, T0, "cli:test")
     for manager in (APPROVER_A, APPROVER_C):
         await people.set_groups(store, manager, ["managers"], Stamp("test", T0), DEFAULT)
-    job = await service.open_job(store, new_job(), make_draft(PO), T0, Rules())
-    await service.decide(store, review(job, APPROVER_A), T0, Rules())
-    done = await service.decide(store, review(job, APPROVER_C), T0 + timedelta(minutes=1), Rules())
+    job = await opening.open_job(store, new_job(), make_draft(PO), T0, Rules())
+    await decisions.decide(store, review(job, APPROVER_A), T0, Rules())
+    done = await decisions.decide(
+        store, review(job, APPROVER_C), T0 + timedelta(minutes=1), Rules()
+    )
     assert done.job.state.value == "APPROVED"
     later = T0 + timedelta(minutes=2)
     until = T0 + timedelta(days=1)

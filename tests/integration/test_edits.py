@@ -9,8 +9,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from core import people, service
+from core import decisions as deciding
+from core import opening, people
 from core.approval_policy import import_policy
+from core.decisions import Review
 from core.drafts import Draft, DraftLine, draft_hash, short_hash
 from core.edits import Edit, LineChange, LineDiff, approve_with_changes
 from core.errors import (
@@ -25,7 +27,6 @@ from core.errors import (
 from core.jobs import Stamp
 from core.notices import NoticeKind, NoticeStatus
 from core.policies import ApprovalPolicy, Outcome, Policy, Role, Rules, Verdict
-from core.service import Review
 from core.states import State
 from store.sql import SqlStore
 from tests.helpers.factories import APPROVER_A, APPROVER_B, REQUESTER, T0, new_job
@@ -65,7 +66,7 @@ async def chain(store: SqlStore) -> None:
 
 
 async def opened(store: SqlStore):
-    return await service.open_job(store, new_job(), three_lines(), T0, RULES)
+    return await opening.open_job(store, new_job(), three_lines(), T0, RULES)
 
 
 def review(job, who=APPROVER_A, verdict=Verdict.APPROVE, client_id="offline-1", **more):
@@ -101,8 +102,8 @@ async def stored(store: SqlStore, job):
 
 async def test_a_replayed_decision_is_recorded_once_and_answered_as_a_replay(store):
     job = await opened(store)
-    first = await service.decide(store, review(job), T0, RULES)
-    again = await service.decide(store, review(job), T0 + timedelta(minutes=5), RULES)
+    first = await deciding.decide(store, review(job), T0, RULES)
+    again = await deciding.decide(store, review(job), T0 + timedelta(minutes=5), RULES)
     assert (first.replay, again.replay) == (False, True)
     assert first.job.state is State.APPROVED and again.outcome is Outcome.APPROVED
     assert again.decision == first.decision
@@ -117,7 +118,7 @@ async def test_a_replayed_decision_is_recorded_once_and_answered_as_a_replay(sto
 async def test_two_replays_at_once_make_one_decision(store):
     job = await opened(store)
     results = await asyncio.gather(
-        *(service.decide(store, review(job), T0, RULES) for _ in range(3))
+        *(deciding.decide(store, review(job), T0, RULES) for _ in range(3))
     )
     assert sorted(r.replay for r in results) == [False, True, True]
     assert {r.decision.at for r in results} == {T0}
@@ -135,25 +136,25 @@ async def test_two_replays_at_once_make_one_decision(store):
 )
 async def test_a_client_id_reused_for_another_request_is_refused(store, other):
     job = await opened(store)
-    await service.decide(store, review(job), T0, RULES)
+    await deciding.decide(store, review(job), T0, RULES)
     with pytest.raises(ClientIdReused):
-        await service.decide(store, review(job, **other), T0, RULES)
+        await deciding.decide(store, review(job, **other), T0, RULES)
     _, decisions, _, _, _ = await stored(store, job)
     assert len(decisions) == 1
 
 
 async def test_a_client_id_reused_for_another_po_is_refused(store):
     job = await opened(store)
-    other = await service.open_job(
+    other = await opening.open_job(
         store,
         new_job(),
         replace(three_lines(), po_number="PO-2026-0043"),
         T0,
         RULES,
     )
-    await service.decide(store, review(job), T0, RULES)
+    await deciding.decide(store, review(job), T0, RULES)
     with pytest.raises(ClientIdReused):
-        await service.decide(store, review(other), T0, RULES)
+        await deciding.decide(store, review(other), T0, RULES)
 
 
 async def test_an_edits_id_reused_for_a_plain_decision_is_refused(store):
@@ -161,7 +162,7 @@ async def test_an_edits_id_reused_for_a_plain_decision_is_refused(store):
     job = await opened(store)
     await approve_with_changes(store, trim(job, client_id="offline-1"), T0, RULES)
     with pytest.raises(ClientIdReused):
-        await service.decide(store, review(job), T0, RULES)  # the same id, no changes
+        await deciding.decide(store, review(job), T0, RULES)  # the same id, no changes
     with pytest.raises(ClientIdReused):  # the same id, other changes
         await approve_with_changes(
             store, replace(trim(job, client_id="offline-1"), changes=(LineChange(1, 9),)), T0, RULES
@@ -173,9 +174,9 @@ async def test_a_queued_decision_on_a_draft_that_changed_meanwhile_is_refused(st
     lines = three_lines().lines
     changed = replace(three_lines(), lines=(lines[0], lines[1]))
     stamp = Stamp(f"user:{REQUESTER}", T0)
-    await service.revise(store, PO, service.Revision(changed), stamp, RULES)  # meanwhile
+    await opening.revise(store, PO, opening.Revision(changed), stamp, RULES)  # meanwhile
     with pytest.raises(DraftChanged):
-        await service.decide(store, review(job), T0 + timedelta(minutes=1), RULES)
+        await deciding.decide(store, review(job), T0 + timedelta(minutes=1), RULES)
     async with store.reading() as tx:
         assert await tx.client_decision("offline-1") is None  # nothing kept: it may be sent anew
 
@@ -232,14 +233,14 @@ async def test_an_edit_on_a_two_stage_policy_counts_the_editor_and_asks_the_next
     assert cards[f"card:{PO}:v2:{APPROVER_B}"] is NoticeStatus.PENDING  # the owners' turn
     # The editor approved version 2 already: its card would only ask them again.
     assert cards[f"card:{PO}:v2:{APPROVER_A}"] is NoticeStatus.CANCELLED
-    done = await service.decide(store, review(now, APPROVER_B, client_id=None), T0, RULES)
+    done = await deciding.decide(store, review(now, APPROVER_B, client_id=None), T0, RULES)
     assert done.job.state is State.APPROVED
 
 
 async def test_an_editor_whose_stage_the_new_version_does_not_wait_for_is_not_counted(store):
     await chain(store)
     job = await opened(store)
-    await service.decide(store, review(job, client_id=None), T0, RULES)  # managers: done
+    await deciding.decide(store, review(job, client_id=None), T0, RULES)  # managers: done
     edited = await approve_with_changes(store, trim(job, APPROVER_B), T0, RULES)
     # The new version starts at the managers again: the owner's edit waits for them.
     assert edited.approval is None and edited.job.draft_version == 2
@@ -334,7 +335,7 @@ async def over_budget(store: SqlStore):
     await people.set_groups(store, APPROVER_B, ["owners"], Stamp("test", T0), DEFAULT)
     charger = DraftLine("ADP-65W", "65 W charger", 10, 1_000_000, category="chargers")
     made = replace(three_lines(), lines=(charger, *three_lines().lines[1:]))
-    job = await service.open_job(store, new_job(), made, T0, RULES)
+    job = await opening.open_job(store, new_job(), made, T0, RULES)
     assert [s[0] for s in (job.route or {})["stages"]] == ["approvers", "owners"]
     return job
 

@@ -9,14 +9,14 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime, time, timedelta
 
-from core import delivery, nudges, service
+from core import decisions, delivery, nudges, opening
+from core.decisions import Review
 from core.delivery import Failure, Undelivered
 from core.jobs import Job, Stamp
 from core.ladder import Ladder, WorkingHours
 from core.notices import EVERYONE, Notice, NoticeKind, NoticeStatus
 from core.nudges import Sweep
 from core.policies import PAKISTAN, ApprovalPolicy, Policy, Rules, Verdict
-from core.service import Review
 from store import schema
 from store.engine import make_engine
 from store.sql import SqlStore
@@ -53,7 +53,7 @@ async def waiting(
     async with store.begin() as tx:
         await tx.met(APPROVER_A, "Ali", at, started=True)
         await tx.met(APPROVER_B, "Bilal", at, started=True)
-    return await service.open_job(store, new_job(), make_draft(po, **draft), at, rules or Rules())
+    return await opening.open_job(store, new_job(), make_draft(po, **draft), at, rules or Rules())
 
 
 async def deliver_cards(
@@ -146,12 +146,12 @@ async def test_nothing_for_whoever_decided_nor_once_the_request_is_decided(
     job = await waiting(store, unit_price_paisa=BIG)  # two approvals needed
     await deliver_cards(store, T)
     review = Review(job.po_number, APPROVER_A, Verdict.APPROVE, 1, job.draft_hash or "")
-    await service.decide(store, review, T + timedelta(hours=1), Rules())
+    await decisions.decide(store, review, T + timedelta(hours=1), Rules())
     assert await swept(store, T + timedelta(hours=2)) == 1  # Bilal only
     assert await nudge_keys(store) == [f"remind:{job.po_number}:v1:{APPROVER_B}"]
     [owed] = [n for n in await claimed(store, T + timedelta(hours=2)) if n.kind is NoticeKind.NUDGE]
     review = Review(job.po_number, APPROVER_B, Verdict.REJECT, 1, job.draft_hash or "", "no")
-    await service.decide(store, review, T + timedelta(hours=2, minutes=1), Rules())
+    await decisions.decide(store, review, T + timedelta(hours=2, minutes=1), Rules())
     # Read when delivered: the request was decided after the reminder was owed.
     policy = ApprovalPolicy()
     now = T + timedelta(hours=2, minutes=2)

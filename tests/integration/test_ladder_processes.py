@@ -17,7 +17,7 @@ import pytest
 from cryptography.fernet import Fernet
 
 from bot.clock import utcnow
-from core import delivery, service
+from core import delivery, opening
 from core.notices import NoticeKind
 from core.policies import Rules
 from store import schema
@@ -69,7 +69,7 @@ async def waiting_with_cards_out(db_url: str) -> None:
         async with store.begin() as tx:
             await tx.met(APPROVER_A, "Ali", now, started=True)
             await tx.met(APPROVER_B, "Sana", now, started=True)
-        await service.open_job(store, new_job(), make_draft("PO-2026-0001"), now, Rules())
+        await opening.open_job(store, new_job(), make_draft("PO-2026-0001"), now, Rules())
         async with store.begin() as tx:
             cards = await tx.claim_notices(now, "test", now, 10, None)
         for card in cards:

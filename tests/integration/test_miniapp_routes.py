@@ -18,11 +18,11 @@ from bot.config import Settings
 from bot.web.app import build_web
 from bot.web.health import Heartbeats
 from bot.web.metrics import Metrics
-from core import service
+from core import opening
 from core.drafts import draft_hash
 from core.jobs import Job, Stamp
+from core.opening import Revision
 from core.policies import Role
-from core.service import Revision
 from core.states import State
 from store.engine import make_engine
 from store.sql import SqlStore
@@ -49,7 +49,7 @@ async def web(store: SqlStore, db_url: str) -> AsyncIterator[httpx.AsyncClient]:
 async def opened(store: SqlStore) -> Job:
     """A two-line PO from the requester, waiting for one approval, opened now."""
     settings = settings_for("sqlite+aiosqlite:///unused.db")
-    return await service.open_job(store, new_job(), make_draft(), utcnow(), settings.rules())
+    return await opening.open_job(store, new_job(), make_draft(), utcnow(), settings.rules())
 
 
 def decision(job: Job, **more: object) -> dict[str, object]:
@@ -187,7 +187,7 @@ async def test_a_decision_on_a_draft_that_changed_is_refused(web, store):
     job = await opened(store)
     settings = settings_for("sqlite+aiosqlite:///unused.db")
     revision = Revision.noted(make_draft(quantity=3), "fewer cables")
-    await service.revise(
+    await opening.revise(
         store, job.po_number, revision, Stamp("user:1001", utcnow()), settings.rules()
     )
     answer = await web.post(
@@ -259,7 +259,7 @@ async def test_a_rejection_needs_a_reason_and_a_form_post_is_not_taken(web, stor
 
 async def test_an_expired_request_is_refused(web, store):
     settings = settings_for("sqlite+aiosqlite:///unused.db")
-    job = await service.open_job(
+    job = await opening.open_job(
         store, new_job(), make_draft(), utcnow() - timedelta(days=2), settings.rules()
     )
     answer = await web.post(

@@ -9,13 +9,13 @@ from datetime import timedelta
 from zoneinfo import ZoneInfo
 
 from bot import reports
-from core import pending, retention, service
+from core import closing, decisions, opening, pending, retention
+from core.decisions import Review
 from core.jobs import Stamp
 from core.notices import NoticeStatus
 from core.pending import COMMENT, COMMENT_TEXT
 from core.policies import Rules, Verdict
 from core.retention import Purge, Retention
-from core.service import Review
 from tests.helpers.factories import (
     APPROVER_A,
     APPROVER_B,
@@ -32,7 +32,7 @@ PKT = ZoneInfo("Asia/Karachi")
 
 
 async def open_po(store, po, at=T0):
-    return await service.open_job(store, new_job(), make_draft(po), at, Rules())
+    return await opening.open_job(store, new_job(), make_draft(po), at, Rules())
 
 
 async def test_the_requests_waiting_for_an_approver_oldest_first(store):
@@ -48,7 +48,7 @@ async def test_the_requests_waiting_for_an_approver_oldest_first(store):
     assert (mine[0].stage, mine[0].stages, mine[0].required) == (0, 1, 1)
     assert requester == []  # nobody approves their own request
 
-    await service.decide(
+    await decisions.decide(
         store, Review(old.po_number, APPROVER_A, Verdict.APPROVE, 1, old.draft_hash), NOW, Rules()
     )
     async with store.reading() as tx:
@@ -79,7 +79,7 @@ async def test_a_reply_finds_its_card_by_message_and_free_text_the_oldest(store)
     assert unknown.job.id == old.id  # not a card of theirs: as a plain message
     assert nothing is None
 
-    await service.decide(
+    await decisions.decide(
         store, Review(young.po_number, APPROVER_B, Verdict.REJECT, 1, young.draft_hash, "no"),
         NOW, Rules(),
     )  # fmt: skip
@@ -95,7 +95,7 @@ async def test_who_may_read_a_requests_trail(store):
             await pending.may_read_trail(tx, job, p, NOW, DEFAULT) for p in (APPROVER_A, OUTSIDER)
         ]
     assert asked == [True, False]  # asked for a decision; never asked
-    await service.decide(
+    await decisions.decide(
         store, Review(job.po_number, APPROVER_B, Verdict.APPROVE, 1, job.draft_hash), NOW, Rules()
     )
     async with store.reading() as tx:
@@ -118,7 +118,7 @@ async def test_a_comment_is_on_the_trail_until_the_purge_removes_its_text(store)
     ]  # fmt: skip
     assert (comments[0].from_state, comments[0].to_state) == (None, None)
 
-    await service.cancel(store, job.po_number, "withdrawn", Stamp("cli:admin", NOW))
+    await closing.cancel(store, job.po_number, "withdrawn", Stamp("cli:admin", NOW))
     later = NOW + timedelta(days=401)
     await retention.run(store, Purge(Stamp("test:purge", later), Retention(), frozenset()))
     async with store.reading() as tx:

@@ -10,12 +10,12 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import text
 
-from core import people, service
+from core import decisions, opening, people
 from core.approval_policy import import_policy
+from core.decisions import Review
 from core.errors import GroupRefused, InviteRefused, NotAnAdmin, Refusal
 from core.jobs import Stamp
 from core.policies import Policy, Role, Rules, Verdict
-from core.service import Review
 from store.engine import make_engine
 from store.sql import SqlStore
 from tests.helpers.factories import APPROVER_A, APPROVER_B, REQUESTER, T0, make_draft, new_job
@@ -255,11 +255,11 @@ async def test_a_configured_admin_keeps_their_invitations_when_their_roles_go(st
 
 
 async def test_a_new_approver_is_owed_the_cards_of_requests_still_waiting(store):
-    waiting = await service.open_job(store, new_job(), make_draft("PO-2026-001"), T0, Rules())
-    own = await service.open_job(store, new_job(NEWCOMER), make_draft("PO-2026-002"), T0, Rules())
-    rejected = await service.open_job(store, new_job(), make_draft("PO-2026-003"), T0, Rules())
+    waiting = await opening.open_job(store, new_job(), make_draft("PO-2026-001"), T0, Rules())
+    own = await opening.open_job(store, new_job(NEWCOMER), make_draft("PO-2026-002"), T0, Rules())
+    rejected = await opening.open_job(store, new_job(), make_draft("PO-2026-003"), T0, Rules())
     review = Review("PO-2026-003", APPROVER_A, Verdict.REJECT, 1, rejected.draft_hash, "no")
-    await service.decide(store, review, T0, Rules())
+    await decisions.decide(store, review, T0, Rules())
     await people.redeem_invite(store, SECRET, await invite(store), NEWCOMER, T0, DEFAULT)
     assert await cards_of(store, NEWCOMER) == {waiting.po_number}  # not their own, not decided
     assert own.requester_id == NEWCOMER

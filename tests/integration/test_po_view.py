@@ -10,8 +10,9 @@ from decimal import Decimal
 
 import pytest
 
-from core import dispatch, people, service
+from core import decisions, dispatch, opening, people
 from core.approval_policy import import_policy
+from core.decisions import Review
 from core.dispatch import Attempted
 from core.drafts import Draft, DraftLine, Flag, short_hash
 from core.errors import AlreadyDecided, NotAnApprover, ReadRefused, SelfApproval
@@ -19,7 +20,6 @@ from core.flags import FlagCode
 from core.jobs import Stamp
 from core.po_view import LastSent, po_view
 from core.policies import ApprovalPolicy, Outcome, Policy, Role, Rules, StageReason, Verdict
-from core.service import Review
 from core.states import State
 from store.sql import SqlStore
 from tests.helpers.factories import APPROVER_A, APPROVER_B, OUTSIDER, REQUESTER, T0, new_job
@@ -58,9 +58,9 @@ async def sent_before(store: SqlStore) -> None:
     """PO-2026-0041, the charger at Rs 4,000 and the cable at Rs 250, approved and sent."""
     first = draft("PO-2026-0041", 400_000, 25_000)
     earlier = replace(first, lines=first.lines[:2])
-    job = await service.open_job(store, new_job(), earlier, T0, RULES)
+    job = await opening.open_job(store, new_job(), earlier, T0, RULES)
     review = Review(job.po_number, APPROVER_A, Verdict.APPROVE, 1, job.draft_hash or "")
-    await service.decide(store, review, T0, RULES)
+    await decisions.decide(store, review, T0, RULES)
     [claimed] = await dispatch.claim(store, SENT_AT, "runner", LEASE, 10)
     order = await dispatch.start_attempt(store, claimed.key, "runner", SENT_AT, LEASE, RULES)
     assert order is not None
@@ -79,7 +79,7 @@ async def waiting(store: SqlStore):
         await tx.met(REQUESTER, "Bilal", T0, started=True)
     drift = Flag(FlagCode.PRICE_CHANGED, "ADP-65W", (400_000, 450_000), "PO-2026-0041")
     made = draft("PO-2026-0042", 450_000, 25_000, flags=(drift,))
-    return await service.open_job(store, new_job(), made, LATER, RULES)
+    return await opening.open_job(store, new_job(), made, LATER, RULES)
 
 
 async def view(store: SqlStore, viewer: int, roles=None):
@@ -127,7 +127,7 @@ async def test_the_chain_shows_each_stage_who_decided_and_which_waits(store):
     ]
     assert first.refusal is None and first.may_decide and not first.needs_reason
     review = Review(job.po_number, APPROVER_A, Verdict.APPROVE, 1, job.draft_hash)
-    await service.decide(store, review, LATER, RULES)
+    await decisions.decide(store, review, LATER, RULES)
     after = await view(store, APPROVER_A)
     [ali] = after.chain[0].decisions
     assert (ali.reviewer, ali.verdict, ali.at, ali.on_behalf_of) == (
@@ -198,7 +198,7 @@ BUDGETED = soft_budget(40_000)
 async def test_the_budget_shows_the_month_and_an_approval_over_it_asks_for_a_reason(store):
     await import_policy(store, BUDGETED, T0, "cli:test")
     made = draft("PO-2026-0042", 450_000, 25_000)  # Rs 45,000 of chargers: over Rs 40,000
-    await service.open_job(store, new_job(), made, LATER, RULES)
+    await opening.open_job(store, new_job(), made, LATER, RULES)
     seen = await view(store, APPROVER_A)
     [month] = seen.budgets
     assert (month.category, month.budget_paisa, month.committed_paisa, month.uses_paisa) == (

@@ -23,7 +23,8 @@ from bot.clock import Runtime
 from bot.outbox.runner import OutboxRunner
 from bot.outbox.smtp import SmtpSender, SmtpServer
 from bot.problems import PROBLEM_TEXTS, problem_lines
-from core import purchasing, service
+from core import decisions, purchasing
+from core.decisions import Review
 from core.drafts import Flag
 from core.effects import EffectStatus
 from core.errors import DraftChanged, NotARequester
@@ -34,7 +35,6 @@ from core.notices import NOBODY_TO_ASK, NoticeKind
 from core.policies import Role, Rules, Verdict
 from core.problems import ProblemCode
 from core.purchasing import Numbering, Sheet
-from core.service import Review
 from core.states import State
 from core.tables import Row, Table
 from core.terms import REQUIRED
@@ -130,7 +130,7 @@ async def submitted(store, the_sheet, **kwargs):
 
 
 async def decide(store, job, reviewer=APPROVER_A, verdict=Verdict.APPROVE, at=T0, **kw):
-    return await service.decide(
+    return await decisions.decide(
         store,
         Review(job.po_number, reviewer, verdict, job.draft_version, job.draft_hash, **kw),
         at,

@@ -17,12 +17,12 @@ from bot import reports
 from bot.bootstrap import DailyPurge, running
 from bot.clock import Runtime
 from bot.config import Settings
-from core import retention, service
+from core import closing, decisions, opening, retention
+from core.decisions import Review
 from core.errors import DraftPurged
 from core.jobs import Stamp
 from core.policies import Role, Rules, Verdict
 from core.retention import PURGE_CHORE, PURGED, Purge, Retention
-from core.service import Review
 from core.states import State
 from store import schema
 from tests.helpers.bot import settings_for as base_settings
@@ -40,12 +40,12 @@ def plan(at=NOW, keep=frozenset({ADMIN})) -> Purge:
 
 
 async def open_po(store, po):
-    return await service.open_job(store, new_job(), make_draft(po, recipient=ADDRESS), T0, Rules())
+    return await opening.open_job(store, new_job(), make_draft(po, recipient=ADDRESS), T0, Rules())
 
 
 async def decide(store, job, verdict, reason=None):
     review = Review(job.po_number, APPROVER_A, verdict, 1, job.draft_hash, reason)
-    return (await service.decide(store, review, T0, Rules())).job
+    return (await decisions.decide(store, review, T0, Rules())).job
 
 
 async def closed_and_open_jobs(store):
@@ -55,7 +55,7 @@ async def closed_and_open_jobs(store):
     async with store.begin() as tx:
         (effect,) = await tx.effects_for(approved.id)
         await tx.update_effect(effect, result={"to": ADDRESS}, last_error=f"550 {ADDRESS}")
-    cancelled = await service.cancel(store, "PO-2026-002", NOTE, Stamp("cli:admin", T0))
+    cancelled = await closing.cancel(store, "PO-2026-002", NOTE, Stamp("cli:admin", T0))
     waiting = await open_po(store, "PO-2026-003")
     return rejected, cancelled, waiting
 

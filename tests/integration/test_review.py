@@ -14,7 +14,8 @@ import pytest
 from bot.clock import Runtime
 from bot.outbox.runner import OutboxRunner
 from bot.outbox.smtp import SmtpSender, SmtpServer
-from core import dispatch, review, service
+from core import decisions, dispatch, opening, review
+from core.decisions import Review
 from core.dispatch import Attempted
 from core.effects import EffectStatus
 from core.errors import (
@@ -25,7 +26,6 @@ from core.errors import (
 )
 from core.policies import Role, Verdict
 from core.review import NOTE, AdminChoice, Choice
-from core.service import Review
 from core.states import State
 from store.engine import make_engine
 from store.sql import SqlStore
@@ -138,7 +138,7 @@ async def test_a_po_that_left_the_queue_is_refused_and_nothing_changes(store):
 
 
 async def test_a_po_waiting_for_approval_was_never_in_the_queue(store):
-    await service.open_job(store, new_job(), make_draft(), T0, RULES)
+    await opening.open_job(store, new_job(), make_draft(), T0, RULES)
     with pytest.raises(AlreadyResolved):
         await resolve(store, Choice.CANCEL)
     with pytest.raises(UnknownJob):
@@ -148,7 +148,7 @@ async def test_a_po_waiting_for_approval_was_never_in_the_queue(store):
 async def test_a_choice_naming_an_older_version_is_refused_when_the_po_is_back(store):
     await in_queue(store, State.FAILED_FINAL)
     job = (await resolve(store, Choice.SEND_AGAIN)).job  # v2
-    await service.decide(
+    await decisions.decide(
         store, Review(PO, APPROVER_B, Verdict.APPROVE, 2, job.draft_hash), LATER, RULES
     )
     [claimed] = await dispatch.claim(store, LATER, "runner-a", LEASE, 10)
@@ -276,8 +276,8 @@ def _runner(store, sink, at):
 async def test_send_again_after_an_unknown_outcome_mails_the_supplier_once_with_the_same_key(
     store, smtp_sink
 ):
-    job = await service.open_job(store, new_job(), make_draft(), T0, RULES)
-    await service.decide(
+    job = await opening.open_job(store, new_job(), make_draft(), T0, RULES)
+    await decisions.decide(
         store, Review(PO, APPROVER_A, Verdict.APPROVE, 1, job.draft_hash), T0, RULES
     )
     smtp_sink.script("DATA", "554 5.0.0 Lost it", delay=1.0)  # answers after the sender gave up
@@ -302,7 +302,7 @@ async def test_send_again_after_a_refused_send_waits_for_a_fresh_approval_then_m
     job = (await resolve(store, Choice.SEND_AGAIN)).job
     runner = _runner(store, smtp_sink, LATER)
     assert await runner.run_once() == 0  # v2 is not approved yet
-    await service.decide(
+    await decisions.decide(
         store, Review(PO, APPROVER_B, Verdict.APPROVE, 2, job.draft_hash), LATER, RULES
     )
     assert await runner.run_once() == 1

@@ -12,12 +12,13 @@ from bot.clock import Runtime
 from bot.dev.smtp import running_sink
 from bot.outbox.runner import PASS_CLAIMS, SENDS_PER_CONNECTION, OutboxRunner
 from bot.outbox.smtp import SmtpSender, SmtpServer
-from core import dispatch, service
+from core import closing, decisions, dispatch, opening
+from core.decisions import Review
 from core.dispatch import Attempted
 from core.effects import EffectStatus, message_id
 from core.jobs import Stamp
+from core.opening import Revision
 from core.policies import ApprovalPolicy, Rules, Verdict
-from core.service import Review, Revision
 from core.states import Action, State
 from tests.helpers.factories import (
     APPROVER_A,
@@ -53,8 +54,8 @@ def runner_for(store, sink, clock, owner="runner-a", timeout=2.0, connections=10
 
 
 async def approved_job(store, po="PO-2026-001", at=T0, approver=APPROVER_A):
-    job = await service.open_job(store, new_job(), make_draft(po), at, RULES)
-    result = await service.decide(
+    job = await opening.open_job(store, new_job(), make_draft(po), at, RULES)
+    result = await decisions.decide(
         store, Review(po, approver, Verdict.APPROVE, 1, job.draft_hash), at, RULES
     )
     assert result.job.state is State.APPROVED
@@ -154,7 +155,7 @@ async def test_late_answer_after_data_is_unknown_and_never_resent(store, sink):
         assert await runner.run_once() == 0
     await asyncio.sleep(1.2)  # let the server finish its late answer
     assert len(sink.messages) == 1  # the server did take it: no second copy
-    sent = await service.reconcile(
+    sent = await closing.reconcile(
         store,
         job.po_number,
         Action.RECONCILE_SENT,
@@ -175,7 +176,7 @@ async def test_reconcile_not_sent_sends_once_with_the_same_message_id(store, sin
     assert job.state is State.UNKNOWN_OUTCOME
     await asyncio.sleep(1.0)
     assert sink.messages == []
-    job = await service.reconcile(
+    job = await closing.reconcile(
         store,
         job.po_number,
         Action.RECONCILE_NOT_SENT,
@@ -193,8 +194,8 @@ async def test_reconcile_not_sent_sends_once_with_the_same_message_id(store, sin
 
 async def test_rejected_job_is_never_picked_up(store, sink):
     clock = Clock()
-    job = await service.open_job(store, new_job(), make_draft(), T0, RULES)
-    await service.decide(
+    job = await opening.open_job(store, new_job(), make_draft(), T0, RULES)
+    await decisions.decide(
         store,
         Review(
             job.po_number, APPROVER_A, Verdict.REJECT, 1, job.draft_hash, reason="wrong supplier"
@@ -235,7 +236,7 @@ async def test_approval_by_an_approver_revoked_since_cannot_send(store, sink):
 async def test_draft_changed_after_approval_sends_nothing(store, sink):
     clock = Clock()
     job = await approved_job(store)
-    await service.revise(
+    await opening.revise(
         store, job.po_number, Revision(make_draft(quantity=40)), Stamp("user:1001", T0), RULES
     )
     assert await runner_for(store, sink, clock).run_once() == 0
@@ -243,7 +244,7 @@ async def test_draft_changed_after_approval_sends_nothing(store, sink):
     assert job.state is State.AWAITING_APPROVAL and effect.status is EffectStatus.CANCELLED
     assert sink.messages == []
     # the new version needs its own approval, and gets its own key
-    result = await service.decide(
+    result = await decisions.decide(
         store, Review(job.po_number, APPROVER_B, Verdict.APPROVE, 2, job.draft_hash), T0, RULES
     )
     assert result.job.state is State.APPROVED
@@ -299,12 +300,12 @@ async def test_dead_lettered_send_reissued_needs_a_new_approval_then_sends_once(
     clock = Clock()
     job = await approved_job(store)
     runner = await dead_letter(store, sink, clock)
-    job = await service.reissue(
+    job = await opening.reissue(
         store, job.po_number, "relay is back", Stamp("cli:ops", clock()), RULES
     )
     assert (job.state, job.draft_version) == (State.AWAITING_APPROVAL, 2)
     assert await runner.run_once() == 0  # the new version is not approved yet
-    await service.decide(
+    await decisions.decide(
         store, Review(job.po_number, APPROVER_B, Verdict.APPROVE, 2, job.draft_hash), clock(), RULES
     )
     assert await runner.run_once() == 1

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from core import delivery, people, service
+from core import decisions, delivery, opening, people
 from core.approval_policy import import_policy
+from core.decisions import Review
 from core.jobs import Job, Stamp
 from core.notices import SHORT_STAGE, Notice, NoticeKind, NoticeStatus
 from core.policies import Policy, Role, Rules, Verdict
-from core.service import Review
 from store.sql import SqlStore
 from tests.helpers.factories import APPROVER_A, APPROVER_B, REQUESTER, T0, make_draft, new_job
 from tests.helpers.store import grant_cast
@@ -51,7 +51,7 @@ def approval(job: Job, reviewer: int) -> Review:
 
 
 async def open_po(store: SqlStore) -> Job:
-    return await service.open_job(store, new_job(), make_draft(PO), T0, Rules())
+    return await opening.open_job(store, new_job(), make_draft(PO), T0, Rules())
 
 
 async def test_routed_to_one_approver_and_the_requester_the_admins_are_told_at_once(store):
@@ -65,7 +65,7 @@ async def test_routed_to_one_approver_and_the_requester_the_admins_are_told_at_o
     assert (short.group, short.needed, short.eligible, short.members) == ("managers", 2, 1, 2)
     assert short.requester
     # Ali approves: still short (one more needed, nobody left), and still one alert.
-    result = await service.decide(store, approval(job, APPROVER_A), SOON, Rules())
+    result = await decisions.decide(store, approval(job, APPROVER_A), SOON, Rules())
     assert result.job.state.value == "AWAITING_APPROVAL"
     assert len(await short_alerts(store, job)) == 1
     news = await delivery.news_to_send(store, alert, SOON, DEFAULT)
@@ -116,7 +116,7 @@ async def test_the_alert_is_moot_once_the_stage_can_be_completed_again(store):
 async def test_a_stage_that_can_be_completed_owes_no_alert(store):
     await managers(store, APPROVER_A, APPROVER_B, APPROVER_C)
     job = await open_po(store)
-    await service.decide(store, approval(job, APPROVER_A), SOON, Rules())
+    await decisions.decide(store, approval(job, APPROVER_A), SOON, Rules())
     await people.set_groups(store, APPROVER_C, [], Stamp("cli:admin", SOON), DEFAULT)
     assert await short_alerts(store, job) == []  # Sana can still give the second
 
@@ -131,7 +131,7 @@ async def test_an_approval_that_uses_up_a_later_stages_only_member_is_news(store
     await people.set_groups(store, APPROVER_B, ["managers", "owners"], Stamp("t", T0), DEFAULT)
     job = await open_po(store)
     assert await short_alerts(store, job) == []  # Ali and Sana, then Sana as owner: it can pass
-    await service.decide(store, approval(job, APPROVER_B), SOON, Rules())  # Sana, as manager
+    await decisions.decide(store, approval(job, APPROVER_B), SOON, Rules())  # Sana, as manager
     [alert] = await short_alerts(store, job)
     assert alert.event == f"{SHORT_STAGE}:1"
     news = await delivery.news_to_send(store, alert, SOON, DEFAULT)

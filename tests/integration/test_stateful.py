@@ -45,7 +45,9 @@ from bot.clock import Runtime
 from bot.dev.smtp import SmtpSink, running_sink
 from bot.outbox.runner import OutboxRunner
 from bot.outbox.smtp import SmtpSender, SmtpServer
-from core import dispatch, people, service
+from core import closing, dispatch, opening, people
+from core import decisions as deciding
+from core.decisions import Review
 from core.delegations import Delegation
 from core.dispatch import Attempted
 from core.drafts import Draft, draft_hash
@@ -67,6 +69,7 @@ from core.errors import (
     UnknownJob,
 )
 from core.jobs import Effect, Job, NewJob, SendOrder, Stamp
+from core.opening import Revision
 from core.policies import (
     DEFAULT_GROUP,
     ApprovalPolicy,
@@ -79,9 +82,8 @@ from core.policies import (
     route_for,
     tally,
 )
-from core.service import Review, Revision
+from core.standing import route_of
 from core.states import TRANSITIONS, Action, State
-from core.workflow import route_of
 from store import schema
 from store.engine import make_engine
 from store.migrate import upgrade
@@ -537,7 +539,7 @@ class Workflow(RuleBasedStateMachine):
         ref = f"tg-file:{po}" if existing is None or same_input else f"tg-file:{po}:other"
         new = NewJob(job_id(po), requester, ref, {"supplier_terms": "terms-2026-11"})
         draft = make_draft(po, quantity=quantity, unit_price_paisa=price)
-        call = service.open_job(self.store, new, draft, self.clock(), RULES)
+        call = opening.open_job(self.store, new, draft, self.clock(), RULES)
         if existing is not None and not same_input:
             return self.refused(DuplicatePurchaseOrder, call)
         job = self.run(call)
@@ -558,7 +560,7 @@ class Workflow(RuleBasedStateMachine):
         """The requester sends a new draft (or the same one again)."""
         job = self.snap.jobs.get(po)
         draft = make_draft(po, quantity=quantity, unit_price_paisa=price)
-        call = service.revise(
+        call = opening.revise(
             self.store, po, Revision(draft), Stamp("user:1001", self.clock()), RULES
         )
         if job is None:
@@ -622,7 +624,7 @@ class Workflow(RuleBasedStateMachine):
                 version -= 1
                 reviewed = self.snap.drafts[(job.id, version)][0]
         refusal = decide_refusal(self.snap, job, reviewer, version, reviewed, now)
-        call = service.decide(
+        call = deciding.decide(
             self.store, Review(po, reviewer, verdict, version, reviewed), now, RULES
         )
         if refusal is not None:
@@ -707,7 +709,7 @@ class Workflow(RuleBasedStateMachine):
             closed[0] if closed else self.snap.jobs.get(po)
         )
         po = job.po_number if job else po
-        call = service.reissue(self.store, po, "again", Stamp("cli:ops", self.clock()), RULES)
+        call = opening.reissue(self.store, po, "again", Stamp("cli:ops", self.clock()), RULES)
         if job is None:
             return self.refused(UnknownJob, call)
         keeps = job.state in _UNCHANGED_KEEPS_VERSION  # nothing to issue again: it is current
@@ -716,7 +718,7 @@ class Workflow(RuleBasedStateMachine):
     def cancel(self, po: str) -> None:
         """An admin withdraws a request."""
         job = self.snap.jobs.get(po)
-        call = service.cancel(self.store, po, "withdrawn", Stamp("cli:ops", self.clock()))
+        call = closing.cancel(self.store, po, "withdrawn", Stamp("cli:ops", self.clock()))
         if job is None:
             return self.refused(UnknownJob, call)
         if (job.state, Action.CANCEL) not in TRANSITIONS:
@@ -786,7 +788,7 @@ class Workflow(RuleBasedStateMachine):
             for j in self.in_state(State.AWAITING_APPROVAL)
             if j.decision_deadline is not None and j.decision_deadline <= now
         }
-        expired = self.run(service.expire_due(self.store, now))
+        expired = self.run(closing.expire_due(self.store, now))
         assert {j.id for j in expired} == due
         assert all(j.state is State.EXPIRED for j in expired)
         if expired:
@@ -882,7 +884,7 @@ class Workflow(RuleBasedStateMachine):
         unknown = self.in_state(State.UNKNOWN_OUTCOME)
         if not unknown:
             job = self.snap.jobs.get(po)
-            call = service.reconcile(self.store, po, action, "", Stamp("cli:ops", self.clock()))
+            call = closing.reconcile(self.store, po, action, "", Stamp("cli:ops", self.clock()))
             return self.refused(UnknownJob if job is None else ReconcileRefused, call)
         job = next((j for j in unknown if j.po_number == po), unknown[0])
         [effect] = [e for e in self.snap.effects_of(job) if e.status is EffectStatus.UNKNOWN]
@@ -896,7 +898,7 @@ class Workflow(RuleBasedStateMachine):
             action, state = Action.RECONCILE_NOT_SENT, State.APPROVED
         now = self.clock()
         moved = self.run(
-            service.reconcile(self.store, job.po_number, action, "", Stamp("cli:ops", now))
+            closing.reconcile(self.store, job.po_number, action, "", Stamp("cli:ops", now))
         )
         assert moved.state is state
         self.seen(f"reconcile: {action.value}")

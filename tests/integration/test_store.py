@@ -13,12 +13,12 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError, IntegrityError, StatementError
 
-from core import service
+from core import decisions, opening
+from core.decisions import Review
 from core.drafts import canonical_bytes
 from core.effects import EffectStatus
 from core.errors import LeaseLost, StaleJob, StoredDataError
 from core.policies import Rules, Verdict
-from core.service import Review
 from core.states import State
 from store.migrate import alembic_config, current
 from store.schema import metadata
@@ -26,9 +26,9 @@ from tests.helpers.factories import APPROVER_A, T0, make_draft, new_job
 
 
 async def approved(store, po="PO-2026-001"):
-    job = await service.open_job(store, new_job(), make_draft(po), T0, Rules())
+    job = await opening.open_job(store, new_job(), make_draft(po), T0, Rules())
     return (
-        await service.decide(
+        await decisions.decide(
             store, Review(po, APPROVER_A, Verdict.APPROVE, 1, job.draft_hash), T0, Rules()
         )
     ).job

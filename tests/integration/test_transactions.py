@@ -15,10 +15,10 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
-from core import service
+from core import opening
 from core.errors import StoreBusy
 from core.policies import Role, Rules
-from core.workflow import BUSY_ATTEMPTS
+from core.transitions import BUSY_ATTEMPTS
 from store.engine import is_busy, make_engine
 from store.sql import SqlStore
 from tests.helpers.factories import APPROVER_A, OUTSIDER, REQUESTER, T0, make_draft, new_job
@@ -133,7 +133,7 @@ async def test_a_writer_locked_out_past_every_retry_raises_store_busy(store, db_
     counting = CountingStore(impatient)
     async with write_lock_held(db_url):
         with pytest.raises(StoreBusy):
-            await service.open_job(counting, new_job(), make_draft(), T0, Rules())
+            await opening.open_job(counting, new_job(), make_draft(), T0, Rules())
     assert counting.begun == BUSY_ATTEMPTS
     async with store.reading() as tx:
         assert await tx.job_by_po("PO-2026-001") is None  # nothing half-written
@@ -143,7 +143,7 @@ async def test_a_writer_retried_after_the_lock_is_released_records_once(store, d
     async with write_lock_held(db_url) as holder:
         # The second attempt starts after the holder lets go: the retry, not luck, succeeds.
         counting = CountingStore(impatient, lambda n: holder.release() if n == 2 else None)
-        job = await service.open_job(counting, new_job(), make_draft(), T0, Rules())
+        job = await opening.open_job(counting, new_job(), make_draft(), T0, Rules())
     assert counting.begun == 2
     async with store.reading() as tx:
         stored = await tx.job_by_po("PO-2026-001")

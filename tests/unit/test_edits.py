@@ -10,12 +10,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from core.decisions import Review
 from core.drafts import Draft, DraftLine, Flag, draft_hash
 from core.edits import Edit, LineChange, LineDiff, edited_draft, line_diff
 from core.errors import BadClientId, EditProblem, EditRefused
 from core.flags import FlagCode
 from core.policies import Verdict
-from core.service import Review
 
 CHARGER = DraftLine("ADP-65W", "65 W charger", 10, 450_000)
 CABLE = DraftLine("CBL-USB-C-1M", "USB-C cable 1 m", 50, 25_000)
