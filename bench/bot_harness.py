@@ -19,7 +19,7 @@ from bot.clock import utcnow
 from bot.config import Settings
 from bot.dev.botapi import EmulatedUser, Emulator
 from bot.spreadsheets import read_csv_text
-from core import purchasing
+from core import new_terms
 from core.policies import Role
 from store.engine import make_engine
 from store.sql import SqlStore
@@ -78,7 +78,7 @@ async def import_terms(store: SqlStore, count: int) -> str:
         "supplier_id,supplier_name,supplier_email,sku,description,unit_price_pkr,min_qty,max_qty\n"
     )
     table = read_csv_text((header + lines).encode())
-    result = await purchasing.import_terms(store, table, utcnow(), "bench")
+    result = await new_terms.import_terms(store, table, utcnow(), "bench")
     assert result.created, "the bench terms were not imported"
     async with store.reading() as tx:
         version = await tx.terms_version()

@@ -12,7 +12,6 @@ from typing import Any
 
 from bot.i18n import ENGLISH, N_, Translator
 from bot.texts import TIMESTAMP, local_time
-from core.delivery import name_of
 from core.effects import message_id
 from core.jobs import AuditEvent, Effect, Job
 from core.money import format_pkr
@@ -21,6 +20,7 @@ from core.policies import Decision, Verdict
 from core.ports import ShellReadTx
 from core.retention import JOBS, PURGED, STRANGER_NAMES, Removed, Stale
 from core.texts import flatten
+from core.users import name_of
 
 
 def _iso(value: datetime | None) -> str | None:

@@ -22,11 +22,13 @@ from core.drafts import Draft, mask_email
 from core.errors import UnreadableSheet
 from core.jobs import Job
 from core.money import format_pkr
-from core.policies import DEFAULT_GROUP, Policy, StageReason
+from core.new_terms import Superseded, TermsImport
+from core.policies import DEFAULT_GROUP, Policy
 from core.problems import Problem
-from core.purchasing import Submission, Superseded, TermsImport
+from core.routes import StageReason
 from core.shortfalls import ThinStage
 from core.states import State
+from core.submissions import Submission
 from core.terms import Terms, offers_by_supplier
 from core.texts import flatten
 

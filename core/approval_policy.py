@@ -10,9 +10,8 @@ from core.errors import UnreadablePolicy
 from core.notices import policy_alert
 from core.policies import Policy, content_hash
 from core.policy_file import parse_policy
-from core.ports import Offload, ReadTx, Store
+from core.ports import Offload, ReadTx, Store, run_inline
 from core.problems import Problem, ProblemCode, Value
-from core.purchasing import run_inline
 from core.shortfalls import ThinStage, thin_stages
 from core.terms import version_id
 from core.transitions import retry_on_stale

@@ -1,6 +1,6 @@
 """What a person types after a command, read one way in the bot and the CLI alike: a Telegram
-user id and a PO number; and how typed text is repeated in a refusal. Each parser answers with
-a value or None, never an exception: the public reaches them with any text at all."""
+user id and a PO number (core.texts.echo repeats typed text in a refusal). Each parser answers
+with a value or None, never an exception: the public reaches them with any text at all."""
 
 from __future__ import annotations
 
@@ -14,8 +14,6 @@ BIGINT_MAX = 2**63 - 1
 # A user id as typed: ASCII digits only (int() would also take "۱۲۳", "1_000" and " 12"), and
 # no more of them than BIGINT_MAX has, so that no huge string is ever converted.
 _USER_ID = re.compile(r"[0-9]{1,19}")
-# How much of a person's text a refusal repeats: enough to recognise it, short on a phone.
-ECHO_LIMIT = 40
 
 
 def parse_user_id(text: str) -> int | None:
@@ -30,10 +28,3 @@ def parse_po_number(text: str) -> str | None:
     """A PO number as typed, in any case, as the store keeps it (upper case), or None if the
     text cannot be one (core.drafts: ASCII letters and digits, at most 64)."""
     return text.upper() if is_po_number(text) else None
-
-
-def echo(text: str) -> str:
-    """Typed text as a refusal repeats it: quoted, with control, format and other unprintable
-    characters escaped (a NUL, a right-to-left mark), and cut after ECHO_LIMIT characters."""
-    cut = text if len(text) <= ECHO_LIMIT else text[:ECHO_LIMIT] + "…"
-    return repr(cut)

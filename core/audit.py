@@ -20,12 +20,12 @@ from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from enum import StrEnum
 from typing import Any
 
-from core.arguments import echo
 from core.errors import BadPeriod
 from core.jobs import AuditEvent
 from core.retention import FREE_TEXT_KEYS
 from core.states import Action, State
 from core.tables import neutralise
+from core.texts import echo
 
 # The columns of every export, in order; a JSON export has the same keys.
 COLUMNS = (

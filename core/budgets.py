@@ -20,9 +20,10 @@ from babel.dates import format_date
 from core.drafts import DraftLine
 from core.jobs import Job
 from core.money import format_pkr
-from core.policies import Budgets, Policy, Route
+from core.policies import Budgets, Policy
 from core.ports import ReadTx
 from core.problems import Problem, ProblemCode
+from core.routes import Route
 from core.states import State
 
 # POs whose money is spent, or as good as: approved, and not (yet) known to be unsent.

@@ -21,19 +21,7 @@ from core.errors import (
 )
 from core.jobs import AuditEvent, Effect, Job, Stamp
 from core.notices import card_edits_for
-from core.policies import (
-    Decision,
-    Outcome,
-    Policy,
-    Role,
-    Route,
-    Rules,
-    Tally,
-    Verdict,
-    check_reviewer,
-    stage_for,
-    tally,
-)
+from core.policies import Decision, Outcome, Policy, Role, Rules, Verdict, check_reviewer
 from core.ports import ReadTx, Store, Tx
 from core.replays import (
     ClientAction,
@@ -43,9 +31,11 @@ from core.replays import (
     fingerprint,
     same_request,
 )
+from core.routes import Route
 from core.sends import expire_job
 from core.standing import Standing, alert_if_short, ask_approvers, standing
 from core.states import Action, State, next_state
+from core.tally import Tally, stage_for, tally
 from core.transitions import load, move, retry_on_stale
 
 

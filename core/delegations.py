@@ -18,8 +18,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, tzinfo
 
-from core.arguments import echo
 from core.errors import DelegationRefused, Refusal
+from core.texts import echo
 
 # The longest hand-over a person may set in one go: a long leave is set again, on purpose.
 LONGEST = timedelta(days=90)

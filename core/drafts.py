@@ -263,3 +263,29 @@ def draft_hash(draft: Draft) -> str:
 def short_hash(full_hash: str) -> str:
     """The first HASH_PREFIX hex digits of a draft hash: how keys, buttons and cards name it."""
     return full_hash[:HASH_PREFIX]
+
+
+@dataclass(frozen=True)
+class LineDiff:
+    """One line an edit changed: its number in the shown draft, SKU, and quantity before and
+    after (0: dropped)."""
+
+    line: int
+    sku: str
+    before: int
+    after: int
+
+    def plain(self) -> dict[str, Any]:
+        """As JSON for the audit trail."""
+        return {"line": self.line, "sku": self.sku, "before": self.before, "after": self.after}
+
+
+def line_diff(old: Draft, new: Draft) -> list[LineDiff]:
+    """The lines of `old` whose quantity `new` changes, numbered as in `old` (after 0: the line
+    was dropped). Matched by SKU, which names one line of a draft (one order line each)."""
+    after = {line.sku: line.quantity for line in new.lines}
+    return [
+        LineDiff(number, line.sku, line.quantity, after.get(line.sku, 0))
+        for number, line in enumerate(old.lines, start=1)
+        if after.get(line.sku, 0) != line.quantity
+    ]

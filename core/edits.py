@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
 
 from core.decisions import (
     DecisionResult,
@@ -27,7 +26,7 @@ from core.decisions import (
     record_decision,
     replayed,
 )
-from core.drafts import Draft, Flag
+from core.drafts import Draft, Flag, LineDiff, line_diff
 from core.errors import (
     ApprovalError,
     ApprovalExpired,
@@ -97,21 +96,6 @@ class Edit:
              "draft_version": self.draft_version, "draft_hash": self.draft_hash,
              "reason": self.reason, "changes": [[c.line, c.quantity] for c in self.changes]}
         )  # fmt: skip
-
-
-@dataclass(frozen=True)
-class LineDiff:
-    """One line an edit changed: its number in the shown draft, SKU, and quantity before and
-    after (0: dropped)."""
-
-    line: int
-    sku: str
-    before: int
-    after: int
-
-    def plain(self) -> dict[str, Any]:
-        """As JSON for the audit trail."""
-        return {"line": self.line, "sku": self.sku, "before": self.before, "after": self.after}
 
 
 @dataclass(frozen=True)
@@ -202,17 +186,6 @@ def _below_minimum(
         Flag(FlagCode.QUANTITY_BELOW_MIN, sku, (kept[sku], minimums[sku]))
         for sku in sorted(trimmed - flagged)
         if sku in minimums and kept[sku] < minimums[sku]
-    ]
-
-
-def line_diff(old: Draft, new: Draft) -> list[LineDiff]:
-    """The lines of `old` whose quantity `new` changes, numbered as in `old` (after 0: the line
-    was dropped). Matched by SKU, which names one line of a draft (one order line each)."""
-    after = {line.sku: line.quantity for line in new.lines}
-    return [
-        LineDiff(number, line.sku, line.quantity, after.get(line.sku, 0))
-        for number, line in enumerate(old.lines, start=1)
-        if after.get(line.sku, 0) != line.quantity
     ]
 
 

@@ -17,6 +17,7 @@ from datetime import date, datetime, time, timedelta, tzinfo
 from enum import StrEnum
 
 from core.problems import ProblemCode
+from core.toml_files import ValueProblem
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _DURATION = re.compile(r"^\s*(\d{1,6})\s*([smhd])\s*$")
@@ -29,14 +30,13 @@ _CLOCK = re.compile(r"^\s*(\d{2}):(\d{2})\s*$")
 _HORIZON = 60
 
 
-class Unreadable(ValueError):
+class Unreadable(ValueProblem):
     """A duration, a time of day or working hours that do not read: the message says how in
     English (for the configuration's errors), and `code` with the text quoted in `values`
     lets a policy file's reader be told in their language (core.problems)."""
 
     def __init__(self, message: str, code: ProblemCode, text: str) -> None:
-        super().__init__(message)
-        self.code, self.values = code, {"value": repr(text)}
+        super().__init__(message, code, {"value": repr(text)})
 
 
 class Step(StrEnum):

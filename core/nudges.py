@@ -23,7 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, tzinfo
 
-from core.delivery import CardFacts, card_facts, settle
+from core.cards import CardFacts, card_facts
+from core.delivery import settle
 from core.jobs import AuditEvent, Job, Stamp
 from core.ladder import Ladder, Step, digest_day, digest_moment, due_times
 from core.notices import (

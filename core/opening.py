@@ -17,12 +17,9 @@ from core.errors import (
 )
 from core.jobs import AuditEvent, Job, NewJob, Stamp
 from core.notices import Notice
-from core.policies import (
-    Route,
-    Rules,
-    route_draft,
-)
+from core.policies import Rules
 from core.ports import ReadTx, Store, Tx
+from core.routes import Route, route_draft
 from core.sends import cancel_open_effects
 from core.standing import ask_approvers, policy_now
 from core.states import Action, State, next_state

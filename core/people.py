@@ -1,18 +1,15 @@
 """Who may do what: admins invite approvers and requesters with single-use signed links,
-promote people the bot has met to admin, and revoke roles."""
+promote people the bot has met to admin, put approvers in groups, and revoke roles."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from core import notices
-from core.arguments import echo
-from core.delegations import PAST, Delegation, check_delegation
+from core.delegating import active_delegations, end_delegation
 from core.errors import (
-    DelegationRefused,
     ExpiredToken,
     GroupRefused,
     InvalidToken,
@@ -22,28 +19,30 @@ from core.errors import (
 )
 from core.jobs import AuditEvent, Stamp
 from core.policies import DEFAULT_GROUP, GROUP_NAME, Policy, Role
-from core.ports import ReadTx, Store, Tx
+from core.ports import Store, Tx
 from core.signing import sign_invite, verify_invite
 from core.standing import (
     alert_if_any_short,
-    alert_if_short,
     ask_new_approver,
-    held_card,
     policy_now,
-    standing,
 )
-from core.states import State
-from core.users import TelegramUser
+from core.texts import echo
+from core.users import TelegramUser, is_admin
 
 # Long enough to reach someone over a weekend, short enough that a leaked link goes stale.
 INVITE_TTL = timedelta(hours=72)
+
 # People an admin may invite; admins come from the configuration, /promote or
 # `manzoori users grant`.
 INVITABLE = frozenset({Role.APPROVER, Role.REQUESTER})
+
 # Why a link cannot register someone, for logs (the person is told by bot.refusals).
 INVITE_EXPIRED = "invitation link expired"
+
 INVITE_INVALID = "invitation link not valid"
+
 INVITE_USED = "invitation link already used"
+
 INVITE_WITHDRAWN = "invitation link withdrawn: the admin who made it is no longer an admin"
 
 
@@ -70,11 +69,6 @@ class Promotion:
 
     user: TelegramUser | None
     promoted: bool  # False: never met, or an admin already
-
-
-def is_admin(user_id: int, roles: Iterable[Role], configured: frozenset[int]) -> bool:
-    """MANZOORI_ADMIN_IDS, plus anyone who holds the admin role."""
-    return user_id in configured or Role.ADMIN in set(roles)
 
 
 async def create_invite(
@@ -273,9 +267,9 @@ async def _revoke(
     if Role.ADMIN in held and user_id not in configured_admins:
         await withdraw_invites(tx, user_id, stamp)
     if Role.APPROVER in held:
-        for active in await _active(tx, stamp.at):
+        for active in await active_delegations(tx, stamp.at):
             if user_id in (active.delegator, active.delegate):
-                await _end(tx, active, stamp, default)
+                await end_delegation(tx, active, stamp, default)
         await alert_if_any_short(tx, stamp.at, default)  # one approver fewer in each group
     return held
 
@@ -287,124 +281,3 @@ async def withdraw_invites(tx: Tx, admin_id: int, stamp: Stamp) -> list[str]:
         detail = {"user_id": admin_id, "invite_ids": withdrawn}
         await tx.append_audit(AuditEvent.stamped(stamp, "withdraw_invites", detail))
     return withdrawn
-
-
-async def _active(tx: ReadTx, now: datetime) -> list[Delegation]:
-    return [d for d in await tx.delegations_since(now) if d.active(now)]
-
-
-async def _may_act_for(
-    tx: ReadTx, user_id: int, acting_id: int | None, configured_admins: frozenset[int]
-) -> None:
-    """Someone sets or ends their own delegation; only an admin another's."""
-    if acting_id in (None, user_id):
-        return
-    if not is_admin(acting_id, await tx.roles(acting_id), configured_admins):
-        raise NotAnAdmin(f"user {acting_id} is not an admin")
-
-
-async def delegate(
-    store: Store,
-    delegator: int,
-    delegate_id: int,
-    until: datetime,
-    stamp: Stamp,
-    default: Policy,
-    *,
-    acting_id: int | None = None,
-    configured_admins: frozenset[int] = frozenset(),
-) -> Delegation:
-    """Hand `delegator`'s approvals to `delegate_id` from now until `until` (/away), audited;
-    an earlier delegation of theirs ends. `acting_id`: who asked, from Telegram (the delegator,
-    or an admin). The delegate is owed the delegator's cards of every request waiting for
-    them."""
-    async with store.begin() as tx:
-        await _may_act_for(tx, delegator, acting_id, configured_admins)
-        if until <= stamp.at:
-            raise DelegationRefused(PAST, Refusal.IN_THE_PAST)
-        active = await _active(tx, stamp.at)
-        approvers = (await tx.group_members({DEFAULT_GROUP}))[DEFAULT_GROUP]
-        check_delegation(delegator, delegate_id, approvers, active)
-        made = await tx.insert_delegation(delegator, delegate_id, stamp.at, until, stamp.actor)
-        for earlier in active:
-            if earlier.delegator == delegator:  # replaced: its cards go to the new delegate
-                await _end(tx, earlier, stamp, default)
-        detail = {
-            "delegation_id": made.id,
-            "delegator": delegator,
-            "delegate": delegate_id,
-            "until": until.isoformat(),
-        }
-        await tx.append_audit(AuditEvent.stamped(stamp, "delegate", detail))
-        for job in await tx.jobs_in_states([State.AWAITING_APPROVAL]):
-            where = await standing(tx, job, stamp.at, default)
-            if where.cards_to.get(delegate_id) == delegator:
-                await tx.insert_notice(held_card(job, delegate_id, delegator, stamp.at))
-            await alert_if_short(tx, job, where, stamp.at)  # two members now one person
-        return made
-
-
-async def come_back(
-    store: Store,
-    delegator: int,
-    stamp: Stamp,
-    default: Policy,
-    *,
-    acting_id: int | None = None,
-    configured_admins: frozenset[int] = frozenset(),
-) -> Delegation:
-    """End `delegator`'s delegation now (/back), audited: their delegate's cards for them stop
-    deciding, and they are sent their open cards again."""
-    async with store.begin() as tx:
-        await _may_act_for(tx, delegator, acting_id, configured_admins)
-        for active in await _active(tx, stamp.at):
-            if active.delegator == delegator:
-                ended = await _end(tx, active, stamp, default)
-                if ended is not None:
-                    return ended
-        message = f"user {delegator} has no delegation to end"
-        raise DelegationRefused(message, Refusal.NOTHING_TO_END, user=delegator)
-
-
-async def end_due_delegations(
-    store: Store, now: datetime, default: Policy, limit: int = 100
-) -> list[Delegation]:
-    """End the delegations whose time is up (the runner's sweep), as /back would."""
-    stamp = Stamp("runner", now)
-    async with store.begin() as tx:
-        ended = []
-        for due in await tx.delegations_due(now, limit):
-            done = await _end(tx, due, stamp, default, at=due.until)
-            if done is not None:
-                ended.append(done)
-        return ended
-
-
-async def _end(
-    tx: Tx, delegation: Delegation, stamp: Stamp, default: Policy, *, at: datetime | None = None
-) -> Delegation | None:
-    """End one delegation (at `at`, its due time, or now), audited; None if another process
-    ended it first. The delegate's cards are edited to what is true now, so that those they
-    held for the delegator no longer offer to decide, and the delegator is sent again the
-    cards of the requests that wait for them (`default`: the configuration's policy)."""
-    ended = await tx.end_delegation(delegation.id, at or stamp.at)
-    if ended is None:
-        return None
-    detail = {
-        "delegation_id": ended.id,
-        "delegator": ended.delegator,
-        "delegate": ended.delegate,
-    }
-    await tx.append_audit(AuditEvent.stamped(stamp, "end_delegation", detail))
-    again = f"back{ended.id}"
-    for job in await tx.jobs_in_states([State.AWAITING_APPROVAL]):
-        held = {
-            n.user_id for n in await tx.notices_for(job.id) if n.kind is notices.NoticeKind.CARD
-        }
-        if ended.delegate not in held:
-            continue  # the delegate never held a card of it: nothing changes
-        await tx.insert_notice(notices.card_edits_for(job, stamp.at, because=again))
-        where = await standing(tx, job, stamp.at, default)
-        if ended.delegator in where.cards_to:
-            await tx.insert_notice(notices.card_for(job, ended.delegator, stamp.at, again))
-    return ended

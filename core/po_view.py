@@ -14,19 +14,21 @@ from datetime import datetime
 from decimal import Decimal
 
 from core.budgets import CategoryMonth, month_standings, needs_reason
+from core.cards import drift_lines, drift_percent
 from core.decisions import Review, check_allowed
-from core.delivery import _drift_lines, drift_percent, name_of
 from core.drafts import Draft, Flag, mask_email, short_hash
 from core.errors import ApprovalError, IllegalTransition, ReadRefused, WorkflowError
 from core.intake import History
 from core.jobs import Job
 from core.pending import may_read_trail
-from core.policies import Outcome, Policy, Role, Rules, StageReason, Verdict
+from core.policies import Outcome, Policy, Role, Rules, Verdict
 from core.ports import ReadTx
+from core.routes import StageReason
 from core.standing import Standing, standing
 from core.states import State
 from core.terms import match_key
 from core.transitions import load
+from core.users import name_of
 
 
 @dataclass(frozen=True)
@@ -204,7 +206,7 @@ async def _lines(tx: ReadTx, job: Job, draft: Draft, policy: Policy | None) -> t
     """Every line, with its SKU's last sent price to this supplier (this PO left out)."""
     pairs = [(draft.supplier_id, line.sku) for line in draft.lines]
     history: History = await tx.history(pairs, excluding=job.id)
-    drifted = {d.flag.sku for d in await _drift_lines(tx, draft, policy)}
+    drifted = {d.flag.sku for d in await drift_lines(tx, draft, policy)}
     supplier = match_key(draft.supplier_id)
     lines = []
     for number, line in enumerate(draft.lines, start=1):

@@ -13,14 +13,11 @@ kinds of problem, each with the line a person fixes it on:
   escalate_to naming no group; a duration or working hours that do not read are schema
   problems, in core.ladder's words.
 
-tomllib gives no positions, so `key_lines` reads them off the text: the line each table,
-key and array element starts on, by the path pydantic reports an error at.
+The first two are core.toml_files', which reads the file and places each problem on its line.
 """
 
 from __future__ import annotations
 
-import re
-import tomllib
 from collections.abc import Mapping
 from datetime import timedelta
 from decimal import Decimal
@@ -35,8 +32,7 @@ from pydantic import (
     ValidationError,
 )
 
-from core.ladder import Ladder, Unreadable, WorkingHours, parse_clock, parse_duration
-from core.nesting import MAX_DEPTH, Syntax, outside_strings, too_deep
+from core.ladder import Ladder, WorkingHours, parse_clock, parse_duration
 from core.policies import (
     GROUP_NAME,
     BudgetMode,
@@ -47,18 +43,21 @@ from core.policies import (
     Rule,
     Stage,
 )
-from core.problems import Place, Problem, ProblemCode, Value
+from core.problems import Problem, ProblemCode, Value
 from core.terms import is_category, match_key
-
-_LINE = Place.LINE
-Path = tuple[str | int, ...]
+from core.toml_files import LINE, Path, line_of, read_toml, schema_problems, shown
 
 GroupName = Annotated[str, StringConstraints(pattern=f"^{GROUP_NAME}$")]
+
 Title = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=64)]
+
 Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=64)]
+
 Category = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=64)]
+
 # Whole rupees; Rs 10 billion is far above any PO and keeps paisa inside 64 bits.
 Rupees = Annotated[int, Field(ge=0, le=10_000_000_000)]
+
 MAX_APPROVALS = 20
 
 
@@ -129,134 +128,18 @@ class _File(_Model):
 def parse_policy(text: str) -> tuple[Policy | None, list[Problem]]:
     """Check a whole policy file; the policy only if there is no problem at all. Schema and
     cross-reference problems are reported together, in line order."""
-    deep = too_deep(text, Syntax.TOML)
-    if deep is not None:  # before tomllib, whose recursion a few KB of brackets exhaust
-        return None, [Problem(deep, None, ProblemCode.TOO_DEEP, {"limit": MAX_DEPTH}, _LINE)]
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        return None, [_syntax(error)]
-    except ValueError as error:  # int()'s own, which tomllib lets through: over 4,300 digits
-        return None, [_too_long(text, error)]
-    lines = key_lines(text)
+    read = read_toml(text)
+    if isinstance(read, Problem):
+        return None, [read]
+    data, lines = read
     problems = _cross_checks(data, lines)
     try:
         parsed = _File.model_validate(data)
     except ValidationError as error:
-        problems += [_schema(e, lines) for e in error.errors()]
+        problems += schema_problems(error, lines)
     if problems:
         return None, sorted(problems, key=lambda p: p.row)
     return _policy(parsed), []
-
-
-_AT = re.compile(r"\s*\(at line (\d+), column \d+\)$")
-_END = re.compile(r"\s*\(at end of document\)$")
-
-
-def _syntax(error: tomllib.TOMLDecodeError) -> Problem:
-    message = str(error)  # tomllib's own words: what it found, and where
-    found = _AT.search(message)
-    if found:
-        detail = {"detail": message[: found.start()]}
-        return Problem(int(found[1]), None, ProblemCode.NOT_TOML, detail, _LINE)
-    end = _END.search(message)
-    line = 0 if end is None else 1  # "at end of document": the message says where
-    return Problem(line, None, ProblemCode.NOT_TOML, {"detail": message}, _LINE)
-
-
-# A decimal whole number as TOML writes it, not a float's fraction or exponent.
-_WHOLE = re.compile(r"(?<![\w.+-])[+-]?\d(?:_?\d)*")
-
-
-def _too_long(text: str, error: ValueError) -> Problem:
-    """The whole number too long for int() to read, placed on its line: the longest written
-    outside strings and comments (tomllib's error says neither which nor where)."""
-    code = outside_strings(text, Syntax.TOML)
-    longest = max(_WHOLE.finditer(code), key=lambda n: len(n[0].replace("_", "")), default=None)
-    if longest is None:  # not a number's after all: the error's own words, about the file
-        return Problem(0, None, ProblemCode.NOT_TOML, {"detail": str(error)}, _LINE)
-    digits = len(longest[0].replace("_", "").lstrip("+-"))
-    line = code.count("\n", 0, longest.start()) + 1
-    return Problem(line, None, ProblemCode.NUMBER_TOO_LONG, {"digits": digits}, _LINE)
-
-
-def _schema(error: Mapping[str, Any], lines: Mapping[Path, int]) -> Problem:
-    loc: Path = tuple(error["loc"])
-    loc = tuple(p for p in loc if not (isinstance(p, str) and _UNION_MEMBER.match(p)))
-    kind = error["type"]
-    if kind in ("extra_forbidden", "missing"):
-        parent, key = loc[:-1], {"key": repr(loc[-1])}
-        code = ProblemCode.UNKNOWN_KEY if kind == "extra_forbidden" else ProblemCode.MISSING_KEY
-        at = line_of(lines, loc if kind == "extra_forbidden" else parent)
-        return Problem(at, shown(parent) or None, code, key, _LINE)
-    code, values = _message(error)
-    return Problem(line_of(lines, loc), shown(loc) or None, code, values, _LINE)
-
-
-_UNION_MEMBER = re.compile(r"^\[key\]$")  # pydantic's mark of a dict key's own error
-
-
-# pydantic's error types that need no value, and the problem each is.
-_KINDS = {
-    "int_type": ProblemCode.NOT_WHOLE_NUMBER,
-    "int_from_float": ProblemCode.NOT_WHOLE_NUMBER,
-    "float_type": ProblemCode.NOT_A_NUMBER,
-    "string_type": ProblemCode.NOT_TEXT,
-    "list_type": ProblemCode.NOT_A_LIST,
-    "dict_type": ProblemCode.NOT_A_TABLE,
-    "model_type": ProblemCode.NOT_A_TABLE,
-    "model_attributes_type": ProblemCode.NOT_A_TABLE,
-    "too_short": ProblemCode.NOT_EMPTY,
-    "string_too_short": ProblemCode.NOT_EMPTY,
-    "string_pattern_mismatch": ProblemCode.NOT_A_GROUP_NAME,
-}
-
-
-def _message(error: Mapping[str, Any]) -> tuple[ProblemCode, dict[str, Value]]:
-    """A schema error as a problem code and its values."""
-    kind, ctx = error["type"], error.get("ctx", {})
-    if kind in _KINDS:
-        return _KINDS[kind], {}
-    match kind:
-        case "greater_than_equal":
-            return ProblemCode.AT_LEAST, {"bound": _number(ctx["ge"])}
-        case "greater_than":
-            return ProblemCode.MORE_THAN, {"bound": _number(ctx["gt"])}
-        case "less_than_equal":
-            return ProblemCode.AT_MOST, {"bound": _number(ctx["le"])}
-        case "too_long":
-            return ProblemCode.TOO_MANY_ENTRIES, {"limit": int(ctx["max_length"])}
-        case "string_too_long":
-            return ProblemCode.TEXT_TOO_LONG, {"limit": int(ctx["max_length"])}
-        case "literal_error":
-            return ProblemCode.ONE_OF, {"choices": str(ctx["expected"])}
-        case "value_error" if isinstance(ctx.get("error"), Unreadable):  # core.ladder's
-            return ctx["error"].code, dict(ctx["error"].values)
-    return ProblemCode.UNREADABLE_VALUE, {"detail": str(error["msg"]).lower()}
-
-
-def _number(value: float) -> str:
-    """A bound as a person writes it: 0, 1,000, 2.5."""
-    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,}"
-
-
-def shown(path: Path) -> str:
-    """A path as a person reads it: rules[2].stages[1].approvals (arrays counted from 1)."""
-    text = ""
-    for part in path:
-        if isinstance(part, int):
-            text += f"[{part + 1}]"
-        else:
-            text += f".{part}" if text else str(part)
-    return text
-
-
-def line_of(lines: Mapping[Path, int], path: Path) -> int:
-    """The line of the deepest part of `path` the file wrote; 0 if none (the whole file)."""
-    for end in range(len(path), 0, -1):
-        if path[:end] in lines:
-            return lines[path[:end]]
-    return 0
 
 
 def _cross_checks(data: dict[str, Any], lines: Mapping[Path, int]) -> list[Problem]:
@@ -266,7 +149,7 @@ def _cross_checks(data: dict[str, Any], lines: Mapping[Path, int]) -> list[Probl
     problems: list[Problem] = []
 
     def bad(path: Path, code: ProblemCode, values: Mapping[str, Value] | None = None) -> None:
-        problems.append(Problem(line_of(lines, path), shown(path), code, values or {}, _LINE))
+        problems.append(Problem(line_of(lines, path), shown(path), code, values or {}, LINE))
 
     groups = _table(data.get("groups"))
 
@@ -394,149 +277,3 @@ def _ladder(r: _Reminders) -> Ladder:
 def _percent(value: float) -> Decimal:
     """3 -> Decimal("3"), 4.2 -> Decimal("4.2"): as the file wrote it, without float noise."""
     return Decimal(int(value)) if value.is_integer() else Decimal(repr(value))
-
-
-# --- where each key is written -------------------------------------------------------------
-
-_BARE = re.compile(r"[A-Za-z0-9_-]+")
-
-
-def key_lines(text: str) -> dict[Path, int]:
-    """The line (from 1) on which each table, key and array element of a TOML document that
-    tomllib accepted starts, by its path: ("rules", 1, "stages", 0, "group") for the group of
-    the first stage of the second [[rules]] table."""
-    return _Scanner(text).scan()
-
-
-class _Scanner:
-    """A reader of just enough TOML to place keys: tables, arrays of tables, dotted keys,
-    inline tables, arrays, and the strings and comments that may hide brackets."""
-
-    def __init__(self, text: str) -> None:
-        self.text, self.pos, self.line = text, 0, 1
-        self.lines: dict[Path, int] = {}
-        self.tables: dict[Path, int] = {}  # array of tables -> elements so far
-
-    def scan(self) -> dict[Path, int]:
-        base: Path = ()
-        while self._skip(newlines=True):
-            if self._peek() == "[":
-                base = self._header()
-            else:
-                self._pair(base)
-        return self.lines
-
-    def _peek(self, ahead: int = 0) -> str:
-        at = self.pos + ahead
-        return self.text[at] if at < len(self.text) else ""
-
-    def _skip(self, *, newlines: bool) -> bool:
-        """Past spaces, comments and (if allowed) line ends; False at the end of the text."""
-        while self.pos < len(self.text):
-            c = self.text[self.pos]
-            if c in " \t\r":
-                self.pos += 1
-            elif c == "\n" and newlines:
-                self.pos += 1
-                self.line += 1
-            elif c == "#":
-                while self.pos < len(self.text) and self.text[self.pos] != "\n":
-                    self.pos += 1
-            else:
-                return True
-        return False
-
-    def _header(self) -> Path:
-        many = self._peek(1) == "["
-        self.pos += 2 if many else 1
-        path = self._key()
-        self._skip(newlines=False)
-        self.pos += 2 if many else 1
-        if many:
-            index = self.tables.get(path, 0)
-            self.tables[path] = index + 1
-            self.lines.setdefault(path, self.line)
-            path = (*path, index)
-        self.lines.setdefault(path, self.line)
-        return path
-
-    def _key(self) -> Path:
-        """A dotted key."""
-        parts: list[str | int] = []
-        while True:
-            self._skip(newlines=False)
-            c = self._peek()
-            if c in "\"'":
-                start = self.pos
-                self._string()
-                parts.append(tomllib.loads(f"k = {self.text[start : self.pos]}")["k"])
-            else:
-                found = _BARE.match(self.text, self.pos)
-                if found is None:
-                    break
-                parts.append(found[0])
-                self.pos = found.end()
-            self._skip(newlines=False)
-            if self._peek() != ".":
-                break
-            self.pos += 1
-        return tuple(parts)
-
-    def _pair(self, base: Path) -> None:
-        """key = value, recording the key (and each prefix of a dotted key) and the value's
-        inner keys and elements."""
-        line = self.line
-        key = self._key()
-        for end in range(1, len(key) + 1):
-            self.lines.setdefault((*base, *key[:end]), line)
-        self._skip(newlines=False)
-        self.pos += 1  # "="
-        self._value((*base, *key))
-
-    def _value(self, path: Path) -> None:
-        self._skip(newlines=True)
-        c = self._peek()
-        if c == "{":
-            self.pos += 1
-            while self._skip(newlines=True) and self._peek() != "}":
-                if self._peek() == ",":
-                    self.pos += 1
-                    continue
-                self._pair(path)
-            self.pos += 1
-        elif c == "[":
-            self.pos += 1
-            index = 0
-            while self._skip(newlines=True) and self._peek() != "]":
-                if self._peek() == ",":
-                    self.pos += 1
-                    continue
-                self.lines.setdefault((*path, index), self.line)
-                self._value((*path, index))
-                index += 1
-            self.pos += 1
-        elif c in "\"'":
-            self._string()
-        else:  # a number, date, boolean: up to the next delimiter
-            while self.pos < len(self.text) and self.text[self.pos] not in ",]}#\n":
-                self.pos += 1
-
-    def _string(self) -> None:
-        quote = self._peek()
-        triple = self.text.startswith(quote * 3, self.pos)
-        end = quote * 3 if triple else quote
-        self.pos += len(end)
-        while self.pos < len(self.text):
-            c = self.text[self.pos]
-            if c == "\\" and quote == '"':
-                self.pos += 2
-                continue
-            if c == "\n":
-                self.line += 1
-            if self.text.startswith(end, self.pos):
-                self.pos += len(end)
-                # A multi-line string may end with up to two more quotes of its own.
-                while triple and self._peek() == quote:
-                    self.pos += 1
-                return
-            self.pos += 1

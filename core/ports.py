@@ -357,6 +357,12 @@ class Offload(Protocol):
         """The result of `work()`, computed elsewhere."""
 
 
+async def run_inline(work: Callable[[], T], /) -> T:
+    """An Offload that runs the work right here: for the CLI and tests, which have no event
+    loop to keep free for others."""
+    return work()
+
+
 class SendSession(Protocol):
     """One channel to the provider that carries consecutive sends (an SMTP connection)."""
 

@@ -16,12 +16,12 @@ from core.closing import settle_unknown
 from core.errors import AlreadyResolved, IllegalTransition, NotAnAdmin
 from core.jobs import Job, Stamp
 from core.opening import Revision, revise_in
-from core.people import is_admin
 from core.policies import Rules
 from core.ports import Store, Tx
 from core.sends import cancel_open_effects
 from core.states import NEEDS_REVIEW, Action, State
 from core.transitions import load, move, retry_on_stale
+from core.users import is_admin
 
 # Every move a choice makes carries this, so the trail tells the queue from the CLI.
 NOTE = "from the Telegram review queue"

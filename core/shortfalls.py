@@ -24,7 +24,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from core.policies import Outcome, Policy, Route, Stage, StageReason, Tally
+from core.policies import Outcome, Policy, Stage
+from core.routes import Route, StageReason
+from core.tally import Tally
 
 
 @dataclass(frozen=True)

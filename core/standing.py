@@ -11,21 +11,12 @@ from core import notices
 from core.delegations import Delegation, acting_for
 from core.jobs import Job
 from core.notices import Notice
-from core.policies import (
-    DEFAULT_GROUP,
-    Decision,
-    Outcome,
-    People,
-    Policy,
-    Role,
-    Route,
-    Tally,
-    route_for,
-    tally,
-)
+from core.policies import DEFAULT_GROUP, Decision, Outcome, Policy, Role
 from core.ports import ReadTx, Tx
+from core.routes import Route, route_for
 from core.shortfalls import Shortfall, shortfalls
 from core.states import State
+from core.tally import People, Tally, tally
 
 
 async def policy_now(tx: ReadTx, default: Policy) -> Policy:

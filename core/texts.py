@@ -34,3 +34,14 @@ def flatten(text: str) -> str:
     space, no leading or trailing space, and the INVISIBLE characters removed."""
     visible = _INVISIBLE.sub("", _BREAKS.sub(" ", text))
     return " ".join(visible.split())
+
+
+# How much of a person's text a refusal repeats: enough to recognise it, short on a phone.
+ECHO_LIMIT = 40
+
+
+def echo(text: str) -> str:
+    """Typed text as a refusal repeats it: quoted, with control, format and other unprintable
+    characters escaped (a NUL, a right-to-left mark), and cut after ECHO_LIMIT characters."""
+    cut = text if len(text) <= ECHO_LIMIT else text[:ECHO_LIMIT] + "…"
+    return repr(cut)

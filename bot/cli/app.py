@@ -19,11 +19,12 @@ from bot.cli.purchasing import sheets_app, suppliers_app
 from bot.cli.retention import purge
 from bot.config import Settings, write_env_file
 from core import closing, opening, people, standing, transitions
-from core.arguments import BIGINT_MAX, echo
+from core.arguments import BIGINT_MAX
 from core.errors import ConfigError
 from core.jobs import Job
 from core.policies import Role
 from core.states import NEEDS_REVIEW, Action, State
+from core.texts import echo
 from store.migrate import upgrade
 from store.sql import SqlStore
 

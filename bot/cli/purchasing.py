@@ -16,7 +16,7 @@ from bot.config import Settings
 from bot.parsing import parse_isolated
 from bot.problems import problem_text
 from bot.spreadsheets import read_csv_text, read_sheet
-from core import purchasing
+from core import new_terms, submissions
 from core.errors import UnreadableSheet
 from core.intake import NO_TERMS
 from core.problems import Problem
@@ -62,15 +62,15 @@ def suppliers_import(path: ExistingFile) -> None:
 
     async def work(settings: Settings, store: SqlStore) -> tuple[str, bool]:
         now = utcnow()
-        result = await purchasing.import_terms(store, table, now, actor())
+        result = await new_terms.import_terms(store, table, now, actor())
         text = texts.terms_import(result, path.name)
         if result.problems:
             return text, False
         if not result.created:
             return text, True
-        await purchasing.apply_terms(store, now, settings.rules())
+        await new_terms.apply_terms(store, now, settings.rules())
         # A running `manzoori run` may re-draft some of them first: report them all.
-        changed = await purchasing.superseded_by(store, result.version)
+        changed = await new_terms.superseded_by(store, result.version)
         return f"{text}\n{texts.superseded(changed)}", True
 
     text, ok = with_store(work)
@@ -100,9 +100,9 @@ def suppliers_list() -> None:
     typer.echo(text)
 
 
-def _sheet(path: Path) -> purchasing.Sheet:
+def _sheet(path: Path) -> submissions.Sheet:
     data, table = _load(path)
-    return purchasing.Sheet(path.name, hashlib.sha256(data).hexdigest(), table)
+    return submissions.Sheet(path.name, hashlib.sha256(data).hexdigest(), table)
 
 
 @sheets_app.command("check")
@@ -110,8 +110,8 @@ def sheets_check(path: ExistingFile) -> None:
     """Validate and price a sheet against the terms in force; store nothing (exit 1 if invalid)."""
     sheet = _sheet(path)
 
-    async def work(settings: Settings, store: SqlStore) -> purchasing.Submission:
-        return await purchasing.preview_sheet(store, sheet, settings.rules(), now=utcnow())
+    async def work(settings: Settings, store: SqlStore) -> submissions.Submission:
+        return await submissions.preview_sheet(store, sheet, settings.rules(), now=utcnow())
 
     result = with_store(work)
     typer.echo(texts.submission(result, sheet.name, preview=True))
@@ -130,10 +130,10 @@ def sheets_submit(
     """Submit a sheet for a registered requester: one PO per supplier, sent for approval."""
     sheet = _sheet(path)
 
-    async def work(settings: Settings, store: SqlStore) -> purchasing.Submission:
+    async def work(settings: Settings, store: SqlStore) -> submissions.Submission:
         now = utcnow()
         names = numbering(now, settings.tz)
-        return await purchasing.submit_sheet(store, requester, sheet, now, settings.rules(), names)
+        return await submissions.submit_sheet(store, requester, sheet, now, settings.rules(), names)
 
     result = with_store(work)
     typer.echo(texts.submission(result, sheet.name))

@@ -39,7 +39,7 @@ from bot.parsing import parse_isolated
 from bot.spreadsheets import read_csv_text
 from bot.telegram.cards import APPROVE_TEXT, REJECT_TEXT, REVIEW_TEXT
 from bot.texts import terms_import
-from core import purchasing
+from core import new_terms
 from store.migrate import upgrade
 from store.sql import SqlStore
 
@@ -211,7 +211,7 @@ class Story:
         name = "supplier-terms.csv"
         print(f"Ayesha (admin) $ manzoori suppliers import samples/{name}")
         table = parse_isolated(read_csv_text, (SAMPLES / name).read_bytes())
-        result = await purchasing.import_terms(store, table, utcnow(), "cli:ayesha")
+        result = await new_terms.import_terms(store, table, utcnow(), "cli:ayesha")
         print("   " + terms_import(result, name), flush=True)
         if result.problems:
             raise StepFailed(f"the sample terms were refused: {result.problems}")

@@ -12,7 +12,7 @@ from enum import StrEnum
 from typing import Any
 
 from bot.clock import Runtime
-from core import closing, dispatch, people, purchasing
+from core import closing, delegating, dispatch, new_terms
 from core.dispatch import Attempted
 from core.errors import AmbiguousSendError, LeaseLost, SendError
 from core.jobs import Effect, SendOrder
@@ -89,8 +89,8 @@ class OutboxRunner:
         lost attempts, claim and send."""
         now = self.runtime.now()
         await closing.expire_due(self.store, now)
-        await people.end_due_delegations(self.store, now, self.rules.approval.default_policy)
-        for item in await purchasing.apply_terms(self.store, now, self.rules):
+        await delegating.end_due_delegations(self.store, now, self.rules.approval.default_policy)
+        for item in await new_terms.apply_terms(self.store, now, self.rules):
             log.info("%s re-drafted on new terms: now %s", item.po_number, item.job.state.value)
         await dispatch.recover_stalled(self.store, now, self.sender.provider_idempotent)
         claimed = await dispatch.claim(self.store, now, self.owner, self.lease, self.batch)

@@ -19,7 +19,7 @@ from bot.i18n import ENGLISH, N_, Translator
 from bot.texts import DAY_MONTH, local_time
 from bot.web.urls import page_url
 from core.budgets import CategoryMonth
-from core.delivery import CardFacts, CardOutcome
+from core.cards import CardFacts, CardOutcome
 from core.drafts import Draft, mask_email, short_hash
 from core.jobs import Job
 from core.money import format_pkr

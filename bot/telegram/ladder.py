@@ -27,7 +27,7 @@ from bot.telegram.cards import (
 )
 from bot.texts import local_time
 from core import nudges
-from core.delivery import CardFacts
+from core.cards import CardFacts
 from core.ladder import Step
 from core.money import format_pkr
 from core.notices import DIGEST

@@ -34,7 +34,7 @@ from bot.telegram.texts import (
     requester_notice,
     short_stage_alert,
 )
-from core import delivery, nudges
+from core import cards, delivery, nudges
 from core.delivery import Failure, News, Undelivered
 from core.errors import LeaseLost
 from core.notices import EDITED, EVERYONE, Notice, NoticeKind, NoticeStatus
@@ -112,7 +112,7 @@ class NoticeRunner:
 
     async def _card(self, notice: Notice) -> None:
         policy, now = self.settings.approval_policy(), self.runtime.now()
-        facts = await delivery.card_to_send(self.store, notice, now, policy)
+        facts = await cards.card_to_send(self.store, notice, now, policy)
         if facts is None:  # decided, expired or re-drafted before the card went out
             return
         tr = (await self._speaking([notice.user_id]))[notice.user_id]
@@ -131,7 +131,7 @@ class NoticeRunner:
         except Exception as error:
             await self._failed(notice, classify(error))
             return
-        await delivery.card_sent(self.store, notice, sent.message_id, facts.job, self.runtime.now())
+        await cards.card_sent(self.store, notice, sent.message_id, facts.job, self.runtime.now())
 
     async def _nudge(self, notice: Notice) -> None:
         """A person's due nudge, with the others of the same step in one message."""
@@ -173,7 +173,7 @@ class NoticeRunner:
     async def _edit_cards(self, notice: Notice) -> None:
         """Edit every delivered card of the job to what is true now."""
         assert notice.job_id is not None  # CARD_EDITS are a job's
-        edits = await delivery.card_edits(
+        edits = await cards.card_edits(
             self.store, notice.job_id, self.settings.approval_policy(), self.runtime.now()
         )
         speaking = await self._speaking({edit.card.user_id for edit in edits})

@@ -15,15 +15,15 @@ from bot.i18n import N_
 from bot.telegram.context import Deps, deps_of, held_roles, holding, reply, roles_of
 from bot.telegram.language import speaking
 from bot.telegram.texts import status_list, stranger
-from core import purchasing
+from core import submissions
 from core.arguments import parse_po_number
 from core.audit import ExportFormat, Logged, export_row, render
 from core.errors import UnreadableSheet
 from core.pending import may_read_trail
 from core.policies import Role
 from core.problems import Problem
-from core.purchasing import Sheet, Submission
 from core.sheets import too_big
+from core.submissions import Sheet, Submission
 
 # A phone screen's worth; older POs are in `manzoori jobs list`.
 STATUS_LIMIT = 10
@@ -89,7 +89,7 @@ async def _submit(deps: Deps, requester_id: int, upload: Sheet) -> Submission:
     now, settings = utcnow(), deps.settings
     names = numbering(now, settings.tz)
     # Checking and pricing run in a thread, so other people's taps go on being answered.
-    return await purchasing.submit_sheet(
+    return await submissions.submit_sheet(
         deps.store, requester_id, upload, now, settings.rules(), names, offload=deps.offload
     )
 

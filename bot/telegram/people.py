@@ -19,7 +19,7 @@ from bot.telegram import texts
 from bot.telegram.context import Deps, deps_of, holding, reply, roles_of
 from bot.telegram.language import speaking
 from bot.texts import local_time
-from core import people
+from core import delegating, people
 from core.arguments import parse_user_id
 from core.delegations import parse_until
 from core.errors import DelegationRefused, GroupRefused, InviteRefused, NotAnAdmin
@@ -277,7 +277,7 @@ async def away(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     now = utcnow()
     try:
         until = parse_until(until_text, now, deps.settings.tz)
-        made = await people.delegate(
+        made = await delegating.delegate(
             deps.store,
             delegator,
             delegate_id,
@@ -315,7 +315,7 @@ async def back(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         await reply(update, tr("Usage: /back, or for an admin /back ID"))
         return
     try:
-        ended = await people.come_back(
+        ended = await delegating.come_back(
             deps.store,
             delegator,
             Stamp(f"user:{user.id}", utcnow()),

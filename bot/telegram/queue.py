@@ -29,12 +29,11 @@ from core.effects import message_id
 from core.errors import AlreadyResolved, IllegalTransition, NotAnAdmin
 from core.jobs import Effect, Job
 from core.money import format_pkr
-from core.people import is_admin
 from core.ports import ShellReadTx
 from core.review import Choice, Resolution
 from core.signing import ButtonAction
 from core.states import NEEDS_REVIEW, State
-from core.users import called
+from core.users import called, is_admin
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from datetime import datetime, tzinfo
 
 from bot.i18n import ENGLISH, N_, Translator
 from bot.texts import local_time
-from core.edits import LineDiff
+from core.drafts import LineDiff
 from core.jobs import Job
 from core.money import format_pkr
 from core.notices import NOBODY_TO_ASK, UNREACHABLE

@@ -16,7 +16,7 @@ import pytest
 from bot.spreadsheets import TOO_MUCH_TEXT, UNUSUAL_PARTS, read_csv_text
 from bot.telegram.cards import APPROVE_TEXT
 from bot.telegram.orders import SHEET_IN_FLIGHT
-from core import purchasing
+from core import new_terms
 from core.policies import Role, Verdict
 from core.sheets import MAX_DATA_ROWS, MAX_NOTE, MAX_SHEET_BYTES
 from tests.helpers.bot import TERMS, YEAR, answer, said
@@ -81,7 +81,7 @@ async def test_an_attack_and_an_upload_burst_cost_only_their_senders(
     botapi, db_url, store, tmp_path, capsys
 ):
     terms = read_csv_text(BIG_TERMS)
-    assert (await purchasing.import_terms(store, terms, T0, "test")).created
+    assert (await new_terms.import_terms(store, terms, T0, "test")).created
     async with store.begin() as tx:
         for user_id in (*BURST, *ATTACKERS):
             await tx.grant(user_id, Role.REQUESTER, "test", T0)

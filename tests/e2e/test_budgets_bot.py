@@ -9,11 +9,12 @@ from datetime import UTC, datetime
 from bot.spreadsheets import read_csv_text
 from bot.telegram.cards import APPROVE_TEXT
 from bot.telegram.notices import NoticeRunner
-from core import people, purchasing
+from core import new_terms, people
 from core.approval_policy import import_policy
 from core.budgets import month_of
 from core.jobs import Stamp
-from core.policies import PAKISTAN, Policy, Route, StageReason
+from core.policies import PAKISTAN, Policy
+from core.routes import Route, StageReason
 from core.states import State
 from tests.helpers.bot import (
     PO,
@@ -58,7 +59,7 @@ async def shop(botapi, run, policy: str) -> None:
     tagged = [rows[0] + ",category"]
     tagged += [row + (",Chargers" if ",CHG-" in row else ",") for row in rows[1:]]
     terms = read_csv_text("\n".join(tagged).encode())
-    assert (await purchasing.import_terms(run.store, terms, T0, "test")).created
+    assert (await new_terms.import_terms(run.store, terms, T0, "test")).created
     assert (await import_policy(run.store, policy, T0, "cli:test")).created
     for user_id, name, group in ((APPROVER_A, "Ali", "managers"), (APPROVER_B, "Sana", "owners")):
         botapi.user(user_id, name, started=True)

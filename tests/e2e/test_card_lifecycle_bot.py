@@ -17,7 +17,7 @@ from bot.outbox.smtp import SmtpSender, SmtpServer
 from bot.spreadsheets import read_csv_text
 from bot.telegram.cards import APPROVE_TEXT, REJECT_TEXT
 from bot.telegram.notices import NoticeRunner
-from core import decisions, purchasing
+from core import decisions, new_terms
 from core.decisions import Review
 from core.policies import Verdict
 from core.states import State
@@ -116,7 +116,7 @@ async def test_a_new_draft_supersedes_the_delivered_cards(botapi, db_url, store)
     async with running_bot(botapi, db_url) as run:
         ali, ali_card, sana, sana_card = await cards_out(botapi, run)
         dearer = TERMS.read_text().replace("6500.50", "6800.00")  # the charger costs more
-        await purchasing.import_terms(run.store, read_csv_text(dearer.encode()), utcnow(), "t")
+        await new_terms.import_terms(run.store, read_csv_text(dearer.encode()), utcnow(), "t")
         await outbox_of(run).run_once()  # the runner re-drafts open POs on the new terms
         job, _, _ = await job_and_decisions(run)
         assert job.draft_version == 2

@@ -14,7 +14,7 @@ from bot.outbox.smtp import SmtpSender, SmtpServer
 from bot.spreadsheets import read_csv_text
 from bot.telegram.notices import NoticeRunner
 from bot.texts import DAY_MONTH, local_time
-from core import decisions, people, purchasing
+from core import decisions, new_terms, people
 from core.approval_policy import import_policy
 from core.decisions import Review
 from core.jobs import Stamp
@@ -65,7 +65,7 @@ async def second_card(botapi, run, price: str):
     """New terms price the charger at `price`; a second sheet makes PO-…-0002; Ali's card of it
     and its job."""
     terms = read_csv_text(TERMS.read_text().replace(CHARGER, price).encode())
-    assert (await purchasing.import_terms(run.store, terms, utcnow(), "test")).created
+    assert (await new_terms.import_terms(run.store, terms, utcnow(), "test")).created
     requester = botapi.user(REQUESTER)
     requester.send_document(b"sku,quantity\nCHG-65W,4\n", "restock-2.csv", "text/csv")
     assert (await requester.next_message()).text.startswith("restock-2.csv accepted")

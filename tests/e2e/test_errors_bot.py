@@ -46,7 +46,8 @@ def logged_failures(caplog) -> list[logging.LogRecord]:
 async def test_a_tap_that_fails_before_deciding_gets_an_apology_and_a_retry_counts(
     botapi, db_url, store, monkeypatch, caplog
 ):
-    monkeypatch.setattr(deciding, "decide", fail_first_call(deciding.decide, after_committing=False)
+    monkeypatch.setattr(
+        deciding, "decide", fail_first_call(deciding.decide, after_committing=False)
     )
     async with running_bot(botapi, db_url) as run:
         ali, ali_card, _sana, _sana_card = await cards_out(botapi, run)

@@ -22,7 +22,7 @@ from bot.telegram.decisions import DETAILS_IN_FLIGHT, DETAILS_SENDING
 from bot.telegram.fairness import STRANGER_REPLIES, Shares
 from bot.telegram.notices import NoticeRunner
 from bot.telegram.orders import SHEET_IN_FLIGHT
-from core import purchasing
+from core import new_terms
 from core.states import State
 from store import schema
 from store.sql import SqlStore, SqlTx
@@ -55,7 +55,7 @@ async def big_cards_out(botapi, run):
         for n in range(LINES)
     ]
     table = read_csv_text("\n".join(terms).encode())
-    assert (await purchasing.import_terms(run.store, table, T0, "test")).created
+    assert (await new_terms.import_terms(run.store, table, T0, "test")).created
     ali = botapi.user(APPROVER_A, "Ali", started=True)
     sana = botapi.user(APPROVER_B, "Sana", started=True)
     async with run.store.begin() as tx:

@@ -26,7 +26,7 @@ from bot.clock import utcnow
 from bot.spreadsheets import read_csv_text
 from bot.telegram.cards import APPROVE_TEXT, REVIEW_TEXT
 from bot.telegram.notices import NoticeRunner
-from core import opening, purchasing
+from core import new_terms, opening
 from core.jobs import Stamp
 from core.opening import Revision
 from core.states import State
@@ -68,7 +68,7 @@ async def mini_app_bot(botapi, db_url, smtp_sink=None) -> AsyncIterator[BotRun]:
 async def long_po_out(botapi, run, lines: int):
     """A PO of `lines` lines from one supplier, its cards with Ali and Sana."""
     table = read_csv_text(long_terms(lines))
-    assert (await purchasing.import_terms(run.store, table, T0, "test")).created
+    assert (await new_terms.import_terms(run.store, table, T0, "test")).created
     ali = botapi.user(APPROVER_A, "Ali", started=True)
     sana = botapi.user(APPROVER_B, "Sana", started=True)
     async with run.store.begin() as tx:

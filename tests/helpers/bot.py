@@ -20,7 +20,7 @@ from bot.config import Settings
 from bot.dev.botapi import Emulator
 from bot.spreadsheets import read_csv_text
 from bot.telegram.notices import NoticeRunner
-from core import purchasing
+from core import new_terms
 from store import schema
 from store.engine import SQLITE_BUSY_TIMEOUT_MS, make_engine
 from store.sql import SqlStore
@@ -93,7 +93,7 @@ async def said(user) -> str:
 
 async def with_terms(store) -> None:
     """The supplier terms of tests/data/terms/good.csv, imported."""
-    result = await purchasing.import_terms(store, read_csv_text(TERMS.read_bytes()), T0, "test")
+    result = await new_terms.import_terms(store, read_csv_text(TERMS.read_bytes()), T0, "test")
     assert result.created
 
 

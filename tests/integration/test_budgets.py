@@ -13,15 +13,16 @@ import pytest
 from sqlalchemy import select
 
 from bot.problems import problem_lines
-from core import decisions, people, purchasing
+from core import decisions, new_terms, people, submissions
 from core.approval_policy import import_policy
 from core.budgets import month_of
 from core.decisions import Review
 from core.errors import ReasonRequired
 from core.jobs import Job, Stamp
-from core.policies import PAKISTAN, Route, Rules, Stage, StageReason, Verdict
-from core.purchasing import Numbering, Sheet
+from core.policies import PAKISTAN, Rules, Stage, Verdict
+from core.routes import Route, StageReason
 from core.states import State
+from core.submissions import Numbering, Sheet
 from core.tables import Row, Table
 from core.terms import REQUIRED
 from store import schema
@@ -82,7 +83,7 @@ def sheet(*rows: tuple[str, str, str]) -> Sheet:
 
 async def submitted(store: SqlStore, at: datetime, *rows: tuple[str, str, str]) -> list[Job]:
     numbering = Numbering(2026, lambda: str(uuid.uuid4()))
-    done = await purchasing.submit_sheet(store, REQUESTER, sheet(*rows), at, RULES, numbering)
+    done = await submissions.submit_sheet(store, REQUESTER, sheet(*rows), at, RULES, numbering)
     assert done.problems == ()
     return [job for job, _ in done.orders]
 
@@ -102,7 +103,7 @@ async def spend(store: SqlStore, at: datetime, excluding: str | None = None) -> 
 @pytest.fixture
 async def shop(store: SqlStore) -> SqlStore:
     """Terms with categories in force."""
-    done = await purchasing.import_terms(store, terms_table(), DECEMBER, "test")
+    done = await new_terms.import_terms(store, terms_table(), DECEMBER, "test")
     assert done.created
     return store
 
@@ -207,7 +208,7 @@ async def test_a_hard_budget_refuses_the_whole_sheet_with_its_figures(shop: SqlS
     # Two POs, Rs 30,000 of chargers each: within the month alone, over it together.
     rows = ((CHG, "3", "SUP-A"), (CHG, "3", "SUP-B"), (BAT, "10", "SUP-B"))
     numbering = Numbering(2026, lambda: str(uuid.uuid4()))
-    refused = await purchasing.submit_sheet(
+    refused = await submissions.submit_sheet(
         shop, REQUESTER, sheet(*rows), DECEMBER, RULES, numbering
     )
     figures = [
@@ -215,7 +216,7 @@ async def test_a_hard_budget_refuses_the_whole_sheet_with_its_figures(shop: SqlS
         "this sheet uses Rs 60,000.00, over by Rs 10,000.00."
     ]
     assert problem_lines(refused.problems) == figures and refused.orders == ()
-    preview = await purchasing.preview_sheet(shop, sheet(*rows), RULES, now=DECEMBER)
+    preview = await submissions.preview_sheet(shop, sheet(*rows), RULES, now=DECEMBER)
     assert problem_lines(preview.problems) == figures
     async with shop.reading() as tx:
         assert await tx.list_jobs(None, 10) == []

@@ -19,7 +19,7 @@ from sqlalchemy import func, select
 from bot.clock import utcnow
 from bot.problems import problem_text
 from bot.spreadsheets import NOT_A_SHEET, NOT_CSV, read_csv_text
-from core import decisions, purchasing
+from core import decisions, new_terms
 from core.decisions import Review
 from core.errors import DraftChanged
 from core.intake import NO_TERMS
@@ -185,7 +185,7 @@ def test_new_terms_while_manzoori_run_holds_the_database(cli, db_url, tmp_path, 
 
         async def import_only(store: SqlStore):
             table = read_csv_text(dearer.encode())
-            return await purchasing.import_terms(store, table, utcnow(), "test")
+            return await new_terms.import_terms(store, table, utcnow(), "test")
 
         assert with_store(db_url, import_only).created
         _wait_for(lambda: _job(db_url, f"PO-{YEAR}-0001").draft_version == 2, "the re-draft")

@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import pytest
 
-from core import decisions, opening, people
+from core import decisions, delegating, opening, people
 from core.approval_policy import import_policy
 from core.decisions import Review
 from core.errors import DelegationEnded, DelegationRefused, NotAnAdmin
@@ -56,17 +56,17 @@ async def test_a_delegation_ends_at_its_time_and_the_cards_go_back(store):
     job = await waiting_for_ali(store)
     assert await card_keys(store, job) == [f"card:{PO}:v1:{APPROVER_A}"]
     at = T0 + timedelta(minutes=1)
-    made = await people.delegate(
+    made = await delegating.delegate(
         store, APPROVER_A, APPROVER_B, T0 + timedelta(hours=1), Stamp("user:2001", at), DEFAULT
     )
     assert (made.delegator, made.delegate, made.ended_at) == (APPROVER_A, APPROVER_B, None)
     assert f"card:{PO}:v1:{APPROVER_B}:for{APPROVER_A}" in await card_keys(store, job)
 
-    assert await people.end_due_delegations(store, T0 + timedelta(minutes=30), DEFAULT) == []
+    assert await delegating.end_due_delegations(store, T0 + timedelta(minutes=30), DEFAULT) == []
     later = T0 + timedelta(hours=2)
-    [ended] = await people.end_due_delegations(store, later, DEFAULT)
+    [ended] = await delegating.end_due_delegations(store, later, DEFAULT)
     assert ended.id == made.id and ended.ended_at == made.until  # at its time, not the sweep's
-    assert await people.end_due_delegations(store, later, DEFAULT) == []  # once only
+    assert await delegating.end_due_delegations(store, later, DEFAULT) == []  # once only
     assert f"card:{PO}:v1:{APPROVER_A}:back{made.id}" in await card_keys(store, job)
     assert any(key.endswith(f":back{made.id}") for key in await edits(store, job))
 
@@ -82,7 +82,7 @@ async def test_a_delegation_ends_at_its_time_and_the_cards_go_back(store):
 async def test_the_delegates_approval_counts_as_the_delegators(store):
     job = await waiting_for_ali(store)
     until = T0 + timedelta(days=1)
-    await people.delegate(store, APPROVER_A, APPROVER_B, until, Stamp("user:2001", T0), DEFAULT)
+    await delegating.delegate(store, APPROVER_A, APPROVER_B, until, Stamp("user:2001", T0), DEFAULT)
     result = await decisions.decide(store, review(job, APPROVER_B), T0, Rules())
     assert result.decision.on_behalf_of == APPROVER_A
     assert result.job.state.value == "APPROVED"
@@ -94,9 +94,11 @@ async def test_the_delegates_approval_counts_as_the_delegators(store):
 async def test_a_new_delegation_or_a_lost_role_ends_the_one_before(store):
     job = await waiting_for_ali(store)
     until = T0 + timedelta(days=1)
-    first = await people.delegate(store, APPROVER_A, APPROVER_B, until, Stamp("t", T0), DEFAULT)
+    first = await delegating.delegate(store, APPROVER_A, APPROVER_B, until, Stamp("t", T0), DEFAULT)
     at = T0 + timedelta(minutes=5)
-    second = await people.delegate(store, APPROVER_A, APPROVER_C, until, Stamp("t", at), DEFAULT)
+    second = await delegating.delegate(
+        store, APPROVER_A, APPROVER_C, until, Stamp("t", at), DEFAULT
+    )
     assert second.id != first.id
     assert f"card:{PO}:v1:{APPROVER_C}:for{APPROVER_A}" in await card_keys(store, job)
     assert f"card:{PO}:v1:{APPROVER_A}:back{first.id}" not in await card_keys(store, job)
@@ -107,24 +109,24 @@ async def test_a_new_delegation_or_a_lost_role_ends_the_one_before(store):
     await people.revoke_roles(store, APPROVER_C, Stamp("cli:root", gone), frozenset(), DEFAULT)
     assert f"card:{PO}:v1:{APPROVER_A}:back{second.id}" in await card_keys(store, job)
     with pytest.raises(DelegationRefused, match="no delegation to end"):
-        await people.come_back(store, APPROVER_A, Stamp("t", gone), DEFAULT)
+        await delegating.come_back(store, APPROVER_A, Stamp("t", gone), DEFAULT)
 
 
 async def test_only_an_admin_sets_or_ends_someone_elses_delegation(store):
     await waiting_for_ali(store)
     until = T0 + timedelta(days=1)
     with pytest.raises(NotAnAdmin):
-        await people.delegate(
+        await delegating.delegate(
             store, APPROVER_A, APPROVER_B, until, Stamp("t", T0), DEFAULT, acting_id=APPROVER_C
         )
     admin = 9001
-    made = await people.delegate(
+    made = await delegating.delegate(
         store, APPROVER_A, APPROVER_B, until, Stamp("t", T0), DEFAULT,
         acting_id=admin, configured_admins=frozenset({admin}),
     )  # fmt: skip
     with pytest.raises(NotAnAdmin):
-        await people.come_back(store, APPROVER_A, Stamp("t", T0), DEFAULT, acting_id=APPROVER_B)
-    ended = await people.come_back(store, APPROVER_A, Stamp("t", T0), DEFAULT)
+        await delegating.come_back(store, APPROVER_A, Stamp("t", T0), DEFAULT, acting_id=APPROVER_B)
+    ended = await delegating.come_back(store, APPROVER_A, Stamp("t", T0), DEFAULT)
     assert ended.id == made.id and ended.ended_at == T0
 
 
@@ -144,7 +146,7 @@ async def test_a_hand_over_after_approval_does_not_undo_it_at_send_time(store):
     assert done.job.state.value == "APPROVED"
     later = T0 + timedelta(minutes=2)
     until = T0 + timedelta(days=1)
-    await people.delegate(store, APPROVER_A, APPROVER_C, until, Stamp("t", later), DEFAULT)
+    await delegating.delegate(store, APPROVER_A, APPROVER_C, until, Stamp("t", later), DEFAULT)
     async with store.reading() as tx:
         job = await tx.job_by_po(PO)
         where = await standing(tx, job, later, DEFAULT)

@@ -13,8 +13,8 @@ from core import decisions as deciding
 from core import opening, people
 from core.approval_policy import import_policy
 from core.decisions import Review
-from core.drafts import Draft, DraftLine, draft_hash, short_hash
-from core.edits import Edit, LineChange, LineDiff, approve_with_changes
+from core.drafts import Draft, DraftLine, LineDiff, draft_hash, short_hash
+from core.edits import Edit, LineChange, approve_with_changes
 from core.errors import (
     ClientIdReused,
     DraftChanged,

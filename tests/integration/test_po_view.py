@@ -19,7 +19,8 @@ from core.errors import AlreadyDecided, NotAnApprover, ReadRefused, SelfApproval
 from core.flags import FlagCode
 from core.jobs import Stamp
 from core.po_view import LastSent, po_view
-from core.policies import ApprovalPolicy, Outcome, Policy, Role, Rules, StageReason, Verdict
+from core.policies import ApprovalPolicy, Outcome, Policy, Role, Rules, Verdict
+from core.routes import StageReason
 from core.states import State
 from store.sql import SqlStore
 from tests.helpers.factories import APPROVER_A, APPROVER_B, OUTSIDER, REQUESTER, T0, new_job

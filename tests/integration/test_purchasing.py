@@ -23,7 +23,7 @@ from bot.clock import Runtime
 from bot.outbox.runner import OutboxRunner
 from bot.outbox.smtp import SmtpSender, SmtpServer
 from bot.problems import PROBLEM_TEXTS, problem_lines
-from core import decisions, purchasing
+from core import decisions, new_terms, submissions
 from core.decisions import Review
 from core.drafts import Flag
 from core.effects import EffectStatus
@@ -34,8 +34,8 @@ from core.jobs import WORKFLOW_VERSION
 from core.notices import NOBODY_TO_ASK, NoticeKind
 from core.policies import Role, Rules, Verdict
 from core.problems import ProblemCode
-from core.purchasing import Numbering, Sheet
 from core.states import State
+from core.submissions import Numbering, Sheet
 from core.tables import Row, Table
 from core.terms import REQUIRED
 from store import schema
@@ -112,13 +112,13 @@ def new_id() -> str:
 
 
 async def imported(store, offers=OFFERS, at=T0, **layout) -> str:
-    result = await purchasing.import_terms(store, terms_table(offers, **layout), at, "cli:admin")
+    result = await new_terms.import_terms(store, terms_table(offers, **layout), at, "cli:admin")
     assert not result.problems, result.problems
     return result.version
 
 
 async def submit(store, the_sheet, requester=REQUESTER, at=T0, year=2026):
-    return await purchasing.submit_sheet(
+    return await submissions.submit_sheet(
         store, requester, the_sheet, at, RULES, Numbering(year, new_id)
     )
 
@@ -181,7 +181,7 @@ async def send(store, sink, job, at=T0) -> None:
 
 
 async def test_first_import_creates_a_version_with_its_counts(store):
-    result = await purchasing.import_terms(store, terms_table(), T0, "cli:admin")
+    result = await new_terms.import_terms(store, terms_table(), T0, "cli:admin")
     assert result.created and result.problems == ()
     assert VERSION_ID.match(result.version)
     assert result.version.startswith("20261129T090000Z-")
@@ -201,13 +201,13 @@ async def test_first_import_creates_a_version_with_its_counts(store):
 async def test_the_version_id_names_the_import_time_in_utc(store):
     """An import timed in Karachi (UTC+5) is still named by its UTC time: 09:00Z, not 14:00Z."""
     karachi = T0.astimezone(timezone(timedelta(hours=5)))
-    result = await purchasing.import_terms(store, terms_table(), karachi, "cli:admin")
+    result = await new_terms.import_terms(store, terms_table(), karachi, "cli:admin")
     assert result.version.startswith("20261129T090000Z-")
 
 
 async def test_the_same_content_again_is_no_new_version(store):
     first = await imported(store)
-    again = await purchasing.import_terms(store, terms_table(), T1, "cli:other")
+    again = await new_terms.import_terms(store, terms_table(), T1, "cli:other")
     assert (again.created, again.version, again.problems) == (False, first, ())
     # rows shuffled, columns in another order, headers spelled another way, "250" for "250.00"
     columns = tuple(reversed(HEADER))
@@ -215,7 +215,7 @@ async def test_the_same_content_again_is_no_new_version(store):
               "supplier name", " Supplier_ID ")  # fmt: skip
     shuffled = (OFFERS[2], changed(OFFERS, "SUP-A", CBL, price="250")[0], OFFERS[3], OFFERS[1])
     layout = terms_table(shuffled, columns=columns, header=header)
-    same = await purchasing.import_terms(store, layout, T2, "cli:other")
+    same = await new_terms.import_terms(store, layout, T2, "cli:other")
     assert (same.created, same.version, same.problems) == (False, first, ())
     assert await counts(store, "terms_versions", "terms_suppliers", "terms_offers") == {
         "terms_versions": 1,
@@ -226,7 +226,7 @@ async def test_the_same_content_again_is_no_new_version(store):
 
 async def test_changed_terms_make_a_new_version_and_the_old_one_stays_readable(store, db_url):
     old = await imported(store)
-    result = await purchasing.import_terms(
+    result = await new_terms.import_terms(
         store, terms_table(changed(OFFERS, "SUP-A", CBL, price="260")), T1, "cli:admin"
     )
     assert result.created and result.version != old and VERSION_ID.match(result.version)
@@ -251,7 +251,7 @@ async def test_changed_terms_make_a_new_version_and_the_old_one_stays_readable(s
 async def test_going_back_to_earlier_content_makes_it_current_again(store):
     first = await imported(store)
     second = await imported(store, changed(OFFERS, "SUP-A", CBL, price="260"), at=T1)
-    back = await purchasing.import_terms(store, terms_table(), T2, "cli:admin")
+    back = await new_terms.import_terms(store, terms_table(), T2, "cli:admin")
     assert back.created and back.version not in (first, second)
     async with store.begin() as tx:
         assert (await tx.current_terms()).offer("SUP-A", CBL).unit_price_paisa == 25_000
@@ -261,13 +261,13 @@ async def test_an_invalid_file_imports_nothing_and_names_line_and_column(store):
     version = await imported(store)
     before = await counts(store, "terms_versions", "terms_suppliers", "terms_offers")
     bad = changed(OFFERS, "SUP-B", BAT, price="-320.50")  # line 4: header is line 1
-    result = await purchasing.import_terms(store, terms_table(bad), T1, "cli:admin")
+    result = await new_terms.import_terms(store, terms_table(bad), T1, "cli:admin")
     assert not result.created and result.version == ""
     assert problem_lines(result.problems) == ["Line 4, unit_price_pkr: must not be negative"]
     two_bad = terms_table(
         bad, suppliers={**SUPPLIERS, "SUP-A": (A_NAME, "not-an-address")}
     )  # lines 2 and 3 carry SUP-A's address
-    result = await purchasing.import_terms(store, two_bad, T1, "cli:admin")
+    result = await new_terms.import_terms(store, two_bad, T1, "cli:admin")
     not_an_address = PROBLEM_TEXTS[ProblemCode.NOT_AN_ADDRESS].format(value='"not-an-address"')
     assert problem_lines(result.problems) == [
         f"Line 2, supplier_email: {not_an_address}",
@@ -283,7 +283,7 @@ async def test_an_invalid_file_imports_nothing_and_names_line_and_column(store):
 async def test_an_absurdly_large_number_in_terms_is_a_problem_not_a_crash(store):
     """Unbounded, it would overflow the BIGINT columns on insert (fixed in bb14c03)."""
     huge = changed(OFFERS, "SUP-A", ADP, high="99999999999999999999")
-    result = await purchasing.import_terms(store, terms_table(huge), T0, "cli:admin")
+    result = await new_terms.import_terms(store, terms_table(huge), T0, "cli:admin")
     assert not result.created
     lines = problem_lines(result.problems)
     assert any(line.startswith("Line 3, max_qty:") for line in lines), lines
@@ -296,7 +296,7 @@ async def test_concurrent_first_imports_of_the_same_file_make_one_version(store,
     stores = [SqlStore(make_engine(db_url), DATA_KEY) for _ in range(2)]
     try:
         results = await asyncio.gather(
-            *(purchasing.import_terms(s, terms_table(), T0, "cli:admin") for s in stores)
+            *(new_terms.import_terms(s, terms_table(), T0, "cli:admin") for s in stores)
         )
     finally:
         for s in stores:
@@ -312,7 +312,7 @@ async def test_concurrent_imports_of_new_terms_make_one_version(store, db_url):
     new = terms_table(changed(OFFERS, "SUP-A", CBL, price="260"))
     try:
         results = await asyncio.gather(
-            *(purchasing.import_terms(s, new, T1, "cli:admin") for s in stores)
+            *(new_terms.import_terms(s, new, T1, "cli:admin") for s in stores)
         )
     finally:
         for s in stores:
@@ -327,7 +327,7 @@ async def test_reverting_terms_within_the_same_second_works(store):
     again, which is put back in force rather than inserted twice (fixed in ad0c4db)."""
     first = await imported(store)
     await imported(store, changed(OFFERS, "SUP-A", CBL, price="260"))
-    back = await purchasing.import_terms(store, terms_table(), T0, "cli:admin")
+    back = await new_terms.import_terms(store, terms_table(), T0, "cli:admin")
     assert (back.problems, back.version) == ((), first)
     async with store.begin() as tx:
         current = await tx.current_terms()
@@ -505,7 +505,7 @@ async def test_an_absurd_quantity_is_a_problem_not_a_crash(store):
 async def test_nothing_can_be_priced_before_terms_are_imported(store):
     result = await submit(store, MIXED)
     assert result.problems == (NO_TERMS,) and result.orders == ()
-    preview = await purchasing.preview_sheet(store, MIXED, RULES)
+    preview = await submissions.preview_sheet(store, MIXED, RULES)
     assert preview.problems == (NO_TERMS,)
     assert await counts(store, "jobs", "submissions", "po_serials") == {
         "jobs": 0,
@@ -516,7 +516,7 @@ async def test_nothing_can_be_priced_before_terms_are_imported(store):
 
 async def test_preview_prices_like_a_submission_and_stores_nothing(store):
     await imported(store)
-    preview = await purchasing.preview_sheet(store, MIXED, RULES)
+    preview = await submissions.preview_sheet(store, MIXED, RULES)
     assert [d.po_number for _, d in preview.orders] == ["NEW-1", "NEW-2"]
     assert await counts(store, "jobs", "po_serials", "submissions") == {
         "jobs": 0,
@@ -578,7 +578,7 @@ async def test_a_sent_po_is_the_price_history_and_a_drafted_one_is_not(store, sm
     )
     assert draft_b.flags == ()  # PO-2026-0002 at 320.50 was never sent: no history
     # just under five times the last order is no jump
-    [(_, draft)] = (await purchasing.preview_sheet(store, sheet((ADP, "9", "", "")), RULES)).orders
+    [(_, draft)] = (await submissions.preview_sheet(store, sheet((ADP, "9", "", "")), RULES)).orders
     assert draft.flags == ()
 
 
@@ -590,7 +590,7 @@ async def test_the_last_sent_po_is_the_one_compared_with(store, smtp_sink):
     [second] = await submitted(store, sheet((CBL, "11", "SUP-A", "")), at=T1)
     await send(store, smtp_sink, second, at=T1)
     await imported(store, changed(OFFERS, "SUP-A", CBL, price="270"), at=T2)
-    preview = await purchasing.preview_sheet(store, sheet((CBL, "12", "SUP-A", "")), RULES)
+    preview = await submissions.preview_sheet(store, sheet((CBL, "12", "SUP-A", "")), RULES)
     [(_, draft)] = preview.orders
     assert draft.flags == (Flag(FlagCode.PRICE_CHANGED, CBL, (26_000, 27_000), second.po_number),)
 
@@ -629,7 +629,7 @@ async def test_new_prices_redraft_waiting_and_approved_pos_only(store, smtp_sink
     assert pending.status is EffectStatus.PENDING
 
     v2 = await imported(store, changed(OFFERS, "SUP-A", CBL, price="260"), at=T1)
-    result = sorted(await purchasing.apply_terms(store, T1, RULES), key=lambda r: r.po_number)
+    result = sorted(await new_terms.apply_terms(store, T1, RULES), key=lambda r: r.po_number)
 
     assert [r.po_number for r in result] == [awaiting.po_number, approved.po_number]
     change = Flag(FlagCode.TERMS_PRICE_CHANGED, CBL, (25_000, 26_000), v1)
@@ -673,7 +673,7 @@ async def test_new_prices_redraft_waiting_and_approved_pos_only(store, smtp_sink
         )
         assert "terms_checked" not in [e.action for e in trail]
     # nothing is left to check
-    assert await purchasing.apply_terms(store, T2, RULES) == []
+    assert await new_terms.apply_terms(store, T2, RULES) == []
 
 
 async def test_two_processes_applying_the_same_terms_redraft_once(store, db_url):
@@ -683,13 +683,13 @@ async def test_two_processes_applying_the_same_terms_redraft_once(store, db_url)
     v2 = await imported(store, changed(OFFERS, "SUP-A", CBL, price="260"), at=T1)
     stores = [SqlStore(make_engine(db_url), DATA_KEY) for _ in range(3)]
     try:
-        results = await asyncio.gather(*(purchasing.apply_terms(s, T1, RULES) for s in stores))
+        results = await asyncio.gather(*(new_terms.apply_terms(s, T1, RULES) for s in stores))
     finally:
         for s in stores:
             await s.close()
     assert sorted(len(r) for r in results) == [0, 0, 1]  # one process re-drafted it
     # any process can tell what the version did, from the audit trail
-    assert await purchasing.superseded_by(store, v2) == [r for rs in results for r in rs]
+    assert await new_terms.superseded_by(store, v2) == [r for rs in results for r in rs]
     job, draft, _, trail = await reload(store, job)
     assert (job.draft_version, draft.lines[0].unit_price_paisa) == (2, 26_000)
     assert [e.action for e in trail].count("revise") == 1
@@ -699,9 +699,7 @@ async def test_withdrawn_skus_leave_the_po_and_an_empty_po_is_cancelled(store):
     v1 = await imported(store)
     both, only_bat = await submitted(store, MIXED)  # SUP-A: ADP + CBL; SUP-B: BAT
     await imported(store, without(without(OFFERS, "SUP-A", ADP), "SUP-B", BAT), at=T1)
-    first, second = sorted(
-        await purchasing.apply_terms(store, T1, RULES), key=lambda r: r.po_number
-    )
+    first, second = sorted(await new_terms.apply_terms(store, T1, RULES), key=lambda r: r.po_number)
 
     assert first.po_number == both.po_number and first.previous_version == 1
     assert first.changes == (Flag(FlagCode.SKU_WITHDRAWN, ADP, (2,), v1),)
@@ -714,14 +712,14 @@ async def test_withdrawn_skus_leave_the_po_and_an_empty_po_is_cancelled(store):
     job, _, effects, trail = await reload(store, only_bat)
     assert second.job == job and job.state is State.CANCELLED and effects == []
     assert job.draft_version == 1 and trail[-1].action == "cancel"
-    assert await purchasing.apply_terms(store, T2, RULES) == []
+    assert await new_terms.apply_terms(store, T2, RULES) == []
 
 
 async def test_new_order_limits_redraft_the_po(store):
     v1 = await imported(store)
     [job] = await submitted(store, sheet((CBL, "10", "SUP-A", "")))
     await imported(store, changed(OFFERS, "SUP-A", CBL, high="5"), at=T1)
-    [item] = await purchasing.apply_terms(store, T1, RULES)
+    [item] = await new_terms.apply_terms(store, T1, RULES)
     assert item.changes == (Flag(FlagCode.TERMS_LIMITS_CHANGED, CBL, (1, 0, 1, 5), v1),)
     assert (item.job.state, item.job.draft_version) == (State.AWAITING_APPROVAL, 2)
     _, draft, _, _ = await reload(store, job)
@@ -734,7 +732,7 @@ async def test_a_new_supplier_address_redrafts_to_the_new_recipient(store):
     [job] = await submitted(store, sheet((CBL, "10", "SUP-A", "")))
     moved = {**SUPPLIERS, "SUP-A": (A_NAME, "purchasing@hallroad.example")}
     await imported(store, at=T1, suppliers=moved)
-    [item] = await purchasing.apply_terms(store, T1, RULES)
+    [item] = await new_terms.apply_terms(store, T1, RULES)
     assert item.changes == (Flag(FlagCode.SUPPLIER_DETAILS_CHANGED, "", (), v1),)
     _, draft, _, _ = await reload(store, job)
     assert draft.recipient_email == "purchasing@hallroad.example"
@@ -749,7 +747,7 @@ async def test_a_send_waiting_for_its_retry_is_redrafted_too(store, smtp_sink):
     job, _, [retry], _ = await reload(store, job)
     assert (job.state, retry.status) == (State.FAILED_RETRYABLE, EffectStatus.PENDING)
     await imported(store, changed(OFFERS, "SUP-A", CBL, price="260"), at=T1)
-    [item] = await purchasing.apply_terms(store, T1, RULES)
+    [item] = await new_terms.apply_terms(store, T1, RULES)
     assert (item.job.state, item.job.draft_version) == (State.AWAITING_APPROVAL, 2)
     _, _, [retry], _ = await reload(store, job)
     assert retry.status is EffectStatus.CANCELLED
@@ -862,7 +860,7 @@ class Offloader:
 
 async def submit_with(store, the_sheet, offload, requester=REQUESTER):
     numbering = Numbering(2026, lambda: str(uuid.uuid4()))
-    return await purchasing.submit_sheet(
+    return await submissions.submit_sheet(
         store, requester, the_sheet, T0, RULES, numbering, offload=offload
     )
 
@@ -879,7 +877,7 @@ async def test_a_sheet_is_checked_and_priced_outside_any_transaction(store, db_u
     assert len(result.orders) == 2
     assert offload.calls == 2 and seen == [True, True]  # checking, then pricing
     preview = Offloader(look)
-    await purchasing.preview_sheet(store, MIXED, RULES, offload=preview)
+    await submissions.preview_sheet(store, MIXED, RULES, offload=preview)
     assert preview.calls == 2 and seen == [True] * 4
 
 
@@ -889,7 +887,7 @@ async def test_terms_changed_while_a_sheet_is_checked_are_the_ones_it_is_priced_
 
     async def new_terms(call):
         if call == 1:  # an admin imports new terms while the sheet is checked the first time
-            newer = await purchasing.import_terms(store, terms_table(cheaper), T1, "cli:admin")
+            newer = await new_terms.import_terms(store, terms_table(cheaper), T1, "cli:admin")
             assert newer.created
 
     offload = Offloader(new_terms)
@@ -909,10 +907,10 @@ async def test_terms_that_keep_changing_while_a_sheet_is_checked_refuse_it(store
     async def new_terms(call):
         if call % 2 == 1:  # new terms during every check
             prices = changed(OFFERS, "SUP-A", CBL, price=str(240 + call))
-            await purchasing.import_terms(store, terms_table(prices), T1, "cli:admin")
+            await new_terms.import_terms(store, terms_table(prices), T1, "cli:admin")
 
     result = await submit_with(store, MIXED, Offloader(new_terms))
-    assert result.problems == (purchasing.TERMS_CHANGED,) and result.orders == ()
+    assert result.problems == (submissions.TERMS_CHANGED,) and result.orders == ()
     assert await counts(store, "jobs", "submissions", "po_serials") == {
         "jobs": 0,
         "submissions": 0,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from core import decisions, delivery, opening, people
+from core import decisions, delegating, delivery, opening, people
 from core.approval_policy import import_policy
 from core.decisions import Review
 from core.jobs import Job, Stamp
@@ -96,7 +96,9 @@ async def test_a_delegation_making_two_members_one_person_is_news(store):
     await managers(store, APPROVER_A, APPROVER_B)
     job = await open_po(store)
     until = T0 + timedelta(days=2)
-    await people.delegate(store, APPROVER_B, APPROVER_A, until, Stamp("user:2002", SOON), DEFAULT)
+    await delegating.delegate(
+        store, APPROVER_B, APPROVER_A, until, Stamp("user:2002", SOON), DEFAULT
+    )
     [alert] = await short_alerts(store, job)
     news = await delivery.news_to_send(store, alert, SOON, DEFAULT)
     assert news is not None and news.short is not None

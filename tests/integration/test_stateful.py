@@ -45,7 +45,7 @@ from bot.clock import Runtime
 from bot.dev.smtp import SmtpSink, running_sink
 from bot.outbox.runner import OutboxRunner
 from bot.outbox.smtp import SmtpSender, SmtpServer
-from core import closing, dispatch, opening, people
+from core import closing, delegating, dispatch, opening
 from core import decisions as deciding
 from core.decisions import Review
 from core.delegations import Delegation
@@ -70,20 +70,11 @@ from core.errors import (
 )
 from core.jobs import Effect, Job, NewJob, SendOrder, Stamp
 from core.opening import Revision
-from core.policies import (
-    DEFAULT_GROUP,
-    ApprovalPolicy,
-    Decision,
-    Outcome,
-    People,
-    Role,
-    Rules,
-    Verdict,
-    route_for,
-    tally,
-)
+from core.policies import DEFAULT_GROUP, ApprovalPolicy, Decision, Outcome, Role, Rules, Verdict
+from core.routes import route_for
 from core.standing import route_of
 from core.states import TRANSITIONS, Action, State
+from core.tally import People, tally
 from store import schema
 from store.engine import make_engine
 from store.migrate import upgrade
@@ -754,7 +745,7 @@ class Workflow(RuleBasedStateMachine):
         refused = (
             who == to or back or not (self.snap.is_approver(who) and self.snap.is_approver(to))
         )
-        call = people.delegate(
+        call = delegating.delegate(
             self.store, who, to, now + timedelta(hours=hours), Stamp("t", now), DEFAULT_POLICY
         )
         if refused:
@@ -767,7 +758,7 @@ class Workflow(RuleBasedStateMachine):
     def come_back(self, who: int) -> None:
         """Someone back from leave ends their delegation (refused if none is in force)."""
         now = self.clock()
-        call = people.come_back(self.store, who, Stamp("t", now), DEFAULT_POLICY)
+        call = delegating.come_back(self.store, who, Stamp("t", now), DEFAULT_POLICY)
         if not any(d.delegator == who for d in self.snap.active(now)):
             return self.refused(DelegationRefused, call)
         assert self.run(call).ended_at == now

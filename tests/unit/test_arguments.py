@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.arguments import BIGINT_MAX, ECHO_LIMIT, echo, parse_po_number, parse_user_id
+from core.arguments import BIGINT_MAX, parse_po_number, parse_user_id
+from core.texts import ECHO_LIMIT, echo
 
 
 @pytest.mark.parametrize(

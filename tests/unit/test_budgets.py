@@ -22,18 +22,9 @@ from core.budgets import (
     uses,
 )
 from core.drafts import Draft, DraftLine
-from core.policies import (
-    PAKISTAN,
-    BudgetMode,
-    Budgets,
-    Condition,
-    Policy,
-    Rule,
-    Stage,
-    StageReason,
-    route_draft,
-)
+from core.policies import PAKISTAN, BudgetMode, Budgets, Condition, Policy, Rule, Stage
 from core.policy_file import parse_policy
+from core.routes import StageReason, route_draft
 from core.terms import Offer, Supplier, Terms, content_hash, is_category, parse_terms
 
 SOFT = Budgets(BudgetMode.SOFT, {"chargers": 50_000_00, "accessories": 100_000_00}, Stage("owners"))

@@ -23,7 +23,7 @@ from bot.telegram.cards import (
     visible_length,
 )
 from core.budgets import CategoryMonth, month_of
-from core.delivery import CardFacts, CardOutcome, DriftLine
+from core.cards import CardFacts, CardOutcome, DriftLine
 from core.drafts import Draft, DraftLine, Flag
 from core.flags import FlagCode
 from core.jobs import WORKFLOW_VERSION, Job

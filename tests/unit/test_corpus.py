@@ -18,8 +18,8 @@ from bot.parsing import parse_isolated
 from bot.problems import problem_text
 from bot.spreadsheets import read_sheet
 from core.errors import UnreadableSheet
-from core.purchasing import Submission
 from core.sheets import TOO_MANY_ROWS, read_items
+from core.submissions import Submission
 from tests.corpus import build
 
 CORPUS = Path(__file__).parent.parent / "corpus"

@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from core.decisions import Review
-from core.drafts import Draft, DraftLine, Flag, draft_hash
-from core.edits import Edit, LineChange, LineDiff, edited_draft, line_diff
+from core.drafts import Draft, DraftLine, Flag, LineDiff, draft_hash, line_diff
+from core.edits import Edit, LineChange, edited_draft
 from core.errors import BadClientId, EditProblem, EditRefused
 from core.flags import FlagCode
 from core.policies import Verdict

@@ -26,7 +26,7 @@ from bot.parsing import PARSE_FAILED, PARSE_TIMEOUT
 from bot.problems import problem_lines
 from bot.spreadsheets import read_csv_text, read_sheet
 from bot.texts import Refusing, refusal
-from core import approval_policy, budgets, purchasing
+from core import approval_policy, budgets, submissions
 from core.errors import UnreadablePolicy, UnreadableSheet
 from core.intake import check_sheet
 from core.problems import Problem
@@ -140,7 +140,7 @@ CASES = [
         id="too-many-rows",
     ),
     pytest.param(Refusing.SHEET, lambda: checked(GOOD_ROWS, priced=False), id="no-terms"),
-    pytest.param(Refusing.SHEET, lambda: [purchasing.TERMS_CHANGED], id="terms-changed"),
+    pytest.param(Refusing.SHEET, lambda: [submissions.TERMS_CHANGED], id="terms-changed"),
     pytest.param(Refusing.SHEET, over_budget, id="hard-budget"),
     # The supplier terms (`manzoori suppliers import`).
     pytest.param(Refusing.IMPORT, lambda: [too_big(MAX_SHEET_BYTES + 1)], id="terms-over-5-MB"),

@@ -32,8 +32,8 @@ from bot.telegram import texts
 from bot.texts import policy_problems, submission, unreachable_warnings
 from core.policies import Role
 from core.problems import Place, Problem, ProblemCode
-from core.purchasing import Submission
 from core.states import State
+from core.submissions import Submission
 from tests.helpers.factories import T0
 
 ROOT = Path(__file__).resolve().parents[2]

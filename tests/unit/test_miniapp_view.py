@@ -14,7 +14,8 @@ from bot.i18n import Language, translator
 from bot.web.views import render
 from core.jobs import Job
 from core.po_view import ChainDecision, ChainStage, LastSent, PoLine, PoView
-from core.policies import Outcome, StageReason, Verdict
+from core.policies import Outcome, Verdict
+from core.routes import StageReason
 from core.states import State
 from tests.helpers.factories import T0, new_job
 

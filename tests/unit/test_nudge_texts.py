@@ -12,7 +12,7 @@ from zoneinfo import ZoneInfo
 from bot.i18n import FSI, PDI, Language, isolated, translator
 from bot.telegram.cards import APPROVE_TEXT, MESSAGE_LIMIT, REJECT_TEXT, visible_length
 from bot.telegram.ladder import nudge_html, nudge_markup
-from core.delivery import CardFacts
+from core.cards import CardFacts
 from core.drafts import Draft, DraftLine
 from core.jobs import WORKFLOW_VERSION, Job
 from core.notices import DIGEST

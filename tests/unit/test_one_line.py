@@ -25,15 +25,16 @@ from bot.spreadsheets import NOT_A_SHEET
 from bot.telegram import texts
 from bot.telegram.cards import card_html, escaped, outcome_html
 from bot.telegram.queue import QueueItem, item_html
-from core.delivery import CardFacts, CardOutcome
+from core.cards import CardFacts, CardOutcome
 from core.drafts import Draft, DraftLine
 from core.effects import EffectStatus
 from core.errors import UnreadableSheet
 from core.jobs import WORKFLOW_VERSION, Effect, Job, SendOrder
+from core.new_terms import TermsImport
 from core.policies import Decision, Role, Verdict
 from core.problems import Place, Problem, ProblemCode
-from core.purchasing import Submission, TermsImport
 from core.states import State
+from core.submissions import Submission
 from core.tables import quote
 from core.terms import Offer, Supplier, Terms
 from core.texts import INVISIBLE, flatten

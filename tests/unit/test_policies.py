@@ -16,9 +16,9 @@ from core.policies import (
     Role,
     Verdict,
     check_reviewer,
-    route_for,
-    tally,
 )
+from core.routes import route_for
+from core.tally import tally
 
 POLICY = ApprovalPolicy()  # defaults: dual approval above PKR 500,000, one-day validity
 THRESHOLD = 500_000 * 100  # PKR 500,000 in paisa, written out independently of the default

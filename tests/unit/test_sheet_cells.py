@@ -25,8 +25,8 @@ from bot.i18n import Language, translator
 from bot.spreadsheets import read_csv_text, read_sheet
 from core.errors import UnreadableSheet
 from core.intake import build_draft, check_sheet
-from core.purchasing import Submission
 from core.sheets import MAX_DATA_ROWS, MAX_QUANTITY
+from core.submissions import Submission
 from core.tables import Cell, Table
 from core.terms import Terms, parse_terms
 from tests.helpers.bot import TERMS

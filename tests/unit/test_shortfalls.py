@@ -10,21 +10,10 @@ from decimal import Decimal
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.policies import (
-    Decision,
-    Drift,
-    Outcome,
-    People,
-    Policy,
-    Role,
-    Route,
-    Rule,
-    Stage,
-    StageReason,
-    Verdict,
-    tally,
-)
+from core.policies import Decision, Drift, Outcome, Policy, Role, Rule, Stage, Verdict
+from core.routes import Route, StageReason
 from core.shortfalls import Shortfall, ThinStage, shortfalls, thin_stages
+from core.tally import People, tally
 
 T0 = datetime(2026, 12, 1, 9, tzinfo=UTC)
 HASH = "cd" * 32

@@ -11,25 +11,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core import policies
+from core import routes
 from core.drafts import Flag
 from core.errors import AlreadyDecided, NotYourTurn, SelfApproval
 from core.flags import FlagCode
-from core.policies import (
-    Decision,
-    Outcome,
-    People,
-    Policy,
-    Role,
-    Route,
-    Stage,
-    StageReason,
-    Verdict,
-    route_for,
-    stage_for,
-    tally,
-)
+from core.policies import Decision, Outcome, Policy, Role, Stage, Verdict
 from core.policy_file import parse_policy
+from core.routes import Route, StageReason, route_for
+from core.tally import People, stage_for, tally
 
 T0 = datetime(2026, 12, 1, 9, tzinfo=UTC)
 HASH = "ab" * 32
@@ -282,6 +271,6 @@ def test_a_line_drifts_only_above_the_policy_percent(before: int, after: int, dr
     flag = Flag(FlagCode.PRICE_CHANGED, "SKU-1", (before, after), "PO-2026-0001")
     other = Flag(FlagCode.QUANTITY_JUMP, "SKU-1", (50, 5), "PO-2026-0001")
     assert POLICY.drift is not None and POLICY.drift.percent == 3
-    assert policies.drifts([other, flag], POLICY.drift) == ((flag,) if drifts else ())
-    assert policies.drifted([other, flag], POLICY.drift) is drifts
-    assert policies.drifts([flag], None) == ()  # a policy without [drift]
+    assert routes.drifts([other, flag], POLICY.drift) == ((flag,) if drifts else ())
+    assert routes.drifted([other, flag], POLICY.drift) is drifts
+    assert routes.drifts([flag], None) == ()  # a policy without [drift]

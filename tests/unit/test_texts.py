@@ -7,8 +7,8 @@ from dataclasses import replace
 from bot import texts
 from core.drafts import Draft, DraftLine
 from core.jobs import WORKFLOW_VERSION, Job
-from core.purchasing import Submission
 from core.states import State
+from core.submissions import Submission
 from tests.helpers.factories import T0
 
 DRAFT = Draft(
