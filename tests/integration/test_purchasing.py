@@ -567,8 +567,8 @@ async def test_a_sent_po_is_the_price_history_and_a_drafted_one_is_not(store, sm
     await imported(store)
     sent_a, _drafted_b = await submitted(store, MIXED)  # SUP-A: ADP ×2, CBL ×10; SUP-B: BAT ×20
     await send(store, smtp_sink, sent_a)
-    new_terms = changed(changed(OFFERS, "SUP-A", CBL, price="260"), "SUP-B", BAT, price="330")
-    await imported(store, new_terms, at=T1)
+    cheaper = changed(changed(OFFERS, "SUP-A", CBL, price="260"), "SUP-B", BAT, price="330")
+    await imported(store, cheaper, at=T1)
     later = sheet((CBL, "10", "SUP-A", ""), (ADP, "10", "", ""), (BAT, "20", "", ""))
     (job_a, draft_a), (job_b, draft_b) = (await submit(store, later, at=T1)).orders
     assert (job_a.po_number, job_b.po_number) == ("PO-2026-0003", "PO-2026-0004")
@@ -885,12 +885,12 @@ async def test_terms_changed_while_a_sheet_is_checked_are_the_ones_it_is_priced_
     await imported(store)
     cheaper = changed(OFFERS, "SUP-A", CBL, price="240")
 
-    async def new_terms(call):
+    async def terms_change_midway(call):
         if call == 1:  # an admin imports new terms while the sheet is checked the first time
             newer = await new_terms.import_terms(store, terms_table(cheaper), T1, "cli:admin")
             assert newer.created
 
-    offload = Offloader(new_terms)
+    offload = Offloader(terms_change_midway)
     result = await submit_with(store, MIXED, offload)
     assert offload.calls == 4  # the sheet was planned again, on the new terms
     (job_a, draft_a), _ = result.orders
@@ -904,12 +904,12 @@ async def test_terms_changed_while_a_sheet_is_checked_are_the_ones_it_is_priced_
 async def test_terms_that_keep_changing_while_a_sheet_is_checked_refuse_it(store):
     await imported(store)
 
-    async def new_terms(call):
+    async def terms_change_midway(call):
         if call % 2 == 1:  # new terms during every check
             prices = changed(OFFERS, "SUP-A", CBL, price=str(240 + call))
             await new_terms.import_terms(store, terms_table(prices), T1, "cli:admin")
 
-    result = await submit_with(store, MIXED, Offloader(new_terms))
+    result = await submit_with(store, MIXED, Offloader(terms_change_midway))
     assert result.problems == (submissions.TERMS_CHANGED,) and result.orders == ()
     assert await counts(store, "jobs", "submissions", "po_serials") == {
         "jobs": 0,
