@@ -6,7 +6,7 @@ import pytest
 
 from bot.telegram.cards import APPROVE_TEXT, DETAILS_TEXT
 from core.states import State
-from tests.helpers.bot import answer, cards_out, job_and_decisions, running_bot
+from tests.helpers.bot import answer, cards_out, job_and_decisions, running_bot, timed
 from tests.helpers.factories import APPROVER_A, REQUESTER
 
 pytestmark = pytest.mark.slow  # waits on real time: seconds of sweeps, pacing and timeouts
@@ -15,6 +15,7 @@ pytestmark = pytest.mark.slow  # waits on real time: seconds of sweeps, pacing a
 STALL = 2.0
 
 
+@timed
 async def test_a_tap_is_answered_at_once_while_another_approvers_details_upload_is_slow(
     botapi, db_url, store
 ):
@@ -33,6 +34,7 @@ async def test_a_tap_is_answered_at_once_while_another_approvers_details_upload_
         assert job.state is State.APPROVED and len(decisions) == 1
 
 
+@timed
 async def test_a_tap_is_answered_at_once_while_a_requesters_sheet_is_slow_to_download(
     botapi, db_url, store
 ):

@@ -27,12 +27,14 @@ from tests.helpers.bot import (
     job_and_decisions,
     running_bot,
     said,
+    timed,
 )
 from tests.helpers.factories import APPROVER_A, APPROVER_B, REQUESTER, T0
 
 OUTSIDER = 424242  # a requester, no approver: the cards' buttons are not theirs
 
 
+@timed
 async def test_approve_answers_at_once_and_edits_every_card(botapi, db_url, store):
     async with running_bot(botapi, db_url) as run:
         ali, ali_card, _sana, sana_card = await cards_out(botapi, run)

@@ -35,6 +35,7 @@ from tests.helpers.bot import (
     job_and_decisions,
     running_bot,
     said,
+    timed,
     with_terms,
 )
 from tests.helpers.factories import APPROVER_A, APPROVER_B, OUTSIDER, REQUESTER, T0
@@ -74,6 +75,7 @@ def job_po(message: Any) -> str:
     return str(message.document.file_name).removesuffix("-v1.csv")
 
 
+@timed
 async def test_sixty_details_taps_upload_the_po_once_and_every_tap_is_answered(
     botapi, db_url, store
 ):
@@ -101,6 +103,7 @@ async def test_sixty_details_taps_upload_the_po_once_and_every_tap_is_answered(
         assert {m.caption for m in sent} == {f"{job_po(sent[0])} v1: {LINES:,} lines"}
 
 
+@timed
 async def test_one_persons_twenty_slow_updates_do_not_delay_anyone_else(botapi, db_url, store):
     async with running_bot(botapi, db_url) as run:
         ali, _ali_card, sana, sana_card = await cards_out(botapi, run)
@@ -122,6 +125,7 @@ async def test_one_persons_twenty_slow_updates_do_not_delay_anyone_else(botapi, 
         assert len(requester.messages()) >= 20  # every one of them answered in the end
 
 
+@timed
 async def test_six_hundred_strangers_cost_no_writes_and_do_not_delay_a_card(botapi, db_url, store):
     async with running_bot(botapi, db_url) as run:
         await with_terms(run.store)
@@ -213,6 +217,7 @@ async def test_a_second_sheet_while_the_first_is_checked_is_refused_at_once(bota
         assert (await said(requester)).startswith("third.csv accepted")  # free again
 
 
+@timed
 async def test_every_tap_of_a_burst_from_one_approver_is_answered_within_a_second(
     botapi, db_url, store
 ):
@@ -235,6 +240,7 @@ async def test_every_tap_of_a_burst_from_one_approver_is_answered_within_a_secon
         assert [d.reviewer_id for d in decisions] == [APPROVER_A]
 
 
+@timed
 async def test_a_stranger_is_answered_at_every_tap_however_often(botapi, db_url, store):
     """A stranger with a card's callback data (forwarded to them, say): their chat hears the
     refusal once, but every tap of theirs is answered, one at a time or a hundred at once."""

@@ -8,7 +8,7 @@ from bot.telegram.notices import NoticeRunner
 from bot.telegram.queue import EMPTY, NOT_AN_ADMIN, ONLY_ADMINS
 from core.policies import Role
 from core.states import State
-from tests.helpers.bot import ADMIN, deliveries_done, running_bot
+from tests.helpers.bot import ADMIN, deliveries_done, running_bot, timed
 from tests.helpers.factories import APPROVER_A, REQUESTER, T0
 from tests.helpers.review import PO, in_queue, snapshot
 
@@ -31,6 +31,7 @@ async def queued(run, state, po=PO):
     return await in_queue(run.store, state, po)
 
 
+@timed
 async def test_an_admin_lists_an_unknown_outcome_and_marks_it_sent(botapi, db_url, store):
     async with running_bot(botapi, db_url) as run:
         await queued(run, State.UNKNOWN_OUTCOME)

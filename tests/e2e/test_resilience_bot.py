@@ -22,6 +22,7 @@ from tests.helpers.bot import (
     job_and_decisions,
     running_bot,
     said,
+    timed,
     with_terms,
 )
 from tests.helpers.factories import APPROVER_A, APPROVER_B, REQUESTER, T0
@@ -98,6 +99,7 @@ async def test_an_edit_that_changes_nothing_counts_as_done(botapi, db_url, store
         assert done.status is NoticeStatus.SENT
 
 
+@timed
 async def test_taps_are_answered_at_once_while_many_cards_are_being_edited(botapi, db_url, store):
     many = range(7000, 7040)  # forty approvers, Telegram's pace enforced
     async with running_bot(botapi, db_url) as run:

@@ -20,6 +20,7 @@ from core.jobs import Stamp
 from core.opening import Revision
 from core.policies import ApprovalPolicy, Rules, Verdict
 from core.states import Action, State
+from tests.helpers.bot import timed
 from tests.helpers.factories import (
     APPROVER_A,
     APPROVER_B,
@@ -358,6 +359,7 @@ async def approved_jobs(store, count):
 
 
 @pytest.mark.slow  # waits out a real SMTP timeout or late answer
+@timed
 async def test_a_pass_sends_over_several_reused_connections_at_once(store):
     delay, connections, count = 0.5, 4, 12
     jobs = await approved_jobs(store, count)
