@@ -23,11 +23,11 @@ from bench.common import Result
 from bench.databases import Database
 from bot.bootstrap import Running
 from bot.clock import utcnow
-from core.drafts import Draft, DraftLine
-from core.intake import po_number
-from core.jobs import NewJob
-from core.opening import open_job
-from core.policies import Role
+from core.approval.opening import open_job
+from core.approval.policies import Role
+from core.drafting.drafts import Draft, DraftLine
+from core.drafting.intake import po_number
+from core.jobs.jobs import NewJob
 
 SECTION = "Card fan-out"
 SHARE = 0.9  # the target: at least 90% of the configured rate, and no 429 at all

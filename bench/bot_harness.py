@@ -19,8 +19,8 @@ from bot.clock import utcnow
 from bot.config import Settings
 from bot.dev.botapi import EmulatedUser, Emulator
 from bot.spreadsheets import read_csv_text
-from core import new_terms
-from core.policies import Role
+from core.approval.policies import Role
+from core.purchasing import new_terms
 from store.engine import make_engine
 from store.sql import SqlStore
 

@@ -26,8 +26,8 @@ from bench.common import Result
 from bench.databases import Database
 from bot.bootstrap import Running
 from bot.dev.botapi import EmulatedUser, Emulator
-from core.notices import NoticeKind
-from core.policies import Role
+from core.approval.policies import Role
+from core.jobs.notices import NoticeKind
 from store.sql import SqlStore
 
 SECTION = "Sheet intake"

@@ -32,12 +32,12 @@ from bot.bootstrap import Running
 from bot.clock import utcnow
 from bot.dev.botapi import EmulatedUser, Emulator, Message
 from bot.telegram.cards import APPROVE_TEXT
-from core import notices
-from core.drafts import Draft, DraftLine
-from core.intake import po_number
-from core.jobs import Job, NewJob
-from core.opening import open_job
-from core.policies import Role
+from core.approval.opening import open_job
+from core.approval.policies import Role
+from core.drafting.drafts import Draft, DraftLine
+from core.drafting.intake import po_number
+from core.jobs import notices
+from core.jobs.jobs import Job, NewJob
 from store.sql import SqlStore
 
 SECTION = "Tap to answer"

@@ -18,12 +18,12 @@ from bench.databases import Counters, Database, migrated
 from bench.smtp_server import SinkProcess
 from bot.outbox.runner import OutboxRunner
 from bot.outbox.smtp import SmtpSender, SmtpServer, TlsMode
-from core import decisions, opening
-from core.decisions import Review
-from core.drafts import Draft, DraftLine
-from core.jobs import NewJob
-from core.policies import Role, Rules, Verdict
-from core.states import State
+from core.approval import decisions, opening
+from core.approval.decisions import Review
+from core.approval.policies import Role, Rules, Verdict
+from core.drafting.drafts import Draft, DraftLine
+from core.jobs.jobs import NewJob
+from core.jobs.states import State
 from store import schema
 from store.sql import SqlStore
 

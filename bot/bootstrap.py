@@ -23,9 +23,10 @@ from bot.outbox.smtp import SmtpSender, SmtpServer
 from bot.web.app import build_web, serving_web
 from bot.web.health import Heartbeats
 from bot.web.metrics import Metrics
-from core import nudges, retention
-from core.jobs import Stamp
-from core.retention import Purge
+from core.jobs.jobs import Stamp
+from core.messaging import nudges
+from core.records import retention
+from core.records.retention import Purge
 from store.engine import make_engine
 from store.sql import SqlStore
 
@@ -115,7 +116,7 @@ async def run_forever(
 
 @dataclass(frozen=True)
 class DailyPurge:
-    """The runner's daily purge (core.retention): one process a day does it, whichever asks
+    """The runner's daily purge (core.records.retention): one process a day does it, whichever asks
     first once it is due."""
 
     settings: Settings
@@ -134,8 +135,8 @@ class DailyPurge:
 
 @dataclass(frozen=True)
 class LadderSweep:
-    """The reminder ladder's sweep (core.nudges): owes the nudges that are due, at most once
-    every MANZOORI_LADDER_CHECK_SECONDS across all processes."""
+    """The reminder ladder's sweep (core.messaging.nudges): owes the nudges that are due, at most
+    once every MANZOORI_LADDER_CHECK_SECONDS across all processes."""
 
     settings: Settings
     store: SqlStore

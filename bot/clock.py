@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
 
-from core.submissions import Numbering
+from core.purchasing.submissions import Numbering
 
 
 def utcnow() -> datetime:

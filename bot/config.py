@@ -25,11 +25,11 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from bot.outbox.runner import CONNECTIONS, SENDS_PER_CONNECTION, FaultPoint
 from bot.outbox.smtp import TlsMode
+from core.approval.ladder import Ladder, WorkingHours, parse_clock, parse_duration
+from core.approval.policies import ApprovalPolicy, Rules
 from core.errors import ConfigError
-from core.ladder import Ladder, WorkingHours, parse_clock, parse_duration
-from core.policies import ApprovalPolicy, Rules
-from core.retention import RETENTION_DAYS, Retention
-from core.retries import RetryPolicy
+from core.jobs.retries import RetryPolicy
+from core.records.retention import RETENTION_DAYS, Retention
 
 DATABASE_SCHEMES = ("sqlite+aiosqlite", "postgresql+asyncpg")
 KEY_VARIABLES = ("MANZOORI_SECRET_KEY", "MANZOORI_DATA_KEY")
@@ -187,7 +187,8 @@ class Settings(BaseSettings):
         description="Days a closed PO keeps its personal data (draft bodies, supplier address, "
         "notes, reasons) before the daily purge removes them; integer >= 1",
     )
-    # The reminder ladder of a policy in force with no [reminders] (core.ladder, core.nudges).
+    # The reminder ladder of a policy in force with no [reminders] (core.approval.ladder,
+    # core.messaging.nudges).
     manzoori_working_hours: str = Field(
         "Mon-Sat 09:00-19:00",
         description="Working hours of the configured reminder ladder, in MANZOORI_TIMEZONE: "
@@ -408,11 +409,11 @@ class Settings(BaseSettings):
         )
 
     def retention(self) -> Retention:
-        """How long stored data is kept (core.retention)."""
+        """How long stored data is kept (core.records.retention)."""
         return Retention(closed_jobs=timedelta(days=self.manzoori_retention_days))
 
     def rules(self) -> Rules:
-        """The policies handed to core.service."""
+        """The policies handed to core's use cases (core.approval.policies.Rules)."""
         return Rules(approval=self.approval_policy(), retry=self.retry_policy())
 
     @property

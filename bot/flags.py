@@ -1,13 +1,13 @@
 """The ⚠️ flags of a draft in words, in the reader's language: core gives each flag a code and
-its amounts (core.flags), and this is the one place that says them, for cards, replies,
+its amounts (core.drafting.flags), and this is the one place that says them, for cards, replies,
 superseded lists and the CLI (in English)."""
 
 from __future__ import annotations
 
 from bot.i18n import ENGLISH, N_, Translator
-from core.drafts import Flag
-from core.flags import FlagCode
-from core.money import format_pkr
+from core.drafting.drafts import Flag
+from core.drafting.flags import FlagCode
+from core.drafting.money import format_pkr
 
 # One sentence per kind of flag; the placeholders are filled by `_values`.
 FLAG_TEXTS: dict[FlagCode, str] = {
@@ -45,7 +45,7 @@ def flag_text(flag: Flag, *, tr: Translator = ENGLISH) -> str:
 
 
 def _values(code: FlagCode, flag: Flag, tr: Translator) -> dict[str, object]:
-    """The placeholders of a flag's sentence, from its amounts (core.flags.FlagCode)."""
+    """The placeholders of a flag's sentence, from its amounts (core.drafting.flags.FlagCode)."""
     a, sku, ref = flag.amounts, flag.sku, flag.ref
     match code:
         case FlagCode.DUAL_APPROVAL:

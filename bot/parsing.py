@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 
 from bot.i18n import N_
 from bot.spreadsheets import read_csv_text, read_sheet
+from core.drafting.tables import Row, Table
 from core.errors import UnreadableSheet
-from core.tables import Row, Table
 
 if TYPE_CHECKING:  # the fork server preloads this module: keep its imports few
     from prometheus_client import Histogram
@@ -147,8 +147,8 @@ def _work(reader: Reader, data: bytes, sender: Connection, limits: Limits) -> No
 # Everything a Table of cells is built from; pickle opcodes build tuples, frozensets, str,
 # numbers, bools and None without asking for a class.
 _ALLOWED = {
-    ("core.tables", "Table"): Table,
-    ("core.tables", "Row"): Row,
+    ("core.drafting.tables", "Table"): Table,
+    ("core.drafting.tables", "Row"): Row,
     ("datetime", "date"): datetime.date,
     ("datetime", "datetime"): datetime.datetime,
     ("datetime", "time"): datetime.time,

@@ -1,13 +1,13 @@
 """The approval policy in words, in the reader's language: /policy, the reply to a policy
 file, and `manzoori policy show` / `check` (in English). Core holds the policy as data
-(core.policies, core.ladder); this is the one place that says it."""
+(core.approval.policies, core.approval.ladder); this is the one place that says it."""
 
 from __future__ import annotations
 
 from bot.i18n import ENGLISH, Translator
-from core.ladder import Ladder, shown
-from core.money import format_pkr
-from core.policies import Condition, Policy, Stage
+from core.approval.ladder import Ladder, shown
+from core.approval.policies import Condition, Policy, Stage
+from core.drafting.money import format_pkr
 
 _DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")  # as the policy file writes them
 

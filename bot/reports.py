@@ -12,15 +12,15 @@ from typing import Any
 
 from bot.i18n import ENGLISH, N_, Translator
 from bot.texts import TIMESTAMP, local_time
-from core.effects import message_id
-from core.jobs import AuditEvent, Effect, Job
-from core.money import format_pkr
-from core.pending import COMMENT, COMMENT_TEXT
-from core.policies import Decision, Verdict
+from core.approval.policies import Decision, Verdict
+from core.drafting.money import format_pkr
+from core.jobs.effects import message_id
+from core.jobs.jobs import AuditEvent, Effect, Job
+from core.messaging.pending import COMMENT, COMMENT_TEXT
+from core.people.users import name_of
 from core.ports import ShellReadTx
-from core.retention import JOBS, PURGED, STRANGER_NAMES, Removed, Stale
+from core.records.retention import JOBS, PURGED, STRANGER_NAMES, Removed, Stale
 from core.texts import flatten
-from core.users import name_of
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -59,7 +59,7 @@ async def job_detail(tx: ShellReadTx, job: Job, mail_domain: str) -> dict[str, A
 
     Each send shows its Message-ID, which the supplier or the mail server's log can be
     searched for when an outcome has to be reconciled. A purged job says when it was purged
-    and what went (core.retention); nothing here needs its draft body.
+    and what went (core.records.retention); nothing here needs its draft body.
     """
     trail = await tx.audit(job.id)
     purged = next((a for a in trail if a.action == PURGED), None)

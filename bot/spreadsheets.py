@@ -1,4 +1,5 @@
-"""Uploaded CSV and XLSX files as `core.tables.Table`; the content, never the name, tells which.
+"""Uploaded CSV and XLSX files as `core.drafting.tables.Table`; the content, never the name,
+tells which.
 
 Every refusal is an `UnreadableSheet` carrying one of the sentences below (an English msgid,
 translated where it is sent, after the line naming the file: bot.texts.refusal) and the values
@@ -21,9 +22,9 @@ from zipfile import BadZipFile
 import python_calamine
 
 from bot.i18n import N_
+from core.drafting.sheets import MAX_DATA_ROWS
+from core.drafting.tables import Cell, Row, Table
 from core.errors import UnreadableSheet
-from core.sheets import MAX_DATA_ROWS
-from core.tables import Cell, Row, Table
 
 EMPTY_FILE = N_("The file is empty.")
 NOT_A_SHEET = N_(

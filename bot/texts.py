@@ -17,19 +17,19 @@ from bot.flags import flag_text
 from bot.i18n import ENGLISH, N_, Translator
 from bot.policy_texts import policy_lines
 from bot.problems import problem_lines
-from core.approval_policy import PolicyImport
-from core.drafts import Draft, mask_email
+from core.approval.approval_policy import PolicyImport
+from core.approval.policies import DEFAULT_GROUP, Policy
+from core.approval.routes import StageReason
+from core.approval.shortfalls import ThinStage
+from core.drafting.drafts import Draft, mask_email
+from core.drafting.money import format_pkr
+from core.drafting.terms import Terms, offers_by_supplier
 from core.errors import UnreadableSheet
-from core.jobs import Job
-from core.money import format_pkr
-from core.new_terms import Superseded, TermsImport
-from core.policies import DEFAULT_GROUP, Policy
+from core.jobs.jobs import Job
+from core.jobs.states import State
 from core.problems import Problem
-from core.routes import StageReason
-from core.shortfalls import ThinStage
-from core.states import State
-from core.submissions import Submission
-from core.terms import Terms, offers_by_supplier
+from core.purchasing.new_terms import Superseded, TermsImport
+from core.purchasing.submissions import Submission
 from core.texts import flatten
 
 # POs that ended without an e-mail: resending the same file does not reopen them.
@@ -207,7 +207,7 @@ def unreachable_warnings(groups: Iterable[str], *, tr: Translator = ENGLISH) -> 
 
 def thin_warnings(thin: Iterable[ThinStage], *, tr: Translator = ENGLISH) -> list[str]:
     """What `policy check` and `policy import` warn of: each stage that asks for more
-    approvals than its group has members (core.shortfalls.thin_stages)."""
+    approvals than its group has members (core.approval.shortfalls.thin_stages)."""
     warnings = []
     for stage in thin:
         values = {"group": flatten(stage.group), "members": stage.members}

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from core.drafts import is_po_number
+from core.drafting.drafts import is_po_number
 
 # The largest id the database holds (BIGINT, a signed 64-bit integer): PostgreSQL refuses a
 # larger value and SQLite's driver overflows. Telegram's ids stay far below it (52 bits).
@@ -26,5 +26,5 @@ def parse_user_id(text: str) -> int | None:
 
 def parse_po_number(text: str) -> str | None:
     """A PO number as typed, in any case, as the store keeps it (upper case), or None if the
-    text cannot be one (core.drafts: ASCII letters and digits, at most 64)."""
+    text cannot be one (core.drafting.drafts: ASCII letters and digits, at most 64)."""
     return text.upper() if is_po_number(text) else None

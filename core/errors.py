@@ -15,7 +15,7 @@ ManzooriError
 │   ├── ReconcileRefused       nothing to reconcile for that job
 │   ├── DraftPurged            the closed PO's draft was removed by the retention purge
 │   ├── AlreadyResolved        the PO left the review queue, or moved on, before the choice
-│   └── ReadRefused            the viewer may not read that PO (core.po_view)
+│   └── ReadRefused            the viewer may not read that PO (core.purchasing.po_view)
 ├── InputError                 what a person or a client sent cannot be used as it is
 │   ├── UnreadableSheet        the file is not a spreadsheet this product reads
 │   ├── BadPeriod              a day that is not YYYY-MM-DD, or a period ending before it starts
@@ -135,7 +135,7 @@ class ReconcileRefused(WorkflowError):
 
 
 class DraftPurged(WorkflowError):
-    """The closed PO's draft body was removed by the retention purge (core.retention)."""
+    """The closed PO's draft body was removed by the retention purge (core.records.retention)."""
 
 
 class GroupRefused(RefusedError):
@@ -193,7 +193,7 @@ class BadClientId(InputError):
 
 
 class EditProblem(StrEnum):
-    """Why an edit of a draft (core.edits) cannot be made."""
+    """Why an edit of a draft (core.purchasing.edits) cannot be made."""
 
     UNKNOWN_LINE = "unknown_line"  # a line number the shown draft does not have
     DUPLICATE_LINE = "duplicate_line"  # one line changed twice in one edit

@@ -1,25 +1,29 @@
 """The protocols the shell implements: `Tx` for core's use cases (its read half `ReadTx`),
 `Views` for what the shell reads beyond them, and the stores that hand either out, read-write
-(`begin`) or read-only (`reading`)."""
+(`begin`) or read-only (`reading`).
+
+Every part of core uses these, so this module sits at core's top; the domain's types it names
+come from the parts above it, for the type checker only (nothing here runs them)."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from core.audit import Logged
-from core.delegations import Delegation
-from core.drafts import Draft
-from core.intake import History
-from core.jobs import AuditEvent, Effect, Job, SendOrder
-from core.notices import Notice, NoticeKind
-from core.policies import Decision, Policy, Role
-from core.replays import ClientDecision
-from core.states import State
-from core.terms import Terms
-from core.users import TelegramUser
+if TYPE_CHECKING:
+    from core.approval.delegations import Delegation
+    from core.approval.policies import Decision, Policy, Role
+    from core.approval.replays import ClientDecision
+    from core.drafting.drafts import Draft
+    from core.drafting.intake import History
+    from core.drafting.terms import Terms
+    from core.jobs.jobs import AuditEvent, Effect, Job, SendOrder
+    from core.jobs.notices import Notice, NoticeKind
+    from core.jobs.states import State
+    from core.people.users import TelegramUser
+    from core.records.audit import Logged
 
 T = TypeVar("T")
 
@@ -45,7 +49,7 @@ class ReadTx(Protocol):
         """Every decision on the job, oldest first."""
 
     async def client_decision(self, client_id: str) -> ClientDecision | None:
-        """The decision a client first sent under that id (core.replays), if any."""
+        """The decision a client first sent under that id (core.approval.replays), if any."""
 
     async def effect(self, key: str) -> Effect:
         """The outbox row with that key."""
@@ -110,7 +114,7 @@ class ReadTx(Protocol):
     ) -> dict[str, int]:
         """Line totals in paisa, by category (uncategorised lines left out), of the current
         drafts of the POs approved in [start, end) that are APPROVED, SENDING, SENT or
-        UNKNOWN_OUTCOME (core.budgets.COMMITTED); `excluding` one job."""
+        UNKNOWN_OUTCOME (core.approval.budgets.COMMITTED); `excluding` one job."""
 
     async def group_members(self, groups: Collection[str]) -> dict[str, frozenset[int]]:
         """Each approver group's members who hold the approver role now."""
@@ -300,7 +304,7 @@ class Views(Protocol):
         """A job's audit trail, oldest first."""
 
     async def audit_logged(self, job_id: str) -> list[Logged]:
-        """A job's whole audit trail for an export (core.audit), by time then id."""
+        """A job's whole audit trail for an export (core.records.audit), by time then id."""
 
     def audit_between(self, start: datetime, end: datetime) -> AsyncIterator[Logged]:
         """Every audit event at or after `start` and before `end`, about jobs or people, for

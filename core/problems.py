@@ -20,13 +20,13 @@ class ProblemCode(StrEnum):
     """What is wrong with a file; the comment names the `values` its sentence takes (the shell
     says it: bot.problems). Cell text in values is quoted already (`quote`)."""
 
-    # The header (core.tables): the columns are listed as ", "-joined names.
+    # The header (core.drafting.tables): the columns are listed as ", "-joined names.
     NOT_A_HEADER = "not_a_header"  # columns, optional
     UNKNOWN_COLUMN = "unknown_column"  # value, columns, optional
     COLUMN_TWICE = "column_twice"  # ()
     MISSING_COLUMNS = "missing_columns"  # names, count
     STRAY_CELL = "stray_cell"  # value, letter
-    # Restock sheets (core.sheets).
+    # Restock sheets (core.drafting.sheets).
     FILE_TOO_BIG = "file_too_big"  # size (MB, one decimal), limit (MB)
     TOO_MANY_ROWS = "too_many_rows"  # limit
     EMPTY_SHEET = "empty_sheet"  # ()
@@ -39,7 +39,7 @@ class ProblemCode(StrEnum):
     BELOW_ONE = "below_one"  # value
     ABOVE_ROW_LIMIT = "above_row_limit"  # value, limit
     TOO_LONG = "too_long"  # length, limit
-    # Matching a sheet against the terms (core.intake) and budgets (core.budgets).
+    # Matching a sheet against the terms (core.drafting.intake) and budgets (core.approval.budgets).
     NO_TERMS = "no_terms"  # ()
     TERMS_CHANGED = "terms_changed"  # ()
     UNKNOWN_SKU = "unknown_sku"  # value
@@ -47,7 +47,7 @@ class ProblemCode(StrEnum):
     NOT_OFFERED = "not_offered"  # supplier, value, others
     ALREADY_ON_ROW = "already_on_row"  # sku, supplier, first
     OVER_BUDGET = "over_budget"  # month, category, budget, committed, uses, over (amounts)
-    # Supplier terms (core.terms).
+    # Supplier terms (core.drafting.terms).
     TERMS_EMPTY = "terms_empty"  # ()
     NO_SUPPLIER_LINES = "no_supplier_lines"  # ()
     NOT_A_CODE = "not_a_code"  # value
@@ -61,7 +61,8 @@ class ProblemCode(StrEnum):
     MAX_BELOW_MIN = "max_below_min"  # high, low
     DIFFERS = "differs"  # first (line), supplier
     DUPLICATE_OFFER = "duplicate_offer"  # supplier, sku, first (line)
-    # The approval policy file (core.policy_file); detail is tomllib's or core.ladder's words.
+    # The approval policy file (core.approval.policy_file); detail is tomllib's or
+    # core.approval.ladder's words.
     NOT_TOML = "not_toml"  # detail
     TOO_DEEP = "too_deep"  # limit (core.nesting)
     NUMBER_TOO_LONG = "number_too_long"  # digits
@@ -90,7 +91,7 @@ class ProblemCode(StrEnum):
     HARD_WITH_STAGE = "hard_with_stage"  # ()
     SOFT_WITHOUT_STAGE = "soft_without_stage"  # ()
     CATEGORY_TWICE = "category_twice"  # ()
-    NOT_A_DURATION = "not_a_duration"  # value (core.ladder, as those below)
+    NOT_A_DURATION = "not_a_duration"  # value (core.approval.ladder, as those below)
     NO_TIME_AT_ALL = "no_time_at_all"  # value
     NOT_A_TIME_OF_DAY = "not_a_time_of_day"  # value
     NOT_WORKING_HOURS = "not_working_hours"  # value

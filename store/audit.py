@@ -1,4 +1,4 @@
-"""SqlTx's reads of the audit trail for an export (core.audit): each event with its job's PO
+"""SqlTx's reads of the audit trail for an export (core.records.audit): each event with its job's PO
 number and the draft version and hash it names, by time then id."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import Select, and_, func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from core.audit import Logged
+from core.records.audit import Logged
 from store import schema
 from store.rows import audit_from_row
 

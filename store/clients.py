@@ -1,4 +1,4 @@
-"""SqlTx's queries for decisions a client sent under its own id (core.replays)."""
+"""SqlTx's queries for decisions a client sent under its own id (core.approval.replays)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from sqlalchemy import bindparam, insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from core.approval.replays import ClientAction, ClientDecision
 from core.errors import InsertConflict
-from core.replays import ClientAction, ClientDecision
 from store import schema
 
 _t = schema.client_decisions

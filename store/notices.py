@@ -1,4 +1,4 @@
-"""SqlTx's queries for the Telegram outbox (core.notices) and the role holders it serves."""
+"""SqlTx's queries for the Telegram outbox (core.jobs.notices) and the role holders it serves."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from typing import Any
 from sqlalchemy import and_, bindparam, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from core.approval.policies import Role
 from core.errors import LeaseLost
-from core.notices import Notice, NoticeKind, NoticeStatus
-from core.policies import Role
+from core.jobs.notices import Notice, NoticeKind, NoticeStatus
 from store import schema
 from store.rows import notice_from_row, plain, values_of
 from store.versioned import Lease, claim_rows, compare_and_set, insert_or_keep

@@ -9,9 +9,9 @@ from typing import Any
 from sqlalchemy import and_, bindparam, delete, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from core.delegations import Delegation
-from core.policies import DEFAULT_GROUP, Role
-from core.users import TelegramUser
+from core.approval.delegations import Delegation
+from core.approval.policies import DEFAULT_GROUP, Role
+from core.people.users import TelegramUser
 from store import schema
 from store.versioned import insert_or_keep, upsert
 
@@ -185,7 +185,7 @@ class PeopleQueries:
 
     async def group_members(self, groups: Collection[str]) -> dict[str, frozenset[int]]:
         """Each group's members who hold the approver role now (none: an empty set). The
-        group `approvers` (core.policies.DEFAULT_GROUP) is every approver, always."""
+        group `approvers` (core.approval.policies.DEFAULT_GROUP) is every approver, always."""
         found: dict[str, set[int]] = {group: set() for group in groups}
         named = [group for group in found if group != DEFAULT_GROUP]
         if named:

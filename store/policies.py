@@ -11,9 +11,9 @@ from sqlalchemy import insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from core.approval.policies import Policy
+from core.approval.policy_file import parse_policy
 from core.errors import InsertConflict
-from core.policies import Policy
-from core.policy_file import parse_policy
 from store import schema
 from store.versioned import HEAD, set_head
 

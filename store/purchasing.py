@@ -12,13 +12,13 @@ from sqlalchemy import func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from core.budgets import COMMITTED
-from core.drafts import Draft
+from core.approval.budgets import COMMITTED
+from core.drafting.drafts import Draft
+from core.drafting.intake import History, PastLine
+from core.drafting.terms import Offer, Supplier, Terms, match_key
 from core.errors import InsertConflict
-from core.intake import History, PastLine
-from core.jobs import Job
-from core.states import State
-from core.terms import Offer, Supplier, Terms, match_key
+from core.jobs.jobs import Job
+from core.jobs.states import State
 from store import schema
 from store.rows import job_from_row
 from store.sealing import Sealer
@@ -269,7 +269,7 @@ class PurchasingQueries:
         self, start: datetime, end: datetime, excluding: str | None = None
     ) -> dict[str, int]:
         """Line totals by category of the current drafts of POs approved in [start, end) and
-        still committed (core.budgets.COMMITTED), from the lines in the clear; `excluding`
+        still committed (core.approval.budgets.COMMITTED), from the lines in the clear; `excluding`
         one job."""
         lines, jobs = schema.order_lines, schema.jobs
         total = func.sum(lines.c.quantity * lines.c.unit_price_paisa)

@@ -1,5 +1,5 @@
-"""SqlTx's queries for the purge (core.retention): stale rows, strangers' names, closed jobs'
-personal data, and the chores table that makes the daily purge run once across processes."""
+"""SqlTx's queries for the purge (core.records.retention): stale rows, strangers' names, closed
+jobs' personal data, and the chores table that makes the daily purge run once across processes."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from sqlalchemy import ColumnElement, Table, and_, delete, func, or_, select, tu
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from core.retention import DELIVERED, Removed, Stale
-from core.states import State
+from core.jobs.states import State
+from core.records.retention import DELIVERED, Removed, Stale
 from store import schema
 
 

@@ -7,11 +7,11 @@ from dataclasses import fields
 from enum import StrEnum
 from typing import Any, TypeVar
 
-from core.effects import EffectStatus
-from core.jobs import AuditEvent, Effect, Job
-from core.notices import Notice, NoticeKind, NoticeStatus
-from core.policies import Decision, Role, Verdict
-from core.states import State
+from core.approval.policies import Decision, Role, Verdict
+from core.jobs.effects import EffectStatus
+from core.jobs.jobs import AuditEvent, Effect, Job
+from core.jobs.notices import Notice, NoticeKind, NoticeStatus
+from core.jobs.states import State
 
 T = TypeVar("T")
 

@@ -76,12 +76,13 @@ jobs = Table(
     Column("decision_deadline", UtcDateTime),
     Column("created_at", UtcDateTime, nullable=False),
     Column("updated_at", UtcDateTime, nullable=False),
-    # When core.retention removed the closed job's personal data (the audit says what).
+    # When core.records.retention removed the closed job's personal data (the audit says what).
     Column("purged_at", UtcDateTime),
-    # The current draft's route (core.policies.Route as JSON); NULL for jobs drafted before
+    # The current draft's route (core.approval.policies.Route as JSON); NULL for jobs drafted before
     # routing, which follow the configured default policy.
     Column("route", JSON),
-    # When the current draft was approved: the budget month it is committed in (core.budgets).
+    # When the current draft was approved: the budget month it is committed in
+    # (core.approval.budgets).
     Column("approved_at", UtcDateTime),
     Index(None, "state", "decision_deadline"),
     Index(None, "approved_at"),
@@ -118,24 +119,25 @@ decisions = Table(
     Column("policy_basis", String(200), nullable=False),
     Column("reason", String(500)),
     # The stage of the request's route it was made in, and the policy version and rule that
-    # route followed (core.policies.Route); 0, "", "" for decisions before routing.
+    # route followed (core.approval.policies.Route); 0, "", "" for decisions before routing.
     Column("stage", Integer, nullable=False, server_default="0"),
     Column("policy_version", String(40), nullable=False, server_default=""),
     Column("rule", String(64), nullable=False, server_default=""),
-    # The approver away whose delegate made it, for them (core.delegations); NULL: their own.
+    # The approver away whose delegate made it, for them (core.approval.delegations); NULL: their
+    # own.
     Column("on_behalf_of", BigInteger),
     UniqueConstraint("job_id", "draft_version", "reviewer_id"),
 )
 
-# A decision a client sent under an id it generated (core.replays): the id is the primary key,
-# so a replay, or two at once, records one decision. Append-only, like the decisions.
+# A decision a client sent under an id it generated (core.approval.replays): the id is the primary
+# key, so a replay, or two at once, records one decision. Append-only, like the decisions.
 client_decisions = Table(
     "client_decisions",
     metadata,
     Column("client_id", String(64), primary_key=True),
     Column("job_id", String(36), ForeignKey("jobs.id"), nullable=False),
     Column("reviewer_id", BigInteger, nullable=False),
-    Column("action", String(16), nullable=False),  # core.replays.ClientAction
+    Column("action", String(16), nullable=False),  # core.approval.replays.ClientAction
     Column("request_sha256", String(64), nullable=False),
     Column("draft_version", Integer, nullable=False),  # decided on (an edit's: the one it made)
     Column("at", UtcDateTime, nullable=False),
@@ -191,7 +193,7 @@ user_roles = Table(
     Column("granted_at", UtcDateTime, nullable=False),
 )
 
-# Which approver groups of the approval policy a user is in (core.policies.Policy.groups).
+# Which approver groups of the approval policy a user is in (core.approval.policies.Policy.groups).
 user_groups = Table(
     "user_groups",
     metadata,
@@ -201,9 +203,9 @@ user_groups = Table(
     Column("granted_at", UtcDateTime, nullable=False),
 )
 
-# Who acts for whom while an approver is away (core.delegations). Kept once ended, so that a
-# request remembers who were one person while it waited; `ended_at` is set by /back, or at
-# `until` by the runner's sweep (the delegator's cards are then theirs again).
+# Who acts for whom while an approver is away (core.approval.delegations). Kept once ended, so that
+# a request remembers who were one person while it waited; `ended_at` is set by /back, or at `until`
+# by the runner's sweep (the delegator's cards are then theirs again).
 delegations = Table(
     "delegations",
     metadata,
@@ -261,7 +263,8 @@ terms_head = Table(
     Column("updated_at", UtcDateTime, nullable=False),
 )
 
-# The approval policy: each imported version kept as its file was written (core.policy_file).
+# The approval policy: each imported version kept as its file was written
+# (core.approval.policy_file).
 policy_versions = Table(
     "policy_versions",
     metadata,
@@ -311,7 +314,8 @@ order_lines = Table(
     Column("supplier_id", String(64), nullable=False),
     Column("quantity", BigInteger, nullable=False),
     Column("unit_price_paisa", BigInteger, nullable=False),
-    Column("category", String(64)),  # the line's (core.drafts.DraftLine); NULL: uncategorised
+    # The line's category (core.drafting.drafts.DraftLine); NULL: uncategorised.
+    Column("category", String(64)),
     Index(None, "supplier_id", "sku"),
 )
 
@@ -353,7 +357,7 @@ processed_updates = Table(
     Column("processed_at", UtcDateTime, nullable=False),
 )
 
-# Telegram messages owed (core.notices): the key makes each one owed once; a lease lets
+# Telegram messages owed (core.jobs.notices): the key makes each one owed once; a lease lets
 # several processes deliver them without sending one twice at the same time.
 notices = Table(
     "notices",
@@ -373,7 +377,7 @@ notices = Table(
     Column("last_error", Text),
     Column("created_at", UtcDateTime, nullable=False),
     Column("updated_at", UtcDateTime, nullable=False),
-    # a requester's notice: the new state; an alert: what happened (core.notices)
+    # a requester's notice: the new state; an alert: what happened (core.jobs.notices)
     Column("event", String(64), nullable=False),
     Index(None, "status", "next_attempt_at"),
     Index(None, "job_id"),

@@ -12,8 +12,9 @@ from sqlalchemy import and_, bindparam, delete, func, insert, or_, select
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from core.drafts import Draft, canonical_bytes, draft_hash, from_canonical
-from core.effects import EffectStatus
+from core.approval.policies import Decision, Role
+from core.drafting.drafts import Draft, canonical_bytes, draft_hash, from_canonical
+from core.drafting.terms import Terms
 from core.errors import (
     AlreadyDecided,
     DraftPurged,
@@ -24,10 +25,9 @@ from core.errors import (
     StoredDataError,
     UnknownJob,
 )
-from core.jobs import AuditEvent, Effect, Job, Stamp
-from core.policies import Decision, Role
-from core.states import State
-from core.terms import Terms
+from core.jobs.effects import EffectStatus
+from core.jobs.jobs import AuditEvent, Effect, Job, Stamp
+from core.jobs.states import State
 from store import schema
 from store.audit import AuditQueries
 from store.clients import ClientDecisionQueries

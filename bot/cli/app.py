@@ -18,12 +18,14 @@ from bot.cli.policy import policy_app
 from bot.cli.purchasing import sheets_app, suppliers_app
 from bot.cli.retention import purge
 from bot.config import Settings, write_env_file
-from core import closing, opening, people, standing, transitions
+from core.approval import opening, standing
+from core.approval.policies import Role
 from core.arguments import BIGINT_MAX
 from core.errors import ConfigError
-from core.jobs import Job
-from core.policies import Role
-from core.states import NEEDS_REVIEW, Action, State
+from core.jobs import closing, transitions
+from core.jobs.jobs import Job
+from core.jobs.states import NEEDS_REVIEW, Action, State
+from core.people import people
 from core.texts import echo
 from store.migrate import upgrade
 from store.sql import SqlStore

@@ -1,5 +1,5 @@
 """`manzoori audit export --from DAY --to DAY`: every audit event of those days, as CSV or JSON
-(core.audit), to stdout or a file; days are MANZOORI_TIMEZONE's (Pakistan time)."""
+(core.records.audit), to stdout or a file; days are MANZOORI_TIMEZONE's (Pakistan time)."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ import typer
 from bot.cli.common import fail, with_store
 from bot.clock import utcnow
 from bot.config import Settings
-from core.audit import ExportFormat, Period, Writer, export_row, parse_day
 from core.errors import BadPeriod
+from core.records.audit import ExportFormat, Period, Writer, export_row, parse_day
 from store.sql import SqlStore
 
 audit_app = typer.Typer(no_args_is_help=True, help="The audit trail.")

@@ -15,7 +15,7 @@ from bot.clock import utcnow
 from bot.config import Settings, load_settings
 from core.arguments import BIGINT_MAX, parse_po_number, parse_user_id
 from core.errors import ConfigError, ManzooriError
-from core.jobs import Stamp
+from core.jobs.jobs import Stamp
 from core.texts import echo
 from store.sql import SqlStore
 

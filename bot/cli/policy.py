@@ -12,10 +12,10 @@ from bot.cli.common import actor, with_store
 from bot.clock import utcnow
 from bot.config import Settings
 from bot.policy_texts import policy_lines
-from core import approval_policy
+from core.approval import approval_policy
+from core.approval.policies import Policy
+from core.approval.standing import policy_now
 from core.errors import UnreadablePolicy
-from core.policies import Policy
-from core.standing import policy_now
 from core.texts import flatten
 from store.sql import SqlStore
 

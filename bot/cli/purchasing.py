@@ -16,12 +16,12 @@ from bot.config import Settings
 from bot.parsing import parse_isolated
 from bot.problems import problem_text
 from bot.spreadsheets import read_csv_text, read_sheet
-from core import new_terms, submissions
+from core.drafting.intake import NO_TERMS
+from core.drafting.sheets import too_big
+from core.drafting.tables import Table
 from core.errors import UnreadableSheet
-from core.intake import NO_TERMS
 from core.problems import Problem
-from core.sheets import too_big
-from core.tables import Table
+from core.purchasing import new_terms, submissions
 from store.sql import SqlStore
 
 suppliers_app = typer.Typer(no_args_is_help=True, help="Approved supplier terms.")

@@ -11,8 +11,8 @@ import typer
 from bot import reports
 from bot.cli.common import JsonFlag, stamp, with_store
 from bot.config import Settings
-from core import retention
-from core.retention import Purge
+from core.records import retention
+from core.records.retention import Purge
 from store.sql import SqlStore
 
 DryRunFlag = Annotated[

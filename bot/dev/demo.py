@@ -39,7 +39,7 @@ from bot.parsing import parse_isolated
 from bot.spreadsheets import read_csv_text
 from bot.telegram.cards import APPROVE_TEXT, REJECT_TEXT, REVIEW_TEXT
 from bot.texts import terms_import
-from core import new_terms
+from core.purchasing import new_terms
 from store.migrate import upgrade
 from store.sql import SqlStore
 

@@ -2,8 +2,9 @@
 
 Only values the draft validated as plain identifiers (PO number, SKUs, the address) and our own
 configuration reach the headers. Descriptions, notes and the supplier name come from spreadsheets,
-so they go only in the body and the CSV, flattened to one line and neutralised (core.tables) so
-that none becomes a formula when pasted or opened in a spreadsheet; every CSV field is quoted.
+so they go only in the body and the CSV, flattened to one line and neutralised
+(core.drafting.tables) so that none becomes a formula when pasted or opened in a spreadsheet; every
+CSV field is quoted.
 """
 
 from __future__ import annotations
@@ -15,12 +16,12 @@ import io
 from datetime import UTC, datetime
 from email.message import EmailMessage
 
-from core.drafts import Draft, DraftLine
-from core.effects import message_id
+from core.drafting.drafts import Draft, DraftLine
+from core.drafting.money import format_pkr, to_rupees
+from core.drafting.tables import neutralise
 from core.errors import ConfigError
-from core.jobs import SendOrder
-from core.money import format_pkr, to_rupees
-from core.tables import neutralise
+from core.jobs.effects import message_id
+from core.jobs.jobs import SendOrder
 from core.texts import flatten
 
 # 7-bit parts (quoted-printable or base64 when the text is not ASCII) pass every relay, whether

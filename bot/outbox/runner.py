@@ -12,12 +12,15 @@ from enum import StrEnum
 from typing import Any
 
 from bot.clock import Runtime
-from core import closing, delegating, dispatch, new_terms
-from core.dispatch import Attempted
+from core.approval.policies import Rules
 from core.errors import AmbiguousSendError, LeaseLost, SendError
-from core.jobs import Effect, SendOrder
-from core.policies import Rules
+from core.jobs import closing
+from core.jobs.jobs import Effect, SendOrder
+from core.outbox import dispatch
+from core.outbox.dispatch import Attempted
+from core.people import delegating
 from core.ports import Sender, SendSession, ShellStore
+from core.purchasing import new_terms
 
 log = logging.getLogger(__name__)
 

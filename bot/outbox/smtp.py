@@ -44,7 +44,7 @@ from core.errors import (
     SendError,
     TransientSendError,
 )
-from core.jobs import SendOrder
+from core.jobs.jobs import SendOrder
 
 log = logging.getLogger(__name__)
 

@@ -73,9 +73,9 @@ from bot.telegram.people import (
 from bot.telegram.policy import POLICY_FILE, policy_command, policy_file
 from bot.telegram.queue import on_queue_tap, queue_command
 from bot.web.metrics import Metrics
+from core.approval.signing import Button, verify_button
 from core.errors import ConfigError, InvalidToken, StoreBusy
 from core.ports import ShellStore
-from core.signing import Button, verify_button
 
 log = logging.getLogger(__name__)
 
@@ -289,7 +289,8 @@ def build_application(
         ("language", language_command),
     ):
         app.add_handler(CommandHandler(name, callback))
-    # The review queue's buttons (core.signing: action letter, then "."), before the cards'.
+    # The review queue's buttons (core.approval.signing: action letter, then "."), before the
+    # cards'.
     app.add_handler(CallbackQueryHandler(on_queue_tap, pattern=r"^[sgc]\."))
     # 🔁 on /pending's and the ladder's lists: a request's card again.
     app.add_handler(CallbackQueryHandler(on_resend_tap, pattern=r"^p\."))

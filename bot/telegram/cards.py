@@ -18,14 +18,14 @@ from bot.flags import flag_text
 from bot.i18n import ENGLISH, N_, Translator
 from bot.texts import DAY_MONTH, local_time
 from bot.web.urls import page_url
-from core.budgets import CategoryMonth
-from core.cards import CardFacts, CardOutcome
-from core.drafts import Draft, mask_email, short_hash
-from core.jobs import Job
-from core.money import format_pkr
-from core.policies import Decision, Verdict
-from core.signing import Button, ButtonAction, sign_button
-from core.states import State
+from core.approval.budgets import CategoryMonth
+from core.approval.policies import Decision, Verdict
+from core.approval.signing import Button, ButtonAction, sign_button
+from core.drafting.drafts import Draft, mask_email, short_hash
+from core.drafting.money import format_pkr
+from core.jobs.jobs import Job
+from core.jobs.states import State
+from core.messaging.cards import CardFacts, CardOutcome
 from core.texts import flatten
 
 # A phone screen shows about this many lines before the buttons scroll away.

@@ -27,7 +27,7 @@ from bot.telegram.errors import classify
 from bot.telegram.fairness import OVERRUN_MEMORY, Guards
 from bot.telegram.texts import stranger
 from bot.web.metrics import Metrics
-from core.policies import Role
+from core.approval.policies import Role
 from core.ports import ShellStore, ShellTx
 
 log = logging.getLogger(__name__)

@@ -24,9 +24,11 @@ from bot.telegram.context import Deps, answer_tap, deps_of, held_roles, record_c
 from bot.telegram.fairness import FairProcessor
 from bot.telegram.notices import NoticeRunner
 from bot.texts import TIME_OF_DAY, local_time
-from core import decisions
-from core.decisions import Review
-from core.drafts import draft_hash
+from core.approval import decisions
+from core.approval.decisions import Review
+from core.approval.policies import Outcome, Verdict
+from core.approval.signing import Button, ButtonAction, verify_button
+from core.drafting.drafts import draft_hash
 from core.errors import (
     ApprovalError,
     ApprovalExpired,
@@ -40,11 +42,9 @@ from core.errors import (
     SelfApproval,
     UnknownJob,
 )
-from core.jobs import Job
-from core.policies import Outcome, Verdict
+from core.jobs.jobs import Job
+from core.jobs.states import State
 from core.ports import ShellReadTx, ShellStore, ShellTx, Store
-from core.signing import Button, ButtonAction, verify_button
-from core.states import State
 from core.texts import flatten
 from store.group_commit import urgent as urgent_writes
 
@@ -191,10 +191,10 @@ class Redelivered(Exception):
 
 @dataclass(frozen=True)
 class _Claiming:
-    """The store, for a use case that writes in one transaction (core.service.decide): that
-    transaction also claims the update, so the tap costs one write, the claim and what it
-    recorded commit together, and a refusal (rolled back) leaves no claim behind. A repeat
-    raises Redelivered from inside it, so nothing of it is written."""
+    """The store, for a use case that writes in one transaction (core.approval.decisions.decide):
+    that transaction also claims the update, so the tap costs one write, the claim and what it
+    recorded commit together, and a refusal (rolled back) leaves no claim behind. A repeat raises
+    Redelivered from inside it, so nothing of it is written."""
 
     store: ShellStore
     update: Update
@@ -311,7 +311,7 @@ async def refusal(
     deps: Deps, job: Job, review: Review, *, reading: bool, tr: Translator = ENGLISH
 ) -> str | None:
     """Why this person may not use this card's button now, as the tap's answer; None if they
-    may (core.service.may_decide: the checks a decision makes, without recording one)."""
+    may (core.approval.decisions.may_decide: the checks a decision makes, without recording one)."""
     try:
         rules = deps.settings.rules()
         await decisions.may_decide(deps.store, review, utcnow(), rules, reading=reading)

@@ -1,4 +1,4 @@
-"""Telegram's errors, classified once, at the boundary, into core.delivery's failures.
+"""Telegram's errors, classified once, at the boundary, into core.messaging.delivery's failures.
 
 PTB raises one exception class per kind of answer; a few kinds share a class and differ only in
 Telegram's description (a 403 for a user who blocked the bot and for one who never started it,
@@ -19,7 +19,7 @@ from datetime import timedelta
 
 from telegram import error as ptb
 
-from core.delivery import Failure, Undelivered
+from core.messaging.delivery import Failure, Undelivered
 
 # Every exception class telegram.error exports, named explicitly; a test fails when PTB adds one
 # that is missing. The most specific class wins (method resolution order): BadRequest and

@@ -1,5 +1,5 @@
-"""The reminder ladder in Telegram: what a due nudge (core.nudges) looks like, and the button
-of a list that brings a request's card back.
+"""The reminder ladder in Telegram: what a due nudge (core.messaging.nudges) looks like, and the
+button of a list that brings a request's card back.
 
 One request due makes a reminder or a last warning that repeats the card, with its buttons
 signed afresh for the same draft version and hash, so the approver can decide on it. Several
@@ -26,12 +26,12 @@ from bot.telegram.cards import (
     visible_length,
 )
 from bot.texts import local_time
-from core import nudges
-from core.cards import CardFacts
-from core.ladder import Step
-from core.money import format_pkr
-from core.notices import DIGEST
-from core.nudges import Nudge
+from core.approval.ladder import Step
+from core.drafting.money import format_pkr
+from core.jobs.notices import DIGEST
+from core.messaging import nudges
+from core.messaging.cards import CardFacts
+from core.messaging.nudges import Nudge
 
 # --- texts (a list's heading, with its count, is in _head) ---------------------------------
 REMINDER = N_("⏰ <b>Reminder</b>: this request is still waiting for your decision.")

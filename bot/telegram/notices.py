@@ -1,6 +1,6 @@
-"""Delivers owed Telegram messages (core.notices) under a lease, within Telegram's limits.
+"""Delivers owed Telegram messages (core.jobs.notices) under a lease, within Telegram's limits.
 
-What each notice says, and what becomes of it, is core.delivery's; this runner renders it,
+What each notice says, and what becomes of it, is core.messaging.delivery's; this runner renders it,
 sends it through the bot, and hands any failure back classified (bot.telegram.errors).
 
 The application's AIORateLimiter keeps to about 30 messages a second overall and one a second
@@ -34,10 +34,10 @@ from bot.telegram.texts import (
     requester_notice,
     short_stage_alert,
 )
-from core import cards, delivery, nudges
-from core.delivery import Failure, News, Undelivered
 from core.errors import LeaseLost
-from core.notices import EDITED, EVERYONE, Notice, NoticeKind, NoticeStatus
+from core.jobs.notices import EDITED, EVERYONE, Notice, NoticeKind, NoticeStatus
+from core.messaging import cards, delivery, nudges
+from core.messaging.delivery import Failure, News, Undelivered
 from core.ports import ShellStore
 
 log = logging.getLogger(__name__)
@@ -215,7 +215,7 @@ class NoticeRunner:
         return {user_id: translator(language_of(chosen.get(user_id))) for user_id in user_ids}
 
     async def _failed(self, notice: Notice, why: Undelivered) -> None:
-        """Record a failed delivery as core.delivery decides (retry, give up, alert)."""
+        """Record a failed delivery as core.messaging.delivery decides (retry, give up, alert)."""
         now, policy, rand = self.runtime.now(), self.settings.retry_policy(), self.runtime.rand()
         status = await delivery.undelivered(self.store, notice, why, now, policy, rand)
         if status is NoticeStatus.FAILED:

@@ -1,5 +1,5 @@
 """Purchase orders in Telegram: a requester's sheet becomes POs, /status lists them, and an
-admin's /history reads one PO's trail, which /export sends as a CSV file (core.audit)."""
+admin's /history reads one PO's trail, which /export sends as a CSV file (core.records.audit)."""
 
 from __future__ import annotations
 
@@ -15,15 +15,15 @@ from bot.i18n import N_
 from bot.telegram.context import Deps, deps_of, held_roles, holding, reply, roles_of
 from bot.telegram.language import speaking
 from bot.telegram.texts import status_list, stranger
-from core import submissions
+from core.approval.policies import Role
 from core.arguments import parse_po_number
-from core.audit import ExportFormat, Logged, export_row, render
+from core.drafting.sheets import too_big
 from core.errors import UnreadableSheet
-from core.pending import may_read_trail
-from core.policies import Role
+from core.messaging.pending import may_read_trail
 from core.problems import Problem
-from core.sheets import too_big
-from core.submissions import Sheet, Submission
+from core.purchasing import submissions
+from core.purchasing.submissions import Sheet, Submission
+from core.records.audit import ExportFormat, Logged, export_row, render
 
 # A phone screen's worth; older POs are in `manzoori jobs list`.
 STATUS_LIMIT = 10
@@ -113,7 +113,8 @@ async def status(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
 
 async def history(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     """/history PO-…: a PO's approvals, sends, comments and audit trail, for admins and for
-    the approvers it asked (core.pending.may_read_trail), who are not shown send errors."""
+    the approvers it asked (core.messaging.pending.may_read_trail), who are not shown send
+    errors."""
     deps, user = deps_of(context), update.effective_user
     assert user is not None
     po, now = _po_arg(context), utcnow()

@@ -1,7 +1,7 @@
 """What waits for whom, in Telegram: an approver's /pending (each request with a button that
 sends its card again), the admins' /pending all, and the answer to free text, which is never a
 decision: an approver is shown the buttons of the request it refers to, and the text is kept
-as a comment on its trail (core.pending); anyone else gets the help for their role.
+as a comment on its trail (core.messaging.pending); anyone else gets the help for their role.
 """
 
 from __future__ import annotations
@@ -20,15 +20,15 @@ from bot.telegram.decisions import checked_tap, deliver_now, refusal
 from bot.telegram.language import speaking
 from bot.telegram.people import help_command
 from bot.texts import local_time
-from core import pending
-from core.decisions import Review
-from core.jobs import Job
-from core.money import format_pkr
-from core.pending import Referred, Waiting
-from core.policies import Policy, Role, Verdict
+from core.approval.decisions import Review
+from core.approval.policies import Policy, Role, Verdict
+from core.approval.signing import ButtonAction
+from core.drafting.money import format_pkr
+from core.jobs.jobs import Job
+from core.jobs.states import State
+from core.messaging import pending
+from core.messaging.pending import Referred, Waiting
 from core.ports import ShellReadTx
-from core.signing import ButtonAction
-from core.states import State
 from core.texts import flatten
 
 # Requests one /pending lists, each with its button: a phone screen's worth of buttons.

@@ -1,6 +1,7 @@
 """People and roles in Telegram: /start with an invitation, /help, an approver's /away and
 /back, and the admins' /invite, /users, /promote, /revoke, /groups and /group. Each command
-calls one use case of core.people, which checks the admin inside the transaction that writes."""
+calls one use case of core.people.people, which checks the admin inside the transaction that
+writes."""
 
 from __future__ import annotations
 
@@ -19,13 +20,13 @@ from bot.telegram import texts
 from bot.telegram.context import Deps, deps_of, holding, reply, roles_of
 from bot.telegram.language import speaking
 from bot.texts import local_time
-from core import delegating, people
+from core.approval.delegations import parse_until
+from core.approval.policies import Role
+from core.approval.standing import policy_now
 from core.arguments import parse_user_id
-from core.delegations import parse_until
 from core.errors import DelegationRefused, GroupRefused, InviteRefused, NotAnAdmin
-from core.jobs import Stamp
-from core.policies import Role
-from core.standing import policy_now
+from core.jobs.jobs import Stamp
+from core.people import delegating, people
 
 log = logging.getLogger(__name__)
 

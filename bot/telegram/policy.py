@@ -13,10 +13,10 @@ from bot.clock import utcnow
 from bot.i18n import N_, Translator
 from bot.telegram.context import Deps, holding, reply
 from bot.telegram.language import speaking
-from core import approval_policy
+from core.approval import approval_policy
+from core.approval.policies import Role
+from core.approval.standing import policy_now
 from core.errors import UnreadablePolicy
-from core.policies import Role
-from core.standing import policy_now
 
 ONLY_ADMINS = N_("Only admins can see or import the approval policy.")
 # As with sheets (bot.telegram.orders): one file of a person's in flight, the next refused.

@@ -1,6 +1,6 @@
 """The manual-review queue in Telegram, for admins: /queue lists each PO whose send failed for
 good or whose outcome is unknown, with what happened and signed buttons for the choices
-(core.review). A tap is checked like a card's: the signed data first, then the admin and the
+(core.outbox.review). A tap is checked like a card's: the signed data first, then the admin and the
 PO's state inside the one transaction that acts; it is answered at once, then the message is
 edited to the outcome.
 """
@@ -23,17 +23,17 @@ from bot.telegram.context import Deps, answer_tap, deps_of
 from bot.telegram.decisions import NOT_VALID, checked_tap, deliver_now
 from bot.telegram.errors import classify
 from bot.texts import local_time
-from core import review
-from core.delivery import Failure
-from core.effects import message_id
+from core.approval.signing import ButtonAction
+from core.drafting.money import format_pkr
 from core.errors import AlreadyResolved, IllegalTransition, NotAnAdmin
-from core.jobs import Effect, Job
-from core.money import format_pkr
+from core.jobs.effects import message_id
+from core.jobs.jobs import Effect, Job
+from core.jobs.states import NEEDS_REVIEW, State
+from core.messaging.delivery import Failure
+from core.outbox import review
+from core.outbox.review import Choice, Resolution
+from core.people.users import called, is_admin
 from core.ports import ShellReadTx
-from core.review import Choice, Resolution
-from core.signing import ButtonAction
-from core.states import NEEDS_REVIEW, State
-from core.users import called, is_admin
 
 log = logging.getLogger(__name__)
 

@@ -11,16 +11,16 @@ from datetime import datetime, tzinfo
 
 from bot.i18n import ENGLISH, N_, Translator
 from bot.texts import local_time
-from core.drafts import LineDiff
-from core.jobs import Job
-from core.money import format_pkr
-from core.notices import NOBODY_TO_ASK, UNREACHABLE
-from core.people import GroupChange
-from core.policies import DEFAULT_GROUP, Policy, Role
-from core.shortfalls import Shortfall
-from core.states import State
+from core.approval.policies import DEFAULT_GROUP, Policy, Role
+from core.approval.shortfalls import Shortfall
+from core.drafting.drafts import LineDiff
+from core.drafting.money import format_pkr
+from core.jobs.jobs import Job
+from core.jobs.notices import NOBODY_TO_ASK, UNREACHABLE
+from core.jobs.states import State
+from core.people.people import GroupChange
+from core.people.users import TelegramUser
 from core.texts import flatten
-from core.users import TelegramUser
 
 _ROLE_HELP = {
     Role.REQUESTER: [

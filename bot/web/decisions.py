@@ -1,6 +1,6 @@
-"""A decision the Mini App sends: read strictly, recorded through the same use cases as a
-button (core.service.decide; core.edits.approve_with_changes for one with changes), and
-answered with what the decider reads in the page's status line, in their language.
+"""A decision the Mini App sends: read strictly, recorded through the same use cases as a button
+(core.approval.decisions.decide; core.purchasing.edits.approve_with_changes for one with changes),
+and answered with what the decider reads in the page's status line, in their language.
 
 The page names the draft version and hash it showed, and an id it made for the decision: the
 server records one decision per id however often the page sends it (a queued decision sent
@@ -25,9 +25,9 @@ from bot.clock import utcnow
 from bot.config import Settings
 from bot.i18n import N_, Translator
 from bot.telegram.decisions import EXPIRED, pending_answer, refused_text
-from core import decisions, edits
-from core.decisions import DecisionResult, Review
-from core.edits import Edit, Edited, LineChange
+from core.approval import decisions
+from core.approval.decisions import DecisionResult, Review
+from core.approval.policies import Outcome, Rules, Verdict
 from core.errors import (
     ApprovalError,
     ApprovalExpired,
@@ -38,10 +38,11 @@ from core.errors import (
     IllegalTransition,
     ReasonRequired,
 )
-from core.jobs import Job
+from core.jobs.jobs import Job
 from core.nesting import MAX_DEPTH, Syntax, too_deep
-from core.policies import Outcome, Rules, Verdict
 from core.ports import Store
+from core.purchasing import edits
+from core.purchasing.edits import Edit, Edited, LineChange
 from core.texts import flatten
 
 # What the page says when the draft it showed is not the current one any more.

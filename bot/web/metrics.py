@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from core.states import NEEDS_REVIEW
+from core.jobs.states import NEEDS_REVIEW
 from store.counts import RowCounts
 
 # Seconds: an SMTP send is a few hundred milliseconds, a slow server several seconds.

@@ -35,7 +35,7 @@ from bot.i18n import Translator, language_of, translator
 from bot.web import decisions, initdata, views
 from bot.web.security import NO_STORE
 from bot.web.urls import PAGE_ROUTE
-from core.policies import Role
+from core.approval.policies import Role
 from store.sql import SqlStore
 
 if TYPE_CHECKING:

@@ -1,4 +1,4 @@
-"""The Mini App's view of a PO as JSON (core.po_view rendered): every text already in the
+"""The Mini App's view of a PO as JSON (core.purchasing.po_view rendered): every text already in the
 viewer's language, from the bot's own catalogues, so the page has none of its own. Values
 that read left to right (SKUs, amounts, PO numbers) come isolated inside Urdu sentences, as
 on a card (bot.i18n); the page puts them in <bdi> where it shows them bare.
@@ -18,11 +18,11 @@ from bot.telegram.cards import APPROVE_TEXT, REJECT_TEXT, budget_line
 from bot.telegram.decisions import EXPIRED
 from bot.texts import DATE_AND_TIME, DAY_MONTH, local_time
 from bot.web.decisions import CHANGED, NOT_FOUND, REASON_FOR_BUDGET, refusal
+from core.approval.policies import Role, Verdict
+from core.drafting.money import format_pkr
 from core.errors import DraftPurged, ReadRefused, UnknownJob
-from core.money import format_pkr
-from core.po_view import ChainStage, PoLine, PoView, po_view
-from core.policies import Role, Verdict
 from core.ports import Store
+from core.purchasing.po_view import ChainStage, PoLine, PoView, po_view
 from core.texts import flatten
 
 NOT_REGISTERED = N_("You are not registered. Send me /start to get the id your admin needs.")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from core.policies import Role
+from core.approval.policies import Role
 from tests.helpers.bot import ADMIN, all_handled, running_bot, said
 from tests.helpers.factories import APPROVER_B, T0
 from tests.helpers.routing import CHAIN, team

@@ -16,9 +16,9 @@ import pytest
 from bot.spreadsheets import TOO_MUCH_TEXT, UNUSUAL_PARTS, read_csv_text
 from bot.telegram.cards import APPROVE_TEXT
 from bot.telegram.orders import SHEET_IN_FLIGHT
-from core import new_terms
-from core.policies import Role, Verdict
-from core.sheets import MAX_DATA_ROWS, MAX_NOTE, MAX_SHEET_BYTES
+from core.approval.policies import Role, Verdict
+from core.drafting.sheets import MAX_DATA_ROWS, MAX_NOTE, MAX_SHEET_BYTES
+from core.purchasing import new_terms
 from tests.helpers.bot import TERMS, YEAR, answer, said
 from tests.helpers.cli import base_env
 from tests.helpers.factories import APPROVER_A, REQUESTER, T0

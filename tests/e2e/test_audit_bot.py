@@ -10,9 +10,9 @@ from datetime import timedelta
 from bot.outbox.runner import OutboxRunner
 from bot.outbox.smtp import SmtpSender, SmtpServer
 from bot.telegram.cards import APPROVE_TEXT
-from core.approval_policy import import_policy
-from core.audit import COLUMNS
-from core.states import State
+from core.approval.approval_policy import import_policy
+from core.jobs.states import State
+from core.records.audit import COLUMNS
 from tests.helpers.bot import (
     ADMIN,
     PO,

@@ -9,13 +9,14 @@ from datetime import UTC, datetime
 from bot.spreadsheets import read_csv_text
 from bot.telegram.cards import APPROVE_TEXT
 from bot.telegram.notices import NoticeRunner
-from core import new_terms, people
-from core.approval_policy import import_policy
-from core.budgets import month_of
-from core.jobs import Stamp
-from core.policies import PAKISTAN, Policy
-from core.routes import Route, StageReason
-from core.states import State
+from core.approval.approval_policy import import_policy
+from core.approval.budgets import month_of
+from core.approval.policies import PAKISTAN, Policy
+from core.approval.routes import Route, StageReason
+from core.jobs.jobs import Stamp
+from core.jobs.states import State
+from core.people import people
+from core.purchasing import new_terms
 from tests.helpers.bot import (
     PO,
     SHEET,

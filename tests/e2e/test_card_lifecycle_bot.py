@@ -17,10 +17,11 @@ from bot.outbox.smtp import SmtpSender, SmtpServer
 from bot.spreadsheets import read_csv_text
 from bot.telegram.cards import APPROVE_TEXT, REJECT_TEXT
 from bot.telegram.notices import NoticeRunner
-from core import decisions, new_terms
-from core.decisions import Review
-from core.policies import Verdict
-from core.states import State
+from core.approval import decisions
+from core.approval.decisions import Review
+from core.approval.policies import Verdict
+from core.jobs.states import State
+from core.purchasing import new_terms
 from tests.helpers.bot import (
     ADMIN,
     PO,

@@ -8,9 +8,9 @@ from datetime import timedelta
 from bot.clock import Runtime, utcnow
 from bot.telegram.cards import APPROVE_TEXT, DETAILS_TEXT, REJECT_TEXT
 from bot.telegram.notices import NoticeRunner
-from core.notices import NoticeKind, NoticeStatus
-from core.policies import Role
-from core.signing import ButtonAction, verify_button
+from core.approval.policies import Role
+from core.approval.signing import ButtonAction, verify_button
+from core.jobs.notices import NoticeKind, NoticeStatus
 from tests.helpers.bot import ADMIN, YEAR, running_bot, said, submitted
 from tests.helpers.factories import APPROVER_A, APPROVER_B, REQUESTER, T0, Clock
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bot.telegram.cards import APPROVE_TEXT, DETAILS_TEXT
-from core.states import State
+from core.jobs.states import State
 from tests.helpers.bot import answer, cards_out, job_and_decisions, running_bot, timed
 from tests.helpers.factories import APPROVER_A, REQUESTER
 

@@ -14,8 +14,8 @@ from bot.telegram.cards import APPROVE_TEXT, DETAILS_TEXT, REJECT_TEXT
 from bot.telegram.context import STRANGER_TAP
 from bot.telegram.decisions import NOT_VALID
 from bot.telegram.notices import NoticeRunner
-from core.policies import Role, Verdict
-from core.states import State
+from core.approval.policies import Role, Verdict
+from core.jobs.states import State
 from store import schema
 from tests.helpers.bot import (
     ADMIN,

@@ -8,8 +8,8 @@ from __future__ import annotations
 from bot import reports
 from bot.telegram.cards import APPROVE_TEXT
 from bot.telegram.notices import NoticeRunner
-from core.policies import Role
-from core.states import State
+from core.approval.policies import Role
+from core.jobs.states import State
 from tests.helpers.bot import (
     ADMIN,
     PO,

@@ -14,12 +14,14 @@ from bot.outbox.smtp import SmtpSender, SmtpServer
 from bot.spreadsheets import read_csv_text
 from bot.telegram.notices import NoticeRunner
 from bot.texts import DAY_MONTH, local_time
-from core import decisions, new_terms, people
-from core.approval_policy import import_policy
-from core.decisions import Review
-from core.jobs import Stamp
-from core.policies import Policy, Verdict
-from core.states import State
+from core.approval import decisions
+from core.approval.approval_policy import import_policy
+from core.approval.decisions import Review
+from core.approval.policies import Policy, Verdict
+from core.jobs.jobs import Stamp
+from core.jobs.states import State
+from core.people import people
+from core.purchasing import new_terms
 from tests.helpers.bot import PO, TERMS, YEAR, running_bot, submitted
 from tests.helpers.factories import APPROVER_A, APPROVER_B, REQUESTER, T0
 

@@ -1,4 +1,5 @@
-"""Approve with changes (core.edits), as the Mini App makes it, seen through the real bot: the
+"""Approve with changes (core.purchasing.edits), as the Mini App makes it, seen through the real
+bot: the
 requester hears who changed which line, the old version's cards stop deciding, and the trimmed
 PO is the one that goes out."""
 
@@ -8,8 +9,8 @@ from datetime import UTC, datetime
 
 from bot.telegram.cards import APPROVE_TEXT
 from bot.telegram.notices import NoticeRunner
-from core.edits import Edit, LineChange, approve_with_changes
-from core.states import State
+from core.jobs.states import State
+from core.purchasing.edits import Edit, LineChange, approve_with_changes
 from tests.helpers.bot import PO, answer, cards_out, deliveries_done, job_and_decisions, said
 from tests.helpers.bot import running_bot as bot
 from tests.helpers.factories import APPROVER_A, APPROVER_B, REQUESTER

@@ -8,8 +8,8 @@ import logging
 from bot.telegram import texts
 from bot.telegram.app import MESSAGE_FAILED, TAP_FAILED
 from bot.telegram.cards import APPROVE_TEXT
-from core import decisions as deciding
-from core.states import State
+from core.approval import decisions as deciding
+from core.jobs.states import State
 from tests.helpers.bot import ADMIN, answer, cards_out, job_and_decisions, running_bot, said
 
 # What the injected fault says: it must reach the log and never the person.

@@ -22,8 +22,8 @@ from bot.telegram.decisions import DETAILS_IN_FLIGHT, DETAILS_SENDING
 from bot.telegram.fairness import STRANGER_REPLIES, Shares
 from bot.telegram.notices import NoticeRunner
 from bot.telegram.orders import SHEET_IN_FLIGHT
-from core import new_terms
-from core.states import State
+from core.jobs.states import State
+from core.purchasing import new_terms
 from store import schema
 from store.sql import SqlStore, SqlTx
 from tests.helpers.bot import (

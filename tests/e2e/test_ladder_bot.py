@@ -16,8 +16,8 @@ from bot.i18n import FSI, isolated
 from bot.telegram.cards import APPROVE_TEXT
 from bot.telegram.notices import NoticeRunner
 from bot.telegram.pending import CARD_AGAIN
-from core.notices import NoticeKind
-from core.states import State
+from core.jobs.notices import NoticeKind
+from core.jobs.states import State
 from store import schema
 from tests.helpers.bot import (
     ADMIN,

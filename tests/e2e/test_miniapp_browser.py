@@ -26,10 +26,11 @@ from bot.clock import utcnow
 from bot.spreadsheets import read_csv_text
 from bot.telegram.cards import APPROVE_TEXT, REVIEW_TEXT
 from bot.telegram.notices import NoticeRunner
-from core import new_terms, opening
-from core.jobs import Stamp
-from core.opening import Revision
-from core.states import State
+from core.approval import opening
+from core.approval.opening import Revision
+from core.jobs.jobs import Stamp
+from core.jobs.states import State
+from core.purchasing import new_terms
 from tests.helpers.bot import (
     BotRun,
     answer,

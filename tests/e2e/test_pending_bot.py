@@ -9,10 +9,10 @@ from __future__ import annotations
 from bot.telegram.cards import APPROVE_TEXT, DETAILS_TEXT, REJECT_TEXT
 from bot.telegram.orders import NOT_ASKED
 from bot.telegram.pending import CARD_AGAIN, NOT_AN_APPROVER, NOTHING_MINE, ONLY_ADMINS, USAGE
-from core.money import format_pkr
-from core.pending import COMMENT
-from core.policies import Role
-from core.states import State
+from core.approval.policies import Role
+from core.drafting.money import format_pkr
+from core.jobs.states import State
+from core.messaging.pending import COMMENT
 from tests.helpers.bot import (
     ADMIN,
     PO,

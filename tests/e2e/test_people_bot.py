@@ -9,7 +9,7 @@ from sqlalchemy import select
 
 from bot.telegram.decisions import NOT_VALID
 from bot.telegram.people import NOT_MET
-from core.policies import Role
+from core.approval.policies import Role
 from store import schema
 from store.sql import SqlStore
 from tests.helpers.bot import ADMIN, all_handled, person_rows, running_bot, said

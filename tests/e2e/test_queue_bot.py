@@ -6,8 +6,8 @@ from __future__ import annotations
 from bot.telegram.decisions import NOT_VALID
 from bot.telegram.notices import NoticeRunner
 from bot.telegram.queue import EMPTY, NOT_AN_ADMIN, ONLY_ADMINS
-from core.policies import Role
-from core.states import State
+from core.approval.policies import Role
+from core.jobs.states import State
 from tests.helpers.bot import ADMIN, deliveries_done, running_bot, timed
 from tests.helpers.factories import APPROVER_A, REQUESTER, T0
 from tests.helpers.review import PO, in_queue, snapshot

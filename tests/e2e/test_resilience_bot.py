@@ -11,9 +11,9 @@ import pytest
 from bot.clock import utcnow
 from bot.telegram.cards import APPROVE_TEXT
 from bot.telegram.notices import NoticeRunner
-from core.notices import NoticeStatus, card_edits_for
-from core.policies import Role
-from core.states import State
+from core.approval.policies import Role
+from core.jobs.notices import NoticeStatus, card_edits_for
+from core.jobs.states import State
 from tests.helpers.bot import (
     PO,
     SHEET,

@@ -5,10 +5,11 @@ from __future__ import annotations
 from datetime import timedelta
 
 from bot.clock import utcnow
-from core import closing, retention
-from core.jobs import Stamp
-from core.policies import Role
-from core.retention import Purge, Retention
+from core.approval.policies import Role
+from core.jobs import closing
+from core.jobs.jobs import Stamp
+from core.records import retention
+from core.records.retention import Purge, Retention
 from tests.helpers.bot import ADMIN, PO, running_bot, said, submitted
 from tests.helpers.factories import REQUESTER, T0
 

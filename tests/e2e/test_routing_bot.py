@@ -7,11 +7,11 @@ from __future__ import annotations
 from bot import reports
 from bot.telegram.cards import APPROVE_TEXT, REJECT_TEXT
 from bot.telegram.notices import NoticeRunner
-from core import people
-from core.approval_policy import import_policy
-from core.jobs import Stamp
-from core.policies import Role
-from core.states import State
+from core.approval.approval_policy import import_policy
+from core.approval.policies import Role
+from core.jobs.jobs import Stamp
+from core.jobs.states import State
+from core.people import people
 from tests.helpers.bot import (
     ADMIN,
     PO,

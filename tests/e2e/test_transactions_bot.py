@@ -11,8 +11,8 @@ from bot.telegram.app import TAP_BUSY
 from bot.telegram.cards import APPROVE_TEXT
 from bot.telegram.notices import NoticeRunner
 from bot.texts import NOBODY_TO_ASK
-from core.policies import Role
-from core.states import State
+from core.approval.policies import Role
+from core.jobs.states import State
 from store.engine import make_engine
 from store.sql import SqlStore
 from tests.helpers.bot import (

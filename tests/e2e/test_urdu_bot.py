@@ -11,9 +11,9 @@ from bot.spreadsheets import NOT_A_SHEET
 from bot.telegram.cards import APPROVE_TEXT
 from bot.telegram.notices import NoticeRunner
 from bot.telegram.pending import NOT_AN_APPROVER
-from core.money import format_pkr
-from core.policies import Role
-from core.states import State
+from core.approval.policies import Role
+from core.drafting.money import format_pkr
+from core.jobs.states import State
 from store.engine import make_engine
 from store.sql import SqlStore
 from tests.helpers.bot import (

@@ -7,9 +7,9 @@ from __future__ import annotations
 from bot.refusals import REFUSAL_TEXTS
 from bot.telegram.cards import APPROVE_TEXT
 from bot.telegram.notices import NoticeRunner
+from core.approval.policies import Role
 from core.errors import Refusal
-from core.policies import Role
-from core.states import State
+from core.jobs.states import State
 from tests.helpers.bot import (
     ADMIN,
     PO,

@@ -13,8 +13,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from bot.telegram.cards import APPROVE_TEXT
-from core.effects import EffectStatus
-from core.states import State
+from core.jobs.effects import EffectStatus
+from core.jobs.states import State
 from tests.e2e.test_webhook_bot import SECRET
 from tests.helpers.bot import answer, cards_out, deliveries_done, running_bot, submitted
 from tests.helpers.factories import APPROVER_A, T0

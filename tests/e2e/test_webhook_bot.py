@@ -8,7 +8,7 @@ from cryptography.fernet import Fernet
 
 from bot.telegram.cards import APPROVE_TEXT
 from bot.telegram.notices import NoticeRunner
-from core.states import State
+from core.jobs.states import State
 from tests.helpers.bot import SHEET, deliveries_done, running_bot, said, with_terms
 from tests.helpers.factories import APPROVER_A, APPROVER_B, REQUESTER, T0
 from tests.helpers.net import free_port

@@ -21,7 +21,7 @@ from bot.config import Settings
 from bot.dev.botapi import Emulator
 from bot.spreadsheets import read_csv_text
 from bot.telegram.notices import NoticeRunner
-from core import new_terms
+from core.purchasing import new_terms
 from store import schema
 from store.engine import SQLITE_BUSY_TIMEOUT_MS, make_engine
 from store.sql import SqlStore

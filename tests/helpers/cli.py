@@ -15,7 +15,7 @@ from typing import TypeVar
 from cryptography.fernet import Fernet
 
 from bot.config import Settings
-from core.policies import Rules
+from core.approval.policies import Rules
 from store.engine import make_engine
 from store.sql import SqlStore
 from tests.helpers.store import DATA_KEY

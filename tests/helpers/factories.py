@@ -6,9 +6,9 @@ import uuid
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
-from core.drafts import Draft, DraftLine
-from core.jobs import NewJob
-from core.retries import RetryPolicy
+from core.drafting.drafts import Draft, DraftLine
+from core.jobs.jobs import NewJob
+from core.jobs.retries import RetryPolicy
 
 # Retries fast and few, so tests reach the dead letter in three attempts.
 FAST_RETRY = RetryPolicy(

@@ -1,16 +1,17 @@
-"""A PO in the manual-review queue (core.review), set up through core.service and core.dispatch
-as the bot and the runner would leave it, and what is stored about it."""
+"""A PO in the manual-review queue (core.outbox.review), set up through core's use cases and
+core.outbox.dispatch as the bot and the runner would leave it, and what is stored about it."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 
-from core import decisions, dispatch, opening
-from core.decisions import Review
-from core.dispatch import Attempted
+from core.approval import decisions, opening
+from core.approval.decisions import Review
+from core.approval.policies import ApprovalPolicy, Rules, Verdict
 from core.errors import AmbiguousSendError, PermanentSendError
-from core.policies import ApprovalPolicy, Rules, Verdict
-from core.states import State
+from core.jobs.states import State
+from core.outbox import dispatch
+from core.outbox.dispatch import Attempted
 from tests.helpers.factories import APPROVER_A, FAST_RETRY, T0, make_draft, new_job
 
 RULES = Rules(approval=ApprovalPolicy(ttl=timedelta(hours=24)), retry=FAST_RETRY)

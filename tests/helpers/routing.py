@@ -4,10 +4,10 @@ and the cards a pass of the notice runner delivers."""
 from __future__ import annotations
 
 from bot.telegram.notices import NoticeRunner
-from core import people
-from core.approval_policy import import_policy
-from core.jobs import Stamp
-from core.policies import Policy, Role
+from core.approval.approval_policy import import_policy
+from core.approval.policies import Policy, Role
+from core.jobs.jobs import Stamp
+from core.people import people
 from tests.helpers.bot import deliveries_done
 from tests.helpers.factories import APPROVER_A, APPROVER_B, T0
 

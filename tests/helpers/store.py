@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from cryptography.fernet import Fernet
 
-from core.policies import Role
+from core.approval.policies import Role
 from store.sql import SqlStore
 from tests.helpers.factories import APPROVER_A, APPROVER_B, REQUESTER, T0
 

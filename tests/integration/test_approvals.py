@@ -8,9 +8,11 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import text
 
-from core import closing, decisions, opening
-from core.decisions import Review
-from core.drafts import draft_hash
+from core.approval import decisions, opening
+from core.approval.decisions import Review
+from core.approval.opening import Revision
+from core.approval.policies import ApprovalPolicy, Outcome, Role, Rules, Verdict
+from core.drafting.drafts import draft_hash
 from core.errors import (
     AlreadyDecided,
     ApprovalExpired,
@@ -21,10 +23,9 @@ from core.errors import (
     SelfApproval,
     UnknownJob,
 )
-from core.jobs import Stamp
-from core.opening import Revision
-from core.policies import ApprovalPolicy, Outcome, Role, Rules, Verdict
-from core.states import Action, State
+from core.jobs import closing
+from core.jobs.jobs import Stamp
+from core.jobs.states import Action, State
 from tests.helpers.factories import (
     APPROVER_A,
     APPROVER_B,

@@ -7,13 +7,14 @@ from __future__ import annotations
 from datetime import date, timedelta
 from zoneinfo import ZoneInfo
 
-from core import decisions, dispatch, opening
-from core.audit import Logged, Period, export_row
-from core.decisions import Review
-from core.dispatch import Attempted
-from core.jobs import AuditEvent, Stamp
-from core.policies import Rules, Verdict
-from core.states import State
+from core.approval import decisions, opening
+from core.approval.decisions import Review
+from core.approval.policies import Rules, Verdict
+from core.jobs.jobs import AuditEvent, Stamp
+from core.jobs.states import State
+from core.outbox import dispatch
+from core.outbox.dispatch import Attempted
+from core.records.audit import Logged, Period, export_row
 from store.sql import SqlStore
 from tests.helpers.factories import APPROVER_A, T0, make_draft, new_job
 

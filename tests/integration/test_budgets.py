@@ -13,18 +13,20 @@ import pytest
 from sqlalchemy import select
 
 from bot.problems import problem_lines
-from core import decisions, new_terms, people, submissions
-from core.approval_policy import import_policy
-from core.budgets import month_of
-from core.decisions import Review
+from core.approval import decisions
+from core.approval.approval_policy import import_policy
+from core.approval.budgets import month_of
+from core.approval.decisions import Review
+from core.approval.policies import PAKISTAN, Rules, Stage, Verdict
+from core.approval.routes import Route, StageReason
+from core.drafting.tables import Row, Table
+from core.drafting.terms import REQUIRED
 from core.errors import ReasonRequired
-from core.jobs import Job, Stamp
-from core.policies import PAKISTAN, Rules, Stage, Verdict
-from core.routes import Route, StageReason
-from core.states import State
-from core.submissions import Numbering, Sheet
-from core.tables import Row, Table
-from core.terms import REQUIRED
+from core.jobs.jobs import Job, Stamp
+from core.jobs.states import State
+from core.people import people
+from core.purchasing import new_terms, submissions
+from core.purchasing.submissions import Numbering, Sheet
 from store import schema
 from store.sql import SqlStore
 from tests.helpers.factories import APPROVER_A, APPROVER_B, REQUESTER

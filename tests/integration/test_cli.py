@@ -1,9 +1,9 @@
 """The `manzoori` CLI as an admin runs it: a real subprocess, on SQLite and PostgreSQL.
 
-State is set up in-process through core.service and core.dispatch (as the bot and the runner
-would leave it); each test then asserts on what the admin sees (exit code, stdout, stderr, JSON)
-and on the database afterwards. A subprocess costs ~1.5 s (imports), so each test reuses its setup
-for several commands.
+State is set up in-process through core's use cases and core.outbox.dispatch (as the bot and the
+runner would leave it); each test then asserts on what the admin sees (exit code, stdout, stderr,
+JSON) and on the database afterwards. A subprocess costs ~1.5 s (imports), so each test reuses its
+setup for several commands.
 """
 
 from __future__ import annotations
@@ -22,15 +22,17 @@ from sqlalchemy import select
 from bot.clock import Runtime, utcnow
 from bot.outbox.runner import OutboxRunner
 from bot.outbox.smtp import SmtpSender, SmtpServer
-from core import closing, decisions, dispatch, opening
-from core.decisions import Review
-from core.dispatch import Attempted
-from core.effects import EffectStatus, message_id, send_po_key
+from core.approval import decisions, opening
+from core.approval.decisions import Review
+from core.approval.policies import Role, Verdict
+from core.drafting.money import format_pkr
 from core.errors import AmbiguousSendError, PermanentSendError, SendError
-from core.jobs import AuditEvent, Effect, Job
-from core.money import format_pkr
-from core.policies import Role, Verdict
-from core.states import State
+from core.jobs import closing
+from core.jobs.effects import EffectStatus, message_id, send_po_key
+from core.jobs.jobs import AuditEvent, Effect, Job
+from core.jobs.states import State
+from core.outbox import dispatch
+from core.outbox.dispatch import Attempted
 from store import schema
 from store.migrate import alembic_config
 from store.sql import SqlStore

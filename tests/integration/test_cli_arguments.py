@@ -11,9 +11,10 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from bot.clock import utcnow
-from core import decisions, dispatch, opening
-from core.decisions import Review
-from core.policies import Verdict
+from core.approval import decisions, opening
+from core.approval.decisions import Review
+from core.approval.policies import Verdict
+from core.outbox import dispatch
 from store.sql import SqlStore
 from tests.helpers.cli import RULES, Cli, base_env, plain, with_store
 from tests.helpers.factories import APPROVER_A, make_draft, new_job

@@ -11,12 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from core import decisions, dispatch, opening
-from core.decisions import Review
-from core.dispatch import Attempted
-from core.jobs import AuditEvent, Stamp
-from core.policies import Verdict
-from core.states import State
+from core.approval import decisions, opening
+from core.approval.decisions import Review
+from core.approval.policies import Verdict
+from core.jobs.jobs import AuditEvent, Stamp
+from core.jobs.states import State
+from core.outbox import dispatch
+from core.outbox.dispatch import Attempted
 from store.sql import SqlStore
 from tests.helpers.cli import RULES, Cli, base_env, ok, with_store
 from tests.helpers.factories import APPROVER_A, T0, make_draft, new_job

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from bot.clock import utcnow
-from core.approval_policy import PolicyImport, import_policy
-from core.policies import Role
+from core.approval.approval_policy import PolicyImport, import_policy
+from core.approval.policies import Role
 from store.sql import SqlStore
 from tests.helpers.cli import Cli, base_env, ok, with_store
 

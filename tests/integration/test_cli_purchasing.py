@@ -19,12 +19,13 @@ from sqlalchemy import func, select
 from bot.clock import utcnow
 from bot.problems import problem_text
 from bot.spreadsheets import NOT_A_SHEET, NOT_CSV, read_csv_text
-from core import decisions, new_terms
-from core.decisions import Review
+from core.approval import decisions
+from core.approval.decisions import Review
+from core.approval.policies import Verdict
+from core.drafting.intake import NO_TERMS
 from core.errors import DraftChanged
-from core.intake import NO_TERMS
-from core.policies import Verdict
-from core.states import State
+from core.jobs.states import State
+from core.purchasing import new_terms
 from store import schema
 from store.sql import SqlStore
 from tests.helpers.cli import RULES, Cli, base_env, ok, with_store

@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from bot.clock import utcnow
-from core import closing, opening
-from core.jobs import Stamp
-from core.policies import Rules
+from core.approval import opening
+from core.approval.policies import Rules
+from core.jobs import closing
+from core.jobs.jobs import Stamp
 from tests.helpers.cli import Cli, base_env, ok, with_store
 from tests.helpers.factories import make_draft, new_job
 

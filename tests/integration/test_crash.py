@@ -18,12 +18,13 @@ import pytest
 from cryptography.fernet import Fernet
 
 from bot.dev.smtp import running_sink
-from core import closing, decisions, opening, transitions
-from core.decisions import Review
-from core.effects import EffectStatus, message_id
-from core.jobs import Effect, Job, Stamp
-from core.policies import Rules, Verdict
-from core.states import Action, State
+from core.approval import decisions, opening
+from core.approval.decisions import Review
+from core.approval.policies import Rules, Verdict
+from core.jobs import closing, transitions
+from core.jobs.effects import EffectStatus, message_id
+from core.jobs.jobs import Effect, Job, Stamp
+from core.jobs.states import Action, State
 from store.engine import make_engine
 from store.sql import SqlStore
 from tests.helpers.factories import APPROVER_A, make_draft, new_job

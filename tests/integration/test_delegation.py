@@ -8,14 +8,15 @@ from datetime import timedelta
 
 import pytest
 
-from core import decisions, delegating, opening, people
-from core.approval_policy import import_policy
-from core.decisions import Review
+from core.approval import decisions, opening
+from core.approval.approval_policy import import_policy
+from core.approval.decisions import Review
+from core.approval.policies import Outcome, Policy, Role, Rules, Verdict
+from core.approval.standing import standing
 from core.errors import DelegationEnded, DelegationRefused, NotAnAdmin
-from core.jobs import Stamp
-from core.notices import NoticeKind
-from core.policies import Outcome, Policy, Role, Rules, Verdict
-from core.standing import standing
+from core.jobs.jobs import Stamp
+from core.jobs.notices import NoticeKind
+from core.people import delegating, people
 from tests.helpers.factories import APPROVER_A, APPROVER_B, T0, make_draft, new_job
 from tests.helpers.store import grant_cast
 

@@ -9,12 +9,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from core import decisions as deciding
-from core import opening, people
-from core.approval_policy import import_policy
-from core.decisions import Review
-from core.drafts import Draft, DraftLine, LineDiff, draft_hash, short_hash
-from core.edits import Edit, LineChange, approve_with_changes
+from core.approval import decisions as deciding
+from core.approval import opening
+from core.approval.approval_policy import import_policy
+from core.approval.decisions import Review
+from core.approval.policies import ApprovalPolicy, Outcome, Policy, Role, Rules, Verdict
+from core.drafting.drafts import Draft, DraftLine, LineDiff, draft_hash, short_hash
 from core.errors import (
     ClientIdReused,
     DraftChanged,
@@ -24,10 +24,11 @@ from core.errors import (
     ReasonRequired,
     SelfApproval,
 )
-from core.jobs import Stamp
-from core.notices import NoticeKind, NoticeStatus
-from core.policies import ApprovalPolicy, Outcome, Policy, Role, Rules, Verdict
-from core.states import State
+from core.jobs.jobs import Stamp
+from core.jobs.notices import NoticeKind, NoticeStatus
+from core.jobs.states import State
+from core.people import people
+from core.purchasing.edits import Edit, LineChange, approve_with_changes
 from store.sql import SqlStore
 from tests.helpers.factories import APPROVER_A, APPROVER_B, REQUESTER, T0, new_job
 from tests.helpers.routing import soft_budget
@@ -301,7 +302,7 @@ async def test_an_edit_of_an_old_version_is_refused(store):
 
 
 async def test_the_requester_news_says_what_changed_and_who(store):
-    from core.delivery import news_to_send
+    from core.messaging.delivery import news_to_send
 
     async with store.begin() as tx:
         await tx.met(APPROVER_A, "Ali", T0, started=True)

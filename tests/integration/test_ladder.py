@@ -1,22 +1,23 @@
-"""The reminder ladder on SQLite and PostgreSQL (core.nudges), on a fake clock: each step owed
-once when due, audited once, however many processes sweep and however often they restart;
-nothing for a person who decided or a request that was decided; an unreachable approver
-escalated at once; working hours honoured (Friday evening to Saturday morning); several
-requests due for one person make one message; the digest once a day."""
+"""The reminder ladder on SQLite and PostgreSQL (core.messaging.nudges), on a fake clock: each step
+owed once when due, audited once, however many processes sweep and however often they restart;
+nothing for a person who decided or a request that was decided; an unreachable approver escalated at
+once; working hours honoured (Friday evening to Saturday morning); several requests due for one
+person make one message; the digest once a day."""
 
 from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime, time, timedelta
 
-from core import decisions, delivery, nudges, opening
-from core.decisions import Review
-from core.delivery import Failure, Undelivered
-from core.jobs import Job, Stamp
-from core.ladder import Ladder, WorkingHours
-from core.notices import EVERYONE, Notice, NoticeKind, NoticeStatus
-from core.nudges import Sweep
-from core.policies import PAKISTAN, ApprovalPolicy, Policy, Rules, Verdict
+from core.approval import decisions, opening
+from core.approval.decisions import Review
+from core.approval.ladder import Ladder, WorkingHours
+from core.approval.policies import PAKISTAN, ApprovalPolicy, Policy, Rules, Verdict
+from core.jobs.jobs import Job, Stamp
+from core.jobs.notices import EVERYONE, Notice, NoticeKind, NoticeStatus
+from core.messaging import delivery, nudges
+from core.messaging.delivery import Failure, Undelivered
+from core.messaging.nudges import Sweep
 from store import schema
 from store.engine import make_engine
 from store.sql import SqlStore

@@ -17,9 +17,10 @@ import pytest
 from cryptography.fernet import Fernet
 
 from bot.clock import utcnow
-from core import delivery, opening
-from core.notices import NoticeKind
-from core.policies import Rules
+from core.approval import opening
+from core.approval.policies import Rules
+from core.jobs.notices import NoticeKind
+from core.messaging import delivery
 from store import schema
 from store.engine import make_engine
 from store.sql import SqlStore

@@ -18,12 +18,12 @@ from bot.config import Settings
 from bot.web.app import build_web
 from bot.web.health import Heartbeats
 from bot.web.metrics import Metrics
-from core import opening
-from core.drafts import draft_hash
-from core.jobs import Job, Stamp
-from core.opening import Revision
-from core.policies import Role
-from core.states import State
+from core.approval import opening
+from core.approval.opening import Revision
+from core.approval.policies import Role
+from core.drafting.drafts import draft_hash
+from core.jobs.jobs import Job, Stamp
+from core.jobs.states import State
 from store.engine import make_engine
 from store.sql import SqlStore
 from tests.helpers.bot import settings_for as base_settings

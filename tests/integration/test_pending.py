@@ -1,7 +1,7 @@
-"""What waits for whom, on SQLite and PostgreSQL (core.pending over the store): the requests
-waiting for one approver, oldest first; the card a reply quotes, found by its message; who may
-read a request's trail; and a comment, kept on the trail until the purge removes its text
-with the other free text."""
+"""What waits for whom, on SQLite and PostgreSQL (core.messaging.pending over the store): the
+requests waiting for one approver, oldest first; the card a reply quotes, found by its message; who
+may read a request's trail; and a comment, kept on the trail until the purge removes its text with
+the other free text."""
 
 from __future__ import annotations
 
@@ -9,13 +9,16 @@ from datetime import timedelta
 from zoneinfo import ZoneInfo
 
 from bot import reports
-from core import closing, decisions, opening, pending, retention
-from core.decisions import Review
-from core.jobs import Stamp
-from core.notices import NoticeStatus
-from core.pending import COMMENT, COMMENT_TEXT
-from core.policies import Rules, Verdict
-from core.retention import Purge, Retention
+from core.approval import decisions, opening
+from core.approval.decisions import Review
+from core.approval.policies import Rules, Verdict
+from core.jobs import closing
+from core.jobs.jobs import Stamp
+from core.jobs.notices import NoticeStatus
+from core.messaging import pending
+from core.messaging.pending import COMMENT, COMMENT_TEXT
+from core.records import retention
+from core.records.retention import Purge, Retention
 from tests.helpers.factories import (
     APPROVER_A,
     APPROVER_B,

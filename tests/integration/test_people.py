@@ -10,12 +10,13 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import text
 
-from core import decisions, opening, people
-from core.approval_policy import import_policy
-from core.decisions import Review
+from core.approval import decisions, opening
+from core.approval.approval_policy import import_policy
+from core.approval.decisions import Review
+from core.approval.policies import Policy, Role, Rules, Verdict
 from core.errors import GroupRefused, InviteRefused, NotAnAdmin, Refusal
-from core.jobs import Stamp
-from core.policies import Policy, Role, Rules, Verdict
+from core.jobs.jobs import Stamp
+from core.people import people
 from store.engine import make_engine
 from store.sql import SqlStore
 from tests.helpers.factories import APPROVER_A, APPROVER_B, REQUESTER, T0, make_draft, new_job

@@ -1,6 +1,6 @@
-"""The review view (core.po_view) of a multi-line PO with a prior sent PO to the same supplier,
-read on SQLite and PostgreSQL: every line with its last sent price, the chain, who may read it
-and who may decide it now."""
+"""The review view (core.purchasing.po_view) of a multi-line PO with a prior sent PO to the same
+supplier, read on SQLite and PostgreSQL: every line with its last sent price, the chain, who may
+read it and who may decide it now."""
 
 from __future__ import annotations
 
@@ -10,18 +10,20 @@ from decimal import Decimal
 
 import pytest
 
-from core import decisions, dispatch, opening, people
-from core.approval_policy import import_policy
-from core.decisions import Review
-from core.dispatch import Attempted
-from core.drafts import Draft, DraftLine, Flag, short_hash
+from core.approval import decisions, opening
+from core.approval.approval_policy import import_policy
+from core.approval.decisions import Review
+from core.approval.policies import ApprovalPolicy, Outcome, Policy, Role, Rules, Verdict
+from core.approval.routes import StageReason
+from core.drafting.drafts import Draft, DraftLine, Flag, short_hash
+from core.drafting.flags import FlagCode
 from core.errors import AlreadyDecided, NotAnApprover, ReadRefused, SelfApproval
-from core.flags import FlagCode
-from core.jobs import Stamp
-from core.po_view import LastSent, po_view
-from core.policies import ApprovalPolicy, Outcome, Policy, Role, Rules, Verdict
-from core.routes import StageReason
-from core.states import State
+from core.jobs.jobs import Stamp
+from core.jobs.states import State
+from core.outbox import dispatch
+from core.outbox.dispatch import Attempted
+from core.people import people
+from core.purchasing.po_view import LastSent, po_view
 from store.sql import SqlStore
 from tests.helpers.factories import APPROVER_A, APPROVER_B, OUTSIDER, REQUESTER, T0, new_job
 from tests.helpers.routing import soft_budget

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from core import delivery
-from core.approval_policy import import_policy
-from core.notices import EVERYONE, UNSTAFFED_POLICY, Notice, NoticeKind, NoticeStatus
-from core.policies import Policy
+from core.approval.approval_policy import import_policy
+from core.approval.policies import Policy
+from core.jobs.notices import EVERYONE, UNSTAFFED_POLICY, Notice, NoticeKind, NoticeStatus
+from core.messaging import delivery
 from store import schema
 from store.rows import notice_from_row
 from store.sql import SqlStore

@@ -13,9 +13,9 @@ from sqlalchemy import func, select, text
 from sqlalchemy.exc import DBAPIError
 
 from bot.problems import problem_lines
-from core.approval_policy import import_policy
-from core.policies import BudgetMode, Budgets, Policy, Stage
-from core.standing import policy_now
+from core.approval.approval_policy import import_policy
+from core.approval.policies import BudgetMode, Budgets, Policy, Stage
+from core.approval.standing import policy_now
 from store import schema
 from store.sql import SqlStore
 from tests.helpers.factories import T0

@@ -23,21 +23,22 @@ from bot.clock import Runtime
 from bot.outbox.runner import OutboxRunner
 from bot.outbox.smtp import SmtpSender, SmtpServer
 from bot.problems import PROBLEM_TEXTS, problem_lines
-from core import decisions, new_terms, submissions
-from core.decisions import Review
-from core.drafts import Flag
-from core.effects import EffectStatus
+from core.approval import decisions
+from core.approval.decisions import Review
+from core.approval.policies import Role, Rules, Verdict
+from core.drafting.drafts import Flag
+from core.drafting.flags import FlagCode
+from core.drafting.intake import NO_TERMS
+from core.drafting.tables import Row, Table
+from core.drafting.terms import REQUIRED
 from core.errors import DraftChanged, NotARequester
-from core.flags import FlagCode
-from core.intake import NO_TERMS
-from core.jobs import WORKFLOW_VERSION
-from core.notices import NOBODY_TO_ASK, NoticeKind
-from core.policies import Role, Rules, Verdict
+from core.jobs.effects import EffectStatus
+from core.jobs.jobs import WORKFLOW_VERSION
+from core.jobs.notices import NOBODY_TO_ASK, NoticeKind
+from core.jobs.states import State
 from core.problems import ProblemCode
-from core.states import State
-from core.submissions import Numbering, Sheet
-from core.tables import Row, Table
-from core.terms import REQUIRED
+from core.purchasing import new_terms, submissions
+from core.purchasing.submissions import Numbering, Sheet
 from store import schema
 from store.engine import make_engine
 from store.sql import SqlStore
@@ -597,7 +598,7 @@ async def test_the_last_sent_po_is_the_one_compared_with(store, smtp_sink):
 
 async def test_price_history_ignores_the_case_of_supplier_ids(store, smtp_sink):
     """New terms that spell "SUP-A" as "sup-a" still find the POs sent to it, as supplier ids
-    match without regard to case everywhere else (core.terms.match_key)."""
+    match without regard to case everywhere else (core.drafting.terms.match_key)."""
     await imported(store)
     [sent] = await submitted(store, sheet((CBL, "10", "SUP-A", "")))
     await send(store, smtp_sink, sent)

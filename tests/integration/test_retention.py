@@ -1,5 +1,5 @@
-"""The retention purge on SQLite and PostgreSQL (core.retention over store.retention), with the
-time passed in: what goes, what stays, that a dry run changes nothing, that a second purge finds
+"""The retention purge on SQLite and PostgreSQL (core.records.retention over store.retention), with
+the time passed in: what goes, what stays, that a dry run changes nothing, that a second purge finds
 nothing, that the daily chore runs once per day across processes, and what reports say after."""
 
 from __future__ import annotations
@@ -17,13 +17,15 @@ from bot import reports
 from bot.bootstrap import DailyPurge, running
 from bot.clock import Runtime
 from bot.config import Settings
-from core import closing, decisions, opening, retention
-from core.decisions import Review
+from core.approval import decisions, opening
+from core.approval.decisions import Review
+from core.approval.policies import Role, Rules, Verdict
 from core.errors import DraftPurged
-from core.jobs import Stamp
-from core.policies import Role, Rules, Verdict
-from core.retention import PURGE_CHORE, PURGED, Purge, Retention
-from core.states import State
+from core.jobs import closing
+from core.jobs.jobs import Stamp
+from core.jobs.states import State
+from core.records import retention
+from core.records.retention import PURGE_CHORE, PURGED, Purge, Retention
 from store import schema
 from tests.helpers.bot import settings_for as base_settings
 from tests.helpers.factories import APPROVER_A, OUTSIDER, T0, Clock, make_draft, new_job

@@ -1,4 +1,4 @@
-"""The manual-review queue's choices (core.review) on SQLite and PostgreSQL: every choice in
+"""The manual-review queue's choices (core.outbox.review) on SQLite and PostgreSQL: every choice in
 every queue state, who may choose, a PO that left the queue, two admins at once, and the
 supplier's inbox after "Send again"."""
 
@@ -14,19 +14,20 @@ import pytest
 from bot.clock import Runtime
 from bot.outbox.runner import OutboxRunner
 from bot.outbox.smtp import SmtpSender, SmtpServer
-from core import decisions, dispatch, opening, review
-from core.decisions import Review
-from core.dispatch import Attempted
-from core.effects import EffectStatus
+from core.approval import decisions, opening
+from core.approval.decisions import Review
+from core.approval.policies import Role, Verdict
 from core.errors import (
     AlreadyResolved,
     IllegalTransition,
     NotAnAdmin,
     UnknownJob,
 )
-from core.policies import Role, Verdict
-from core.review import NOTE, AdminChoice, Choice
-from core.states import State
+from core.jobs.effects import EffectStatus
+from core.jobs.states import State
+from core.outbox import dispatch, review
+from core.outbox.dispatch import Attempted
+from core.outbox.review import NOTE, AdminChoice, Choice
 from store.engine import make_engine
 from store.sql import SqlStore
 from tests.helpers.factories import APPROVER_A, APPROVER_B, REQUESTER, T0, make_draft, new_job

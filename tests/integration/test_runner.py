@@ -12,14 +12,16 @@ from bot.clock import Runtime
 from bot.dev.smtp import running_sink
 from bot.outbox.runner import PASS_CLAIMS, SENDS_PER_CONNECTION, OutboxRunner
 from bot.outbox.smtp import SmtpSender, SmtpServer
-from core import closing, decisions, dispatch, opening
-from core.decisions import Review
-from core.dispatch import Attempted
-from core.effects import EffectStatus, message_id
-from core.jobs import Stamp
-from core.opening import Revision
-from core.policies import ApprovalPolicy, Rules, Verdict
-from core.states import Action, State
+from core.approval import decisions, opening
+from core.approval.decisions import Review
+from core.approval.opening import Revision
+from core.approval.policies import ApprovalPolicy, Rules, Verdict
+from core.jobs import closing
+from core.jobs.effects import EffectStatus, message_id
+from core.jobs.jobs import Stamp
+from core.jobs.states import Action, State
+from core.outbox import dispatch
+from core.outbox.dispatch import Attempted
 from tests.helpers.bot import timed
 from tests.helpers.factories import (
     APPROVER_A,

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from core import decisions, delegating, delivery, opening, people
-from core.approval_policy import import_policy
-from core.decisions import Review
-from core.jobs import Job, Stamp
-from core.notices import SHORT_STAGE, Notice, NoticeKind, NoticeStatus
-from core.policies import Policy, Role, Rules, Verdict
+from core.approval import decisions, opening
+from core.approval.approval_policy import import_policy
+from core.approval.decisions import Review
+from core.approval.policies import Policy, Role, Rules, Verdict
+from core.jobs.jobs import Job, Stamp
+from core.jobs.notices import SHORT_STAGE, Notice, NoticeKind, NoticeStatus
+from core.messaging import delivery
+from core.people import delegating, people
 from store.sql import SqlStore
 from tests.helpers.factories import APPROVER_A, APPROVER_B, REQUESTER, T0, make_draft, new_job
 from tests.helpers.store import grant_cast

@@ -40,12 +40,12 @@ from bot.outbox.smtp import (
     TlsMode,
     classify_smtp_error,
 )
-from core.drafts import Draft, DraftLine, draft_hash, is_email
-from core.effects import EffectStatus, message_id, send_po_key
+from core.drafting.drafts import Draft, DraftLine, draft_hash, is_email
+from core.drafting.money import format_pkr
 from core.errors import AmbiguousSendError, PermanentSendError, SendError, TransientSendError
-from core.jobs import WORKFLOW_VERSION, Effect, Job, SendOrder
-from core.money import format_pkr
-from core.states import State
+from core.jobs.effects import EffectStatus, message_id, send_po_key
+from core.jobs.jobs import WORKFLOW_VERSION, Effect, Job, SendOrder
+from core.jobs.states import State
 
 MAIL_FROM = "orders@manzoori.example"
 DOMAIN = "manzoori.example"

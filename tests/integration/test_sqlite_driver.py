@@ -11,7 +11,7 @@ import threading
 import pytest
 from sqlalchemy import text
 
-from core.policies import Role
+from core.approval.policies import Role
 from store.engine import make_engine
 from store.sql import SqlStore
 from tests.helpers.factories import APPROVER_A, T0

@@ -45,14 +45,24 @@ from bot.clock import Runtime
 from bot.dev.smtp import SmtpSink, running_sink
 from bot.outbox.runner import OutboxRunner
 from bot.outbox.smtp import SmtpSender, SmtpServer
-from core import closing, delegating, dispatch, opening
-from core import decisions as deciding
-from core.decisions import Review
-from core.delegations import Delegation
-from core.dispatch import Attempted
-from core.drafts import Draft, draft_hash
-from core.edits import Edit, LineChange, approve_with_changes, edited_draft
-from core.effects import OPEN_STATUSES, EffectStatus, message_id, send_po_key
+from core.approval import decisions as deciding
+from core.approval import opening
+from core.approval.decisions import Review
+from core.approval.delegations import Delegation
+from core.approval.opening import Revision
+from core.approval.policies import (
+    DEFAULT_GROUP,
+    ApprovalPolicy,
+    Decision,
+    Outcome,
+    Role,
+    Rules,
+    Verdict,
+)
+from core.approval.routes import route_for
+from core.approval.standing import route_of
+from core.approval.tally import People, tally
+from core.drafting.drafts import Draft, draft_hash
 from core.errors import (
     AlreadyDecided,
     ApprovalExpired,
@@ -68,13 +78,14 @@ from core.errors import (
     SendError,
     UnknownJob,
 )
-from core.jobs import Effect, Job, NewJob, SendOrder, Stamp
-from core.opening import Revision
-from core.policies import DEFAULT_GROUP, ApprovalPolicy, Decision, Outcome, Role, Rules, Verdict
-from core.routes import route_for
-from core.standing import route_of
-from core.states import TRANSITIONS, Action, State
-from core.tally import People, tally
+from core.jobs import closing
+from core.jobs.effects import OPEN_STATUSES, EffectStatus, message_id, send_po_key
+from core.jobs.jobs import Effect, Job, NewJob, SendOrder, Stamp
+from core.jobs.states import TRANSITIONS, Action, State
+from core.outbox import dispatch
+from core.outbox.dispatch import Attempted
+from core.people import delegating
+from core.purchasing.edits import Edit, LineChange, approve_with_changes, edited_draft
 from store import schema
 from store.engine import make_engine
 from store.migrate import upgrade
@@ -226,7 +237,7 @@ class Snapshot:
     def people(self, job: Job, until: datetime, *, closed: bool = True) -> People:
         """Who are one person on the job: pairs whose delegation was active at some time from
         its request to `until` (before `until`, if not `closed`: a decided job's last
-        decision), the model's view of core.policies.People."""
+        decision), the model's view of core.approval.policies.People."""
         return People(
             frozenset(
                 (d.delegator, d.delegate)

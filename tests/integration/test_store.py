@@ -13,13 +13,13 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError, IntegrityError, StatementError
 
-from core import decisions, opening
-from core.decisions import Review
-from core.drafts import canonical_bytes
-from core.effects import EffectStatus
+from core.approval import decisions, opening
+from core.approval.decisions import Review
+from core.approval.policies import Rules, Verdict
+from core.drafting.drafts import canonical_bytes
 from core.errors import LeaseLost, StaleJob, StoredDataError
-from core.policies import Rules, Verdict
-from core.states import State
+from core.jobs.effects import EffectStatus
+from core.jobs.states import State
 from store.migrate import alembic_config, current
 from store.schema import metadata
 from tests.helpers.factories import APPROVER_A, T0, make_draft, new_job

@@ -15,10 +15,10 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
-from core import opening
+from core.approval import opening
+from core.approval.policies import Role, Rules
 from core.errors import StoreBusy
-from core.policies import Role, Rules
-from core.transitions import BUSY_ATTEMPTS
+from core.jobs.transitions import BUSY_ATTEMPTS
 from store.engine import is_busy, make_engine
 from store.sql import SqlStore
 from tests.helpers.factories import APPROVER_A, OUTSIDER, REQUESTER, T0, make_draft, new_job

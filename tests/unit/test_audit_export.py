@@ -1,4 +1,4 @@
-"""The audit export's rows (core.audit): fixed columns from each kind of event, the send's
+"""The audit export's rows (core.records.audit): fixed columns from each kind of event, the send's
 result in a few words, nothing personal in the detail, and CSV no spreadsheet runs."""
 
 from __future__ import annotations
@@ -13,7 +13,11 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from core.audit import (
+from core.drafting.tables import FORMULA_START
+from core.errors import BadPeriod
+from core.jobs.jobs import AuditEvent
+from core.jobs.states import State
+from core.records.audit import (
     COLUMNS,
     FIRST_DAY,
     ExportFormat,
@@ -24,10 +28,6 @@ from core.audit import (
     parse_day,
     render,
 )
-from core.errors import BadPeriod
-from core.jobs import AuditEvent
-from core.states import State
-from core.tables import FORMULA_START
 
 AT = datetime(2026, 12, 1, 9, 30, tzinfo=UTC)
 HASH = "ab" * 32

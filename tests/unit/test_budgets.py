@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from bot.problems import problem_lines
 from bot.spreadsheets import read_csv_text
-from core.budgets import (
+from core.approval.budgets import (
     CategoryMonth,
     month_of,
     over_budget,
@@ -21,11 +21,11 @@ from core.budgets import (
     standings,
     uses,
 )
-from core.drafts import Draft, DraftLine
-from core.policies import PAKISTAN, BudgetMode, Budgets, Condition, Policy, Rule, Stage
-from core.policy_file import parse_policy
-from core.routes import StageReason, route_draft
-from core.terms import Offer, Supplier, Terms, content_hash, is_category, parse_terms
+from core.approval.policies import PAKISTAN, BudgetMode, Budgets, Condition, Policy, Rule, Stage
+from core.approval.policy_file import parse_policy
+from core.approval.routes import StageReason, route_draft
+from core.drafting.drafts import Draft, DraftLine
+from core.drafting.terms import Offer, Supplier, Terms, content_hash, is_category, parse_terms
 
 SOFT = Budgets(BudgetMode.SOFT, {"chargers": 50_000_00, "accessories": 100_000_00}, Stage("owners"))
 HARD = Budgets(BudgetMode.HARD, SOFT.monthly_paisa)

@@ -22,14 +22,14 @@ from bot.telegram.cards import (
     outcome_html,
     visible_length,
 )
-from core.budgets import CategoryMonth, month_of
-from core.cards import CardFacts, CardOutcome, DriftLine
-from core.drafts import Draft, DraftLine, Flag
-from core.flags import FlagCode
-from core.jobs import WORKFLOW_VERSION, Job
-from core.policies import Decision, Role, Verdict
-from core.signing import ButtonAction, verify_button
-from core.states import State
+from core.approval.budgets import CategoryMonth, month_of
+from core.approval.policies import Decision, Role, Verdict
+from core.approval.signing import ButtonAction, verify_button
+from core.drafting.drafts import Draft, DraftLine, Flag
+from core.drafting.flags import FlagCode
+from core.jobs.jobs import WORKFLOW_VERSION, Job
+from core.jobs.states import State
+from core.messaging.cards import CardFacts, CardOutcome, DriftLine
 from tests.helpers.factories import T0
 
 PKT = ZoneInfo("Asia/Karachi")

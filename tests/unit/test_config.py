@@ -13,10 +13,10 @@ import pytest
 from cryptography.fernet import Fernet
 
 from bot.config import Settings, WebAppScript, load_settings, write_env_file
+from core.approval.ladder import WorkingHours
+from core.approval.policies import ApprovalPolicy, Rules
 from core.errors import ConfigError
-from core.ladder import WorkingHours
-from core.policies import ApprovalPolicy, Rules
-from core.retries import RetryPolicy
+from core.jobs.retries import RetryPolicy
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ENV_NAMES = [name.upper() for name in Settings.model_fields]

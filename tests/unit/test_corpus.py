@@ -17,9 +17,9 @@ from bot import spreadsheets, texts
 from bot.parsing import parse_isolated
 from bot.problems import problem_text
 from bot.spreadsheets import read_sheet
+from core.drafting.sheets import TOO_MANY_ROWS, read_items
 from core.errors import UnreadableSheet
-from core.sheets import TOO_MANY_ROWS, read_items
-from core.submissions import Submission
+from core.purchasing.submissions import Submission
 from tests.corpus import build
 
 CORPUS = Path(__file__).parent.parent / "corpus"

@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bot.outbox.emails import CSV_COLUMNS, render_csv
-from core.drafts import Draft, DraftLine
-from core.tables import FORMULA_START, neutralise
+from core.drafting.drafts import Draft, DraftLine
+from core.drafting.tables import FORMULA_START, neutralise
 
 # Cells a requester or a terms list can write, each trying to become a formula or a new field.
 HOSTILE = [

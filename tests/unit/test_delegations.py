@@ -1,4 +1,5 @@
-"""/away's arguments (bot.telegram.people.away_args) and its UNTIL (core.delegations.parse_until):
+"""/away's arguments (bot.telegram.people.away_args) and its UNTIL
+(core.approval.delegations.parse_until):
 ids the database holds, and a date or a duration inside the window a delegation may have, or a
 refusal that names that window; never another exception (issue 21)."""
 
@@ -14,8 +15,8 @@ from hypothesis import strategies as st
 from bot.i18n import ENGLISH, Language, translator
 from bot.refusals import refusal_text
 from bot.telegram.people import away_args
+from core.approval.delegations import LONGEST, parse_until
 from core.arguments import BIGINT_MAX, parse_user_id
-from core.delegations import LONGEST, parse_until
 from core.errors import DelegationRefused, Refusal
 
 PKT = ZoneInfo("Asia/Karachi")

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from core.drafts import (
+from core.drafting.drafts import (
     Draft,
     DraftLine,
     Flag,

@@ -1,10 +1,11 @@
-"""The requester's news that an approver changed their PO (core.edits), in English and Urdu."""
+"""The requester's news that an approver changed their PO (core.purchasing.edits), in English and
+Urdu."""
 
 from __future__ import annotations
 
 from bot.i18n import Language, translator
 from bot.telegram.texts import edit_notice
-from core.drafts import LineDiff
+from core.drafting.drafts import LineDiff
 
 CHANGES = (LineDiff(2, "CBL-USB-C-1M", 1250, 300), LineDiff(3, "HUB-7P", 4, 0))
 FSI, PDI = "\u2068", "\u2069"

@@ -1,6 +1,6 @@
 """Approve with changes, the pure part: an approver's changes to the draft they were shown
-(core.edits.edited_draft), what changed (line_diff), and the edits refused; and the client's
-decision ids (core.replays)."""
+(core.purchasing.edits.edited_draft), what changed (line_diff), and the edits refused; and the
+client's decision ids (core.approval.replays)."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.decisions import Review
-from core.drafts import Draft, DraftLine, Flag, LineDiff, draft_hash, line_diff
-from core.edits import Edit, LineChange, edited_draft
+from core.approval.decisions import Review
+from core.approval.policies import Verdict
+from core.drafting.drafts import Draft, DraftLine, Flag, LineDiff, draft_hash, line_diff
+from core.drafting.flags import FlagCode
 from core.errors import BadClientId, EditProblem, EditRefused
-from core.flags import FlagCode
-from core.policies import Verdict
+from core.purchasing.edits import Edit, LineChange, edited_draft
 
 CHARGER = DraftLine("ADP-65W", "65 W charger", 10, 450_000)
 CABLE = DraftLine("CBL-USB-C-1M", "USB-C cable 1 m", 50, 25_000)

@@ -6,8 +6,8 @@ import hashlib
 
 import pytest
 
-from core.effects import EffectStatus, message_id, send_po_key
-from core.notices import NoticeStatus
+from core.jobs.effects import EffectStatus, message_id, send_po_key
+from core.jobs.notices import NoticeStatus
 
 HASH_V2 = hashlib.sha256(b"draft version 2").hexdigest()
 HASH_V3 = hashlib.sha256(b"draft version 3").hexdigest()

@@ -26,12 +26,13 @@ from bot.parsing import PARSE_FAILED, PARSE_TIMEOUT
 from bot.problems import problem_lines
 from bot.spreadsheets import read_csv_text, read_sheet
 from bot.texts import Refusing, refusal
-from core import approval_policy, budgets, submissions
+from core.approval import approval_policy, budgets
+from core.drafting.intake import check_sheet
+from core.drafting.sheets import MAX_SHEET_BYTES, too_big
+from core.drafting.terms import Terms, parse_terms
 from core.errors import UnreadablePolicy, UnreadableSheet
-from core.intake import check_sheet
 from core.problems import Problem
-from core.sheets import MAX_SHEET_BYTES, too_big
-from core.terms import Terms, parse_terms
+from core.purchasing import submissions
 from tests.helpers.urdu import english_runs
 from tests.helpers.xlsx import xlsx_bytes
 

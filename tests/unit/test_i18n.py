@@ -30,10 +30,10 @@ from bot.i18n import (
 )
 from bot.telegram import texts
 from bot.texts import policy_problems, submission, unreachable_warnings
-from core.policies import Role
+from core.approval.policies import Role
+from core.jobs.states import State
 from core.problems import Place, Problem, ProblemCode
-from core.states import State
-from core.submissions import Submission
+from core.purchasing.submissions import Submission
 from tests.helpers.factories import T0
 
 ROOT = Path(__file__).resolve().parents[2]

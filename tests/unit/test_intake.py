@@ -12,11 +12,11 @@ from hypothesis import strategies as st
 from bot.flags import flag_text as describe
 from bot.problems import problem_lines
 from bot.spreadsheets import read_csv_text
-from core.drafts import Draft, Flag, draft_hash
-from core.flags import FlagCode
-from core.intake import PastLine, build_draft, check_sheet, redraft
-from core.tables import Row, Table
-from core.terms import Offer, Supplier, Terms, parse_terms
+from core.drafting.drafts import Draft, Flag, draft_hash
+from core.drafting.flags import FlagCode
+from core.drafting.intake import PastLine, build_draft, check_sheet, redraft
+from core.drafting.tables import Row, Table
+from core.drafting.terms import Offer, Supplier, Terms, parse_terms
 
 TERMS_FILE = Path(__file__).parent.parent / "data" / "terms" / "good.csv"
 DUAL_ABOVE = 500_000 * 100  # the default threshold, in paisa

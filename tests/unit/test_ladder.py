@@ -1,5 +1,5 @@
-"""The ladder's arithmetic (core.ladder) on a fake clock: durations and working hours as the
-policy file writes them, steps shifted into the working hours (Friday evening to Saturday
+"""The ladder's arithmetic (core.approval.ladder) on a fake clock: durations and working hours as
+the policy file writes them, steps shifted into the working hours (Friday evening to Saturday
 morning), never at or past the deadline, and the digest once a working day."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bot.policy_texts import ladder_text
-from core.ladder import (
+from core.approval.ladder import (
     Ladder,
     Step,
     WorkingHours,
@@ -21,7 +21,7 @@ from core.ladder import (
     parse_clock,
     parse_duration,
 )
-from core.policies import PAKISTAN
+from core.approval.policies import PAKISTAN
 
 MON_SAT = WorkingHours.parse("Mon-Sat 09:00-19:00")
 ALWAYS = WorkingHours.parse("Mon-Sun 00:00-24:00")

@@ -12,11 +12,11 @@ from cryptography.fernet import Fernet
 from bot.config import Settings
 from bot.i18n import Language, translator
 from bot.web.views import render
-from core.jobs import Job
-from core.po_view import ChainDecision, ChainStage, LastSent, PoLine, PoView
-from core.policies import Outcome, Verdict
-from core.routes import StageReason
-from core.states import State
+from core.approval.policies import Outcome, Verdict
+from core.approval.routes import StageReason
+from core.jobs.jobs import Job
+from core.jobs.states import State
+from core.purchasing.po_view import ChainDecision, ChainStage, LastSent, PoLine, PoView
 from tests.helpers.factories import T0, new_job
 
 SETTINGS = Settings(

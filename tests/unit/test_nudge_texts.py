@@ -12,13 +12,13 @@ from zoneinfo import ZoneInfo
 from bot.i18n import FSI, PDI, Language, isolated, translator
 from bot.telegram.cards import APPROVE_TEXT, MESSAGE_LIMIT, REJECT_TEXT, visible_length
 from bot.telegram.ladder import nudge_html, nudge_markup
-from core.cards import CardFacts
-from core.drafts import Draft, DraftLine
-from core.jobs import WORKFLOW_VERSION, Job
-from core.notices import DIGEST
-from core.nudges import DIGEST_LIMIT, Due, Nudge
-from core.signing import ButtonAction, verify_button
-from core.states import State
+from core.approval.signing import ButtonAction, verify_button
+from core.drafting.drafts import Draft, DraftLine
+from core.jobs.jobs import WORKFLOW_VERSION, Job
+from core.jobs.notices import DIGEST
+from core.jobs.states import State
+from core.messaging.cards import CardFacts
+from core.messaging.nudges import DIGEST_LIMIT, Due, Nudge
 from tests.helpers.factories import T0
 
 PKT = ZoneInfo("Asia/Karachi")

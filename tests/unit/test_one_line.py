@@ -25,20 +25,20 @@ from bot.spreadsheets import NOT_A_SHEET
 from bot.telegram import texts
 from bot.telegram.cards import card_html, escaped, outcome_html
 from bot.telegram.queue import QueueItem, item_html
-from core.cards import CardFacts, CardOutcome
-from core.drafts import Draft, DraftLine
-from core.effects import EffectStatus
+from core.approval.policies import Decision, Role, Verdict
+from core.drafting.drafts import Draft, DraftLine
+from core.drafting.tables import quote
+from core.drafting.terms import Offer, Supplier, Terms
 from core.errors import UnreadableSheet
-from core.jobs import WORKFLOW_VERSION, Effect, Job, SendOrder
-from core.new_terms import TermsImport
-from core.policies import Decision, Role, Verdict
+from core.jobs.effects import EffectStatus
+from core.jobs.jobs import WORKFLOW_VERSION, Effect, Job, SendOrder
+from core.jobs.states import State
+from core.messaging.cards import CardFacts, CardOutcome
+from core.people.users import TelegramUser
 from core.problems import Place, Problem, ProblemCode
-from core.states import State
-from core.submissions import Submission
-from core.tables import quote
-from core.terms import Offer, Supplier, Terms
+from core.purchasing.new_terms import TermsImport
+from core.purchasing.submissions import Submission
 from core.texts import INVISIBLE, flatten
-from core.users import TelegramUser
 from tests.helpers.factories import T0
 
 PKT = ZoneInfo("Asia/Karachi")

@@ -19,8 +19,8 @@ from bot.parsing import (
     parse_isolated,
 )
 from bot.spreadsheets import NOT_A_SHEET, read_sheet
+from core.drafting.tables import Row, Table
 from core.errors import UnreadableSheet
-from core.tables import Row, Table
 from tests.helpers.xlsx import xlsx_bytes
 
 GOOD = b"sku,quantity\nA-1,2\n"

@@ -1,5 +1,5 @@
-"""What free text refers to (core.pending.refers_to): a reply to a card refers to that card's
-request, anything else to the oldest waiting; the comment it becomes; and how /pending and
+"""What free text refers to (core.messaging.pending.refers_to): a reply to a card refers to that
+card's request, anything else to the oldest waiting; the comment it becomes; and how /pending and
 the answer to free text say it (bot.telegram.pending)."""
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ from bot.telegram.pending import (
     mine_text,
     text_answer,
 )
-from core.jobs import Job
-from core.pending import COMMENT_LIMIT, COMMENT_TEXT, Waiting, comment_text, refers_to
-from core.retention import FREE_TEXT_KEYS
-from core.signing import Button, ButtonAction, sign_button, verify_button
-from core.states import State
+from core.approval.signing import Button, ButtonAction, sign_button, verify_button
+from core.jobs.jobs import Job
+from core.jobs.states import State
+from core.messaging.pending import COMMENT_LIMIT, COMMENT_TEXT, Waiting, comment_text, refers_to
+from core.records.retention import FREE_TEXT_KEYS
 
 T0 = datetime(2026, 12, 1, 9, tzinfo=UTC)
 PKT = ZoneInfo("Asia/Karachi")

@@ -7,8 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from core.errors import NotAnApprover, SelfApproval
-from core.policies import (
+from core.approval.policies import (
     DEFAULT_GROUP,
     ApprovalPolicy,
     Decision,
@@ -17,8 +16,9 @@ from core.policies import (
     Verdict,
     check_reviewer,
 )
-from core.routes import route_for
-from core.tally import tally
+from core.approval.routes import route_for
+from core.approval.tally import tally
+from core.errors import NotAnApprover, SelfApproval
 
 POLICY = ApprovalPolicy()  # defaults: dual approval above PKR 500,000, one-day validity
 THRESHOLD = 500_000 * 100  # PKR 500,000 in paisa, written out independently of the default

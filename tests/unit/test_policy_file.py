@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from bot.policy_texts import policy_lines
 from bot.problems import problem_text
-from core.policies import BudgetMode, Condition, Policy, Rule, Stage, content_hash
-from core.policy_file import parse_policy
+from core.approval.policies import BudgetMode, Condition, Policy, Rule, Stage, content_hash
+from core.approval.policy_file import parse_policy
 from core.toml_files import key_lines
 
 SAMPLE = (Path(__file__).parents[2] / "samples" / "approval-policy.toml").read_text()

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from bot.i18n import ENGLISH, Language, translator
 from bot.problems import problem_text
-from core.policy_file import parse_policy
+from core.approval.policy_file import parse_policy
 
 URDU = translator(Language.UR)
 # Fast enough for the unit suite (each example parses a few kilobytes at most), deterministic.

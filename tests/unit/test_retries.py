@@ -12,7 +12,7 @@ from core.errors import (
     SendError,
     TransientSendError,
 )
-from core.retries import ErrorClass, RetryDecision, RetryPolicy, classify, decide
+from core.jobs.retries import ErrorClass, RetryDecision, RetryPolicy, classify, decide
 
 # Explicit, so the cases below do not move when the defaults are tuned.
 POLICY = RetryPolicy(

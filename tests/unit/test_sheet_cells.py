@@ -1,8 +1,8 @@
 """Sheet cells, property-based (issue 21): whatever a requester puts in a CSV or an XLSX sheet,
-reading it (bot.spreadsheets) and checking it (core.intake.check_sheet) ends in a refusal of
-the file, one of the readers' sentences with its values, or a table whose check gives either
-purchase orders or problems; each can be said in English and in Urdu (bot.texts), and nothing
-else is ever raised.
+reading it (bot.spreadsheets) and checking it (core.drafting.intake.check_sheet) ends in a refusal
+of the file, one of the readers' sentences with its values, or a table whose check gives either
+purchase orders or problems; each can be said in English and in Urdu (bot.texts), and nothing else
+is ever raised.
 
 The readers are called in this process, as the parse worker calls them (bot.parsing), so a
 failure shows its traceback here instead of the worker's PARSE_FAILED.
@@ -23,12 +23,12 @@ from xlsxwriter.utility import xl_rowcol_to_cell
 from bot import spreadsheets, texts
 from bot.i18n import Language, translator
 from bot.spreadsheets import read_csv_text, read_sheet
+from core.drafting.intake import build_draft, check_sheet
+from core.drafting.sheets import MAX_DATA_ROWS, MAX_QUANTITY
+from core.drafting.tables import Cell, Table
+from core.drafting.terms import Terms, parse_terms
 from core.errors import UnreadableSheet
-from core.intake import build_draft, check_sheet
-from core.sheets import MAX_DATA_ROWS, MAX_QUANTITY
-from core.submissions import Submission
-from core.tables import Cell, Table
-from core.terms import Terms, parse_terms
+from core.purchasing.submissions import Submission
 from tests.helpers.bot import TERMS
 from tests.helpers.urdu import english_runs
 from tests.helpers.xlsx import xlsx_bytes

@@ -24,13 +24,13 @@ import pytest
 from bot.flags import flag_text as describe
 from bot.problems import problem_lines, problem_text
 from bot.spreadsheets import read_csv_text, read_sheet
-from core.drafts import Draft
+from core.drafting.drafts import Draft
+from core.drafting.flags import FlagCode
+from core.drafting.intake import Order, build_draft, check_sheet
+from core.drafting.sheets import MAX_DATA_ROWS, MAX_SHEET_BYTES, too_big
+from core.drafting.tables import Row, Table
+from core.drafting.terms import REQUIRED, Terms, parse_terms
 from core.errors import UnreadableSheet
-from core.flags import FlagCode
-from core.intake import Order, build_draft, check_sheet
-from core.sheets import MAX_DATA_ROWS, MAX_SHEET_BYTES, too_big
-from core.tables import Row, Table
-from core.terms import REQUIRED, Terms, parse_terms
 from tests.helpers.xlsx import xlsx_bytes
 
 DATA = Path(__file__).parent.parent / "data"

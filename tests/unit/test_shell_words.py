@@ -19,11 +19,11 @@ from bot.policy_texts import ladder_text, policy_lines
 from bot.problems import COUNTED, PROBLEM_TEXTS, problem_lines, problem_text
 from bot.refusals import REFUSAL_TEXTS, refusal_text
 from bot.telegram.decisions import delegation_refusal, turn_refusal
-from core.drafts import Flag
+from core.approval.ladder import Ladder, WorkingHours
+from core.approval.policy_file import parse_policy
+from core.drafting.drafts import Flag
+from core.drafting.flags import FlagCode
 from core.errors import DelegationRefused, GroupRefused, NotYourTurn, Refusal
-from core.flags import FlagCode
-from core.ladder import Ladder, WorkingHours
-from core.policy_file import parse_policy
 from core.problems import Place, Problem, ProblemCode
 from tests.helpers.factories import T0
 from tests.helpers.urdu import english_runs
@@ -31,7 +31,7 @@ from tests.helpers.urdu import english_runs
 UR = translator(Language.UR)
 PKT = ZoneInfo("Asia/Karachi")
 SAMPLE = (Path(__file__).parents[2] / "samples" / "approval-policy.toml").read_text()
-# One flag of every kind, with amounts as core.flags.FlagCode says they are.
+# One flag of every kind, with amounts as core.drafting.flags.FlagCode says they are.
 FLAGS = {
     FlagCode.DUAL_APPROVAL: Flag("dual_approval", "", (60_000_000, 50_000_000)),
     FlagCode.LOWEST_PRICE_CHOSEN: Flag("lowest_price_chosen", "CBL-1", (45_000, 47_000, 2), "S2"),
@@ -131,7 +131,7 @@ def test_every_problem_code_reads_in_urdu_without_an_english_sentence():
         said = problem_text(Problem(2, "c", code, {**wanted, **values}), tr=UR)
         assert english_runs(said) == [], (code, said)
         assert said != problem_text(Problem(2, "c", code, {**wanted, **values})) or code in (
-            ProblemCode.UNREADABLE_VALUE,  # core.ladder's words, as they are
+            ProblemCode.UNREADABLE_VALUE,  # core.approval.ladder's words, as they are
         )
 
 

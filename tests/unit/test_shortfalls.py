@@ -1,5 +1,5 @@
-"""core.shortfalls: a stage whose approvals still needed exceed the distinct people left who
-may give them is found at once, with why; a stage that can still be completed never is."""
+"""core.approval.shortfalls: a stage whose approvals still needed exceed the distinct people left
+who may give them is found at once, with why; a stage that can still be completed never is."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from decimal import Decimal
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.policies import Decision, Drift, Outcome, Policy, Role, Rule, Stage, Verdict
-from core.routes import Route, StageReason
-from core.shortfalls import Shortfall, ThinStage, shortfalls, thin_stages
-from core.tally import People, tally
+from core.approval.policies import Decision, Drift, Outcome, Policy, Role, Rule, Stage, Verdict
+from core.approval.routes import Route, StageReason
+from core.approval.shortfalls import Shortfall, ThinStage, shortfalls, thin_stages
+from core.approval.tally import People, tally
 
 T0 = datetime(2026, 12, 1, 9, tzinfo=UTC)
 HASH = "cd" * 32

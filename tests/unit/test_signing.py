@@ -9,9 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.errors import InvalidToken
-from core.policies import Role
-from core.signing import (
+from core.approval.policies import Role
+from core.approval.signing import (
     CALLBACK_LIMIT,
     START_LIMIT,
     Button,
@@ -21,6 +20,7 @@ from core.signing import (
     verify_button,
     verify_invite,
 )
+from core.errors import InvalidToken
 
 SECRET = b"k" * 32
 OTHER = b"j" * 32

@@ -29,8 +29,8 @@ from bot.spreadsheets import (
     read_csv_text,
     read_sheet,
 )
+from core.drafting.tables import Row, Table
 from core.errors import UnreadableSheet
-from core.tables import Row, Table
 from tests.helpers.xlsx import part_text, replace_part, xlsx_bytes
 
 OLE2_FILE = bytes.fromhex("D0CF11E0A1B11AE1") + bytes(504)

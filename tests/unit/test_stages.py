@@ -11,14 +11,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core import routes
-from core.drafts import Flag
+from core.approval import routes
+from core.approval.policies import Decision, Outcome, Policy, Role, Stage, Verdict
+from core.approval.policy_file import parse_policy
+from core.approval.routes import Route, StageReason, route_for
+from core.approval.tally import People, stage_for, tally
+from core.drafting.drafts import Flag
+from core.drafting.flags import FlagCode
 from core.errors import AlreadyDecided, NotYourTurn, SelfApproval
-from core.flags import FlagCode
-from core.policies import Decision, Outcome, Policy, Role, Stage, Verdict
-from core.policy_file import parse_policy
-from core.routes import Route, StageReason, route_for
-from core.tally import People, stage_for, tally
 
 T0 = datetime(2026, 12, 1, 9, tzinfo=UTC)
 HASH = "ab" * 32

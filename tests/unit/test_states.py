@@ -8,12 +8,12 @@ from collections.abc import Mapping
 import pytest
 
 from core.errors import IllegalTransition
-from core.states import TERMINAL, TRANSITIONS, Action, State, next_state
+from core.jobs.states import TERMINAL, TRANSITIONS, Action, State, next_state
 
 S, A = State, Action
 
 # The intended machine, written out by hand: one row per allowed transition. This is the
-# specification; it must never be built from core.states.TRANSITIONS, or the test cannot fail.
+# specification; it must never be built from core.jobs.states.TRANSITIONS, or the test cannot fail.
 EXPECTED: dict[tuple[State, Action], State] = {
     # --- the happy path
     (S.RECEIVED, A.VALIDATE): S.VALIDATED,  # input parsed and checked
@@ -129,7 +129,7 @@ def test_terminal_state_has_no_outgoing_transition(state: State) -> None:
 
 
 def test_terminal_set_is_sent_rejected_cancelled() -> None:
-    """core.states.TERMINAL names exactly the states with no way out."""
+    """core.jobs.states.TERMINAL names exactly the states with no way out."""
     assert frozenset({S.SENT, S.REJECTED, S.CANCELLED}) == TERMINAL
 
 

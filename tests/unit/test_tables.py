@@ -7,8 +7,7 @@ from datetime import date
 import pytest
 
 from bot.problems import problem_lines, problem_text
-from core.problems import Problem, ProblemCode
-from core.tables import (
+from core.drafting.tables import (
     Row,
     column_letter,
     neutralise,
@@ -18,6 +17,7 @@ from core.tables import (
     rupees_to_paisa,
     whole_number,
 )
+from core.problems import Problem, ProblemCode
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ import pytest
 from telegram import error as ptb
 
 from bot.telegram.errors import DESCRIPTIONS, PTB_ERROR_RULES, classify
-from core.delivery import Failure
+from core.messaging.delivery import Failure
 
 
 def test_every_exception_class_telegram_error_exports_is_mapped():

@@ -13,10 +13,8 @@ from hypothesis import strategies as st
 
 from bot.problems import PROBLEM_TEXTS, problem_lines
 from bot.spreadsheets import EMPTY_FILE, read_csv_text
-from core.errors import UnreadableSheet
-from core.problems import ProblemCode
-from core.tables import Row, Table, quote
-from core.terms import (
+from core.drafting.tables import Row, Table, quote
+from core.drafting.terms import (
     REQUIRED,
     Offer,
     content_hash,
@@ -24,6 +22,8 @@ from core.terms import (
     parse_terms,
     version_id,
 )
+from core.errors import UnreadableSheet
+from core.problems import ProblemCode
 
 DATA = Path(__file__).parent.parent / "data" / "terms"
 CASES = tomllib.loads((DATA / "cases.toml").read_text())["case"]

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from bot import texts
-from core.drafts import Draft, DraftLine
-from core.jobs import WORKFLOW_VERSION, Job
-from core.states import State
-from core.submissions import Submission
+from core.drafting.drafts import Draft, DraftLine
+from core.jobs.jobs import WORKFLOW_VERSION, Job
+from core.jobs.states import State
+from core.purchasing.submissions import Submission
 from tests.helpers.factories import T0
 
 DRAFT = Draft(

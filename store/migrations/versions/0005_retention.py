@@ -17,8 +17,8 @@ down_revision = "0004"
 branch_labels = None
 depends_on = None
 
-# Per append-only table: the one UPDATE the purge may make (core.retention), as a condition on
-# the new row, and the columns that must stay exactly as they were. Anything else still fails.
+# Per append-only table: the one UPDATE the purge may make (core.records.retention), as a condition
+# on the new row, and the columns that must stay exactly as they were. Anything else still fails.
 _REDACTIONS = {
     "drafts": (
         "NEW.body_encrypted = {empty}",

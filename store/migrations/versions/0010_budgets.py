@@ -17,7 +17,7 @@ down_revision = "0009"
 branch_labels = None
 depends_on = None
 
-# The states whose approval is committed spend (core.budgets.COMMITTED).
+# The states whose approval is committed spend (core.approval.budgets.COMMITTED).
 _COMMITTED = "('APPROVED', 'SENDING', 'SENT', 'UNKNOWN_OUTCOME')"
 
 

@@ -1,0 +1,156 @@
+"""Restock sheets: the rows a requester sends, checked on their own before any pricing.
+
+Every problem is reported with the row number a spreadsheet shows; a sheet with any problem
+makes no purchase order. Cells are data: a formula is never evaluated, and no text in a sheet
+is ever read as an instruction or an approval.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from datetime import date, time, timedelta
+
+from core.drafting.tables import (
+    OVERSIZE,
+    Cell,
+    Row,
+    Table,
+    cell,
+    column_letter,
+    quote,
+    read_header,
+    stray_cells,
+    text_of,
+    whole_number,
+)
+from core.problems import Problem, ProblemCode, Value
+
+REQUIRED = ("sku", "quantity")
+OPTIONAL = ("supplier_id", "notes")
+# What one Telegram upload or one approval card can reasonably carry.
+MAX_SHEET_BYTES = 5 * 1024 * 1024
+MAX_DATA_ROWS = 10_000
+TOO_MANY_ROWS = Problem(0, None, ProblemCode.TOO_MANY_ROWS, {"limit": MAX_DATA_ROWS})
+# No restock line is this large; the cap keeps every total inside a 64-bit integer of paisa
+# (1,000,000 units x Rs 1,000,000 x 10,000 lines < 2**63).
+MAX_QUANTITY = 1_000_000
+# Long enough for "deliver to the Saddar branch before Friday", short enough for a card.
+MAX_NOTE = 300
+
+
+@dataclass(frozen=True)
+class Item:
+    """A sheet row that names a SKU: what the requester asks for, not yet priced.
+
+    `quantity` is 0 when the row's quantity was unusable; that problem is already reported.
+    """
+
+    row: int
+    sku: str
+    quantity: int
+    supplier_id: str | None = None
+    note: str = ""
+
+
+def too_big(size: int) -> Problem | None:
+    """The problem refusing a file of `size` bytes, or None if the size is fine."""
+    if size <= MAX_SHEET_BYTES:
+        return None
+    shown = math.ceil(size * 10 / 1024 / 1024) / 10  # rounded up: 5 MB + 1 byte is "5.1 MB"
+    limit = MAX_SHEET_BYTES // 1024 // 1024
+    values: dict[str, Value] = {"size": f"{shown:.1f}", "limit": limit}
+    return Problem(0, None, ProblemCode.FILE_TOO_BIG, values)
+
+
+def read_items(table: Table) -> tuple[list[Item], list[Problem]]:
+    """Check the header and every row; return the items and every problem found."""
+    # First: a file cut at the limit was not read to its end, so nothing else about it is known.
+    if table.more_rows:
+        return [], [TOO_MANY_ROWS]
+    if not table.rows:
+        return [], [Problem(0, None, ProblemCode.EMPTY_SHEET)]
+    header, *rows = table.rows
+    # A header cell computed by a formula (a spilled array, say) could rename any column.
+    if header.formulas:
+        return [], [
+            Problem(
+                header.number,
+                None,
+                ProblemCode.HEADER_FORMULA,
+                {"cell": f"{column_letter(index)}{header.number}"},
+            )
+            for index in sorted(header.formulas)
+        ]
+    columns, problems = read_header(header, REQUIRED, OPTIONAL)
+    if problems:
+        return [], problems
+    if not rows:
+        return [], [Problem(0, None, ProblemCode.NO_ROWS)]
+    if len(rows) > MAX_DATA_ROWS:  # a reader that does not cut at the limit
+        return [], [TOO_MANY_ROWS]
+    items = []
+    for row in rows:
+        row_problems = _formulas(row, columns)
+        item = _read_row(row, columns, row_problems, table.decimal_comma)
+        row_problems += stray_cells(row, columns)
+        if item is not None:
+            items.append(item)
+        problems.extend(row_problems)
+    return items, problems
+
+
+def _formulas(row: Row, columns: dict[str, int]) -> list[Problem]:
+    return [
+        Problem(row.number, name, ProblemCode.FORMULA)
+        for name, index in columns.items()
+        if index in row.formulas
+    ]
+
+
+def _read_row(
+    row: Row, columns: dict[str, int], problems: list[Problem], decimal_comma: bool
+) -> Item | None:
+    """The row as an item if it names a SKU, even with other problems, so that the SKU is
+    checked against the terms too and the requester sees everything wrong at once."""
+
+    def value(name: str) -> Cell:
+        index = columns.get(name)
+        return None if index in row.formulas else cell(row, index)  # a formula is no value
+
+    sku, supplier, note = _plain(value("sku")), _plain(value("supplier_id")), _plain(value("notes"))
+    raw_quantity = value("quantity")
+    quantity = whole_number(raw_quantity, decimal_comma)
+    if not sku and columns["sku"] not in row.formulas:
+        problems.append(Problem(row.number, "sku", ProblemCode.EMPTY))
+    if columns["quantity"] in row.formulas:
+        pass  # reported as a formula already
+    elif not text_of(raw_quantity).strip():
+        problems.append(Problem(row.number, "quantity", ProblemCode.EMPTY))
+    elif isinstance(raw_quantity, date | time | timedelta):  # Excel turned "10/3" into a date
+        values: dict[str, Value] = {"value": quote(raw_quantity)}
+        problems.append(Problem(row.number, "quantity", ProblemCode.DATE_NOT_QUANTITY, values))
+    elif quantity is None:
+        values = {"value": quote(raw_quantity)}
+        problems.append(Problem(row.number, "quantity", ProblemCode.NOT_WHOLE, values))
+    elif quantity < 1:
+        shown = quote(raw_quantity) if quantity <= -OVERSIZE else str(quantity)
+        problems.append(Problem(row.number, "quantity", ProblemCode.BELOW_ONE, {"value": shown}))
+    elif quantity > MAX_QUANTITY:
+        shown = quote(raw_quantity) if quantity >= OVERSIZE else f"{quantity:,}"
+        values = {"value": shown, "limit": MAX_QUANTITY}
+        problems.append(Problem(row.number, "quantity", ProblemCode.ABOVE_ROW_LIMIT, values))
+    if len(note) > MAX_NOTE:
+        values = {"length": len(note), "limit": MAX_NOTE}
+        problems.append(Problem(row.number, "notes", ProblemCode.TOO_LONG, values))
+    if not sku:
+        return None
+    usable = quantity is not None and 1 <= quantity <= MAX_QUANTITY
+    valid = quantity if usable and quantity is not None else 0  # 0: already reported
+    return Item(row.number, sku, valid, supplier or None, note)
+
+
+def _plain(value: Cell) -> str:
+    """Cell text with runs of whitespace and control characters made one space."""
+    return re.sub(r"[\s\x00-\x1f\x7f]+", " ", text_of(value)).strip()

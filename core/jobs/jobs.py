@@ -1,0 +1,168 @@
+"""The records a job is made of, as plain immutable values."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from core.drafting.drafts import Draft
+from core.jobs.effects import EffectStatus, send_po_key
+from core.jobs.states import State
+
+# Bumped when the meaning of the workflow changes, so old jobs can be told apart.
+WORKFLOW_VERSION = "po-approval/1"
+
+
+@dataclass(frozen=True)
+class Job:
+    """One purchase order's durable position; `version` guards every compare-and-set."""
+
+    id: str
+    po_number: str
+    state: State
+    version: int
+    requester_id: int
+    input_ref: str
+    workflow_version: str
+    source_versions: dict[str, str]
+    tool_results: dict[str, Any]
+    draft_version: int | None
+    draft_hash: str | None
+    supplier_id: str | None
+    total_paisa: int | None
+    retry_count: int
+    decision_deadline: datetime | None
+    created_at: datetime
+    updated_at: datetime
+    # The current draft's route (core.approval.policies.Route.plain()); None before approval is
+    # asked for, and for jobs drafted before routing (they follow the configured default policy).
+    route: dict[str, Any] | None = None
+    # When its current draft was approved (the last approval its route needed); its month is
+    # the budget month it counts in (core.approval.budgets). None until then.
+    approved_at: datetime | None = None
+
+    @classmethod
+    def received(cls, new: NewJob, po_number: str, now: datetime) -> Job:
+        """A request as it arrives: RECEIVED, version 0, no draft yet."""
+        return cls(
+            id=new.id,
+            po_number=po_number,
+            state=State.RECEIVED,
+            version=0,
+            requester_id=new.requester_id,
+            input_ref=new.input_ref,
+            workflow_version=WORKFLOW_VERSION,
+            source_versions=new.source_versions,
+            tool_results=new.tool_results,
+            draft_version=None,
+            draft_hash=None,
+            supplier_id=None,
+            total_paisa=None,
+            retry_count=0,
+            decision_deadline=None,
+            created_at=now,
+            updated_at=now,
+        )
+
+
+@dataclass(frozen=True)
+class NewJob:
+    """What the intake knows when a request arrives; ids and time come from the shell."""
+
+    id: str
+    requester_id: int
+    input_ref: str
+    source_versions: dict[str, str] = field(default_factory=dict)
+    tool_results: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Effect:
+    """One outbox row: an external action, named by its idempotency key."""
+
+    key: str
+    job_id: str
+    kind: str
+    draft_version: int
+    draft_hash: str
+    status: EffectStatus
+    version: int
+    attempts: int
+    next_attempt_at: datetime | None
+    first_attempt_at: datetime | None
+    lease_owner: str | None
+    lease_until: datetime | None
+    started_at: datetime | None
+    result: dict[str, Any] | None
+    last_error: str | None
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def send_po(cls, job: Job, now: datetime) -> Effect:
+        """The e-mail of the job's approved draft version, due now, named by its key."""
+        assert job.draft_version is not None and job.draft_hash is not None
+        return cls(
+            key=send_po_key(job.po_number, job.draft_version, job.draft_hash),
+            job_id=job.id,
+            kind="send-po",
+            draft_version=job.draft_version,
+            draft_hash=job.draft_hash,
+            status=EffectStatus.PENDING,
+            version=0,
+            attempts=0,
+            next_attempt_at=now,
+            first_attempt_at=None,
+            lease_owner=None,
+            lease_until=None,
+            started_at=None,
+            result=None,
+            last_error=None,
+            created_at=now,
+            updated_at=now,
+        )
+
+
+@dataclass(frozen=True)
+class Stamp:
+    """Who moves a job and when: what every move's audit event names."""
+
+    actor: str  # "user:<id>", "runner:<owner>", "cli:<login>", "terms:<version>", …
+    at: datetime
+
+
+@dataclass(frozen=True)
+class AuditEvent:
+    """An append-only line of the audit trail; ids, never personal data."""
+
+    job_id: str | None
+    at: datetime
+    actor: str
+    action: str
+    from_state: State | None
+    to_state: State | None
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def stamped(
+        cls,
+        stamp: Stamp,
+        action: str,
+        detail: dict[str, Any],
+        *,
+        job_id: str | None = None,
+        states: tuple[State | None, State | None] = (None, None),
+    ) -> AuditEvent:
+        """An event by `stamp`: about a job (with the states it went from and to), or, with
+        no job, about people (a role granted, an invitation made)."""
+        return cls(job_id, stamp.at, stamp.actor, action, states[0], states[1], detail)
+
+
+@dataclass(frozen=True)
+class SendOrder:
+    """What a runner needs to perform one attempt of one effect."""
+
+    effect: Effect
+    job: Job
+    draft: Draft

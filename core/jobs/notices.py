@@ -1,0 +1,253 @@
+"""Telegram messages the system owes people, as outbox rows: a restart resumes delivery.
+
+Five kinds, each owed in the same transaction as the change it reports (core.workflow):
+- CARD: an approval card, owed to every approver (except the requester) when a draft version
+  starts waiting for approval;
+- STATUS: a requester's news, when their PO moves (TOLD_TO_REQUESTER);
+- CARD_EDITS: the job's delivered cards are to be edited to what is true now (a decision, an
+  approval counted, expiry, a new draft version); one row per job version, whoever holds cards;
+- NUDGE: a reminder, a last warning before expiry, an escalation to the admins, or the daily
+  digest (core.messaging.nudges), owed by the ladder's sweep; the event says which;
+- ALERT: a message for the admins (a PO entered the manual-review queue, an approver cannot
+  be reached, a PO was opened with no approver to ask, a stage of a PO's route can no longer
+  be completed, or, about no job, a policy was put in force with a group nobody can approve
+  for). It is owed to nobody in particular
+  (EVERYONE) and fanned out, on delivery, to one row per admin, since who is an admin is
+  configuration as well as data.
+
+Delivery is at-least-once, unlike the supplier e-mail: a card sent twice after a crash is a
+nuisance, not a second order, and a tap on either card names the same draft version and hash. This
+module holds the values and the rules; core.messaging.delivery has the use cases that deliver them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import date, datetime
+from enum import StrEnum
+from typing import Any
+
+from core.jobs.jobs import Job
+from core.jobs.states import NEEDS_REVIEW, Action, State
+
+
+class NoticeKind(StrEnum):
+    """What a notice is; the values are what the store keeps."""
+
+    CARD = "card"  # one approver's approval card
+    CARD_EDITS = "cards"  # edit every delivered card of the job to what is true now
+    STATUS = "status"  # a requester's news
+    ALERT = "alert"  # the admins' news
+    NUDGE = "nudge"  # a rung of the reminder ladder, or the daily digest (core.messaging.nudges)
+
+
+class NoticeStatus(StrEnum):
+    """Where a notice is in its delivery."""
+
+    PENDING = "pending"
+    CLAIMED = "claimed"
+    SENT = "sent"
+    FAILED = "failed"  # Telegram refused for good: the approver never started the bot, say
+    CANCELLED = "cancelled"  # superseded before it went out, or moot by then
+
+
+@dataclass(frozen=True)
+class Notice:
+    """One message owed to one Telegram user about one job's draft version."""
+
+    key: str
+    kind: NoticeKind
+    user_id: int
+    job_id: str | None  # None: an alert about no job (policy_alert)
+    draft_version: int
+    status: NoticeStatus
+    version: int
+    attempts: int
+    next_attempt_at: datetime
+    lease_owner: str | None
+    lease_until: datetime | None
+    message_id: int | None
+    last_error: str | None
+    created_at: datetime
+    updated_at: datetime
+    event: str = ""  # a requester's notice: the state their PO reached; an alert: what happened
+
+
+# A CARD_EDITS or fanned-out ALERT notice is owed to no one user.
+EVERYONE = 0
+# The events of an alert that an approver's card could not be delivered (followed by ":" and
+# their id): Telegram refused it (they never pressed Start, or blocked the bot), or kept failing
+# until the retries ran out.
+UNREACHABLE = "unreachable"
+UNDELIVERED = "undelivered"
+# The event of an alert that a PO was opened while no approver (other than its requester)
+# was registered: nobody holds its card until an admin makes someone an approver.
+NOBODY_TO_ASK = "nobody_to_ask"
+# The event of an alert that a stage of a PO's route can no longer be completed as things
+# stand (core.approval.shortfalls), followed by ":" and the stage's index: the approvals it still
+# needs exceed the distinct people left who may give them.
+SHORT_STAGE = "short_stage"
+# The event of a job-less alert (followed by ":" and the policy version) that a policy was put
+# in force with a group a rule needs and nobody the bot can write to is in.
+UNSTAFFED_POLICY = "unstaffed_policy"
+
+# The event of a requester's news that an approver changed their PO before approving it
+# (edited_for; followed by ":" and the approver's id).
+EDITED = "edited"
+
+# The event of a daily digest (digest_for).
+DIGEST = "digest"
+
+# The moves a requester hears about, in Telegram, and nothing else (a retry is not news).
+TOLD_TO_REQUESTER = frozenset(
+    {
+        Action.APPROVE,
+        Action.MARK_SENT,
+        Action.RECONCILE_SENT,
+        Action.REJECT,
+        Action.EXPIRE,
+        Action.CANCEL,
+        Action.MARK_UNKNOWN,
+        Action.FAIL_FINAL,
+        Action.RECONCILE_FAILED,
+    }
+)
+
+
+def refreshes_cards(source: State, action: Action) -> bool:
+    """Whether a move changes what the job's delivered cards should say: any move from
+    AWAITING_APPROVAL, a new draft version, or the end of an approved PO's window."""
+    return source is State.AWAITING_APPROVAL or action in {
+        Action.REVISE,
+        Action.EXPIRE,
+        Action.CANCEL,
+    }
+
+
+def alerts_admins(target: State) -> bool:
+    """Whether a move puts the PO in front of a person: the manual-review queue."""
+    return target in NEEDS_REVIEW
+
+
+def is_moot(notice: Notice, job: Job) -> bool:
+    """Whether news that a PO needs a person is moot, since it left that state (a person acted
+    already, say, or cancelled it in the same transaction)."""
+    return notice.event in NEEDS_REVIEW and job.state.value != notice.event
+
+
+def _fresh(now: datetime) -> dict[str, Any]:
+    """The delivery fields of a notice that is owed from `now` and not yet tried."""
+    return {
+        "status": NoticeStatus.PENDING,
+        "version": 0,
+        "attempts": 0,
+        "next_attempt_at": now,
+        "lease_owner": None,
+        "lease_until": None,
+        "message_id": None,
+        "last_error": None,
+        "created_at": now,
+        "updated_at": now,
+    }
+
+
+def owed(
+    kind: NoticeKind, *, key: str, user_id: int, job: Job, now: datetime, event: str
+) -> Notice:
+    """A new notice, pending from `now`, about `job`'s current draft version."""
+    return Notice(
+        key=key,
+        kind=kind,
+        user_id=user_id,
+        job_id=job.id,
+        draft_version=job.draft_version or 0,
+        event=event,
+        **_fresh(now),
+    )
+
+
+def card_for(job: Job, approver: int, now: datetime, again: str = "") -> Notice:
+    """One card per approver per draft version: the key makes a second one impossible, but
+    for a card sent `again` on purpose (an approver back from leave: `again` names why)."""
+    key = f"card:{job.po_number}:v{job.draft_version}:{approver}" + (again and f":{again}")
+    return owed(NoticeKind.CARD, key=key, user_id=approver, job=job, now=now, event="")
+
+
+def card_edits_for(
+    job: Job, now: datetime, late_card: int | None = None, because: str = ""
+) -> Notice:
+    """An edit of the job's delivered cards to what is true at `job.version`; `late_card`: the
+    approver whose card was delivered after that version's edit had already run; `because`:
+    what else changed what the cards should say (a delegation's end, say)."""
+    late = "" if late_card is None else f":late{late_card}"
+    key = f"cards:{job.po_number}:j{job.version}{late}" + (because and f":{because}")
+    kind = NoticeKind.CARD_EDITS
+    return owed(kind, key=key, user_id=EVERYONE, job=job, now=now, event=job.state.value)
+
+
+def status_for(job: Job, now: datetime) -> Notice:
+    """The requester's news that their PO reached `job.state`."""
+    key = f"status:{job.po_number}:{job.state.value}:{job.version}"
+    kind, event = NoticeKind.STATUS, job.state.value
+    return owed(kind, key=key, user_id=job.requester_id, job=job, now=now, event=event)
+
+
+def edited_for(job: Job, editor: int, now: datetime) -> Notice:
+    """The requester's news that `editor` changed their PO into its current draft version
+    (core.purchasing.edits), what changed read from the drafts when it is delivered."""
+    key = f"status:{job.po_number}:{EDITED}:v{job.draft_version}"
+    kind, event = NoticeKind.STATUS, f"{EDITED}:{editor}"
+    return owed(kind, key=key, user_id=job.requester_id, job=job, now=now, event=event)
+
+
+def alert_for(job: Job, now: datetime, event: str) -> Notice:
+    """The admins' news about `job`: `event` is the state it entered, or UNREACHABLE or
+    UNDELIVERED, ":", the approver's id."""
+    key = f"alert:{job.po_number}:{event}:j{job.version}"
+    return owed(NoticeKind.ALERT, key=key, user_id=EVERYONE, job=job, now=now, event=event)
+
+
+def short_stage_alert(job: Job, stage: int, now: datetime) -> Notice:
+    """The admins' news that stage `stage` (an index) of the route of `job`'s current draft
+    can no longer be completed; one per draft version and stage, however often it is found."""
+    key = f"alert:{job.po_number}:{SHORT_STAGE}:v{job.draft_version}:s{stage}"
+    event = f"{SHORT_STAGE}:{stage}"
+    return owed(NoticeKind.ALERT, key=key, user_id=EVERYONE, job=job, now=now, event=event)
+
+
+def policy_alert(version: str, now: datetime) -> Notice:
+    """The admins' news that policy `version` is in force with a group nobody can approve
+    for; one per version, whoever imports it again."""
+    return Notice(
+        key=f"alert:policy:{version}:{UNSTAFFED_POLICY}",
+        kind=NoticeKind.ALERT,
+        user_id=EVERYONE,
+        job_id=None,
+        draft_version=0,
+        event=f"{UNSTAFFED_POLICY}:{version}",
+        **_fresh(now),
+    )
+
+
+def digest_for(person: int, day: date, now: datetime) -> Notice:
+    """One person's daily digest of `day` (core.messaging.nudges): one per person and day."""
+    return Notice(
+        key=f"digest:{day.isoformat()}:{person}",
+        kind=NoticeKind.NUDGE,
+        user_id=person,
+        job_id=None,
+        draft_version=0,
+        event=DIGEST,
+        **_fresh(now),
+    )
+
+
+def policy_of(notice: Notice) -> str | None:
+    """The policy version a job-less alert (policy_alert) is about; None for any other."""
+    event, _, version = notice.event.partition(":")
+    return version if notice.job_id is None and event == UNSTAFFED_POLICY else None
+
+
+def fanned_out(alert: Notice, admin_id: int, now: datetime) -> Notice:
+    """One admin's copy of an alert owed to EVERYONE."""
+    return replace(alert, key=f"{alert.key}:{admin_id}", user_id=admin_id, **_fresh(now))

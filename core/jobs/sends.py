@@ -1,0 +1,57 @@
+"""A job's supplier e-mails (its effects rows) as the job itself moves: an outbox row settled
+and its lease given up, the open sends cancelled when the job ends without sending, a job
+expired with them, and the unknown ones settled on a person's finding."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from core.jobs.effects import OPEN_STATUSES, EffectStatus
+from core.jobs.jobs import Effect, Job, Stamp
+from core.jobs.states import Action
+from core.jobs.transitions import move
+from core.ports import Tx
+
+# Where a person's finding on an unknown outcome leaves the send (see settle_unknown_sends).
+_FINDINGS = {
+    Action.RECONCILE_SENT: EffectStatus.SUCCEEDED,
+    Action.RECONCILE_NOT_SENT: EffectStatus.PENDING,
+    Action.RECONCILE_FAILED: EffectStatus.FAILED,
+}
+
+
+async def release(tx: Tx, effect: Effect, now: datetime, **changes: Any) -> Effect:
+    """Settle an outbox row: its lease given up, with `changes` (a status, an error, …)."""
+    return await tx.update_effect(
+        effect, lease_owner=None, lease_until=None, updated_at=now, **changes
+    )
+
+
+async def cancel_open_effects(tx: Tx, job: Job, now: datetime, why: str) -> None:
+    """Cancel every outbox row of the job that has not started sending."""
+    for effect in await tx.effects_for(job.id):
+        if effect.status in OPEN_STATUSES:
+            await release(tx, effect, now, status=EffectStatus.CANCELLED, last_error=why)
+
+
+async def expire_job(tx: Tx, job: Job, stamp: Stamp, why: str) -> Job:
+    """Move a job to EXPIRED and cancel its open sends."""
+    await cancel_open_effects(tx, job, stamp.at, why)
+    return await move(tx, job, Action.EXPIRE, stamp, {"reason": why})
+
+
+async def settle_unknown_sends(tx: Tx, job: Job, finding: Action, stamp: Stamp, note: str) -> None:
+    """Settle the job's sends of unknown outcome to match a person's finding."""
+    settled: dict[str, Any] = {"status": _FINDINGS[finding]}
+    if finding is Action.RECONCILE_SENT:
+        settled["result"] = {"reconciled_by": stamp.actor, "note": note}
+    elif finding is Action.RECONCILE_NOT_SENT:
+        # A person's decision to send again starts a fresh retry budget, on the same row: the
+        # same key and Message-ID.
+        settled |= {"next_attempt_at": stamp.at, "attempts": 0, "first_attempt_at": None}
+    else:
+        settled["last_error"] = note
+    for effect in await tx.effects_for(job.id):
+        if effect.status is EffectStatus.UNKNOWN:
+            await release(tx, effect, stamp.at, **settled)

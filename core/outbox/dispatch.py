@@ -1,0 +1,196 @@
+"""The supplier e-mail's outbox: claim, attempt, record, recover; each step one transaction, so
+a crash between two of them resumes from the last one committed."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from core.approval.policies import Outcome, Rules
+from core.approval.standing import standing
+from core.errors import LeaseLost, SendError
+from core.jobs.effects import EffectStatus
+from core.jobs.jobs import Effect, Job, SendOrder, Stamp
+from core.jobs.retries import ErrorClass, RetryDecision, classify, decide
+from core.jobs.sends import cancel_open_effects, expire_job, release
+from core.jobs.states import Action, State
+from core.jobs.transitions import move
+from core.ports import Store, Tx
+
+log = logging.getLogger(__name__)
+
+_SENDABLE = frozenset({State.APPROVED, State.FAILED_RETRYABLE})
+
+
+@dataclass(frozen=True)
+class Attempted:
+    """What one attempt came back with: a receipt, or a classified failure."""
+
+    owner: str  # the runner that made it
+    result: dict[str, Any] | None = None
+    error: SendError | None = None
+
+
+async def claim(
+    store: Store, now: datetime, owner: str, lease: timedelta, limit: int
+) -> list[Effect]:
+    """Lease due outbox rows to this runner (one transaction)."""
+    async with store.begin() as tx:
+        return await tx.claim_due(now, owner, now + lease, limit)
+
+
+async def start_attempt(
+    store: Store, key: str, owner: str, now: datetime, lease: timedelta, rules: Rules
+) -> SendOrder | None:
+    """Re-check the approval and commit the attempt marker; None when it must not be sent."""
+    async with store.begin() as tx:
+        return await _mark(tx, key, owner, now, lease, rules)
+
+
+async def start_attempts(
+    store: Store, keys: list[str], owner: str, now: datetime, lease: timedelta, rules: Rules
+) -> list[SendOrder]:
+    """The attempt markers of several claimed rows in one transaction: the orders to send.
+
+    Each row is checked alone, exactly as `start_attempt` checks it: one whose lease was lost
+    is left to its new owner, one that must not go is cancelled or expired, and neither stops
+    the others.
+    """
+    orders = []
+    async with store.begin() as tx:
+        for key in keys:
+            try:
+                order = await _mark(tx, key, owner, now, lease, rules)
+            except LeaseLost:
+                # Raised before anything of this row was written: the transaction goes on.
+                log.info("lease on %s lost before the attempt; another runner has it", key)
+                continue
+            if order is not None:
+                orders.append(order)
+    return orders
+
+
+async def _mark(
+    tx: Tx, key: str, owner: str, now: datetime, lease: timedelta, rules: Rules
+) -> SendOrder | None:
+    """The checks and the marker of one attempt, inside the caller's transaction."""
+    effect = await tx.effect(key)
+    if effect.status is not EffectStatus.CLAIMED or effect.lease_owner != owner:
+        raise LeaseLost(f"{key} is no longer leased to {owner}")
+    job = await tx.job(effect.job_id)
+    stamp = Stamp(f"runner:{owner}", now)
+    named = (effect.draft_version, effect.draft_hash)
+    if job.state not in _SENDABLE or (job.draft_version, job.draft_hash) != named:
+        why = f"job is {job.state.value}, draft v{job.draft_version}"
+        await cancel_open_effects(tx, job, now, why)
+        log.warning("cancelled %s: job %s is %s", key, job.po_number, job.state.value)
+        return None
+    if not await _still_approved(tx, job, effect, now, rules):
+        await expire_job(tx, job, stamp, "approval expired or approver revoked")
+        return None
+    attempt = effect.attempts + 1
+    job = await move(tx, job, Action.START_SEND, stamp, {"key": key, "attempt": attempt})
+    effect = await tx.update_effect(
+        effect,
+        status=EffectStatus.STARTED,
+        attempts=attempt,
+        started_at=now,
+        first_attempt_at=effect.first_attempt_at or now,
+        lease_until=now + lease,
+        updated_at=now,
+    )
+    return SendOrder(effect, job, await tx.draft(job.id, effect.draft_version))
+
+
+async def _still_approved(tx: Tx, job: Job, effect: Effect, now: datetime, rules: Rules) -> bool:
+    """The route, tallied again at send time: live approvals, in their stages, by people who
+    are still approvers and still in the stage's group."""
+    if (job.draft_version, job.draft_hash) != (effect.draft_version, effect.draft_hash):
+        return False
+    where = await standing(tx, job, now, rules.approval.default_policy)
+    return where.tally.outcome is Outcome.APPROVED
+
+
+async def finish_attempt(
+    store: Store, order: SendOrder, attempted: Attempted, now: datetime, rules: Rules, rand: float
+) -> State:
+    """Record the attempt's result and the job's next state in one transaction."""
+    async with store.begin() as tx:
+        effect = await tx.effect(order.effect.key)
+        job = await tx.job(effect.job_id)
+        stamp = Stamp(f"runner:{attempted.owner}", now)
+        if effect.version != order.effect.version:
+            return await _late_result(tx, effect, stamp, attempted)
+        if attempted.error is None:
+            await release(tx, effect, now, status=EffectStatus.SUCCEEDED, result=attempted.result)
+            return (await move(tx, job, Action.MARK_SENT, stamp, {"key": effect.key})).state
+        error = attempted.error
+        if classify(error) is ErrorClass.AMBIGUOUS:
+            return await _failed(tx, job, effect, stamp, error, None)
+        assert effect.first_attempt_at is not None
+        verdict = decide(
+            rules.retry, classify(error), effect.attempts, effect.first_attempt_at, now, rand
+        )
+        return await _failed(tx, job, effect, stamp, error, verdict)
+
+
+async def _failed(
+    tx: Tx, job: Job, effect: Effect, stamp: Stamp, error: SendError, verdict: RetryDecision | None
+) -> State:
+    """A failed attempt: reconcile if it may have gone (no verdict), retry at the verdict's
+    time, or give up for good."""
+    detail = {"key": effect.key, "error": str(error)[:300], "class": classify(error).value}
+    if verdict is None:
+        await release(tx, effect, stamp.at, status=EffectStatus.UNKNOWN, last_error=str(error))
+        return (await move(tx, job, Action.MARK_UNKNOWN, stamp, detail)).state
+    detail["decision"] = verdict.reason
+    if verdict.retry_at is None:
+        last = f"{verdict.reason}: {error}"
+        await release(tx, effect, stamp.at, status=EffectStatus.FAILED, last_error=last)
+        return (await move(tx, job, Action.FAIL_FINAL, stamp, detail)).state
+    await release(
+        tx,
+        effect,
+        stamp.at,
+        status=EffectStatus.PENDING,
+        next_attempt_at=verdict.retry_at,
+        last_error=str(error),
+    )
+    detail["retry_at"] = verdict.retry_at.isoformat()
+    retries = job.retry_count + 1
+    return (await move(tx, job, Action.FAIL_RETRYABLE, stamp, detail, retry_count=retries)).state
+
+
+async def _late_result(tx: Tx, effect: Effect, stamp: Stamp, attempted: Attempted) -> State:
+    """A result that arrives after recovery gave up on its runner: proof, if it succeeded."""
+    job = await tx.job(effect.job_id)
+    if attempted.result is None or effect.status is not EffectStatus.UNKNOWN:
+        raise LeaseLost(f"{effect.key} moved on while {attempted.owner} was sending")
+    done = {"status": EffectStatus.SUCCEEDED, "result": attempted.result}
+    await tx.update_effect(effect, updated_at=stamp.at, **done)
+    detail = {"key": effect.key, "note": "late success from the original attempt"}
+    return (await move(tx, job, Action.RECONCILE_SENT, stamp, detail)).state
+
+
+async def recover_stalled(
+    store: Store, now: datetime, provider_idempotent: bool, limit: int = 100
+) -> list[Effect]:
+    """Attempts whose runner died: unknown outcome, unless the provider dedupes the key."""
+    stamp = Stamp("runner:recovery", now)
+    async with store.begin() as tx:
+        recovered = []
+        for effect in await tx.stalled(now, limit):
+            job = await tx.job(effect.job_id)
+            detail = {"key": effect.key, "reason": "runner lost during the attempt"}
+            if provider_idempotent:
+                due = {"status": EffectStatus.PENDING, "next_attempt_at": now}
+                effect = await release(tx, effect, now, **due)
+                await move(tx, job, Action.FAIL_RETRYABLE, stamp, detail)
+            else:
+                effect = await release(tx, effect, now, status=EffectStatus.UNKNOWN)
+                await move(tx, job, Action.MARK_UNKNOWN, stamp, detail)
+            log.warning("recovered %s after a lost runner: %s", effect.key, effect.status.value)
+            recovered.append(effect)
+        return recovered
