@@ -35,11 +35,13 @@ browser:
 		|| { $$sudo apt-get update && $$sudo apt-get install -y $$missing; }; \
 	fi
 
-# The quality gates: lint, formatting, types (mypy's files are in pyproject.toml). CI runs it.
+# The quality gates: lint, formatting, types (mypy's files are in pyproject.toml), and the
+# layers (import-linter's contracts, [tool.importlinter] in pyproject.toml). CI runs it.
 check: install
 	uv run ruff check .
 	uv run ruff format --check .
 	uv run mypy
+	uv run lint-imports
 
 # Every test, with coverage of core/, store/ and bot/ and its floor ([tool.coverage.report]);
 # a run given PYTEST_ARGS (a subset, say) reports coverage without holding it to the floor.
@@ -70,9 +72,9 @@ clean:
 
 # The bot's messages (docs/development.md, "Languages"): extract them from bot/ into the
 # template, then merge it into each language's catalogue; a new message arrives with an empty
-# msgstr, which tests/unit/test_i18n.py refuses until it is translated. No build step: bot.i18n reads the .po.
+# msgstr, which tests/unit/test_i18n.py refuses until it is translated. No build step: bot.words.i18n reads the .po.
 messages: install
 	uv run pybabel extract -F babel.cfg --no-default-keywords -k tr -k plural:1,2 -k N_ \
-		--no-location --sort-output --omit-header -o bot/locale/manzoori.pot .
-	uv run pybabel update -i bot/locale/manzoori.pot -d bot/locale -D manzoori \
+		--no-location --sort-output --omit-header -o bot/words/locale/manzoori.pot .
+	uv run pybabel update -i bot/words/locale/manzoori.pot -d bot/words/locale -D manzoori \
 		--no-fuzzy-matching --ignore-obsolete

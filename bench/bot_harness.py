@@ -18,7 +18,7 @@ from bot.bootstrap import Running, running
 from bot.clock import utcnow
 from bot.config import Settings
 from bot.dev.botapi import EmulatedUser, Emulator
-from bot.spreadsheets import read_csv_text
+from bot.files.sheets import read_csv_text
 from core.approval.policies import Role
 from core.purchasing import new_terms
 from store.engine import make_engine

@@ -95,7 +95,7 @@ class NotAnAdmin(WorkflowError):
 
 class Refusal(StrEnum):
     """Why an invitation, a group change or a delegation was refused: what the shell says
-    (bot.refusals), from the `values` the error carries (named in each comment)."""
+    (bot.words.refusals), from the `values` the error carries (named in each comment)."""
 
     INVITE_ROLE = "invite_role"  # role
     GROUP_FOR_REQUESTER = "group_for_requester"  # ()

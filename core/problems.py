@@ -1,6 +1,6 @@
 """What is wrong with a file a person sent (a restock sheet, a terms file, a policy file), as
 data: a place, a code and the values its sentence needs. Core finds problems; the shell says
-them in the reader's language (bot.problems), so no sentence about a file is made here."""
+them in the reader's language (bot.words.problems), so no sentence about a file is made here."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ class Place(StrEnum):
 
 class ProblemCode(StrEnum):
     """What is wrong with a file; the comment names the `values` its sentence takes (the shell
-    says it: bot.problems). Cell text in values is quoted already (`quote`)."""
+    says it: bot.words.problems). Cell text in values is quoted already (`quote`)."""
 
     # The header (core.drafting.tables): the columns are listed as ", "-joined names.
     NOT_A_HEADER = "not_a_header"  # columns, optional

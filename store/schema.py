@@ -345,7 +345,7 @@ telegram_users = Table(
     Column("started_at", UtcDateTime),
     Column("blocked_at", UtcDateTime),
     Column("updated_at", UtcDateTime, nullable=False),
-    # What /language chose (bot.i18n.Language's value); NULL: the default, English.
+    # What /language chose (bot.words.i18n.Language's value); NULL: the default, English.
     Column("language", String(8)),
 )
 

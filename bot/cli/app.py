@@ -11,16 +11,19 @@ from typing import Annotated, Any
 
 import typer
 
-from bot import bootstrap, reports
+from bot import bootstrap
 from bot.cli.audit import audit_app
 from bot.cli.common import JsonFlag, PoNumber, TelegramId, fail, need_note, stamp, with_store
+from bot.cli.demo import demo
+from bot.cli.env_file import write_env_file
 from bot.cli.policy import policy_app
 from bot.cli.purchasing import sheets_app, suppliers_app
 from bot.cli.retention import purge
-from bot.config import Settings, write_env_file
+from bot.config import Settings
+from bot.words import reports
+from bot.words.arguments import BIGINT_MAX
 from core.approval import opening, standing
 from core.approval.policies import Role
-from core.arguments import BIGINT_MAX
 from core.errors import ConfigError
 from core.jobs import closing, transitions
 from core.jobs.jobs import Job
@@ -132,23 +135,7 @@ def run(
     with_store(work)
 
 
-@app.command()
-def demo(
-    folder: Annotated[
-        Path, typer.Option(help="Where to leave the SQLite file (and its throwaway keys).")
-    ] = Path("manzoori-demo"),
-    serve: Annotated[
-        bool, typer.Option(help="Keep the bot and its Mini App up afterwards, until Ctrl-C.")
-    ] = False,
-) -> None:
-    """Run the whole story locally: the real bot against a local Bot API and SMTP sink."""
-    from bot.dev.demo import run_demo  # here: PTB slows every other command
-
-    try:  # before anything starts: a folder that cannot be made is the admin's to fix
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise fail(f"cannot use {folder} as the demo's folder: {error.strerror or error}") from None
-    raise typer.Exit(run_demo(folder, serve))
+app.command()(demo)
 
 
 def _stop_on_signals() -> asyncio.Event:

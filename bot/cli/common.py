@@ -13,7 +13,7 @@ from sqlalchemy.exc import DBAPIError
 from bot import bootstrap
 from bot.clock import utcnow
 from bot.config import Settings, load_settings
-from core.arguments import BIGINT_MAX, parse_po_number, parse_user_id
+from bot.words.arguments import BIGINT_MAX, parse_po_number, parse_user_id
 from core.errors import ConfigError, ManzooriError
 from core.jobs.jobs import Stamp
 from core.texts import echo
@@ -24,7 +24,7 @@ JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of a 
 
 
 def telegram_id(text: str) -> int:
-    """A Telegram user id argument, read as the bot reads one (core.arguments); click's usage
+    """A Telegram user id argument, read as the bot reads one (bot.words.arguments); click's usage
     error otherwise."""
     user_id = parse_user_id(text)
     if user_id is None:
@@ -39,7 +39,7 @@ TelegramId = Annotated[
 
 
 def po_number(text: str) -> str:
-    """A PO number argument, in any case, read as the bot reads one (core.arguments); click's
+    """A PO number argument, in any case, read as the bot reads one (bot.words.arguments); click's
     usage error for text that cannot be one."""
     po = parse_po_number(text)
     if po is None:

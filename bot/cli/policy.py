@@ -7,11 +7,11 @@ from typing import Annotated
 
 import typer
 
-from bot import texts
 from bot.cli.common import actor, with_store
 from bot.clock import utcnow
 from bot.config import Settings
-from bot.policy_texts import policy_lines
+from bot.words import texts
+from bot.words.policy_texts import policy_lines
 from core.approval import approval_policy
 from core.approval.policies import Policy
 from core.approval.standing import policy_now

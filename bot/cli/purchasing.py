@@ -9,13 +9,13 @@ from typing import Annotated
 
 import typer
 
-from bot import texts
 from bot.cli.common import actor, fail, telegram_id, with_store
 from bot.clock import numbering, utcnow
 from bot.config import Settings
-from bot.parsing import parse_isolated
-from bot.problems import problem_text
-from bot.spreadsheets import read_csv_text, read_sheet
+from bot.files.parsing import parse_isolated
+from bot.files.sheets import read_csv_text, read_sheet
+from bot.words import texts
+from bot.words.problems import problem_text
 from core.drafting.intake import NO_TERMS
 from core.drafting.sheets import too_big
 from core.drafting.tables import Table

@@ -8,9 +8,9 @@ from typing import Annotated
 
 import typer
 
-from bot import reports
 from bot.cli.common import JsonFlag, stamp, with_store
 from bot.config import Settings
+from bot.words import reports
 from core.records import retention
 from core.records.retention import Purge
 from store.sql import SqlStore

@@ -35,10 +35,10 @@ from bot.clock import utcnow
 from bot.config import Settings
 from bot.dev.botapi import EmulatedUser, Emulator, Message
 from bot.dev.smtp import running_sink
-from bot.parsing import parse_isolated
-from bot.spreadsheets import read_csv_text
+from bot.files.parsing import parse_isolated
+from bot.files.sheets import read_csv_text
 from bot.telegram.cards import APPROVE_TEXT, REJECT_TEXT, REVIEW_TEXT
-from bot.texts import terms_import
+from bot.words.texts import terms_import
 from core.purchasing import new_terms
 from store.migrate import upgrade
 from store.sql import SqlStore

@@ -35,8 +35,7 @@ from telegram.ext import (
 
 from bot.clock import utcnow
 from bot.config import Settings
-from bot.i18n import ENGLISH, N_, Translator
-from bot.parsing import SheetParser
+from bot.files.parsing import SheetParser
 from bot.telegram.context import (
     Deps,
     answer_tap,
@@ -73,6 +72,7 @@ from bot.telegram.people import (
 from bot.telegram.policy import POLICY_FILE, policy_command, policy_file
 from bot.telegram.queue import on_queue_tap, queue_command
 from bot.web.metrics import Metrics
+from bot.words.i18n import ENGLISH, N_, Translator
 from core.approval.signing import Button, verify_button
 from core.errors import ConfigError, InvalidToken, StoreBusy
 from core.ports import ShellStore

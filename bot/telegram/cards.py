@@ -14,10 +14,10 @@ from datetime import tzinfo
 
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup, WebAppInfo
 
-from bot.flags import flag_text
-from bot.i18n import ENGLISH, N_, Translator
-from bot.texts import DAY_MONTH, local_time
 from bot.web.urls import page_url
+from bot.words.flags import flag_text
+from bot.words.i18n import ENGLISH, N_, Translator
+from bot.words.texts import DAY_MONTH, local_time
 from core.approval.budgets import CategoryMonth
 from core.approval.policies import Decision, Verdict
 from core.approval.signing import Button, ButtonAction, sign_button

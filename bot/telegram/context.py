@@ -20,13 +20,13 @@ from telegram.error import BadRequest
 from telegram.ext import ContextTypes
 
 from bot.config import Settings
-from bot.i18n import N_, Translator, language_of, translator
-from bot.parsing import SheetParser
+from bot.files.parsing import SheetParser
 from bot.telegram.cards import MESSAGE_LIMIT
 from bot.telegram.errors import classify
 from bot.telegram.fairness import OVERRUN_MEMORY, Guards
 from bot.telegram.texts import stranger
 from bot.web.metrics import Metrics
+from bot.words.i18n import N_, Translator, language_of, translator
 from core.approval.policies import Role
 from core.ports import ShellStore, ShellTx
 
@@ -217,7 +217,7 @@ async def holding(
     update: Update, context: ContextTypes.DEFAULT_TYPE, role: Role, refusal: str
 ) -> tuple[Deps, User] | None:
     """The deps and the sender if they hold `role`; otherwise the refusal (an English msgid,
-    marked with bot.i18n.N_) is sent in their language, and None."""
+    marked with bot.words.i18n.N_) is sent in their language, and None."""
     deps, user = deps_of(context), update.effective_user
     assert user is not None
     async with deps.store.reading() as tx:

@@ -18,12 +18,12 @@ from telegram import CallbackQuery, ForceReply, Message, Update, User
 from telegram.ext import ContextTypes, filters
 
 from bot.clock import utcnow
-from bot.i18n import ENGLISH, N_, Language, Translator, language_of, translator
 from bot.outbox.emails import render_csv
 from bot.telegram.context import Deps, answer_tap, deps_of, held_roles, record_claim, turn_away
 from bot.telegram.fairness import FairProcessor
 from bot.telegram.notices import NoticeRunner
-from bot.texts import TIME_OF_DAY, local_time
+from bot.words.i18n import ENGLISH, N_, Language, Translator, language_of, translator
+from bot.words.texts import TIME_OF_DAY, local_time
 from core.approval import decisions
 from core.approval.decisions import Review
 from core.approval.policies import Outcome, Verdict
@@ -75,7 +75,7 @@ _PROMPTED_IN = {
     for language in Language
     for verdict, prompt in _PROMPTS.items()
 }
-# In Urdu the PO and its version are one isolated left-to-right run (bot.i18n).
+# In Urdu the PO and its version are one isolated left-to-right run (bot.words.i18n).
 _PROMPTED = re.compile(
     rf"^({'|'.join(map(re.escape, _PROMPTED_IN))}) \u2068?(PO-[A-Za-z0-9-]+) v(\d+)\u2069?\?$"
 )

@@ -15,7 +15,6 @@ from datetime import tzinfo
 
 from telegram import InlineKeyboardMarkup
 
-from bot.i18n import ENGLISH, N_, Translator
 from bot.telegram.cards import (
     MESSAGE_LIMIT,
     card_html,
@@ -25,7 +24,8 @@ from bot.telegram.cards import (
     resend_markup,
     visible_length,
 )
-from bot.texts import local_time
+from bot.words.i18n import ENGLISH, N_, Translator
+from bot.words.texts import local_time
 from core.approval.ladder import Step
 from core.drafting.money import format_pkr
 from core.jobs.notices import DIGEST

@@ -1,4 +1,4 @@
-"""/language: each person chooses the language the bot writes to them in (bot.i18n), with
+"""/language: each person chooses the language the bot writes to them in (bot.words.i18n), with
 two buttons; the choice is theirs alone, kept with their telegram_users row.
 
 A choice's callback data is plain (`lang:ur`): it is not a decision, and it only ever sets
@@ -19,8 +19,8 @@ from telegram import (
 from telegram.ext import ContextTypes
 
 from bot.clock import utcnow
-from bot.i18n import LANGUAGE_NAMES, Language, Translator, language_of, translator
 from bot.telegram.context import Deps, answer_tap, deps_of
+from bot.words.i18n import LANGUAGE_NAMES, Language, Translator, language_of, translator
 
 # The buttons' callback data; app.claim lets it through without a signature.
 CHOICE = re.compile(rf"^lang:({'|'.join(language.value for language in Language)})$")

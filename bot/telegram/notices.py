@@ -23,7 +23,6 @@ from telegram.constants import ParseMode
 
 from bot.clock import Runtime
 from bot.config import Settings
-from bot.i18n import Translator, language_of, translator
 from bot.telegram.cards import card_html, card_markup, outcome_html
 from bot.telegram.errors import classify
 from bot.telegram.ladder import nudge_html, nudge_markup
@@ -34,6 +33,7 @@ from bot.telegram.texts import (
     requester_notice,
     short_stage_alert,
 )
+from bot.words.i18n import Translator, language_of, translator
 from core.errors import LeaseLost
 from core.jobs.notices import EDITED, EVERYONE, Notice, NoticeKind, NoticeStatus
 from core.messaging import cards, delivery, nudges

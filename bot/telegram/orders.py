@@ -9,14 +9,14 @@ from functools import partial
 from telegram import Document, Update
 from telegram.ext import ContextTypes
 
-from bot import reports, texts
 from bot.clock import numbering, utcnow
-from bot.i18n import N_
 from bot.telegram.context import Deps, deps_of, held_roles, holding, reply, roles_of
 from bot.telegram.language import speaking
 from bot.telegram.texts import status_list, stranger
+from bot.words import reports, texts
+from bot.words.arguments import parse_po_number
+from bot.words.i18n import N_
 from core.approval.policies import Role
-from core.arguments import parse_po_number
 from core.drafting.sheets import too_big
 from core.errors import UnreadableSheet
 from core.messaging.pending import may_read_trail
@@ -72,7 +72,7 @@ async def _read(
     deps: Deps, document: Document, name: str
 ) -> Sheet | UnreadableSheet | list[Problem]:
     """The document as a sheet, or why it is refused: too large (told before downloading it
-    when Telegram gives its size), or unreadable (bot.spreadsheets' sentence, or the worker's)."""
+    when Telegram gives its size), or unreadable (bot.files.sheets' sentence, or the worker's)."""
     too_large = too_big(document.file_size or 0)  # before downloading anything
     data = b"" if too_large else bytes(await (await document.get_file()).download_as_bytearray())
     too_large = too_large or too_big(len(data))

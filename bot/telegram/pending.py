@@ -13,13 +13,13 @@ from telegram import Message, Update
 from telegram.ext import ContextTypes
 
 from bot.clock import utcnow
-from bot.i18n import ENGLISH, N_, Translator
 from bot.telegram.cards import MESSAGE_LIMIT, card_markup, cut, resend_markup
 from bot.telegram.context import Deps, answer_tap, deps_of, held_roles, reply
 from bot.telegram.decisions import checked_tap, deliver_now, refusal
 from bot.telegram.language import speaking
 from bot.telegram.people import help_command
-from bot.texts import local_time
+from bot.words.i18n import ENGLISH, N_, Translator
+from bot.words.texts import local_time
 from core.approval.decisions import Review
 from core.approval.policies import Policy, Role, Verdict
 from core.approval.signing import ButtonAction

@@ -14,16 +14,16 @@ from telegram.error import TelegramError
 from telegram.ext import ContextTypes
 
 from bot.clock import utcnow
-from bot.i18n import N_
-from bot.refusals import refusal_text
 from bot.telegram import texts
 from bot.telegram.context import Deps, deps_of, holding, reply, roles_of
 from bot.telegram.language import speaking
-from bot.texts import local_time
+from bot.words.arguments import parse_user_id
+from bot.words.i18n import N_
+from bot.words.refusals import refusal_text
+from bot.words.texts import local_time
 from core.approval.delegations import parse_until
 from core.approval.policies import Role
 from core.approval.standing import policy_now
-from core.arguments import parse_user_id
 from core.errors import DelegationRefused, GroupRefused, InviteRefused, NotAnAdmin
 from core.jobs.jobs import Stamp
 from core.people import delegating, people

@@ -8,11 +8,11 @@ from __future__ import annotations
 from telegram import Update
 from telegram.ext import ContextTypes, filters
 
-from bot import texts
 from bot.clock import utcnow
-from bot.i18n import N_, Translator
 from bot.telegram.context import Deps, holding, reply
 from bot.telegram.language import speaking
+from bot.words import texts
+from bot.words.i18n import N_, Translator
 from core.approval import approval_policy
 from core.approval.policies import Role
 from core.approval.standing import policy_now

@@ -17,12 +17,12 @@ from telegram.error import TelegramError
 from telegram.ext import ContextTypes
 
 from bot.clock import utcnow
-from bot.i18n import ENGLISH, N_, Translator, language_of, translator
 from bot.telegram.cards import escaped, signed_markup
 from bot.telegram.context import Deps, answer_tap, deps_of
 from bot.telegram.decisions import NOT_VALID, checked_tap, deliver_now
 from bot.telegram.errors import classify
-from bot.texts import local_time
+from bot.words.i18n import ENGLISH, N_, Translator, language_of, translator
+from bot.words.texts import local_time
 from core.approval.signing import ButtonAction
 from core.drafting.money import format_pkr
 from core.errors import AlreadyResolved, IllegalTransition, NotAnAdmin

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from datetime import datetime, tzinfo
 
-from bot.i18n import ENGLISH, N_, Translator
-from bot.texts import local_time
+from bot.words.i18n import ENGLISH, N_, Translator
+from bot.words.texts import local_time
 from core.approval.policies import DEFAULT_GROUP, Policy, Role
 from core.approval.shortfalls import Shortfall
 from core.drafting.drafts import LineDiff

@@ -23,8 +23,8 @@ from typing import Any
 
 from bot.clock import utcnow
 from bot.config import Settings
-from bot.i18n import N_, Translator
 from bot.telegram.decisions import EXPIRED, pending_answer, refused_text
+from bot.words.i18n import N_, Translator
 from core.approval import decisions
 from core.approval.decisions import DecisionResult, Review
 from core.approval.policies import Outcome, Rules, Verdict

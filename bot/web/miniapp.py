@@ -31,10 +31,10 @@ from starlette.routing import BaseRoute, Route
 
 from bot.clock import utcnow
 from bot.config import Settings, WebAppScript
-from bot.i18n import Translator, language_of, translator
 from bot.web import decisions, initdata, views
 from bot.web.security import NO_STORE
 from bot.web.urls import PAGE_ROUTE
+from bot.words.i18n import Translator, language_of, translator
 from core.approval.policies import Role
 from store.sql import SqlStore
 

@@ -1,7 +1,7 @@
 """The Mini App's view of a PO as JSON (core.purchasing.po_view rendered): every text already in the
 viewer's language, from the bot's own catalogues, so the page has none of its own. Values
 that read left to right (SKUs, amounts, PO numbers) come isolated inside Urdu sentences, as
-on a card (bot.i18n); the page puts them in <bdi> where it shows them bare.
+on a card (bot.words.i18n); the page puts them in <bdi> where it shows them bare.
 """
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ from typing import Any
 
 from bot.clock import utcnow
 from bot.config import Settings
-from bot.flags import flag_text
-from bot.i18n import N_, Translator
 from bot.telegram.cards import APPROVE_TEXT, REJECT_TEXT, budget_line
 from bot.telegram.decisions import EXPIRED
-from bot.texts import DATE_AND_TIME, DAY_MONTH, local_time
 from bot.web.decisions import CHANGED, NOT_FOUND, REASON_FOR_BUDGET, refusal
+from bot.words.flags import flag_text
+from bot.words.i18n import N_, Translator
+from bot.words.texts import DATE_AND_TIME, DAY_MONTH, local_time
 from core.approval.policies import Role, Verdict
 from core.drafting.money import format_pkr
 from core.errors import DraftPurged, ReadRefused, UnknownJob

@@ -140,7 +140,7 @@ class Ladder:
     def canonical(self) -> str:
         """The ladder as the text a policy's content hash is taken over (core.approval.policies).
         These words must never change, or every stored policy would change version; people read the
-        ladder in their own language (bot.policy_texts)."""
+        ladder in their own language (bot.words.policy_texts)."""
         parts = [f"remind after {shown(self.remind_after)}"]
         if self.escalate_after is not None:
             to = f" and {self.escalate_to}" if self.escalate_to else ""

@@ -1,5 +1,5 @@
 """Policy flags: what an approver must see before approving, as codes and amounts (the shell
-says them: bot.flags)."""
+says them: bot.words.flags)."""
 
 from __future__ import annotations
 

@@ -36,7 +36,7 @@ INVITE_TTL = timedelta(hours=72)
 # `manzoori users grant`.
 INVITABLE = frozenset({Role.APPROVER, Role.REQUESTER})
 
-# Why a link cannot register someone, for logs (the person is told by bot.refusals).
+# Why a link cannot register someone, for logs (the person is told by bot.words.refusals).
 INVITE_EXPIRED = "invitation link expired"
 
 INVITE_INVALID = "invitation link not valid"

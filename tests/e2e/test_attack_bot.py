@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.spreadsheets import TOO_MUCH_TEXT, UNUSUAL_PARTS, read_csv_text
+from bot.files.limits import TOO_MUCH_TEXT, UNUSUAL_PARTS
+from bot.files.sheets import read_csv_text
 from bot.telegram.cards import APPROVE_TEXT
 from bot.telegram.orders import SHEET_IN_FLIGHT
 from core.approval.policies import Role, Verdict

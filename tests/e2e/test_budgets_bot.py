@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from bot.spreadsheets import read_csv_text
+from bot.files.sheets import read_csv_text
 from bot.telegram.cards import APPROVE_TEXT
 from bot.telegram.notices import NoticeRunner
 from core.approval.approval_policy import import_policy

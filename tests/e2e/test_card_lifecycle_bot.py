@@ -12,9 +12,9 @@ import pytest
 
 from bot.bootstrap import run_forever
 from bot.clock import utcnow
+from bot.files.sheets import read_csv_text
 from bot.outbox.runner import OutboxRunner
 from bot.outbox.smtp import SmtpSender, SmtpServer
-from bot.spreadsheets import read_csv_text
 from bot.telegram.cards import APPROVE_TEXT, REJECT_TEXT
 from bot.telegram.notices import NoticeRunner
 from core.approval import decisions

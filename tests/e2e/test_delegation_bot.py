@@ -5,9 +5,9 @@ takes the cards back, and the delegate's card stops deciding."""
 
 from __future__ import annotations
 
-from bot import reports
 from bot.telegram.cards import APPROVE_TEXT
 from bot.telegram.notices import NoticeRunner
+from bot.words import reports
 from core.approval.policies import Role
 from core.jobs.states import State
 from tests.helpers.bot import (

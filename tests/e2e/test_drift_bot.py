@@ -9,11 +9,11 @@ from datetime import timedelta
 from zoneinfo import ZoneInfo
 
 from bot.clock import utcnow
+from bot.files.sheets import read_csv_text
 from bot.outbox.runner import OutboxRunner
 from bot.outbox.smtp import SmtpSender, SmtpServer
-from bot.spreadsheets import read_csv_text
 from bot.telegram.notices import NoticeRunner
-from bot.texts import DAY_MONTH, local_time
+from bot.words.texts import DAY_MONTH, local_time
 from core.approval import decisions
 from core.approval.approval_policy import import_policy
 from core.approval.decisions import Review

@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.exc import OperationalError
 
-from bot.spreadsheets import read_csv_text
+from bot.files.sheets import read_csv_text
 from bot.telegram.app import TAP_FAILED
 from bot.telegram.cards import APPROVE_TEXT, DETAILS_TEXT, REJECT_TEXT
 from bot.telegram.context import STRANGER_TAP, TAP_DROPPED, TOO_MANY

@@ -12,10 +12,10 @@ from sqlalchemy import update
 
 from bot.bootstrap import LadderSweep
 from bot.clock import utcnow
-from bot.i18n import FSI, isolated
 from bot.telegram.cards import APPROVE_TEXT
 from bot.telegram.notices import NoticeRunner
 from bot.telegram.pending import CARD_AGAIN
+from bot.words.i18n import FSI, isolated
 from core.jobs.notices import NoticeKind
 from core.jobs.states import State
 from store import schema

@@ -23,7 +23,7 @@ import pytest
 from playwright.async_api import BrowserContext, Page, expect
 
 from bot.clock import utcnow
-from bot.spreadsheets import read_csv_text
+from bot.files.sheets import read_csv_text
 from bot.telegram.cards import APPROVE_TEXT, REVIEW_TEXT
 from bot.telegram.notices import NoticeRunner
 from core.approval import opening

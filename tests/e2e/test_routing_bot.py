@@ -4,9 +4,9 @@ which group is missing; every approval records the policy version, rule and stag
 
 from __future__ import annotations
 
-from bot import reports
 from bot.telegram.cards import APPROVE_TEXT, REJECT_TEXT
 from bot.telegram.notices import NoticeRunner
+from bot.words import reports
 from core.approval.approval_policy import import_policy
 from core.approval.policies import Role
 from core.jobs.jobs import Stamp

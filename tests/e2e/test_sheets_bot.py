@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.spreadsheets import NOT_A_SHEET
+from bot.files.limits import NOT_A_SHEET
 from core.jobs.states import State
 from tests.helpers.bot import YEAR, all_handled, running_bot, said, with_terms
 from tests.helpers.factories import APPROVER_A, REQUESTER

@@ -10,7 +10,7 @@ import pytest
 from bot.telegram.app import TAP_BUSY
 from bot.telegram.cards import APPROVE_TEXT
 from bot.telegram.notices import NoticeRunner
-from bot.texts import NOBODY_TO_ASK
+from bot.words.texts import NOBODY_TO_ASK
 from core.approval.policies import Role
 from core.jobs.states import State
 from store.engine import make_engine

@@ -6,11 +6,11 @@ reads English throughout."""
 
 from __future__ import annotations
 
-from bot.i18n import Language, isolated, translator
-from bot.spreadsheets import NOT_A_SHEET
+from bot.files.limits import NOT_A_SHEET
 from bot.telegram.cards import APPROVE_TEXT
 from bot.telegram.notices import NoticeRunner
 from bot.telegram.pending import NOT_AN_APPROVER
+from bot.words.i18n import Language, isolated, translator
 from core.approval.policies import Role
 from core.drafting.money import format_pkr
 from core.jobs.states import State

@@ -4,9 +4,9 @@ with their role."""
 
 from __future__ import annotations
 
-from bot.refusals import REFUSAL_TEXTS
 from bot.telegram.cards import APPROVE_TEXT
 from bot.telegram.notices import NoticeRunner
+from bot.words.refusals import REFUSAL_TEXTS
 from core.approval.policies import Role
 from core.errors import Refusal
 from core.jobs.states import State

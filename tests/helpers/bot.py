@@ -19,7 +19,7 @@ from sqlalchemy import func, select
 from bot.bootstrap import Running, running
 from bot.config import Settings
 from bot.dev.botapi import Emulator
-from bot.spreadsheets import read_csv_text
+from bot.files.sheets import read_csv_text
 from bot.telegram.notices import NoticeRunner
 from core.purchasing import new_terms
 from store import schema

@@ -1,5 +1,5 @@
 """Telling an English sentence inside an Urdu message: what is left once the isolated
-left-to-right runs (bot.i18n: PO numbers, SKUs, amounts, names, quoted cells) are taken out
+left-to-right runs (bot.words.i18n: PO numbers, SKUs, amounts, names, quoted cells) are taken out
 must hold no run of three or more Latin words, but for the few tokens that stay Latin in Urdu
 too (Rs, PO, SKU, file formats, commands)."""
 
@@ -9,7 +9,7 @@ import re
 from collections.abc import Iterable
 
 from bot.dev.botapi import Emulator
-from bot.i18n import FSI, PDI
+from bot.words.i18n import FSI, PDI
 
 # An isolated run with no isolate inside it: removed innermost first, until none is left.
 _ISOLATED = re.compile(f"{FSI}[^{FSI}{PDI}]*{PDI}")

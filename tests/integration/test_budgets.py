@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import select
 
-from bot.problems import problem_lines
+from bot.words.problems import problem_lines
 from core.approval import decisions
 from core.approval.approval_policy import import_policy
 from core.approval.budgets import month_of

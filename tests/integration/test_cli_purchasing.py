@@ -17,8 +17,9 @@ import pytest
 from sqlalchemy import func, select
 
 from bot.clock import utcnow
-from bot.problems import problem_text
-from bot.spreadsheets import NOT_A_SHEET, NOT_CSV, read_csv_text
+from bot.files.limits import NOT_A_SHEET, NOT_CSV
+from bot.files.sheets import read_csv_text
+from bot.words.problems import problem_text
 from core.approval import decisions
 from core.approval.decisions import Review
 from core.approval.policies import Verdict

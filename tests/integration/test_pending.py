@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import timedelta
 from zoneinfo import ZoneInfo
 
-from bot import reports
+from bot.words import reports
 from core.approval import decisions, opening
 from core.approval.decisions import Review
 from core.approval.policies import Rules, Verdict

@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import func, select, text
 from sqlalchemy.exc import DBAPIError
 
-from bot.problems import problem_lines
+from bot.words.problems import problem_lines
 from core.approval.approval_policy import import_policy
 from core.approval.policies import BudgetMode, Budgets, Policy, Stage
 from core.approval.standing import policy_now

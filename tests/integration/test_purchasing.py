@@ -18,11 +18,11 @@ import pytest
 from sqlalchemy import select, text
 from sqlalchemy.exc import DBAPIError
 
-from bot import texts as bot_texts
 from bot.clock import Runtime
 from bot.outbox.runner import OutboxRunner
 from bot.outbox.smtp import SmtpSender, SmtpServer
-from bot.problems import PROBLEM_TEXTS, problem_lines
+from bot.words import texts as bot_texts
+from bot.words.problems import PROBLEM_TEXTS, problem_lines
 from core.approval import decisions
 from core.approval.decisions import Review
 from core.approval.policies import Role, Rules, Verdict

@@ -13,10 +13,10 @@ import pytest
 from sqlalchemy import func, select, text, update
 from sqlalchemy.exc import DBAPIError
 
-from bot import reports
 from bot.bootstrap import DailyPurge, running
 from bot.clock import Runtime
 from bot.config import Settings
+from bot.words import reports
 from core.approval import decisions, opening
 from core.approval.decisions import Review
 from core.approval.policies import Role, Rules, Verdict

@@ -1,5 +1,5 @@
-"""The typed-argument parsers (core.arguments) the bot and the CLI share: a user id the database
-holds or None, a PO number or None, and typed text repeated safely; never an exception."""
+"""The typed-argument parsers (bot.words.arguments) the bot and the CLI share: a user id the
+database holds or None, a PO number or None, and typed text repeated safely; never an exception."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.arguments import BIGINT_MAX, parse_po_number, parse_user_id
+from bot.words.arguments import BIGINT_MAX, parse_po_number, parse_user_id
 from core.texts import ECHO_LIMIT, echo
 
 

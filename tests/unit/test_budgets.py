@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.problems import problem_lines
-from bot.spreadsheets import read_csv_text
+from bot.files.sheets import read_csv_text
+from bot.words.problems import problem_lines
 from core.approval.budgets import (
     CategoryMonth,
     month_of,

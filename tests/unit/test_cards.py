@@ -8,7 +8,6 @@ from decimal import Decimal
 from html.parser import HTMLParser
 from zoneinfo import ZoneInfo
 
-from bot.i18n import Language, isolated, translator
 from bot.telegram.cards import (
     APPROVE_TEXT,
     DETAILS_TEXT,
@@ -22,6 +21,7 @@ from bot.telegram.cards import (
     outcome_html,
     visible_length,
 )
+from bot.words.i18n import Language, isolated, translator
 from core.approval.budgets import CategoryMonth, month_of
 from core.approval.policies import Decision, Role, Verdict
 from core.approval.signing import ButtonAction, verify_button

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from cryptography.fernet import Fernet
 
-from bot.config import Settings, WebAppScript, load_settings, write_env_file
+from bot.cli.env_file import write_env_file
+from bot.config import Settings, WebAppScript, load_settings
 from core.approval.ladder import WorkingHours
 from core.approval.policies import ApprovalPolicy, Rules
 from core.errors import ConfigError

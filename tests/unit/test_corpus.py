@@ -13,10 +13,11 @@ from typing import Any
 
 import pytest
 
-from bot import spreadsheets, texts
-from bot.parsing import parse_isolated
-from bot.problems import problem_text
-from bot.spreadsheets import read_sheet
+from bot.files import limits
+from bot.files.parsing import parse_isolated
+from bot.files.sheets import read_sheet
+from bot.words import texts
+from bot.words.problems import problem_text
 from core.drafting.sheets import TOO_MANY_ROWS, read_items
 from core.errors import UnreadableSheet
 from core.purchasing.submissions import Submission
@@ -71,7 +72,7 @@ def test_each_hostile_file_gets_its_exact_reply(name: str) -> None:
 
 
 def test_the_messages_are_the_modules_constants() -> None:
-    assert EXPECTED["unusual"]["refusal"] == spreadsheets.UNUSUAL_PARTS
+    assert EXPECTED["unusual"]["refusal"] == limits.UNUSUAL_PARTS
     assert CASES["too_many_rows.csv"]["problems"] == [problem_text(TOO_MANY_ROWS)]
 
 

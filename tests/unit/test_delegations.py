@@ -12,11 +12,11 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from bot.i18n import ENGLISH, Language, translator
-from bot.refusals import refusal_text
 from bot.telegram.people import away_args
+from bot.words.arguments import BIGINT_MAX, parse_user_id
+from bot.words.i18n import ENGLISH, Language, translator
+from bot.words.refusals import refusal_text
 from core.approval.delegations import LONGEST, parse_until
-from core.arguments import BIGINT_MAX, parse_user_id
 from core.errors import DelegationRefused, Refusal
 
 PKT = ZoneInfo("Asia/Karachi")

@@ -3,8 +3,8 @@ Urdu."""
 
 from __future__ import annotations
 
-from bot.i18n import Language, translator
 from bot.telegram.texts import edit_notice
+from bot.words.i18n import Language, translator
 from core.drafting.drafts import LineDiff
 
 CHANGES = (LineDiff(2, "CBL-USB-C-1M", 1250, 300), LineDiff(3, "HUB-7P", 4, 0))

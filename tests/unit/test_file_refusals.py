@@ -2,9 +2,9 @@
 reads one lead naming the file and saying that nothing came of it, then the reasons.
 
 Every check that can refuse a restock sheet, a terms file or a policy file is here with
-something it refuses, as that check reports it; a test fails if bot.spreadsheets or
-bot.parsing gains a refusal that is not here. The bot and the CLI say all of them through
-bot.texts.refusal (tests/e2e/test_sheets_bot.py, tests/integration/test_cli_*.py).
+something it refuses, as that check reports it; a test fails if bot.files.sheets or
+bot.files.parsing gains a refusal that is not here. The bot and the CLI say all of them through
+bot.words.texts.refusal (tests/e2e/test_sheets_bot.py, tests/integration/test_cli_*.py).
 """
 
 from __future__ import annotations
@@ -20,12 +20,12 @@ from types import ModuleType
 
 import pytest
 
-from bot import parsing, spreadsheets
-from bot.i18n import Language, isolated, translator
-from bot.parsing import PARSE_FAILED, PARSE_TIMEOUT
-from bot.problems import problem_lines
-from bot.spreadsheets import read_csv_text, read_sheet
-from bot.texts import Refusing, refusal
+from bot.files import limits, parsing
+from bot.files.parsing import PARSE_FAILED, PARSE_TIMEOUT
+from bot.files.sheets import read_csv_text, read_sheet
+from bot.words.i18n import Language, isolated, translator
+from bot.words.problems import problem_lines
+from bot.words.texts import Refusing, refusal
 from core.approval import approval_policy, budgets
 from core.drafting.intake import check_sheet
 from core.drafting.sheets import MAX_SHEET_BYTES, too_big
@@ -178,8 +178,8 @@ def test_every_refusal_is_the_lead_naming_the_file_then_why(
 
 
 def sentences_defined(module: ModuleType) -> set[str]:
-    """The sentences a module marks for translation (`NAME = N_(...)`): in bot.spreadsheets
-    and bot.parsing, every one is a refusal."""
+    """The sentences a module marks for translation (`NAME = N_(...)`): in bot.files.sheets
+    and bot.files.parsing, every one is a refusal."""
     tree = ast.parse(Path(str(module.__file__)).read_text("utf-8"))
     return {
         getattr(module, target.id)
@@ -194,7 +194,7 @@ def sentences_defined(module: ModuleType) -> set[str]:
 
 
 def test_every_refusal_the_readers_and_the_worker_have_is_a_case() -> None:
-    defined = sentences_defined(spreadsheets) | sentences_defined(parsing)
+    defined = sentences_defined(limits) | sentences_defined(parsing)
     assert len(defined) == 18  # the scan still finds them: 16 of the readers, 2 of the worker
     covered = {
         why.text

@@ -15,7 +15,8 @@ from babel.messages.extract import extract_from_dir
 from babel.messages.frontend import parse_mapping_cfg
 from babel.messages.pofile import read_po
 
-from bot.i18n import (
+from bot.telegram import texts
+from bot.words.i18n import (
     DEFAULT_LANGUAGE,
     DOMAIN,
     ENGLISH,
@@ -28,8 +29,7 @@ from bot.i18n import (
     language_of,
     translator,
 )
-from bot.telegram import texts
-from bot.texts import policy_problems, submission, unreachable_warnings
+from bot.words.texts import policy_problems, submission, unreachable_warnings
 from core.approval.policies import Role
 from core.jobs.states import State
 from core.problems import Place, Problem, ProblemCode
@@ -37,7 +37,7 @@ from core.purchasing.submissions import Submission
 from tests.helpers.factories import T0
 
 ROOT = Path(__file__).resolve().parents[2]
-# The keywords `make messages` extracts (bot.i18n: tr, tr.plural, N_), as Babel takes them.
+# The keywords `make messages` extracts (bot.words.i18n: tr, tr.plural, N_), as Babel takes them.
 KEYWORDS = {"tr": None, "plural": (1, 2), "N_": None}
 TEMPLATE = LOCALE_DIR / f"{DOMAIN}.pot"
 PKT = ZoneInfo("Asia/Karachi")

@@ -9,9 +9,9 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.flags import flag_text as describe
-from bot.problems import problem_lines
-from bot.spreadsheets import read_csv_text
+from bot.files.sheets import read_csv_text
+from bot.words.flags import flag_text as describe
+from bot.words.problems import problem_lines
 from core.drafting.drafts import Draft, Flag, draft_hash
 from core.drafting.flags import FlagCode
 from core.drafting.intake import PastLine, build_draft, check_sheet, redraft

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bot.policy_texts import ladder_text
+from bot.words.policy_texts import ladder_text
 from core.approval.ladder import (
     Ladder,
     Step,

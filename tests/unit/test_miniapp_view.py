@@ -10,8 +10,8 @@ from decimal import Decimal
 from cryptography.fernet import Fernet
 
 from bot.config import Settings
-from bot.i18n import Language, translator
 from bot.web.views import render
+from bot.words.i18n import Language, translator
 from core.approval.policies import Outcome, Verdict
 from core.approval.routes import StageReason
 from core.jobs.jobs import Job

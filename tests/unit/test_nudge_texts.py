@@ -9,9 +9,9 @@ from dataclasses import replace
 from datetime import timedelta
 from zoneinfo import ZoneInfo
 
-from bot.i18n import FSI, PDI, Language, isolated, translator
 from bot.telegram.cards import APPROVE_TEXT, MESSAGE_LIMIT, REJECT_TEXT, visible_length
 from bot.telegram.ladder import nudge_html, nudge_markup
+from bot.words.i18n import FSI, PDI, Language, isolated, translator
 from core.approval.signing import ButtonAction, verify_button
 from core.drafting.drafts import Draft, DraftLine
 from core.jobs.jobs import WORKFLOW_VERSION, Job

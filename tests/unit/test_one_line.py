@@ -18,13 +18,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bot import reports
-from bot import texts as replies
+from bot.files.limits import NOT_A_SHEET
 from bot.outbox.emails import render_body, render_po_email
-from bot.spreadsheets import NOT_A_SHEET
 from bot.telegram import texts
 from bot.telegram.cards import card_html, escaped, outcome_html
 from bot.telegram.queue import QueueItem, item_html
+from bot.words import reports
+from bot.words import texts as replies
 from core.approval.policies import Decision, Role, Verdict
 from core.drafting.drafts import Draft, DraftLine
 from core.drafting.tables import quote

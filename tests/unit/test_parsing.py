@@ -1,4 +1,4 @@
-"""bot/parsing.py: a parse runs in a limited worker, and its crash costs only that upload."""
+"""bot/files/parsing.py: a parse runs in a limited worker, and its crash costs only that upload."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from bot.parsing import (
+from bot.files.limits import NOT_A_SHEET
+from bot.files.parsing import (
     MAX_RESULT_BYTES,
     PARSE_FAILED,
     PARSE_TIMEOUT,
@@ -18,7 +19,7 @@ from bot.parsing import (
     SheetParser,
     parse_isolated,
 )
-from bot.spreadsheets import NOT_A_SHEET, read_sheet
+from bot.files.sheets import read_sheet
 from core.drafting.tables import Row, Table
 from core.errors import UnreadableSheet
 from tests.helpers.xlsx import xlsx_bytes

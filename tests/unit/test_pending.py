@@ -10,7 +10,6 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from bot.i18n import FSI, PDI, Language, isolated, translator
 from bot.telegram.pending import (
     ALL_LIMIT,
     MINE_LIMIT,
@@ -21,6 +20,7 @@ from bot.telegram.pending import (
     mine_text,
     text_answer,
 )
+from bot.words.i18n import FSI, PDI, Language, isolated, translator
 from core.approval.signing import Button, ButtonAction, sign_button, verify_button
 from core.jobs.jobs import Job
 from core.jobs.states import State

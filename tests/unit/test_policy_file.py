@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.policy_texts import policy_lines
-from bot.problems import problem_text
+from bot.words.policy_texts import policy_lines
+from bot.words.problems import problem_text
 from core.approval.policies import BudgetMode, Condition, Policy, Rule, Stage, content_hash
 from core.approval.policy_file import parse_policy
 from core.toml_files import key_lines

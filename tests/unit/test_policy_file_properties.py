@@ -11,8 +11,8 @@ from datetime import datetime
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bot.i18n import ENGLISH, Language, translator
-from bot.problems import problem_text
+from bot.words.i18n import ENGLISH, Language, translator
+from bot.words.problems import problem_text
 from core.approval.policy_file import parse_policy
 
 URDU = translator(Language.UR)

@@ -1,10 +1,10 @@
 """Sheet cells, property-based (issue 21): whatever a requester puts in a CSV or an XLSX sheet,
-reading it (bot.spreadsheets) and checking it (core.drafting.intake.check_sheet) ends in a refusal
+reading it (bot.files.sheets) and checking it (core.drafting.intake.check_sheet) ends in a refusal
 of the file, one of the readers' sentences with its values, or a table whose check gives either
-purchase orders or problems; each can be said in English and in Urdu (bot.texts), and nothing else
-is ever raised.
+purchase orders or problems; each can be said in English and in Urdu (bot.words.texts), and nothing
+else is ever raised.
 
-The readers are called in this process, as the parse worker calls them (bot.parsing), so a
+The readers are called in this process, as the parse worker calls them (bot.files.parsing), so a
 failure shows its traceback here instead of the worker's PARSE_FAILED.
 """
 
@@ -20,9 +20,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from xlsxwriter.utility import xl_rowcol_to_cell
 
-from bot import spreadsheets, texts
-from bot.i18n import Language, translator
-from bot.spreadsheets import read_csv_text, read_sheet
+from bot.files import limits
+from bot.files.sheets import read_csv_text, read_sheet
+from bot.words import texts
+from bot.words.i18n import Language, translator
 from core.drafting.intake import build_draft, check_sheet
 from core.drafting.sheets import MAX_DATA_ROWS, MAX_QUANTITY
 from core.drafting.tables import Cell, Table
@@ -39,7 +40,7 @@ LEAD = f"{NAME}: not accepted; nothing was created. Please fix:"
 # Every sentence a reader refuses a file with (tests/unit/test_file_refusals counts them).
 SENTENCES = {
     value
-    for name, value in vars(spreadsheets).items()
+    for name, value in vars(limits).items()
     if name.isupper() and isinstance(value, str) and value.endswith(".")
 }
 # Fast enough for every run, and never failing on a slow machine's timing.

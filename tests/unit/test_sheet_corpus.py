@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 
-from bot.flags import flag_text as describe
-from bot.problems import problem_lines, problem_text
-from bot.spreadsheets import read_csv_text, read_sheet
+from bot.files.sheets import read_csv_text, read_sheet
+from bot.words.flags import flag_text as describe
+from bot.words.problems import problem_lines, problem_text
 from core.drafting.drafts import Draft
 from core.drafting.flags import FlagCode
 from core.drafting.intake import Order, build_draft, check_sheet

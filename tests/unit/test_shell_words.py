@@ -1,8 +1,8 @@
 """The shell's words for what core gives as data, in English and in Urdu: file problems
-(bot.problems), flags (bot.flags), tap refusals (bot.telegram.decisions), the policy
-(bot.policy_texts), /history (bot.reports) and people's refusals (bot.refusals). Every code
-has a sentence; in Urdu each value is an isolated run and nothing else is an English sentence
-(tests.helpers.urdu)."""
+(bot.words.problems), flags (bot.words.flags), tap refusals (bot.telegram.decisions), the policy
+(bot.words.policy_texts), /history (bot.words.reports) and people's refusals (bot.words.refusals).
+Every code has a sentence; in Urdu each value is an isolated run and nothing else is an English
+sentence (tests.helpers.urdu)."""
 
 from __future__ import annotations
 
@@ -12,13 +12,13 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from bot import reports
-from bot.flags import FLAG_TEXTS, flag_text
-from bot.i18n import ENGLISH, FSI, Language, isolated, translator
-from bot.policy_texts import ladder_text, policy_lines
-from bot.problems import COUNTED, PROBLEM_TEXTS, problem_lines, problem_text
-from bot.refusals import REFUSAL_TEXTS, refusal_text
 from bot.telegram.decisions import delegation_refusal, turn_refusal
+from bot.words import reports
+from bot.words.flags import FLAG_TEXTS, flag_text
+from bot.words.i18n import ENGLISH, FSI, Language, isolated, translator
+from bot.words.policy_texts import ladder_text, policy_lines
+from bot.words.problems import COUNTED, PROBLEM_TEXTS, problem_lines, problem_text
+from bot.words.refusals import REFUSAL_TEXTS, refusal_text
 from core.approval.ladder import Ladder, WorkingHours
 from core.approval.policy_file import parse_policy
 from core.drafting.drafts import Flag

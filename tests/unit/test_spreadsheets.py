@@ -1,4 +1,4 @@
-"""bot/spreadsheets.py: uploads become Tables by their content, and each refusal is one sentence."""
+"""bot/files/sheets.py: uploads become Tables by their content, and each refusal is one sentence."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from datetime import date, datetime
 import pytest
 import xlsxwriter
 
-from bot import spreadsheets
-from bot.spreadsheets import (
+from bot.files import limits, workbooks
+from bot.files.limits import (
     CELL_TOO_LONG,
     DAMAGED_WORKBOOK,
     EMPTY_FILE,
@@ -26,9 +26,8 @@ from bot.spreadsheets import (
     TOO_SPREAD_OUT,
     UNCLOSED_QUOTE,
     UNDECODABLE,
-    read_csv_text,
-    read_sheet,
 )
+from bot.files.sheets import read_csv_text, read_sheet
 from core.drafting.tables import Row, Table
 from core.errors import UnreadableSheet
 from tests.helpers.xlsx import part_text, replace_part, xlsx_bytes
@@ -195,7 +194,7 @@ def test_csv_cells_are_kept_exactly_and_formulas_are_text() -> None:
 @pytest.mark.parametrize(
     "length",
     [
-        spreadsheets.MAX_CELL_CHARS + 1,  # just over the limit every reader shares
+        limits.MAX_CELL_CHARS + 1,  # just over the limit every reader shares
         200_000,  # over the csv module's own field limit too
     ],
 )
@@ -208,8 +207,8 @@ def test_a_cell_past_the_csv_field_limit_is_named_by_its_row(length: int) -> Non
 
 
 def test_a_cell_of_exactly_the_limit_is_read() -> None:
-    data = b"sku,note\nA-1," + b"x" * spreadsheets.MAX_CELL_CHARS + b"\n"
-    assert len(read_sheet(data).rows[1].cells[1]) == spreadsheets.MAX_CELL_CHARS
+    data = b"sku,note\nA-1," + b"x" * limits.MAX_CELL_CHARS + b"\n"
+    assert len(read_sheet(data).rows[1].cells[1]) == limits.MAX_CELL_CHARS
 
 
 @pytest.mark.parametrize(
@@ -413,9 +412,9 @@ def test_the_unpacked_size_limit_is_exact(monkeypatch: pytest.MonkeyPatch) -> No
     data = xlsx_bytes([["sku"], ["A-1"]])
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
         unpacked = sum(info.file_size for info in archive.infolist())
-    monkeypatch.setattr(spreadsheets, "MAX_UNPACKED_BYTES", unpacked)
+    monkeypatch.setattr(workbooks, "MAX_UNPACKED_BYTES", unpacked)
     assert len(read_sheet(data).rows) == 2
-    monkeypatch.setattr(spreadsheets, "MAX_UNPACKED_BYTES", unpacked - 1)
+    monkeypatch.setattr(workbooks, "MAX_UNPACKED_BYTES", unpacked - 1)
     assert refusal(data) == TOO_LARGE
 
 

@@ -6,7 +6,7 @@ from datetime import date
 
 import pytest
 
-from bot.problems import problem_lines, problem_text
+from bot.words.problems import problem_lines, problem_text
 from core.drafting.tables import (
     Row,
     column_letter,

@@ -11,8 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bot.problems import PROBLEM_TEXTS, problem_lines
-from bot.spreadsheets import EMPTY_FILE, read_csv_text
+from bot.files.limits import EMPTY_FILE
+from bot.files.sheets import read_csv_text
+from bot.words.problems import PROBLEM_TEXTS, problem_lines
 from core.drafting.tables import Row, Table, quote
 from core.drafting.terms import (
     REQUIRED,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from bot import texts
+from bot.words import texts
 from core.drafting.drafts import Draft, DraftLine
 from core.jobs.jobs import WORKFLOW_VERSION, Job
 from core.jobs.states import State

@@ -1,14 +1,9 @@
-"""Uploaded CSV and XLSX files as `core.drafting.tables.Table`; the content, never the name,
-tells which.
-
-Every refusal is an `UnreadableSheet` carrying one of the sentences below (an English msgid,
-translated where it is sent, after the line naming the file: bot.texts.refusal) and the values
-of its placeholders, so tests can compare against the constant.
-"""
+"""An Excel .xlsx workbook's first worksheet as rows, read by calamine only after the zip and
+its XML have been checked against the limits (bot.files.limits): a zip bomb, a stray far cell,
+or one long string repeated everywhere is refused before anything is materialised."""
 
 from __future__ import annotations
 
-import csv
 import functools
 import io
 import re
@@ -21,95 +16,26 @@ from zipfile import BadZipFile
 
 import python_calamine
 
-from bot.i18n import N_
+from bot.files.limits import (
+    CELL_LIMIT,
+    CELL_TOO_LONG,
+    DAMAGED_WORKBOOK,
+    LONG_SHARED_TEXT,
+    MAX_CELL_CHARS,
+    MAX_CELLS,
+    MAX_SHEET_TEXT,
+    MAX_UNPACKED_BYTES,
+    NO_SUCH_TIME,
+    NOT_A_SHEET,
+    TOO_LARGE,
+    TOO_MUCH_TEXT,
+    TOO_SPREAD_OUT,
+    UNUSUAL_PARTS,
+)
 from core.drafting.sheets import MAX_DATA_ROWS
 from core.drafting.tables import Cell, Row, Table
 from core.errors import UnreadableSheet
 
-EMPTY_FILE = N_("The file is empty.")
-NOT_A_SHEET = N_(
-    "This file is not a spreadsheet I can read: send a CSV file (UTF-8 or Windows-1252) "
-    "or an Excel .xlsx workbook."
-)
-NOT_CSV = N_(
-    'This file is not a CSV file I can read: save it from Excel as "CSV UTF-8" and send that.'
-)
-OLD_OR_PROTECTED = N_(
-    "This file is an old Excel .xls file or a password-protected workbook: save it as .xlsx "
-    "(without a password) or as CSV."
-)
-UNDECODABLE = N_(
-    'This file could not be read as UTF-8 or Windows-1252 text: save it from Excel as "CSV UTF-8".'
-)
-MALFORMED_CSV = N_(
-    'Row {row} of this CSV file could not be read: check its quotation marks ("), then save '
-    "the file again."
-)
-UNCLOSED_QUOTE = N_(
-    'Row {row}: a quotation mark (") opened in this row is never closed, so every row after it '
-    "would be lost: close it, then save the file again."
-)
-CELL_TOO_LONG = N_(
-    "Row {row}: a cell holds more than {limit} characters, far more than any sheet needs: "
-    "check that row, then save the file again."
-)
-MIXED_ENCODING = N_(
-    "Row {row} of this file is not UTF-8 text like the rest of it: save it from Excel as "
-    '"CSV UTF-8" and send it again.'
-)
-DAMAGED_WORKBOOK = N_(
-    "This Excel workbook is damaged or incomplete: open it in Excel, save it again as .xlsx, "
-    "and send it again."
-)
-TOO_LARGE = N_(
-    "This workbook is too large once unpacked (over 100 MB): keep only the rows you need, "
-    "or save it as CSV."
-)
-UNUSUAL_PARTS = N_(
-    "This Excel workbook names its parts in a way Excel never does: open it in Excel, save it "
-    "again as .xlsx, and send it again."
-)
-LONG_SHARED_TEXT = N_(
-    "A cell of this workbook holds more than {limit} characters, far more than any sheet "
-    "needs: delete that text, or save the sheet as CSV."
-)
-TOO_MUCH_TEXT = N_(
-    "This workbook repeats so much text that it would take over {limit} characters once read: "
-    "keep only the rows you need, or save it as CSV."
-)
-NO_SUCH_TIME = N_(
-    "Row {row}: a cell formatted as a date or a time holds a number no date or time can be: "
-    "format it as Number, then save the file again."
-)
-TOO_SPREAD_OUT = N_(
-    "The first sheet of this workbook spans too many cells: delete anything far below or to "
-    "the right of your table, or save it as CSV."
-)
-
-# A zip bomb is refused on the sizes its directory declares, before anything is unpacked.
-MAX_UNPACKED_BYTES = 100 * 1024 * 1024
-# calamine holds the whole rectangle from A1 to the last filled cell in memory, so a single
-# stray cell at XFD1048576 would ask for billions of cells; refuse before it tries.
-MAX_CELLS = 2_000_000
-# The longest valid cell is a 300-character note; no cell, in CSV or XLSX, needs more than this.
-MAX_CELL_CHARS = 10_000
-_CELL_LIMIT = f"{MAX_CELL_CHARS:,}"  # as the refusals show it
-# calamine writes out a shared string once per cell that refers to it, so one long string
-# referred to by many cells would cost gigabytes; what a sheet may spell out in total.
-MAX_SHEET_TEXT = 64_000_000
-
-_ZIP_MAGIC = b"PK\x03\x04"
-_OLE2_MAGIC = bytes.fromhex("D0CF11E0A1B11AE1")
-_UTF8_BOM = b"\xef\xbb\xbf"
-# Excel's "Unicode Text" is UTF-16: full of NUL bytes, but the advice to save as UTF-8 fits.
-_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
-# Control bytes are the same in UTF-8 and Windows-1252; text never holds any but tab, CR, LF.
-_CONTROL_BYTES = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-_DELIMITERS = (",", ";", "\t")
-# A well-formed UTF-8 sequence beyond ASCII: a file that holds one is UTF-8, whatever else is in it.
-_UTF8_SEQUENCE = re.compile(
-    rb"[\xc2-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}|[\xf0-\xf4][\x80-\xbf]{3}"
-)
 # A missing part raises KeyError, an unknown compression method NotImplementedError, and a
 # malformed row or cell reference ValueError.
 _BROKEN_PACKAGE = (BadZipFile, zlib.error, EOFError, NotImplementedError, KeyError, ValueError)
@@ -129,96 +55,7 @@ _STRING_ITEM_TAGS = frozenset(f"{{{namespace}}}si" for namespace in _SHEET_NAMES
 _PLAIN_NAME = re.compile(r"[!-\[\]-~]+")
 
 
-def read_sheet(data: bytes) -> Table:
-    """A CSV or XLSX file's first sheet as rows; raise UnreadableSheet with one plain sentence.
-
-    The content decides, not the file's name: an .xlsx renamed .csv is still read as a
-    workbook, and a binary renamed .csv is still refused. Reading stops one row past the
-    limit of rows to order, and the Table says so (`more_rows`).
-    """
-    if not data.removeprefix(_UTF8_BOM):
-        raise UnreadableSheet(EMPTY_FILE)
-    if data.startswith(_ZIP_MAGIC):
-        return _read_xlsx(data)
-    if data.startswith(_OLE2_MAGIC):
-        raise UnreadableSheet(OLD_OR_PROTECTED)
-    # The header and the rows allowed; a further non-empty row marks the table cut.
-    return _read_csv(data, NOT_A_SHEET, 1 + MAX_DATA_ROWS)
-
-
-def read_csv_text(data: bytes) -> Table:
-    """A CSV file (the supplier terms) as rows; anything else raises UnreadableSheet."""
-    if not data.removeprefix(_UTF8_BOM):
-        raise UnreadableSheet(EMPTY_FILE)
-    # A workbook (zip or OLE2) has NUL bytes in its first few bytes, so it is refused as binary.
-    return _read_csv(data, NOT_CSV, None)
-
-
-def _read_csv(data: bytes, not_text: str, keep: int | None) -> Table:
-    """CSV bytes as rows numbered by record; `not_text` is the sentence for binary content;
-    after `keep` non-empty rows (None: no limit) reading stops and the table is marked cut."""
-    if data.startswith(_UTF16_BOMS):
-        raise UnreadableSheet(UNDECODABLE)
-    if _CONTROL_BYTES.search(data):
-        raise UnreadableSheet(not_text)
-    text = _decode(data.removeprefix(_UTF8_BOM))
-    delimiter = _delimiter(text)
-    # strict: a quotation mark left open at the end of the file is an error, not a cell that
-    # silently swallows every later row.
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
-    rows: list[Row] = []
-    number, cut = 0, False
-    try:
-        # A record is a row as a spreadsheet shows it, even when a quoted cell spans lines.
-        for number, record in enumerate(reader, start=1):
-            if not any(cell.strip() for cell in record):
-                continue
-            if len(rows) == keep:
-                cut = True
-                break
-            if any(len(cell) > MAX_CELL_CHARS for cell in record):
-                raise UnreadableSheet(CELL_TOO_LONG, row=number, limit=_CELL_LIMIT)
-            rows.append(Row(number, tuple(record)))
-    except csv.Error as error:
-        raise _malformed(number + 1, str(error)) from error
-    # Excel writes semicolons where the decimal mark is a comma (1.000,50).
-    return Table(tuple(rows), decimal_comma=delimiter == ";", more_rows=cut)
-
-
-def _malformed(row: int, why: str) -> UnreadableSheet:
-    """The refusal of a CSV record the csv module refused, naming the row it starts on."""
-    if "field larger than field limit" in why:
-        return UnreadableSheet(CELL_TOO_LONG, row=row, limit=_CELL_LIMIT)
-    if "unexpected end of data" in why:
-        return UnreadableSheet(UNCLOSED_QUOTE, row=row)
-    return UnreadableSheet(MALFORMED_CSV, row=row)
-
-
-def _decode(data: bytes) -> str:
-    """The text as UTF-8; as Windows-1252 (what Excel's plain "CSV" writes) only when nothing in
-    it is UTF-8 beyond ASCII, since a UTF-8 file with one stray byte would turn to mojibake."""
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        if _UTF8_SEQUENCE.search(data):
-            row = data.count(b"\n", 0, error.start) + 1
-            raise UnreadableSheet(MIXED_ENCODING, row=row) from error
-    try:
-        return data.decode("cp1252")
-    except UnicodeDecodeError:
-        raise UnreadableSheet(UNDECODABLE) from None
-
-
-def _delimiter(text: str) -> str:
-    """The most frequent of , ; and tab on the first non-empty line, outside quotes; else ,."""
-    # European Excel saves semicolons, and "Text (Tab delimited)" saves tabs.
-    first = next((line for line in io.StringIO(text, newline="") if line.strip()), "")
-    unquoted = re.sub(r'"[^"]*"', "", first)
-    best = max(_DELIMITERS, key=unquoted.count)
-    return best if unquoted.count(best) else ","
-
-
-def _read_xlsx(data: bytes) -> Table:
+def read_xlsx(data: bytes) -> Table:
     """The first worksheet of an XLSX workbook, with its formula cells marked.
 
     Every guard reads exactly the parts calamine reads (the names are refused unless already
@@ -289,7 +126,7 @@ def _unconvertible_row(sheet: python_calamine.CalamineSheet) -> int | None:
 def _refuse_oversized(scan: _SheetScan, longest_shared: int) -> None:
     """Refuse a sheet whose cells reach too far or would spell out too much text."""
     if scan.long_cell_row is not None:
-        raise UnreadableSheet(CELL_TOO_LONG, row=scan.long_cell_row, limit=_CELL_LIMIT)
+        raise UnreadableSheet(CELL_TOO_LONG, row=scan.long_cell_row, limit=CELL_LIMIT)
     if scan.last_row * scan.last_column > MAX_CELLS:
         raise UnreadableSheet(TOO_SPREAD_OUT)
     # Each cell of type "s" costs at most the longest shared string: a bound, not a sum, so
@@ -415,7 +252,7 @@ class _StringScan:
         if self._length > self.longest:
             self.longest = self._length
             if self._length > MAX_CELL_CHARS:  # stop now: the rest need not be read
-                raise UnreadableSheet(LONG_SHARED_TEXT, limit=_CELL_LIMIT)
+                raise UnreadableSheet(LONG_SHARED_TEXT, limit=CELL_LIMIT)
 
 
 def _parse_part(archive: zipfile.ZipFile, part: str) -> ElementTree.Element:

@@ -1,6 +1,6 @@
 """Uploaded files are parsed in a short-lived worker process, never in the bot's own.
 
-The worker is forked from a fork server that has `bot.spreadsheets` (and calamine) already
+The worker is forked from a fork server that has `bot.files.sheets` (and calamine) already
 imported, so starting one is cheap. It limits its own address space and CPU time before it
 reads a byte, and the parent gives it a wall-clock timeout: a file that makes the parser abort
 (calamine is Rust; a panic aborts the process), run out of memory, spin or hang costs only that
@@ -27,8 +27,8 @@ from multiprocessing.connection import Connection
 from multiprocessing.context import set_spawning_popen
 from typing import TYPE_CHECKING, Any, TypeGuard
 
-from bot.i18n import N_
-from bot.spreadsheets import read_csv_text, read_sheet
+from bot.files.sheets import read_csv_text, read_sheet
+from bot.words.i18n import N_
 from core.drafting.tables import Row, Table
 from core.errors import UnreadableSheet
 
@@ -66,7 +66,7 @@ MAX_RESULT_BYTES = 64 * 1024 * 1024
 
 _CONTEXT = multiprocessing.get_context("forkserver")
 # The fork server imports the readers once; every worker is forked from it with them loaded.
-_CONTEXT.set_forkserver_preload(["bot.parsing"])
+_CONTEXT.set_forkserver_preload(["bot.files.parsing"])
 
 
 class SheetParser:

@@ -1,7 +1,7 @@
 """The languages the bot speaks to a person (English, the default, and Urdu) and the one way
 a text is translated: a Translator, called with an English msgid and named `{placeholders}`.
 
-The catalogues are gettext catalogues managed with Babel (`bot/locale/`, domain `manzoori`;
+The catalogues are gettext catalogues managed with Babel (`bot/words/locale/`, domain `manzoori`;
 README "Languages" has the pybabel commands). At run time the Urdu `.po` is read with Babel and
 compiled into memory once, on first use: no `.mo` to build or to forget, and a translation
 committed is a translation served. Extraction finds `tr("…")`, `tr.plural("…", "…", n)` and

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from bot.i18n import ENGLISH, N_, Translator
+from bot.words.i18n import ENGLISH, N_, Translator
 from core.problems import Place, Problem, ProblemCode, Value
 from core.texts import flatten
 
@@ -135,7 +135,7 @@ PROBLEM_TEXTS: dict[ProblemCode, str] = {
     ),
     ProblemCode.SOFT_WITHOUT_STAGE: N_("soft mode needs an {key} to add"),
     ProblemCode.CATEGORY_TWICE: N_("a category appears twice (case does not count)"),
-    # The refusal's lead names the file (bot.texts.refusal), so these need not.
+    # The refusal's lead names the file (bot.words.texts.refusal), so these need not.
     ProblemCode.POLICY_TOO_BIG: N_("The file is {size} bytes; a policy file is at most 256 KB."),
     ProblemCode.NOT_UTF8: N_("The file is not UTF-8 text (byte {byte})."),
 }

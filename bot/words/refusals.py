@@ -3,7 +3,7 @@ core's errors carry a reason and its values (core.errors.Refusal), and this says
 
 from __future__ import annotations
 
-from bot.i18n import ENGLISH, N_, Translator
+from bot.words.i18n import ENGLISH, N_, Translator
 from core.errors import Refusal, RefusedError
 
 # One sentence per reason; the placeholders are the error's values.

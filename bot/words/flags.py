@@ -4,7 +4,7 @@ superseded lists and the CLI (in English)."""
 
 from __future__ import annotations
 
-from bot.i18n import ENGLISH, N_, Translator
+from bot.words.i18n import ENGLISH, N_, Translator
 from core.drafting.drafts import Flag
 from core.drafting.flags import FlagCode
 from core.drafting.money import format_pkr

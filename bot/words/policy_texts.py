@@ -4,7 +4,7 @@ file, and `manzoori policy show` / `check` (in English). Core holds the policy a
 
 from __future__ import annotations
 
-from bot.i18n import ENGLISH, Translator
+from bot.words.i18n import ENGLISH, Translator
 from core.approval.ladder import Ladder, shown
 from core.approval.policies import Condition, Policy, Stage
 from core.drafting.money import format_pkr

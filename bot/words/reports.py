@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from datetime import datetime, tzinfo
 from typing import Any
 
-from bot.i18n import ENGLISH, N_, Translator
-from bot.texts import TIMESTAMP, local_time
+from bot.words.i18n import ENGLISH, N_, Translator
+from bot.words.texts import TIMESTAMP, local_time
 from core.approval.policies import Decision, Verdict
 from core.drafting.money import format_pkr
 from core.jobs.effects import message_id

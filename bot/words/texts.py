@@ -13,10 +13,10 @@ from datetime import datetime, tzinfo
 from enum import Enum
 from typing import Any
 
-from bot.flags import flag_text
-from bot.i18n import ENGLISH, N_, Translator
-from bot.policy_texts import policy_lines
-from bot.problems import problem_lines
+from bot.words.flags import flag_text
+from bot.words.i18n import ENGLISH, N_, Translator
+from bot.words.policy_texts import policy_lines
+from bot.words.problems import problem_lines
 from core.approval.approval_policy import PolicyImport
 from core.approval.policies import DEFAULT_GROUP, Policy
 from core.approval.routes import StageReason
@@ -73,7 +73,7 @@ def _plural(count: int, noun: str) -> str:
 
 
 def order_summary(job: Job, draft: Draft, *, tr: Translator = ENGLISH) -> list[str]:
-    """A PO in a few lines: number, supplier, size, total, then its flags (bot.flags)."""
+    """A PO in a few lines: number, supplier, size, total, then its flags (bot.words.flags)."""
     lines = tr.plural("{count} line", "{count} lines", len(draft.lines))
     head = (
         f"{tr.ltr(job.po_number)}  {tr.ltr(flatten(draft.supplier_name))} "
@@ -91,8 +91,8 @@ def refusal(
     tr: Translator = ENGLISH,
 ) -> str:
     """Why a file was refused, in the one shape every refusal of a file has: the lead naming
-    it, then the reasons, one a line: the sentence refusing its bytes (bot.spreadsheets,
-    bot.parsing), or its problems (bot.problems: its size, its rows, a budget)."""
+    it, then the reasons, one a line: the sentence refusing its bytes (bot.files.sheets,
+    bot.files.parsing), or its problems (bot.words.problems: its size, its rows, a budget)."""
     lead = tr(kind.value, file=flatten(file_name))
     if isinstance(reasons, UnreadableSheet):
         return "\n".join([lead, tr(reasons.text, **reasons.params)])
@@ -170,7 +170,7 @@ def policy_problems(
     tr: Translator = ENGLISH,
 ) -> str:
     """Why `policy check` (or `policy import`) refused a policy file, every problem with its
-    line (bot.problems)."""
+    line (bot.words.problems)."""
     return refusal(Refusing.IMPORT if imported else Refusing.POLICY, file_name, problems, tr=tr)
 
 
@@ -230,7 +230,7 @@ def thin_warnings(thin: Iterable[ThinStage], *, tr: Translator = ENGLISH) -> lis
 def policy_described(
     policy: Policy, record: Mapping[str, Any] | None, tz: tzinfo, *, tr: Translator = ENGLISH
 ) -> list[str]:
-    """What `policy show` says of the policy in force: its rules in words (bot.policy_texts),
+    """What `policy show` says of the policy in force: its rules in words (bot.words.policy_texts),
     and who imported it when (`record`: its stored version's row; None for the configured
     default)."""
     lines = policy_lines(policy, tr=tr)
