@@ -135,7 +135,7 @@ def _result(name: str, taps: Taps, target_ms: float, notes: str) -> Result:
 
 
 class _SubmitWatch:
-    """Notes when the bot's store first runs core.purchasing.submit_sheet's query for an
+    """Notes when the bot's store first runs core.purchasing.submissions.submit_sheet's query for an
     earlier submission of the sheet, i.e. when download and parse are over and the sheet is
     being submitted (SQLAlchemy's engine events; nothing in the product is changed)."""
 

@@ -16,7 +16,7 @@ from sqlalchemy.util import await_only
 from store import sqlite_driver
 
 # A writer waits this long for SQLite's one write lock before it gives up with StoreBusy.
-# core.workflow.retry_on_stale then runs the use case again (BUSY_ATTEMPTS in all), so a tap
+# core.jobs.transitions.retry_on_stale then runs the use case again (BUSY_ATTEMPTS in all), so a tap
 # blocked behind a long writer is answered within 3 x 4 s = 12 s: inside the 15 s Telegram
 # leaves a button's spinner up, and far longer than any write transaction here takes.
 SQLITE_BUSY_TIMEOUT_MS = 4_000

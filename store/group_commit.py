@@ -10,7 +10,7 @@ raised to it alone; one COMMIT then makes the whole batch durable, and every mem
 `transaction()` returns, or raises its block's error, only after that COMMIT (no answer
 is sent for a write a power cut could still take back, nor a refusal based on one). If the
 COMMIT fails, nothing of the batch was kept, and every member is told so with StoreBusy: its
-use case runs again (core.workflow.retry_on_stale).
+use case runs again (core.jobs.transitions.retry_on_stale).
 
 Members still write one at a time, so the order rules of a single lock hold: an urgent
 writer (made for a tap, a command or a message somebody waits to see answered; see `urgent`)

@@ -2,7 +2,7 @@
 
 While a delegation is active, the delegator's cards (waiting and new) go to the delegate,
 marked "for <delegator>", and the delegate's approval counts as the delegator's, in the
-delegator's groups. Within one request the two are one person (core.approval.policies.People): their
+delegator's groups. Within one request the two are one person (core.approval.tally.People): their
 approvals, as themselves or for each other, count once, and neither may approve the other's
 request. A delegation is followed one step only: if Ali hands over to Bilal and Bilal to
 Chand, Ali's cards go to Bilal, not on to Chand.

@@ -1,6 +1,6 @@
 """The approval policy file: TOML, checked whole, every problem named by its line.
 
-`parse_policy(text)` gives a core.policy.Policy only if there is no problem at all. Three
+`parse_policy(text)` gives a core.approval.policies.Policy only if there is no problem at all. Three
 kinds of problem, each with the line a person fixes it on:
 - TOML syntax (tomllib's own message and line); arrays, tables and dotted keys nested deeper
   than core.nesting allows (found before tomllib, which would recurse out of its stack or

@@ -7,8 +7,8 @@ approves their own request, alone or through a delegate), and not one person wit
 approval counts already in this request (a person counts once). Two members one person with
 each other (a delegator and their delegate) count once. When the approvals a stage still needs
 exceed the distinct people left who may give them, the request cannot pass as things stand,
-and the admins are told (core.workflow.alert_if_short): a group grew smaller, a member lost the
-role, a delegation joined two members, or the requester is one of too few.
+and the admins are told (core.approval.standing.alert_if_short): a group grew smaller, a
+member lost the role, a delegation joined two members, or the requester is one of too few.
 
 A policy is checked the same way against the groups as they are when it is checked or put in
 force (thin_stages): a stage asking for more approvals than its group has members is a

@@ -35,7 +35,7 @@ class Job:
     decision_deadline: datetime | None
     created_at: datetime
     updated_at: datetime
-    # The current draft's route (core.approval.policies.Route.plain()); None before approval is
+    # The current draft's route (core.approval.routes.Route.plain()); None before approval is
     # asked for, and for jobs drafted before routing (they follow the configured default policy).
     route: dict[str, Any] | None = None
     # When its current draft was approved (the last approval its route needed); its month is

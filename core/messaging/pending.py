@@ -39,7 +39,7 @@ class Waiting:
     group: str  # the waiting stage's group
     approvals: int  # standing approvals in the waiting stage so far
     required: int  # approvals the waiting stage needs
-    waiting_for: frozenset[int]  # whose approval it waits for (core.workflow.Standing)
+    waiting_for: frozenset[int]  # whose approval it waits for (core.approval.standing.Standing)
     cards_to: dict[int, int | None]  # who holds its card now, and for whom (None: themselves)
 
     def held_for(self, person: int) -> int | None:

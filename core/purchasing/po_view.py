@@ -171,7 +171,7 @@ async def po_view(
 async def _judged_at(tx: ReadTx, job: Job, now: datetime) -> datetime:
     """When the chain is tallied: now while the PO waits; once it no longer does, at the last
     decision on its draft, so that a sent PO's approvals, expired since, still show it
-    approved (core.service.replayed judges a replay so too)."""
+    approved (core.approval.decisions.replayed judges a replay so too)."""
     if job.state is State.AWAITING_APPROVAL:
         return now
     on_draft = [d.at for d in await tx.decisions(job.id) if d.draft_version == job.draft_version]

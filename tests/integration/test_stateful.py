@@ -237,7 +237,7 @@ class Snapshot:
     def people(self, job: Job, until: datetime, *, closed: bool = True) -> People:
         """Who are one person on the job: pairs whose delegation was active at some time from
         its request to `until` (before `until`, if not `closed`: a decided job's last
-        decision), the model's view of core.approval.policies.People."""
+        decision), the model's view of core.approval.tally.People."""
         return People(
             frozenset(
                 (d.delegator, d.delegate)

@@ -66,6 +66,6 @@ def test_message_id_is_stable_and_distinct_per_key() -> None:
 
 
 def test_both_outboxes_share_the_statuses_the_lease_claim_reads():
-    """store.leases.claim_rows serves effects and notices with the same two status names."""
+    """store.versioned.claim_rows serves effects and notices with the same two status names."""
     assert (EffectStatus.PENDING, EffectStatus.CLAIMED) == ("pending", "claimed")
     assert (NoticeStatus.PENDING, NoticeStatus.CLAIMED) == ("pending", "claimed")
