@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+from collections.abc import Callable
 from datetime import timedelta
 from enum import StrEnum
 from typing import Annotated, Any
@@ -35,6 +36,13 @@ _KEY_PATTERN = re.compile(r"[A-Za-z0-9_-]+={0,2}")
 _INIT_HINT = "run `manzoori init` to write a .env with fresh keys"
 # The hosts a MANZOORI_PUBLIC_URL may name over plain http: this machine only.
 _LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
+# The reminder ladder's settings, each "off" or what its parser reads.
+_LADDER_PARSERS: dict[str, Callable[[str], object]] = {
+    "manzoori_remind_after": parse_duration,
+    "manzoori_escalate_after": parse_duration,
+    "manzoori_before_expiry": parse_duration,
+    "manzoori_digest_at": parse_clock,
+}
 
 
 class WebAppScript(StrEnum):
@@ -331,18 +339,13 @@ class Settings(BaseSettings):
         WorkingHours.parse(value)
         return value
 
-    @field_validator("manzoori_remind_after", "manzoori_escalate_after", "manzoori_before_expiry")
+    @field_validator(*_LADDER_PARSERS)
     @classmethod
-    def _duration(cls, value: str) -> str:
+    def _ladder_step(cls, value: str, info: ValidationInfo) -> str:
+        """A step of the reminder ladder: off, or what its parser reads."""
+        assert info.field_name is not None  # a field validator's
         if not _off(value):
-            parse_duration(value)
-        return value
-
-    @field_validator("manzoori_digest_at")
-    @classmethod
-    def _clock(cls, value: str) -> str:
-        if not _off(value):
-            parse_clock(value)
+            _LADDER_PARSERS[info.field_name](value)
         return value
 
     @field_validator("manzoori_lease_seconds")

@@ -7,7 +7,7 @@ come from the parts above it, for the type checker only (nothing here runs them)
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterable
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from core.approval.delegations import Delegation
     from core.approval.policies import Decision, Policy, Role
     from core.approval.replays import ClientDecision
+    from core.approval.signing import Invite
     from core.drafting.drafts import Draft
     from core.drafting.intake import History
     from core.drafting.terms import Terms
@@ -162,11 +163,8 @@ class Tx(ReadTx, Protocol):
     async def insert_client_decision(self, decision: ClientDecision) -> None:
         """Keep a client's decision under its id; InsertConflict if that id was kept meanwhile."""
 
-    async def append_audits(self, events: Sequence[AuditEvent]) -> None:
+    async def append_audit(self, *events: AuditEvent) -> None:
         """Append audit events, in order."""
-
-    async def append_audit(self, event: AuditEvent) -> None:
-        """Append one audit event."""
 
     async def insert_effect(self, effect: Effect) -> None:
         """Add an outbox row; the key is unique."""
@@ -189,13 +187,7 @@ class Tx(ReadTx, Protocol):
         """Take every role from a user and audit it; what they held (nothing: nothing written)."""
 
     async def insert_invite(
-        self,
-        invite_id: str,
-        role: Role,
-        created_by: int,
-        at: datetime,
-        expires_at: datetime,
-        group: str | None = None,
+        self, invite: Invite, created_by: int, at: datetime, group: str | None = None
     ) -> None:
         """Record an invitation that has been handed out (an approver's, to `group`)."""
 
@@ -208,11 +200,8 @@ class Tx(ReadTx, Protocol):
     async def withdraw_invites(self, created_by: int, at: datetime) -> list[str]:
         """Withdraw every unused invitation `created_by` made; their ids."""
 
-    async def insert_notices(self, notices: Sequence[Notice]) -> None:
-        """Owe several Telegram messages (insert_notice's rule for each)."""
-
-    async def insert_notice(self, notice: Notice) -> None:
-        """Owe a Telegram message; a notice with the same key already owed stays as it is."""
+    async def insert_notice(self, *notices: Notice) -> None:
+        """Owe Telegram messages; a notice with the same key already owed stays as it is."""
 
     async def owe_notice(self, notice: Notice) -> bool:
         """insert_notice, and whether it was new: False if a notice of that key was owed."""

@@ -114,26 +114,30 @@ _KINDS = {
 }
 
 
+# pydantic's error types with a bound (the key of the bound in the error's context).
+_BOUNDS = {
+    "greater_than_equal": (ProblemCode.AT_LEAST, "ge"),
+    "greater_than": (ProblemCode.MORE_THAN, "gt"),
+    "less_than_equal": (ProblemCode.AT_MOST, "le"),
+}
+# pydantic's error types with a length limit.
+_LIMITS = {"too_long": ProblemCode.TOO_MANY_ENTRIES, "string_too_long": ProblemCode.TEXT_TOO_LONG}
+
+
 def _message(error: Mapping[str, Any]) -> tuple[ProblemCode, dict[str, Value]]:
     """A schema error as a problem code and its values."""
     kind, ctx = error["type"], error.get("ctx", {})
     if kind in _KINDS:
         return _KINDS[kind], {}
-    match kind:
-        case "greater_than_equal":
-            return ProblemCode.AT_LEAST, {"bound": _number(ctx["ge"])}
-        case "greater_than":
-            return ProblemCode.MORE_THAN, {"bound": _number(ctx["gt"])}
-        case "less_than_equal":
-            return ProblemCode.AT_MOST, {"bound": _number(ctx["le"])}
-        case "too_long":
-            return ProblemCode.TOO_MANY_ENTRIES, {"limit": int(ctx["max_length"])}
-        case "string_too_long":
-            return ProblemCode.TEXT_TOO_LONG, {"limit": int(ctx["max_length"])}
-        case "literal_error":
-            return ProblemCode.ONE_OF, {"choices": str(ctx["expected"])}
-        case "value_error" if isinstance(ctx.get("error"), ValueProblem):
-            return ctx["error"].code, dict(ctx["error"].values)
+    if kind in _BOUNDS:
+        code, bound = _BOUNDS[kind]
+        return code, {"bound": _number(ctx[bound])}
+    if kind in _LIMITS:
+        return _LIMITS[kind], {"limit": int(ctx["max_length"])}
+    if kind == "literal_error":
+        return ProblemCode.ONE_OF, {"choices": str(ctx["expected"])}
+    if kind == "value_error" and isinstance(ctx.get("error"), ValueProblem):
+        return ctx["error"].code, dict(ctx["error"].values)
     return ProblemCode.UNREADABLE_VALUE, {"detail": str(error["msg"]).lower()}
 
 

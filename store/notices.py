@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -11,11 +9,10 @@ from sqlalchemy import and_, bindparam, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from core.approval.policies import Role
-from core.errors import LeaseLost
-from core.jobs.notices import Notice, NoticeKind, NoticeStatus
+from core.jobs.notices import Notice, NoticeKind
 from store import schema
-from store.rows import notice_from_row, plain, values_of
-from store.versioned import Lease, claim_rows, compare_and_set, insert_or_keep
+from store.rows import notice_from_row, values_of
+from store.versioned import Lease, claim_rows, insert_or_keep, update_leased
 
 _t = schema.notices
 _HOLDERS = (
@@ -42,12 +39,9 @@ class NoticeQueries:
         rows = await self.conn.execute(_HOLDERS, {"role": role.value})
         return [int(user_id) for user_id in rows.scalars()]
 
-    async def insert_notice(self, notice: Notice) -> None:
-        """Owe a Telegram message; a notice with the same key already owed stays as it is."""
-        await self.insert_notices([notice])
-
-    async def insert_notices(self, notices: Sequence[Notice]) -> None:
-        """Owe several Telegram messages in one statement (insert_notice's rule for each)."""
+    async def insert_notice(self, *notices: Notice) -> None:
+        """Owe Telegram messages, in one statement; a notice with the same key already owed
+        stays as it is."""
         if notices:
             await self.conn.execute(_INSERT, [values_of(notice) for notice in notices])
 
@@ -83,12 +77,7 @@ class NoticeQueries:
 
     async def update_notice(self, notice: Notice, **changes: Any) -> Notice:
         """Compare-and-set on (key, version); bump version; raise LeaseLost on a miss."""
-        if "status" in changes:
-            changes["status"] = NoticeStatus(changes["status"])
-        read_at = {"key": notice.key}
-        if not await compare_and_set(self.conn, _t, read_at, notice.version, plain(changes)):
-            raise LeaseLost(f"{notice.key} changed under this sender")
-        return replace(notice, version=notice.version + 1, **changes)
+        return await update_leased(self.conn, _t, notice, changes, "sender")
 
     async def notice_of_message(self, user_id: int, message_id: int) -> Notice | None:
         """The notice delivered to `user_id` as their chat's message `message_id`, if any."""

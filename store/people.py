@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from core.approval.delegations import Delegation
 from core.approval.policies import DEFAULT_GROUP, Role
+from core.approval.signing import Invite
 from core.people.users import TelegramUser
 from store import schema
 from store.versioned import insert_or_keep, upsert
@@ -58,22 +59,16 @@ class PeopleQueries:
     conn: AsyncConnection
 
     async def insert_invite(
-        self,
-        invite_id: str,
-        role: Role,
-        created_by: int,
-        at: datetime,
-        expires_at: datetime,
-        group: str | None = None,
+        self, invite: Invite, created_by: int, at: datetime, group: str | None = None
     ) -> None:
         """Record an invitation that has been handed out (an approver's, to `group`)."""
         await self.conn.execute(
             insert(schema.invites).values(
-                id=invite_id,
-                role=role.value,
+                id=invite.invite_id,
+                role=invite.role.value,
                 created_by=created_by,
                 created_at=at,
-                expires_at=expires_at,
+                expires_at=invite.expires_at,
                 group_name=group,
             )
         )

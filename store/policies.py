@@ -15,7 +15,7 @@ from core.approval.policies import Policy
 from core.approval.policy_file import parse_policy
 from core.errors import InsertConflict
 from store import schema
-from store.versioned import HEAD, set_head
+from store.versioned import head_version, set_head
 
 
 class PolicyQueries:
@@ -28,12 +28,8 @@ class PolicyQueries:
     async def policy_version(self, *, for_update: bool = False) -> str | None:
         """The policy version in force, or None before any import. An import reads it FOR
         UPDATE on PostgreSQL, so that two imports at once go one after the other."""
-        t = schema.policy_head
-        query = select(t.c.current_version).where(t.c.id == HEAD)
-        if self._postgres and not self._reading and for_update:
-            query = query.with_for_update()
-        found = (await self.conn.execute(query)).scalar_one_or_none()
-        return None if found is None else str(found)
+        locks = self._postgres and not self._reading and for_update
+        return await head_version(self.conn, schema.policy_head, "update" if locks else None)
 
     async def current_policy(self) -> Policy | None:
         """The policy in force, or None if none was ever imported."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from sqlalchemy import func, insert, select, update
 from sqlalchemy.exc import IntegrityError
@@ -22,7 +22,7 @@ from core.jobs.states import State
 from store import schema
 from store.rows import job_from_row
 from store.sealing import Sealer
-from store.versioned import HEAD, set_head
+from store.versioned import head_version, set_head
 
 # Terms versions never change once stored, so a process may keep the last few in memory.
 TERMS_CACHE_SIZE = 4
@@ -44,12 +44,10 @@ class PurchasingQueries:
         a sheet is never recorded on a version that is being replaced; SQLite's BEGIN IMMEDIATE
         already serialises. A read-only transaction takes no lock: it reads a snapshot.
         """
-        t = schema.terms_head
-        query = select(t.c.current_version).where(t.c.id == HEAD)
-        if self._postgres and not self._reading:
-            query = query.with_for_update(read=not for_update)
-        found = (await self.conn.execute(query)).scalar_one_or_none()
-        return None if found is None else str(found)
+        lock: Literal["share", "update"] | None = "update" if for_update else "share"
+        if not self._postgres or self._reading:
+            lock = None
+        return await head_version(self.conn, schema.terms_head, lock)
 
     async def current_terms(self) -> Terms | None:
         """The terms in force, or None if none were ever imported."""

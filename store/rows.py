@@ -15,9 +15,8 @@ from core.jobs.states import State
 
 T = TypeVar("T")
 
-_FIELDS: dict[type, tuple[str, ...]] = {
-    kind: tuple(f.name for f in fields(kind)) for kind in (Job, Effect, Decision, Notice)
-}
+_KINDS = (Job, Effect, Decision, Notice, AuditEvent)
+_FIELDS: dict[type, tuple[str, ...]] = {k: tuple(f.name for f in fields(k)) for k in _KINDS}
 # The enums stored by their value.
 _ENUMS = (State, EffectStatus, NoticeKind, NoticeStatus, Role, Verdict)
 
@@ -26,8 +25,8 @@ def _plain(value: Any) -> Any:
     return value.value if isinstance(value, _ENUMS) else value
 
 
-def values_of(item: Job | Effect | Decision | Notice) -> dict[str, Any]:
-    """The row of a job, effect, decision or notice, for an INSERT."""
+def values_of(item: Job | Effect | Decision | Notice | AuditEvent) -> dict[str, Any]:
+    """The row of a job, effect, decision, notice or audit event, for an INSERT."""
     return {name: _plain(getattr(item, name)) for name in _FIELDS[type(item)]}
 
 
@@ -37,11 +36,12 @@ def plain(changes: dict[str, Any]) -> dict[str, Any]:
 
 
 def _from_row(row: Any, kind: type[T], enums: dict[str, type[StrEnum]]) -> T:
-    """A row (extra columns ignored) as `kind`, the named columns read back as their enums."""
+    """A row (extra columns ignored) as `kind`, the named columns read back as their enums
+    (NULL as None)."""
     m = row._mapping
     data = {name: m[name] for name in _FIELDS[kind]}
     for name, enum in enums.items():
-        data[name] = enum(data[name])
+        data[name] = None if data[name] is None else enum(data[name])
     return kind(**data)
 
 
@@ -65,27 +65,6 @@ def notice_from_row(row: Any) -> Notice:
     return _from_row(row, Notice, {"kind": NoticeKind, "status": NoticeStatus})
 
 
-def audit_values(event: AuditEvent) -> dict[str, Any]:
-    """The row of an audit event, for an INSERT."""
-    return {
-        "job_id": event.job_id,
-        "at": event.at,
-        "actor": event.actor,
-        "action": event.action,
-        "from_state": event.from_state and event.from_state.value,
-        "to_state": event.to_state and event.to_state.value,
-        "detail": event.detail,
-    }
-
-
 def audit_from_row(row: Any) -> AuditEvent:
     """An audit_events row (its id ignored) as an AuditEvent."""
-    return AuditEvent(
-        job_id=row.job_id,
-        at=row.at,
-        actor=row.actor,
-        action=row.action,
-        from_state=row.from_state and State(row.from_state),
-        to_state=row.to_state and State(row.to_state),
-        detail=row.detail,
-    )
+    return _from_row(row, AuditEvent, {"from_state": State, "to_state": State})

@@ -78,7 +78,7 @@ jobs = Table(
     Column("updated_at", UtcDateTime, nullable=False),
     # When core.records.retention removed the closed job's personal data (the audit says what).
     Column("purged_at", UtcDateTime),
-    # The current draft's route (core.approval.policies.Route as JSON); NULL for jobs drafted before
+    # The current draft's route (core.approval.routes.Route as JSON); NULL for jobs drafted before
     # routing, which follow the configured default policy.
     Column("route", JSON),
     # When the current draft was approved: the budget month it is committed in
@@ -119,7 +119,7 @@ decisions = Table(
     Column("policy_basis", String(200), nullable=False),
     Column("reason", String(500)),
     # The stage of the request's route it was made in, and the policy version and rule that
-    # route followed (core.approval.policies.Route); 0, "", "" for decisions before routing.
+    # route followed (core.approval.routes.Route); 0, "", "" for decisions before routing.
     Column("stage", Integer, nullable=False, server_default="0"),
     Column("policy_version", String(40), nullable=False, server_default=""),
     Column("rule", String(64), nullable=False, server_default=""),
@@ -253,15 +253,21 @@ terms_offers = Table(
     Column("category", String(64)),  # lower case; NULL: uncategorised
 )
 
-# One row: the version in force. Intake reads it FOR SHARE and an import updates it, so no
-# sheet is priced on terms that are being replaced.
-terms_head = Table(
-    "terms_head",
-    metadata,
-    Column("id", Integer, primary_key=True, autoincrement=False),
-    Column("current_version", String(40), ForeignKey("terms_versions.id"), nullable=False),
-    Column("updated_at", UtcDateTime, nullable=False),
-)
+
+def _head(name: str, versions: Table) -> Table:
+    """A one-row table naming the version of `versions` in force (store.versioned.set_head)."""
+    return Table(
+        name,
+        metadata,
+        Column("id", Integer, primary_key=True, autoincrement=False),
+        Column("current_version", String(40), ForeignKey(versions.c.id), nullable=False),
+        Column("updated_at", UtcDateTime, nullable=False),
+    )
+
+
+# Intake reads it FOR SHARE and an import updates it, so no sheet is priced on terms that are
+# being replaced.
+terms_head = _head("terms_head", terms_versions)
 
 # The approval policy: each imported version kept as its file was written
 # (core.approval.policy_file).
@@ -275,13 +281,7 @@ policy_versions = Table(
     Column("imported_by", String(100), nullable=False),
 )
 
-policy_head = Table(
-    "policy_head",
-    metadata,
-    Column("id", Integer, primary_key=True, autoincrement=False),
-    Column("current_version", String(40), ForeignKey("policy_versions.id"), nullable=False),
-    Column("updated_at", UtcDateTime, nullable=False),
-)
+policy_head = _head("policy_head", policy_versions)
 
 # A sheet sent twice by the same requester gets the same POs back: the bytes' sha256 is the key.
 submissions = Table(

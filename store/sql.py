@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Collection, Iterator, Sequence
+from collections.abc import AsyncIterator, Collection, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import replace
 from datetime import datetime
@@ -19,7 +19,6 @@ from core.errors import (
     AlreadyDecided,
     DraftPurged,
     InsertConflict,
-    LeaseLost,
     StaleJob,
     StoreBusy,
     StoredDataError,
@@ -41,7 +40,6 @@ from store.purchasing import PurchasingQueries
 from store.retention import RetentionQueries
 from store.rows import (
     audit_from_row,
-    audit_values,
     decision_from_row,
     effect_from_row,
     job_from_row,
@@ -49,7 +47,7 @@ from store.rows import (
     values_of,
 )
 from store.sealing import Sealer
-from store.versioned import Lease, claim_rows, compare_and_set
+from store.versioned import Lease, claim_rows, compare_and_set, update_leased
 
 # The statements every use case runs, built once (building one costs more than running it).
 _jobs, _drafts, _decisions = schema.jobs, schema.drafts, schema.decisions
@@ -191,14 +189,10 @@ class SqlTx(
         except IntegrityError as error:
             raise AlreadyDecided("this reviewer already decided this draft") from error
 
-    async def append_audit(self, event: AuditEvent) -> None:
-        """Append one audit event."""
-        await self.append_audits([event])
-
-    async def append_audits(self, events: Sequence[AuditEvent]) -> None:
+    async def append_audit(self, *events: AuditEvent) -> None:
         """Append audit events, in order, in one statement."""
         if events:
-            await self.conn.execute(_INSERT_AUDIT, [audit_values(event) for event in events])
+            await self.conn.execute(_INSERT_AUDIT, [values_of(event) for event in events])
 
     async def insert_effect(self, effect: Effect) -> None:
         """Add an outbox row; its key is the primary key."""
@@ -215,12 +209,7 @@ class SqlTx(
 
     async def update_effect(self, effect: Effect, **changes: Any) -> Effect:
         """Compare-and-set on (key, version); bump version; raise LeaseLost on a miss."""
-        if "status" in changes:
-            changes["status"] = EffectStatus(changes["status"])
-        read_at = {"key": effect.key}
-        if not await compare_and_set(self.conn, _effects, read_at, effect.version, plain(changes)):
-            raise LeaseLost(f"{effect.key} changed under this runner")
-        return replace(effect, version=effect.version + 1, **changes)
+        return await update_leased(self.conn, _effects, effect, changes, "runner")
 
     async def claim_due(
         self, now: datetime, owner: str, lease_until: datetime, limit: int

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal, TypeVar
 
 from sqlalchemy import (
     ColumnElement,
@@ -32,7 +32,10 @@ from sqlalchemy import (
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from core.errors import InsertConflict
+from core.errors import InsertConflict, LeaseLost
+from core.jobs.jobs import Effect
+from core.jobs.notices import Notice
+from store.rows import plain
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,21 @@ async def compare_and_set(
     params[_SET + "version"] = version + 1
     result = await conn.execute(query, params)
     return int(result.rowcount) == 1
+
+
+Leased = TypeVar("Leased", Effect, Notice)
+
+
+async def update_leased(
+    conn: AsyncConnection, table: Table, row: Leased, changes: dict[str, Any], holder: str
+) -> Leased:
+    """Compare-and-set `changes` on an outbox row at its (key, version): the row as changed,
+    its version bumped; LeaseLost, naming `holder`, when another writer got there first."""
+    if "status" in changes:
+        changes["status"] = type(row.status)(changes["status"])
+    if not await compare_and_set(conn, table, {"key": row.key}, row.version, plain(changes)):
+        raise LeaseLost(f"{row.key} changed under this {holder}")
+    return replace(row, version=row.version + 1, **changes)
 
 
 async def claim_rows(
@@ -154,6 +172,18 @@ def insert_or_keep(table: Table, key: str) -> TextClause:
 
 
 HEAD = 1  # a *_head table has exactly one row, with this id
+
+
+async def head_version(
+    conn: AsyncConnection, table: Table, lock: Literal["share", "update"] | None
+) -> str | None:
+    """The version a one-row head table (terms_head, policy_head) puts in force, or None
+    before the first import; read FOR SHARE or FOR UPDATE if `lock` says so (PostgreSQL)."""
+    query = select(table.c.current_version).where(table.c.id == HEAD)
+    if lock is not None:
+        query = query.with_for_update(read=lock == "share")
+    found = (await conn.execute(query)).scalar_one_or_none()
+    return None if found is None else str(found)
 
 
 async def set_head(conn: AsyncConnection, table: Table, version: str, at: datetime) -> None:

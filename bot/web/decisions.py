@@ -49,6 +49,18 @@ from core.texts import flatten
 CHANGED = N_("This PO changed — review it again")
 REASON_FOR_BUDGET = N_("This approval goes over a monthly budget: write your reason, then approve.")
 NOT_FOUND = N_("There is no purchase order {po} for you to see.")
+# Why an edit cannot be made ({line}: the line it names).
+EDIT_REFUSED = {
+    EditProblem.UNKNOWN_LINE: N_("Line {line} is not in this PO."),
+    EditProblem.DUPLICATE_LINE: N_("Line {line} is changed twice."),
+    EditProblem.ABOVE_SHOWN: N_(
+        "Line {line}: a quantity can only be lowered; a larger order is a new sheet from the "
+        "requester."
+    ),
+    EditProblem.NEGATIVE: N_("Line {line}: a quantity cannot be below 0."),
+    EditProblem.NOTHING_LEFT: N_("Every line is dropped: reject the PO instead."),
+    EditProblem.NO_CHANGE: N_("Nothing is changed: approve it as it is."),
+}
 _ID = re.compile(r"[A-Za-z0-9_-]{1,64}")  # crypto.randomUUID()'s, or any such page-made id
 _HASH = re.compile(r"[0-9a-f]{64}")
 _SURROGATE = re.compile("[\ud800-\udfff]")  # half a UTF-16 pair: no character at all
@@ -230,28 +242,12 @@ async def refusal(
         case ReasonRequired():
             return tr(REASON_FOR_BUDGET)
         case EditRefused():
-            return _edit_refused(refused, tr)
+            return edit_refused(refused, tr)
         case ClientIdReused():
             return tr("This decision's id was used for another one: decide again.")
     return await refused_text(store, settings.tz, job, refused, tr, reviewer_id=user_id)
 
 
-def _edit_refused(refused: EditRefused, tr: Translator) -> str:
+def edit_refused(refused: EditRefused, tr: Translator) -> str:
     """Why the changes cannot be made, naming the line."""
-    line = refused.line
-    match refused.code:
-        case EditProblem.UNKNOWN_LINE:
-            return tr("Line {line} is not in this PO.", line=line)
-        case EditProblem.DUPLICATE_LINE:
-            return tr("Line {line} is changed twice.", line=line)
-        case EditProblem.ABOVE_SHOWN:
-            return tr(
-                "Line {line}: a quantity can only be lowered; a larger order is a new sheet "
-                "from the requester.",
-                line=line,
-            )
-        case EditProblem.NEGATIVE:
-            return tr("Line {line}: a quantity cannot be below 0.", line=line)
-        case EditProblem.NOTHING_LEFT:
-            return tr("Every line is dropped: reject the PO instead.")
-    return tr("Nothing is changed: approve it as it is.")
+    return tr(EDIT_REFUSED[refused.code], line=refused.line)

@@ -37,35 +37,34 @@ class Metrics:
         self.review_queue = Gauge(
             "manzoori_review_queue", "Jobs waiting for manual review (/queue)", registry=registry
         )
-        self.smtp_send = Histogram(
+
+        def seconds(name: str, documentation: str, buckets: tuple[float, ...]) -> Histogram:
+            return Histogram(name, documentation, buckets=buckets, registry=registry)
+
+        def by_method(name: str, documentation: str) -> Counter:
+            return Counter(name, documentation, ["method"], registry=registry)
+
+        self.smtp_send = seconds(
             "manzoori_smtp_send_seconds",
             "Duration of one SMTP send, successful or not",
-            buckets=_SMTP_BUCKETS,
-            registry=registry,
+            _SMTP_BUCKETS,
         )
-        self.tap_answer = Histogram(
+        self.tap_answer = seconds(
             "manzoori_tap_answer_seconds",
             "From a button tap reaching the handlers to Telegram taking its answer",
-            buckets=_TAP_BUCKETS,
-            registry=registry,
+            _TAP_BUCKETS,
         )
-        self.sheet_parse = Histogram(
+        self.sheet_parse = seconds(
             "manzoori_sheet_parse_seconds",
             "Duration of one upload's parse in its worker (a sheet or a terms file)",
-            buckets=_PARSE_BUCKETS,
-            registry=registry,
+            _PARSE_BUCKETS,
         )
-        self.telegram_errors = Counter(
-            "manzoori_telegram_errors",
-            "Bot API calls that failed, 429s included, by method",
-            ["method"],
-            registry=registry,
+        self.telegram_errors = by_method(
+            "manzoori_telegram_errors", "Bot API calls that failed, 429s included, by method"
         )
-        self.telegram_429s = Counter(
+        self.telegram_429s = by_method(
             "manzoori_telegram_rate_limited",
             "Bot API calls answered 429 Too Many Requests, by method",
-            ["method"],
-            registry=registry,
         )
 
     def record_rows(self, counts: RowCounts) -> None:

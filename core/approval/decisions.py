@@ -18,7 +18,7 @@ from core.approval.replays import (
     check_client_id,
     device_detail,
     fingerprint,
-    same_request,
+    kept_request,
 )
 from core.approval.routes import Route
 from core.approval.standing import Standing, alert_if_short, ask_approvers, standing
@@ -86,14 +86,12 @@ class DecisionResult:
 async def replay_of(
     tx: ReadTx, job: Job, review: Review, now: datetime, rules: Rules
 ) -> DecisionResult | None:
-    """The answer to `review` if its client id names a decision kept already (a replay);
-    ClientIdReused if that was another request; None if none is kept."""
-    found = None if review.client_id is None else await tx.client_decision(review.client_id)
-    if found is None:
-        return None
+    """The answer to `review` if its client id names a decision kept already (a replay)."""
     action = ClientAction(review.verdict.value)
-    same_request(found, job, review.reviewer_id, action, review.request_sha256)
-    return await replayed(tx, job, found, now, rules)
+    found = await kept_request(
+        tx, review.client_id, job, review.reviewer_id, action, review.request_sha256
+    )
+    return None if found is None else await replayed(tx, job, found, now, rules)
 
 
 def client_row(client_id: str, job: Job, review: Review, now: datetime) -> ClientDecision:

@@ -86,8 +86,8 @@ async def open_in(tx: Tx, new: NewJob, draft: Draft, now: datetime, rules: Rules
         owed.extend(done.owed)
     await tx.insert_job(job)  # a PO number taken meanwhile raises InsertConflict: re-read
     await tx.insert_draft(job.id, 1, draft, now)
-    await tx.append_audits(audits)
-    await tx.insert_notices(owed)
+    await tx.append_audit(*audits)
+    await tx.insert_notice(*owed)
     return Opened(job, await ask_approvers(tx, job, now, default))
 
 

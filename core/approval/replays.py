@@ -4,7 +4,7 @@ once, and a replay is answered with what the first one did.
 
 The first request under an id is kept (ClientDecision) in the same transaction as the decision
 it makes, before it: a concurrent replay of the same id then fails on the key (InsertConflict),
-and core.workflow.retry_on_stale runs it again, to find the row and answer it as a replay. A
+and core.jobs.transitions.retry_on_stale runs it again, to find the row and answer it as a replay. A
 replay must repeat its request exactly (its fingerprint): an id reused for another PO, person,
 verdict, draft or edit is refused (ClientIdReused)."""
 
@@ -20,6 +20,7 @@ from typing import Any
 
 from core.errors import BadClientId, ClientIdReused
 from core.jobs.jobs import Job
+from core.ports import ReadTx
 
 # What the page may use for an id: a UUID, a ULID or a nanoid fits; nothing that needs quoting
 # in a log line or a URL.
@@ -60,11 +61,19 @@ def fingerprint(request: dict[str, Any]) -> str:
     return hashlib.sha256(data.encode()).hexdigest()
 
 
-def same_request(
-    found: ClientDecision, job: Job, reviewer_id: int, action: ClientAction, sha256: str
-) -> ClientDecision:
-    """The request first sent under an id (ReadTx.client_decision), if this one repeats it;
-    else raise ClientIdReused."""
+async def kept_request(
+    tx: ReadTx,
+    client_id: str | None,
+    job: Job,
+    reviewer_id: int,
+    action: ClientAction,
+    sha256: str,
+) -> ClientDecision | None:
+    """The request first sent under `client_id` if this one repeats it (a replay); None if
+    none is kept; ClientIdReused if the id was sent for another request."""
+    found = None if client_id is None else await tx.client_decision(client_id)
+    if found is None:
+        return None
     asked = (job.id, reviewer_id, action, sha256)
     if (found.job_id, found.reviewer_id, found.action, found.request_sha256) != asked:
         raise ClientIdReused(f"decision id {found.client_id} was sent for another request")

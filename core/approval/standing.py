@@ -129,7 +129,7 @@ async def ask_approvers(tx: Tx, job: Job, now: datetime, default: Policy) -> str
     the admins are alerted of each stage that can no longer be completed (alert_if_short)."""
     where = await standing(tx, job, now, default)
     owed = [held_card(job, holder, whom, now) for holder, whom in where.cards_to.items()]
-    await tx.insert_notices(owed)
+    await tx.insert_notice(*owed)
     group = where.waiting_group
     if owed or group is None:
         await alert_if_short(tx, job, where, now)
@@ -147,7 +147,7 @@ async def alert_if_short(tx: Tx, job: Job, where: Standing, now: datetime) -> No
     first change that makes it so (routing, a decision, a group left, a role revoked, a
     delegation)."""
     alerts = [notices.short_stage_alert(job, short.stage, now) for short in where.shortfalls]
-    await tx.insert_notices(alerts)
+    await tx.insert_notice(*alerts)
 
 
 async def alert_if_any_short(tx: Tx, now: datetime, default: Policy) -> None:

@@ -1,6 +1,7 @@
 """Telegram messages the system owes people, as outbox rows: a restart resumes delivery.
 
-Five kinds, each owed in the same transaction as the change it reports (core.workflow):
+Five kinds, each owed in the same transaction as the change it reports (the use cases, and
+core.jobs.transitions.move):
 - CARD: an approval card, owed to every approver (except the requester) when a draft version
   starts waiting for approval;
 - STATUS: a requester's news, when their PO moves (TOLD_TO_REQUESTER);
@@ -152,15 +153,16 @@ def _fresh(now: datetime) -> dict[str, Any]:
 
 
 def owed(
-    kind: NoticeKind, *, key: str, user_id: int, job: Job, now: datetime, event: str
+    kind: NoticeKind, *, key: str, user_id: int, job: Job | None, now: datetime, event: str
 ) -> Notice:
-    """A new notice, pending from `now`, about `job`'s current draft version."""
+    """A new notice, pending from `now`, about `job`'s current draft version (None: about no
+    job, as a digest or a policy's alert)."""
     return Notice(
         key=key,
         kind=kind,
         user_id=user_id,
-        job_id=job.id,
-        draft_version=job.draft_version or 0,
+        job_id=None if job is None else job.id,
+        draft_version=0 if job is None else job.draft_version or 0,
         event=event,
         **_fresh(now),
     )
@@ -218,28 +220,15 @@ def short_stage_alert(job: Job, stage: int, now: datetime) -> Notice:
 def policy_alert(version: str, now: datetime) -> Notice:
     """The admins' news that policy `version` is in force with a group nobody can approve
     for; one per version, whoever imports it again."""
-    return Notice(
-        key=f"alert:policy:{version}:{UNSTAFFED_POLICY}",
-        kind=NoticeKind.ALERT,
-        user_id=EVERYONE,
-        job_id=None,
-        draft_version=0,
-        event=f"{UNSTAFFED_POLICY}:{version}",
-        **_fresh(now),
-    )
+    key = f"alert:policy:{version}:{UNSTAFFED_POLICY}"
+    event = f"{UNSTAFFED_POLICY}:{version}"
+    return owed(NoticeKind.ALERT, key=key, user_id=EVERYONE, job=None, now=now, event=event)
 
 
 def digest_for(person: int, day: date, now: datetime) -> Notice:
     """One person's daily digest of `day` (core.messaging.nudges): one per person and day."""
-    return Notice(
-        key=f"digest:{day.isoformat()}:{person}",
-        kind=NoticeKind.NUDGE,
-        user_id=person,
-        job_id=None,
-        draft_version=0,
-        event=DIGEST,
-        **_fresh(now),
-    )
+    key = f"digest:{day.isoformat()}:{person}"
+    return owed(NoticeKind.NUDGE, key=key, user_id=person, job=None, now=now, event=DIGEST)
 
 
 def policy_of(notice: Notice) -> str | None:

@@ -101,7 +101,7 @@ async def move(
     done = step(job, action, stamp, detail, **changes)
     moved = await tx.update_job(job, state=done.job.state, updated_at=stamp.at, **changes)
     await tx.append_audit(done.audit)
-    await tx.insert_notices(done.owed)
+    await tx.insert_notice(*done.owed)
     return moved
 
 

@@ -107,12 +107,9 @@ async def end_due_delegations(
     """End the delegations whose time is up (the runner's sweep), as /back would."""
     stamp = Stamp("runner", now)
     async with store.begin() as tx:
-        ended = []
-        for due in await tx.delegations_due(now, limit):
-            done = await end_delegation(tx, due, stamp, default, at=due.until)
-            if done is not None:
-                ended.append(done)
-        return ended
+        due = await tx.delegations_due(now, limit)
+        ended = [await end_delegation(tx, d, stamp, default, at=d.until) for d in due]
+        return [d for d in ended if d is not None]  # None: another process ended it first
 
 
 async def end_delegation(

@@ -99,7 +99,7 @@ async def create_invite(
             require_groups(await policy_now(tx, default), [group])
         code = sign_invite(key.secret, role, now + INVITE_TTL, key.nonce)
         invite = verify_invite(key.secret, code, now)  # the id and the expiry as the code says
-        await tx.insert_invite(invite.invite_id, role, admin_id, now, invite.expires_at, group)
+        await tx.insert_invite(invite, admin_id, now, group)
         detail = {"invite_id": invite.invite_id, "role": role.value}
         if group is not None:
             detail["group"] = group

@@ -4,7 +4,7 @@ shown, and approves what is left, in one transaction.
 An approver may only lower a line's quantity or drop the line: a larger order, or a line the
 requester never asked for, is the requester's to send as a new sheet, priced and checked by
 intake, never an approver's to add. The result is a new draft version with its own hash
-(core.service.revise_in): the old version's cards are superseded, the route is worked out
+(core.approval.opening.revise_in): the old version's cards are superseded, the route is worked out
 again on the new total, the new version's cards are owed, and the editor's approval is
 recorded on the new version if its route waits for them, so a one-approver policy sends the
 trimmed PO at once while a longer one waits for the rest. The requester is told what changed
@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+from core.approval import replays
 from core.approval.decisions import (
     DecisionResult,
     Review,
@@ -28,14 +29,7 @@ from core.approval.decisions import (
 )
 from core.approval.opening import Revision, revise_in
 from core.approval.policies import Rules, Verdict
-from core.approval.replays import (
-    ClientAction,
-    ClientDecision,
-    check_client_id,
-    device_detail,
-    fingerprint,
-    same_request,
-)
+from core.approval.replays import ClientAction, ClientDecision
 from core.drafting.drafts import Draft, Flag, LineDiff, line_diff
 from core.drafting.flags import FlagCode, ordered
 from core.drafting.intake import QUANTITY_JUMP_FACTOR
@@ -78,7 +72,7 @@ class Edit:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "changes", tuple(self.changes))
-        check_client_id(self.client_id)
+        replays.check_client_id(self.client_id)
 
     @property
     def review(self) -> Review:
@@ -91,7 +85,7 @@ class Edit:
     @property
     def request_sha256(self) -> str:
         """What a replay of this edit under its client id must repeat (core.approval.replays)."""
-        return fingerprint(
+        return replays.fingerprint(
             {"po": self.po_number, "editor": self.editor_id, "edit": True,
              "draft_version": self.draft_version, "draft_hash": self.draft_hash,
              "reason": self.reason, "changes": [[c.line, c.quantity] for c in self.changes]}
@@ -202,7 +196,7 @@ async def approve_with_changes(store: Store, edit: Edit, now: datetime, rules: R
         try:
             allowed = await allowed_or_expired(tx, job, edit.review, now, rules)
         except ApprovalError:
-            # A replay that committed since the first look (core.service.decide): answer as it.
+            # A replay committed since the first look (decisions.decide does the same): answer it.
             if (replay := await _replay_of(tx, job, edit, now, rules)) is not None:
                 return replay
             raise
@@ -214,13 +208,11 @@ async def approve_with_changes(store: Store, edit: Edit, now: datetime, rules: R
 async def _replay_of(
     tx: ReadTx, job: Job, edit: Edit, now: datetime, rules: Rules
 ) -> Edited | None:
-    """The answer to `edit` if its client id names an edit kept already (a replay);
-    ClientIdReused if that was another request; None if none is kept."""
-    found = None if edit.client_id is None else await tx.client_decision(edit.client_id)
-    if found is None:
-        return None
-    same_request(found, job, edit.editor_id, ClientAction.EDIT, edit.request_sha256)
-    return await _replayed(tx, job, found, now, rules)
+    """The answer to `edit` if its client id names an edit kept already (a replay)."""
+    found = await replays.kept_request(
+        tx, edit.client_id, job, edit.editor_id, ClientAction.EDIT, edit.request_sha256
+    )
+    return None if found is None else await _replayed(tx, job, found, now, rules)
 
 
 async def _edit_in(tx: Tx, job: Job, edit: Edit, now: datetime, rules: Rules) -> Edited:
@@ -241,7 +233,7 @@ async def _edit_in(tx: Tx, job: Job, edit: Edit, now: datetime, rules: Rules) ->
     evidence = {
         "editor": edit.editor_id,
         "diff": [d.plain() for d in diff],
-        **device_detail(edit.client_id, edit.device_time),
+        **replays.device_detail(edit.client_id, edit.device_time),
     }
     stamp = Stamp(f"user:{edit.editor_id}", now)
     job = await revise_in(tx, job, Revision(draft, evidence), stamp, rules)

@@ -131,8 +131,8 @@ class RetentionTx(Protocol):
     ) -> dict[Removed, int]:
         """Count (and, if `apply`, remove) a job's personal data and mark it purged at `at`."""
 
-    async def append_audit(self, event: AuditEvent) -> None:
-        """Append one audit event."""
+    async def append_audit(self, *events: AuditEvent) -> None:
+        """Append audit events, in order."""
 
     async def claim_chore(
         self, name: str, owner: str, now: datetime, done_before: datetime, lease_until: datetime

@@ -51,8 +51,8 @@ async def test_a_period_holds_its_days_events_with_po_and_draft_named(store):
     people = Stamp("user:9001", T0)
     async with store.begin() as tx:  # just inside and just outside the Pakistan day
         last = T0.replace(hour=18, minute=59, second=59)
-        await tx.append_audits(
-            [
+        await tx.append_audit(
+            *[
                 AuditEvent.stamped(Stamp("user:9001", last), "invite", {"role": "approver"}),
                 AuditEvent.stamped(Stamp("user:9001", last + timedelta(seconds=1)), "x", {}),
                 AuditEvent.stamped(people, "same_time_later_id", {}),
@@ -93,8 +93,8 @@ async def test_a_trail_longer_than_a_page_streams_whole_and_in_order(store):
     stamp = Stamp("runner", T0 + timedelta(hours=1))
     async with store.begin() as tx:
         # Written newest first: the read orders them by time, not by insertion.
-        await tx.append_audits(
-            [
+        await tx.append_audit(
+            *[
                 AuditEvent.stamped(
                     Stamp("runner", stamp.at - timedelta(seconds=n)), "tick", {"n": n}
                 )

@@ -20,6 +20,7 @@ from bot.words import reports
 from core.approval import decisions, opening
 from core.approval.decisions import Review
 from core.approval.policies import Role, Rules, Verdict
+from core.approval.signing import Invite
 from core.errors import DraftPurged
 from core.jobs import closing
 from core.jobs.jobs import Stamp
@@ -71,8 +72,8 @@ async def people_and_updates(store):
         await tx.claim_update(1, T0)
         await tx.claim_update(2, NOW - timedelta(hours=47))  # younger than 48 h: kept
         await tx.insert_submission(1001, "a" * 64, "restock.csv", ["PO-2026-001"], T0)
-        await tx.insert_invite("old", Role.APPROVER, ADMIN, T0, T0 + timedelta(hours=72))
-        await tx.insert_invite("new", Role.APPROVER, ADMIN, NOW, NOW + timedelta(hours=72))
+        await tx.insert_invite(Invite("old", Role.APPROVER, T0 + timedelta(hours=72)), ADMIN, T0)
+        await tx.insert_invite(Invite("new", Role.APPROVER, NOW + timedelta(hours=72)), ADMIN, NOW)
         t = schema.notices
         keys = list((await tx.conn.execute(select(t.c.key).order_by(t.c.key))).scalars())
         old, recent = keys[0], keys[1]  # the rest stay pending: owed, never delivered

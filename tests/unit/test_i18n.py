@@ -16,6 +16,7 @@ from babel.messages.frontend import parse_mapping_cfg
 from babel.messages.pofile import read_po
 
 from bot.telegram import texts
+from bot.web.decisions import edit_refused
 from bot.words.i18n import (
     DEFAULT_LANGUAGE,
     DOMAIN,
@@ -31,6 +32,7 @@ from bot.words.i18n import (
 )
 from bot.words.texts import policy_problems, submission, unreachable_warnings
 from core.approval.policies import Role
+from core.errors import EditProblem, EditRefused
 from core.jobs.states import State
 from core.problems import Place, Problem, ProblemCode
 from core.purchasing.submissions import Submission
@@ -179,3 +181,12 @@ def test_policy_replies_frame_cores_problems_and_description_in_urdu():
     ]
     (warning,) = unreachable_warnings(["owners"], tr=UR)
     assert warning.startswith(f"گروپ {isolated('owners')} میں") and warning.count(FSI) == 2
+
+
+@pytest.mark.parametrize("code", list(EditProblem))
+def test_every_refused_edit_is_said_in_both_languages_naming_its_line(code):
+    refused = EditRefused(code, "refused", line=3)
+    english, urdu = edit_refused(refused, ENGLISH), edit_refused(refused, UR)
+    assert english != urdu
+    if code not in (EditProblem.NOTHING_LEFT, EditProblem.NO_CHANGE):
+        assert "3" in english and isolated("3") in urdu
