@@ -18,7 +18,7 @@ import logging
 from collections.abc import Collection
 from datetime import timedelta
 
-from telegram import Bot
+from telegram import Bot, InlineKeyboardMarkup
 from telegram.constants import ParseMode
 
 from bot.clock import Runtime
@@ -116,22 +116,13 @@ class NoticeRunner:
         if facts is None:  # decided, expired or re-drafted before the card went out
             return
         tr = (await self._speaking([notice.user_id]))[notice.user_id]
-        try:
-            sent = await self.bot.send_message(
-                notice.user_id,
-                card_html(facts, self.settings.tz, notice.user_id, tr=tr),
-                parse_mode=ParseMode.HTML,
-                reply_markup=card_markup(
-                    self.settings.secret,
-                    facts.job,
-                    tr=tr,
-                    public_url=self.settings.manzoori_public_url,
-                ),
-            )
-        except Exception as error:
-            await self._failed(notice, classify(error))
-            return
-        await cards.card_sent(self.store, notice, sent.message_id, facts.job, self.runtime.now())
+        html = card_html(facts, self.settings.tz, notice.user_id, tr=tr)
+        markup = card_markup(
+            self.settings.secret, facts.job, tr=tr, public_url=self.settings.manzoori_public_url
+        )
+        message_id = await self._send_html(notice.user_id, html, markup, [notice])
+        if message_id is not None:
+            await cards.card_sent(self.store, notice, message_id, facts.job, self.runtime.now())
 
     async def _nudge(self, notice: Notice) -> None:
         """A person's due nudge, with the others of the same step in one message."""
@@ -145,21 +136,33 @@ class NoticeRunner:
         if nudge is None:  # decided, expired, re-drafted, or no longer theirs
             return
         tr = (await self._speaking([notice.user_id]))[notice.user_id]
+        html = nudge_html(nudge, self.settings.tz, notice.user_id, tr=tr)
+        markup = nudge_markup(
+            nudge, self.settings.secret, tr=tr, public_url=self.settings.manzoori_public_url
+        )
+        message_id = await self._send_html(notice.user_id, html, markup, nudge.settles)
+        if message_id is not None:
+            await nudges.nudge_sent(self.store, nudge, message_id, self.runtime.now())
+
+    async def _send_html(
+        self,
+        user_id: int,
+        html: str,
+        markup: InlineKeyboardMarkup | None,
+        settles: Collection[Notice],
+    ) -> int | None:
+        """Send an HTML message with its buttons; the id of the message sent, or None once
+        the failure is recorded on each notice it `settles`."""
         try:
             sent = await self.bot.send_message(
-                notice.user_id,
-                nudge_html(nudge, self.settings.tz, notice.user_id, tr=tr),
-                parse_mode=ParseMode.HTML,
-                reply_markup=nudge_markup(
-                    nudge, self.settings.secret, tr=tr, public_url=self.settings.manzoori_public_url
-                ),
+                user_id, html, parse_mode=ParseMode.HTML, reply_markup=markup
             )
         except Exception as error:
             why = classify(error)
-            for each in nudge.settles:
+            for each in settles:
                 await self._failed(each, why)
-            return
-        await nudges.nudge_sent(self.store, nudge, sent.message_id, self.runtime.now())
+            return None
+        return sent.message_id
 
     async def _send_text(self, notice: Notice, text: str) -> None:
         """Plain text, nothing to click; the outcome recorded on the notice."""

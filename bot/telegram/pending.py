@@ -6,8 +6,10 @@ as a comment on its trail (core.messaging.pending); anyone else gets the help fo
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
+from functools import partial
 
 from telegram import Message, Update
 from telegram.ext import ContextTypes
@@ -170,17 +172,12 @@ def mine_text(
 
 
 def fitted(
-    listed: list[Listed],
-    more: int,
-    person: int,
-    now: datetime,
-    tz: tzinfo,
-    *,
-    tr: Translator = ENGLISH,
+    listed: list[Listed], more: int, render: Callable[[list[Listed], int], str]
 ) -> tuple[str, list[Listed]]:
-    """/pending's text and the requests it shows, with their buttons: as many as fit one
-    message (long names make fewer fit), the rest counted in "… and N more"."""
-    while len(text := mine_text(listed, more, person, now, tz, tr=tr)) > MESSAGE_LIMIT:
+    """A list's text, `render(shown, more)`, and the requests it shows, with their buttons:
+    as many as fit one message (long names make fewer fit), the rest counted in `more`.
+    /pending's is `mine_text` (its person, time, zone and language bound)."""
+    while len(text := render(listed, more)) > MESSAGE_LIMIT:
         listed, more = listed[:-1], more + 1
     return text, listed
 
@@ -327,7 +324,8 @@ async def pending_command(update: Update, context: ContextTypes.DEFAULT_TYPE) ->
     elif everyone:
         await reply(update, all_text(listed, more, now, tz, tr=tr))
     else:
-        text, listed = fitted(listed, more, user.id, now, tz, tr=tr)
+        mine = partial(mine_text, person=user.id, now=now, tz=tz, tr=tr)
+        text, listed = fitted(listed, more, mine)
         await message.reply_text(
             text,
             reply_markup=resend_markup(deps.settings.secret, [item.waiting.job for item in listed]),

@@ -7,9 +7,13 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from functools import wraps
+from typing import Any, Generic, NamedTuple, TypeVar
 
-from telegram import Update
+from telegram import Update, User
 from telegram.error import TelegramError
 from telegram.ext import ContextTypes
 
@@ -18,23 +22,34 @@ from bot.telegram import texts
 from bot.telegram.context import Deps, deps_of, holding, reply, roles_of
 from bot.telegram.language import speaking
 from bot.words.arguments import parse_user_id
-from bot.words.i18n import N_
+from bot.words.i18n import N_, Translator
 from bot.words.refusals import refusal_text
 from bot.words.texts import local_time
-from core.approval.delegations import parse_until
-from core.approval.policies import Role
+from core.approval.delegations import Delegation, parse_until
+from core.approval.policies import Policy, Role
 from core.approval.standing import policy_now
-from core.errors import DelegationRefused, GroupRefused, InviteRefused, NotAnAdmin
+from core.errors import DelegationRefused, GroupRefused, InviteRefused, NotAnAdmin, RefusedError
 from core.jobs.jobs import Stamp
 from core.people import delegating, people
+from core.people.people import Invitation
+from core.people.users import Acting
+from core.ports import ShellStore
 
 log = logging.getLogger(__name__)
+A = TypeVar("A")  # a command's arguments, as read
+T = TypeVar("T")  # what its use case returned
 
 # The bot keeps no record of people without a role (bot.telegram.app.claim), so only someone
 # who holds one can be promoted: a mistyped id cannot become an admin.
 NOT_MET = N_(
     "I do not know user {target}: only someone with a role can be promoted. "
     "Invite them first (/invite requester), then promote them."
+)
+
+
+AWAY_USAGE = N_(
+    "Usage: /away UNTIL DELEGATE_ID, UNTIL a date (2026-12-24: to the end of that day) or a "
+    "duration (3d, 12h); an admin: /away ID UNTIL DELEGATE_ID. /back ends it."
 )
 
 
@@ -78,41 +93,343 @@ async def help_command(update: Update, context: ContextTypes.DEFAULT_TYPE) -> No
     await reply(update, texts.help_text(roles, tr=await speaking(deps, user.id)))
 
 
-async def invite(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+# /invite, /promote, /revoke, /group, /away and /back each do one use case of core.people,
+# and take the same course (_command): the sender's language; the arguments read, or the
+# usage; the use case done by the sender, now; a refusal said; else the command's answer.
+
+
+class _By(NamedTuple):
+    """Whom a command's use case is done by, and when: the sender, the translator of their
+    language and the deps; with what the use cases take of them."""
+
+    deps: Deps
+    user: User
+    tr: Translator
+    now: datetime
+
+    @property
+    def store(self) -> ShellStore:
+        """Where the use case is done."""
+        return self.deps.store
+
+    @property
+    def stamp(self) -> Stamp:
+        """The sender's act, now."""
+        return Stamp(f"user:{self.user.id}", self.now)
+
+    @property
+    def default(self) -> Policy:
+        """The approval policy in force while none is imported."""
+        return self.deps.settings.rules().approval.default_policy
+
+    @property
+    def acting(self) -> Acting:
+        """The sender, asking for a change that may be for someone else."""
+        return Acting(self.user.id, self.admins)
+
+    @property
+    def admins(self) -> frozenset[int]:
+        """MANZOORI_ADMIN_IDS."""
+        return self.deps.settings.manzoori_admin_ids
+
+
+class _Done(NamedTuple, Generic[A, T]):
+    """A command whose use case is done: by whom, its arguments and what the use case
+    returned."""
+
+    by: _By
+    args: A
+    result: T
+
+
+@dataclass(frozen=True)
+class _Says:
+    """What a command says when it does nothing, in English msgids marked with N_: `usage`
+    (its {command} filled with `command`) to arguments it cannot read; `not_admin` to a
+    sender who is not an admin where the use case wants one; to a refusal of the kind in
+    `refused`, its msgid with the reason as {why}."""
+
+    usage: str
+    not_admin: str
+    command: str | None = None
+    refused: tuple[type[RefusedError], str] | None = None
+
+
+# What each command says when it does nothing, in the order the module's docstring
+# names them.
+_AWAY = _Says(
+    AWAY_USAGE,
+    N_("Only admins can set someone else's delegation."),
+    refused=(DelegationRefused, N_("Not set: {why}.")),
+)
+_BACK = _Says(
+    N_("Usage: /back, or for an admin /back ID"),
+    N_("Only admins can end someone else's delegation."),
+    refused=(DelegationRefused, N_("Nothing to end: {why}.")),
+)
+_INVITE = _Says(
+    N_("Usage: {command}"),
+    N_("Only admins can invite people."),
+    command="/invite approver [GROUP]  or  /invite requester",
+    refused=(GroupRefused, N_("No invitation made: {why}.")),
+)
+_PROMOTE = _Says(
+    N_("Usage: {command}  (/start tells anyone their id)"),
+    N_("Only admins can promote people."),
+    command="/promote TELEGRAM_ID",
+)
+_REVOKE = _Says(
+    N_("Usage: {command}  (/users lists the ids)"),
+    N_("Only admins can revoke roles."),
+    command="/revoke TELEGRAM_ID",
+)
+_GROUP = _Says(
+    N_("Usage: {command}  (/groups lists the groups)"),
+    N_("Only admins can set groups."),
+    command="/group TELEGRAM_ID GROUP…",
+    refused=(GroupRefused, N_("Not changed: {why}.")),
+)
+
+_Handler = Callable[[Update, ContextTypes.DEFAULT_TYPE], Coroutine[Any, Any, None]]
+_Answer = Callable[[Update, ContextTypes.DEFAULT_TYPE, _Done[A, T]], Awaitable[None]]
+
+
+def _command(
+    says: _Says,
+    read: Callable[[Sequence[str], int], A | None],
+    work: Callable[[_By, A], Awaitable[T]],
+) -> Callable[[_Answer[A, T]], _Handler]:
+    """The handler of a command that does one use case, around its answer: the arguments,
+    `read(as typed, the sender's id)`, go to the use case, `work(by whom, those arguments)`,
+    and the decorated answer says what came of it; `says` says why nothing was done."""
+
+    def handler(answer: _Answer[A, T]) -> _Handler:
+        @wraps(answer)
+        async def handle(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+            deps, user = deps_of(context), update.effective_user
+            assert user is not None
+            tr = await speaking(deps, user.id)
+            args = read(context.args or [], user.id)
+            if args is None:
+                command = {} if says.command is None else {"command": says.command}
+                await reply(update, tr(says.usage, **command))
+                return
+            by = _By(deps, user, tr, utcnow())
+            try:
+                result = await work(by, args)
+            except NotAnAdmin:
+                await reply(update, tr(says.not_admin))
+                return
+            except RefusedError as refused:
+                if says.refused is None or not isinstance(refused, says.refused[0]):
+                    raise
+                await reply(update, tr(says.refused[1], why=refusal_text(refused, tr=tr)))
+                return
+            await answer(update, context, _Done(by, args, result))
+
+        return handle
+
+    return handler
+
+
+def _user_id(args: Sequence[str], sender: int) -> int | None:
+    """The Telegram user id a command's first argument names, or None if it is missing or
+    malformed."""
+    return parse_user_id(args[0] if args else "")
+
+
+class _Invitation(NamedTuple):
+    """/invite's arguments."""
+
+    role: Role
+    group: str | None
+
+
+def _invite_args(args: Sequence[str], sender: int) -> _Invitation | None:
+    """/invite's arguments: approver or requester, and the group an approver's invitation
+    names, if any."""
+    wanted = [arg.lower() for arg in args]
+    role = wanted[0] if wanted else ""
+    if role not in (Role.APPROVER.value, Role.REQUESTER.value) or len(wanted) > 2:
+        return None
+    return _Invitation(Role(role), wanted[1] if len(wanted) > 1 else None)
+
+
+@_command(
+    _INVITE,
+    _invite_args,
+    lambda by, args: people.create_invite(
+        by.store,
+        by.user.id,
+        args.role,
+        by.now,
+        people.InviteKey(by.deps.settings.secret, os.urandom(9)),
+        by.admins,
+        group=args.group,
+        default=by.default,
+    ),
+)
+async def invite(
+    update: Update, context: ContextTypes.DEFAULT_TYPE, done: _Done[_Invitation, Invitation]
+) -> None:
     """/invite approver|requester: a single-use link, for admins only."""
-    deps, user = deps_of(context), update.effective_user
-    assert user is not None
-    args, tr = [arg.lower() for arg in context.args or []], await speaking(deps, user.id)
-    wanted = args[0] if args else ""
-    group = args[1] if len(args) > 1 else None
-    if wanted not in (Role.APPROVER.value, Role.REQUESTER.value) or len(args) > 2:
-        usage = "/invite approver [GROUP]  or  /invite requester"
-        await reply(update, tr("Usage: {command}", command=usage))
-        return
-    now = utcnow()
-    try:
-        key = people.InviteKey(deps.settings.secret, os.urandom(9))
-        code = await people.create_invite(
-            deps.store,
-            user.id,
-            Role(wanted),
-            now,
-            key,
-            deps.settings.manzoori_admin_ids,
-            group=group,
-            default=deps.settings.rules().approval.default_policy,
+    (deps, _, tr, _), _, made = done
+    await reply(update, texts.invite_link(context.bot.username, made, deps.settings.tz, tr=tr))
+
+
+@_command(
+    _PROMOTE,
+    _user_id,
+    lambda by, target: people.promote(by.store, by.user.id, target, by.now, by.admins),
+)
+async def promote(
+    update: Update, context: ContextTypes.DEFAULT_TYPE, done: _Done[int, people.Promotion]
+) -> None:
+    """/promote ID: make someone the bot has met an admin, for admins only."""
+    (deps, user, tr, _), target, promotion = done
+    if promotion.user is None:
+        text = tr(NOT_MET, target=target)
+    else:
+        text = texts.promotion(
+            target, promotion.user.first_name, promoted=promotion.promoted, tr=tr
         )
-    except NotAnAdmin:
-        await reply(update, tr("Only admins can invite people."))
-        return
-    except GroupRefused as refused:
-        await reply(update, tr("No invitation made: {why}.", why=refusal_text(refused, tr=tr)))
-        return
-    expires = now + people.INVITE_TTL
-    link = texts.invite_link(
-        context.bot.username, code, Role(wanted), expires, deps.settings.tz, group, tr=tr
+    await reply(update, text)
+    if promotion.promoted:  # best effort: /help says the same whenever they ask
+        try:
+            told = texts.promoted(user.first_name, tr=await speaking(deps, target))
+            await context.bot.send_message(target, told)
+        except TelegramError as error:
+            log.info("user %s not told of their promotion: %s", target, error)
+
+
+@_command(
+    _REVOKE,
+    _user_id,
+    lambda by, target: people.revoke(by.store, by.user.id, target, by.now, by.admins, by.default),
+)
+async def revoke(
+    update: Update, context: ContextTypes.DEFAULT_TYPE, done: _Done[int, frozenset[Role]]
+) -> None:
+    """/revoke ID: take every role from a user at once, for admins only."""
+    (deps, _, tr, _), target, held = done
+    text = (
+        tr(
+            "User {id} lost: {roles}. Their pending taps no longer count.",
+            id=target,
+            roles=texts.roles_text(held, tr=tr),
+        )
+        if held
+        else tr("User {id} holds no role.", id=target)
     )
-    await reply(update, link)
+    if target in deps.settings.manzoori_admin_ids:
+        text += " " + tr(
+            "They stay an admin through MANZOORI_ADMIN_IDS, which only the host can change."
+        )
+    await reply(update, text)
+
+
+class _Groups(NamedTuple):
+    """/group's arguments."""
+
+    user_id: int
+    groups: list[str]
+
+
+def _group_args(args: Sequence[str], sender: int) -> _Groups | None:
+    """/group's arguments: the user id and the groups to set (at least one), in lower case."""
+    target, wanted = _user_id(args, sender), [g.lower() for g in args[1:]]
+    return _Groups(target, wanted) if target is not None and wanted else None
+
+
+@_command(
+    _GROUP,
+    _group_args,
+    lambda by, args: people.set_groups(
+        by.store,
+        args.user_id,
+        args.groups,
+        by.stamp,
+        by.default,
+        by.acting,
+    ),
+)
+async def group(
+    update: Update, context: ContextTypes.DEFAULT_TYPE, done: _Done[_Groups, people.GroupChange]
+) -> None:
+    """/group ID GROUP…: set an approver's groups (exactly those), for admins only."""
+    (_, _, tr, _), (target, _), change = done
+    await reply(update, texts.group_change(target, change, tr=tr))
+
+
+class Away(NamedTuple):
+    """/away's arguments."""
+
+    delegator: int  # who is away
+    until: str  # UNTIL as typed
+    delegate: int
+
+
+def away_args(args: Sequence[str], sender: int) -> Away | None:
+    """/away's arguments: UNTIL DELEGATE_ID for the sender, ID UNTIL DELEGATE_ID for someone
+    else; None if they are neither."""
+    ids = [parse_user_id(arg) for arg in args]
+    if len(args) == 2 and ids[1] is not None:
+        return Away(sender, args[0], ids[1])
+    if len(args) == 3 and ids[0] is not None and ids[2] is not None:
+        return Away(ids[0], args[1], ids[2])
+    return None
+
+
+@_command(
+    _AWAY,
+    away_args,
+    lambda by, args: delegating.delegate(
+        by.store,
+        args.delegator,
+        args.delegate,
+        parse_until(args.until, by.now, by.deps.settings.tz),  # refused like the rest
+        by.stamp,
+        by.default,
+        by.acting,
+    ),
+)
+async def away(
+    update: Update, context: ContextTypes.DEFAULT_TYPE, done: _Done[Away, Delegation]
+) -> None:
+    """/away UNTIL DELEGATE_ID: hand one's approvals to another approver until then (an admin:
+    /away ID UNTIL DELEGATE_ID, for someone else)."""
+    (deps, user, tr, _), (delegator, _, delegate_id), made = done
+    names = await _names(deps, {delegator, delegate_id})
+    when = local_time(made.until, deps.settings.tz)
+    mine = delegator == user.id
+    set_text = texts.away_set(names[delegator], names[delegate_id], when, mine=mine, tr=tr)
+    await reply(update, set_text)
+    try:  # best effort: their cards say the same
+        told = texts.acting_for(names[delegator], when, tr=await speaking(deps, delegate_id))
+        await context.bot.send_message(delegate_id, told)
+    except TelegramError as error:
+        log.info("delegate %s not told of their delegation: %s", delegate_id, error)
+
+
+def _back_args(args: Sequence[str], sender: int) -> int | None:
+    """/back's argument: whose delegation ends, the sender's if none is named."""
+    return _user_id(args, sender) if args else sender
+
+
+@_command(
+    _BACK,
+    _back_args,
+    lambda by, delegator: delegating.come_back(
+        by.store, delegator, by.stamp, by.default, by.acting
+    ),
+)
+async def back(
+    update: Update, context: ContextTypes.DEFAULT_TYPE, done: _Done[int, Delegation]
+) -> None:
+    """/back: end one's delegation now (an admin: /back ID, someone else's)."""
+    (deps, _, tr, _), _, ended = done
+    names = await _names(deps, {ended.delegator, ended.delegate})
+    await reply(update, texts.back(names[ended.delegator], names[ended.delegate], tr=tr))
 
 
 async def users(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
@@ -135,71 +452,6 @@ async def users(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     await reply(update, texts.people_list(rows, groups, away, tr=tr))
 
 
-def _user_id_arg(context: ContextTypes.DEFAULT_TYPE) -> int | None:
-    """The command's Telegram user id argument, or None if it is missing or malformed."""
-    return parse_user_id((context.args or [""])[0])
-
-
-async def promote(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-    """/promote ID: make someone the bot has met an admin, for admins only."""
-    deps, user, target = deps_of(context), update.effective_user, _user_id_arg(context)
-    assert user is not None
-    tr = await speaking(deps, user.id)
-    if target is None:
-        usage = "/promote TELEGRAM_ID"
-        await reply(update, tr("Usage: {command}  (/start tells anyone their id)", command=usage))
-        return
-    admins = deps.settings.manzoori_admin_ids
-    try:
-        done = await people.promote(deps.store, user.id, target, utcnow(), admins)
-    except NotAnAdmin:
-        await reply(update, tr("Only admins can promote people."))
-        return
-    if done.user is None:
-        text = tr(NOT_MET, target=target)
-    else:
-        text = texts.promotion(target, done.user.first_name, promoted=done.promoted, tr=tr)
-    await reply(update, text)
-    if done.promoted:  # best effort: /help says the same whenever they ask
-        try:
-            told = texts.promoted(user.first_name, tr=await speaking(deps, target))
-            await context.bot.send_message(target, told)
-        except TelegramError as error:
-            log.info("user %s not told of their promotion: %s", target, error)
-
-
-async def revoke(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-    """/revoke ID: take every role from a user at once, for admins only."""
-    deps, user, target = deps_of(context), update.effective_user, _user_id_arg(context)
-    assert user is not None
-    tr = await speaking(deps, user.id)
-    if target is None:
-        usage = "/revoke TELEGRAM_ID"
-        await reply(update, tr("Usage: {command}  (/users lists the ids)", command=usage))
-        return
-    admins = deps.settings.manzoori_admin_ids
-    try:
-        default = deps.settings.rules().approval.default_policy
-        held = await people.revoke(deps.store, user.id, target, utcnow(), admins, default)
-    except NotAnAdmin:
-        await reply(update, tr("Only admins can revoke roles."))
-        return
-    text = (
-        tr(
-            "User {id} lost: {roles}. Their pending taps no longer count.",
-            id=target,
-            roles=texts.roles_text(held, tr=tr),
-        )
-        if held
-        else tr("User {id} holds no role.", id=target)
-    )
-    if target in admins:
-        text += " " + tr(
-            "They stay an admin through MANZOORI_ADMIN_IDS, which only the host can change."
-        )
-    await reply(update, text)
-
-
 async def groups(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     """/groups: the approval policy's groups and their members, for admins only."""
     allowed = await holding(update, context, Role.ADMIN, N_("Only admins can list groups."))
@@ -216,122 +468,6 @@ async def groups(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
                 names[person] = known.first_name
     tr = await speaking(deps, user.id)
     await reply(update, texts.groups_list(policy, members, names, tr=tr))
-
-
-async def group(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-    """/group ID GROUP…: set an approver's groups (exactly those), for admins only."""
-    deps, user, target = deps_of(context), update.effective_user, _user_id_arg(context)
-    assert user is not None
-    wanted = [g.lower() for g in (context.args or [])[1:]]
-    tr = await speaking(deps, user.id)
-    if target is None or not wanted:
-        usage = "/group TELEGRAM_ID GROUP…"
-        await reply(update, tr("Usage: {command}  (/groups lists the groups)", command=usage))
-        return
-    stamp = Stamp(f"user:{user.id}", utcnow())
-    try:
-        change = await people.set_groups(
-            deps.store,
-            target,
-            wanted,
-            stamp,
-            deps.settings.rules().approval.default_policy,
-            admin_id=user.id,
-            configured_admins=deps.settings.manzoori_admin_ids,
-        )
-    except NotAnAdmin:
-        await reply(update, tr("Only admins can set groups."))
-        return
-    except GroupRefused as refused:
-        await reply(update, tr("Not changed: {why}.", why=refusal_text(refused, tr=tr)))
-        return
-    await reply(update, texts.group_change(target, change, tr=tr))
-
-
-AWAY_USAGE = N_(
-    "Usage: /away UNTIL DELEGATE_ID, UNTIL a date (2026-12-24: to the end of that day) or a "
-    "duration (3d, 12h); an admin: /away ID UNTIL DELEGATE_ID. /back ends it."
-)
-
-
-def away_args(args: Sequence[str], sender: int) -> tuple[int, str, int] | None:
-    """/away's arguments as (who is away, UNTIL as typed, the delegate): UNTIL DELEGATE_ID for
-    the sender, ID UNTIL DELEGATE_ID for someone else; None if they are neither."""
-    ids = [parse_user_id(arg) for arg in args]
-    if len(args) == 2 and ids[1] is not None:
-        return sender, args[0], ids[1]
-    if len(args) == 3 and ids[0] is not None and ids[2] is not None:
-        return ids[0], args[1], ids[2]
-    return None
-
-
-async def away(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-    """/away UNTIL DELEGATE_ID: hand one's approvals to another approver until then (an admin:
-    /away ID UNTIL DELEGATE_ID, for someone else)."""
-    deps, user = deps_of(context), update.effective_user
-    assert user is not None
-    tr, wanted = await speaking(deps, user.id), away_args(context.args or [], user.id)
-    if wanted is None:
-        await reply(update, tr(AWAY_USAGE))
-        return
-    delegator, until_text, delegate_id = wanted
-    now = utcnow()
-    try:
-        until = parse_until(until_text, now, deps.settings.tz)
-        made = await delegating.delegate(
-            deps.store,
-            delegator,
-            delegate_id,
-            until,
-            Stamp(f"user:{user.id}", now),
-            deps.settings.rules().approval.default_policy,
-            acting_id=user.id,
-            configured_admins=deps.settings.manzoori_admin_ids,
-        )
-    except NotAnAdmin:
-        await reply(update, tr("Only admins can set someone else's delegation."))
-        return
-    except DelegationRefused as refused:
-        await reply(update, tr("Not set: {why}.", why=refusal_text(refused, tr=tr)))
-        return
-    names = await _names(deps, {delegator, delegate_id})
-    when = local_time(made.until, deps.settings.tz)
-    mine = delegator == user.id
-    set_text = texts.away_set(names[delegator], names[delegate_id], when, mine=mine, tr=tr)
-    await reply(update, set_text)
-    try:  # best effort: their cards say the same
-        told = texts.acting_for(names[delegator], when, tr=await speaking(deps, delegate_id))
-        await context.bot.send_message(delegate_id, told)
-    except TelegramError as error:
-        log.info("delegate %s not told of their delegation: %s", delegate_id, error)
-
-
-async def back(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-    """/back: end one's delegation now (an admin: /back ID, someone else's)."""
-    deps, user = deps_of(context), update.effective_user
-    assert user is not None
-    delegator = _user_id_arg(context) if context.args else user.id
-    tr = await speaking(deps, user.id)
-    if delegator is None:
-        await reply(update, tr("Usage: /back, or for an admin /back ID"))
-        return
-    try:
-        ended = await delegating.come_back(
-            deps.store,
-            delegator,
-            Stamp(f"user:{user.id}", utcnow()),
-            deps.settings.rules().approval.default_policy,
-            acting_id=user.id,
-            configured_admins=deps.settings.manzoori_admin_ids,
-        )
-    except NotAnAdmin:
-        await reply(update, tr("Only admins can end someone else's delegation."))
-        return
-    except DelegationRefused as refused:
-        await reply(update, tr("Nothing to end: {why}.", why=refusal_text(refused, tr=tr)))
-        return
-    names = await _names(deps, {ended.delegator, ended.delegate})
-    await reply(update, texts.back(names[ended.delegator], names[ended.delegate], tr=tr))
 
 
 async def _names(deps: Deps, user_ids: set[int]) -> dict[int, str]:

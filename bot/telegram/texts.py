@@ -7,7 +7,7 @@ each goes through core.texts.flatten where it enters a sentence, so it cannot fo
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from datetime import datetime, tzinfo
+from datetime import tzinfo
 
 from bot.words.i18n import ENGLISH, N_, Translator
 from bot.words.texts import local_time
@@ -18,7 +18,7 @@ from core.drafting.money import format_pkr
 from core.jobs.jobs import Job
 from core.jobs.notices import NOBODY_TO_ASK, UNREACHABLE
 from core.jobs.states import State
-from core.people.people import GroupChange
+from core.people.people import GroupChange, Invitation
 from core.people.users import TelegramUser
 from core.texts import flatten
 
@@ -138,18 +138,12 @@ def registered(role: Role, *, tr: Translator = ENGLISH) -> str:
 
 
 def invite_link(
-    bot_username: str,
-    code: str,
-    role: Role,
-    expires_at: datetime,
-    tz: tzinfo,
-    group: str | None = None,
-    *,
-    tr: Translator = ENGLISH,
+    bot_username: str, made: Invitation, tz: tzinfo, *, tr: Translator = ENGLISH
 ) -> str:
     """The reply to /invite: the link to forward, and when it stops working."""
-    link, until = f"https://t.me/{bot_username}?start={code}", local_time(expires_at, tz)
-    role_name = tr(_ROLE_NAMES[role])
+    link = f"https://t.me/{bot_username}?start={made.code}"
+    until, group = local_time(made.invite.expires_at, tz), made.group
+    role_name = tr(_ROLE_NAMES[made.invite.role])
     if group:
         lead = tr(
             "Forward this link to the new {role} of group {group}. It works once, until {until}:",

@@ -14,13 +14,13 @@ from typing import Any
 
 from core.approval.opening import Revision, revise_in
 from core.approval.policies import Rules
-from core.errors import AlreadyResolved, IllegalTransition, NotAnAdmin
+from core.errors import AlreadyResolved, IllegalTransition
 from core.jobs.closing import settle_unknown
 from core.jobs.jobs import Job, Stamp
 from core.jobs.sends import cancel_open_effects
 from core.jobs.states import NEEDS_REVIEW, Action, State
 from core.jobs.transitions import load, move, retry_on_stale
-from core.people.users import is_admin
+from core.people.users import require_admin
 from core.ports import Store, Tx
 
 # Every move a choice makes carries this, so the trail tells the queue from the CLI.
@@ -73,9 +73,7 @@ async def resolve(
     """Apply an admin's choice to a PO still in the queue at its draft version, in one
     transaction; a concurrent choice by another admin makes this one AlreadyResolved."""
     async with store.begin() as tx:
-        admin = chosen.admin_id
-        if not is_admin(admin, await tx.roles(admin), configured_admins):
-            raise NotAnAdmin(f"user {admin} is not an admin")
+        await require_admin(tx, chosen.admin_id, configured_admins)
         job = await load(tx, chosen.po_number)
         if job.state not in NEEDS_REVIEW or job.draft_version != chosen.draft_version:
             raise AlreadyResolved(chosen.po_number, job.state, job.draft_version)
@@ -83,7 +81,7 @@ async def resolve(
             raise IllegalTransition(job.state, chosen.choice.value)
         act = _ACTS[(job.state, chosen.choice)]
         detail = {"choice": chosen.choice.value, "note": NOTE}
-        moved = await act(tx, job, Stamp(f"user:{admin}", now), rules, detail)
+        moved = await act(tx, job, Stamp(f"user:{chosen.admin_id}", now), rules, detail)
         return Resolution(moved, chosen.choice, job.state)
 
 

@@ -14,13 +14,12 @@ from core.approval.standing import (
 )
 from core.errors import (
     DelegationRefused,
-    NotAnAdmin,
     Refusal,
 )
 from core.jobs import notices
 from core.jobs.jobs import AuditEvent, Stamp
 from core.jobs.states import State
-from core.people.users import is_admin
+from core.people.users import Acting, require_admin
 from core.ports import ReadTx, Store, Tx
 
 
@@ -28,14 +27,10 @@ async def active_delegations(tx: ReadTx, now: datetime) -> list[Delegation]:
     return [d for d in await tx.delegations_since(now) if d.active(now)]
 
 
-async def _may_act_for(
-    tx: ReadTx, user_id: int, acting_id: int | None, configured_admins: frozenset[int]
-) -> None:
+async def _may_act_for(tx: ReadTx, user_id: int, acting: Acting | None) -> None:
     """Someone sets or ends their own delegation; only an admin another's."""
-    if acting_id in (None, user_id):
-        return
-    if not is_admin(acting_id, await tx.roles(acting_id), configured_admins):
-        raise NotAnAdmin(f"user {acting_id} is not an admin")
+    if acting is not None and acting.user_id != user_id:
+        await require_admin(tx, acting.user_id, acting.configured_admins)
 
 
 async def delegate(
@@ -45,16 +40,14 @@ async def delegate(
     until: datetime,
     stamp: Stamp,
     default: Policy,
-    *,
-    acting_id: int | None = None,
-    configured_admins: frozenset[int] = frozenset(),
+    acting: Acting | None = None,
 ) -> Delegation:
     """Hand `delegator`'s approvals to `delegate_id` from now until `until` (/away), audited;
-    an earlier delegation of theirs ends. `acting_id`: who asked, from Telegram (the delegator,
+    an earlier delegation of theirs ends. `acting`: who asked, from Telegram (the delegator,
     or an admin). The delegate is owed the delegator's cards of every request waiting for
     them."""
     async with store.begin() as tx:
-        await _may_act_for(tx, delegator, acting_id, configured_admins)
+        await _may_act_for(tx, delegator, acting)
         if until <= stamp.at:
             raise DelegationRefused(PAST, Refusal.IN_THE_PAST)
         active = await active_delegations(tx, stamp.at)
@@ -84,14 +77,12 @@ async def come_back(
     delegator: int,
     stamp: Stamp,
     default: Policy,
-    *,
-    acting_id: int | None = None,
-    configured_admins: frozenset[int] = frozenset(),
+    acting: Acting | None = None,
 ) -> Delegation:
     """End `delegator`'s delegation now (/back), audited: their delegate's cards for them stop
     deciding, and they are sent their open cards again."""
     async with store.begin() as tx:
-        await _may_act_for(tx, delegator, acting_id, configured_admins)
+        await _may_act_for(tx, delegator, acting)
         for active in await active_delegations(tx, stamp.at):
             if active.delegator == delegator:
                 ended = await end_delegation(tx, active, stamp, default)

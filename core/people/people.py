@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from core.approval.policies import DEFAULT_GROUP, GROUP_NAME, Policy, Role
-from core.approval.signing import sign_invite, verify_invite
+from core.approval.signing import Invite, sign_invite, verify_invite
 from core.approval.standing import (
     alert_if_any_short,
     ask_new_approver,
@@ -20,12 +20,11 @@ from core.errors import (
     GroupRefused,
     InvalidToken,
     InviteRefused,
-    NotAnAdmin,
     Refusal,
 )
 from core.jobs.jobs import AuditEvent, Stamp
 from core.people.delegating import active_delegations, end_delegation
-from core.people.users import TelegramUser, is_admin
+from core.people.users import Acting, TelegramUser, is_admin, require_admin
 from core.ports import Store, Tx
 from core.texts import echo
 
@@ -64,6 +63,16 @@ class InviteKey:
 
 
 @dataclass(frozen=True)
+class Invitation:
+    """An invitation made: the /start code to hand out, and what it says (role, expiry) and
+    the group an approver joins by it, if it names one."""
+
+    code: str
+    invite: Invite
+    group: str | None
+
+
+@dataclass(frozen=True)
 class Promotion:
     """What /promote did: `user` is None for someone the bot never met (nothing was written)."""
 
@@ -81,7 +90,7 @@ async def create_invite(
     *,
     group: str | None = None,
     default: Policy | None = None,
-) -> str:
+) -> Invitation:
     """A single-use /start code for `role`, valid for INVITE_TTL; only admins may make one.
     An approver's may name a `group` of the approval policy in force (`default` while none is
     imported) to join; without one, they join its first group."""
@@ -92,8 +101,7 @@ async def create_invite(
         message = "only an approver's invitation can name a group"
         raise GroupRefused(message, Refusal.GROUP_FOR_REQUESTER)
     async with store.begin() as tx:
-        if not is_admin(admin_id, await tx.roles(admin_id), configured_admins):
-            raise NotAnAdmin(f"user {admin_id} is not an admin")
+        await require_admin(tx, admin_id, configured_admins)
         if group is not None:
             assert default is not None  # a group is one of the policy in force
             require_groups(await policy_now(tx, default), [group])
@@ -104,7 +112,7 @@ async def create_invite(
         if group is not None:
             detail["group"] = group
         await tx.append_audit(AuditEvent.stamped(Stamp(f"user:{admin_id}", now), "invite", detail))
-        return code
+        return Invitation(code, invite, group)
 
 
 async def redeem_invite(
@@ -179,19 +187,15 @@ async def set_groups(
     groups: Collection[str],
     stamp: Stamp,
     default: Policy,
-    *,
-    admin_id: int | None = None,
-    configured_admins: frozenset[int] = frozenset(),
+    acting: Acting | None = None,
 ) -> GroupChange:
     """Make `groups` exactly the approver groups of `user_id` (`/group`, `manzoori users
     groups`), audited; only for an approver, only groups of the policy in force, and (with
-    `admin_id`, from Telegram) only by an admin. They are owed the cards of the requests now
+    `acting`, from Telegram) only by an admin. They are owed the cards of the requests now
     waiting for a group they joined; in a group they left, their approvals count no more."""
     async with store.begin() as tx:
-        if admin_id is not None and not is_admin(
-            admin_id, await tx.roles(admin_id), configured_admins
-        ):
-            raise NotAnAdmin(f"user {admin_id} is not an admin")
+        if acting is not None:
+            await require_admin(tx, acting.user_id, acting.configured_admins)
         if Role.APPROVER not in await tx.roles(user_id):
             message = f"user {user_id} is not an approver: grant the role first"
             raise GroupRefused(message, Refusal.NOT_AN_APPROVER_YET, user=user_id)
@@ -223,8 +227,7 @@ async def promote(
 ) -> Promotion:
     """Make someone the bot has met an admin, audited under `admin_id`; only admins may."""
     async with store.begin() as tx:
-        if not is_admin(admin_id, await tx.roles(admin_id), configured_admins):
-            raise NotAnAdmin(f"user {admin_id} is not an admin")
+        await require_admin(tx, admin_id, configured_admins)
         known = await tx.telegram_user(user_id)
         if known is None or is_admin(user_id, await tx.roles(user_id), configured_admins):
             return Promotion(known, promoted=False)
@@ -244,8 +247,7 @@ async def revoke(
     What they held (MANZOORI_ADMIN_IDS is configuration, not a role, and stays). Someone who
     stops being an admin so has every invitation they made and nobody used withdrawn."""
     async with store.begin() as tx:
-        if not is_admin(admin_id, await tx.roles(admin_id), configured_admins):
-            raise NotAnAdmin(f"user {admin_id} is not an admin")
+        await require_admin(tx, admin_id, configured_admins)
         stamp = Stamp(f"user:{admin_id}", now)
         return await _revoke(tx, user_id, stamp, configured_admins, default)
 

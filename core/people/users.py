@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from core.approval.policies import Role
+from core.errors import NotAnAdmin
 
 if TYPE_CHECKING:  # the store's transaction, named in a signature only
     from core.ports import ReadTx
@@ -36,3 +37,18 @@ async def name_of(tx: ReadTx, user_id: int) -> str:
 def is_admin(user_id: int, roles: Iterable[Role], configured: frozenset[int]) -> bool:
     """MANZOORI_ADMIN_IDS, plus anyone who holds the admin role."""
     return user_id in configured or Role.ADMIN in set(roles)
+
+
+async def require_admin(tx: ReadTx, user_id: int, configured: frozenset[int]) -> None:
+    """NotAnAdmin unless `user_id` is an admin (is_admin)."""
+    if not is_admin(user_id, await tx.roles(user_id), configured):
+        raise NotAnAdmin(f"user {user_id} is not an admin")
+
+
+@dataclass(frozen=True)
+class Acting:
+    """Who asks for a change to someone (from Telegram, where the use case checks it): their
+    id, and MANZOORI_ADMIN_IDS to tell whether they are an admin."""
+
+    user_id: int
+    configured_admins: frozenset[int]

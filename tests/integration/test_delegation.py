@@ -17,6 +17,7 @@ from core.errors import DelegationEnded, DelegationRefused, NotAnAdmin
 from core.jobs.jobs import Stamp
 from core.jobs.notices import NoticeKind
 from core.people import delegating, people
+from core.people.users import Acting
 from tests.helpers.factories import APPROVER_A, APPROVER_B, T0, make_draft, new_job
 from tests.helpers.store import grant_cast
 
@@ -113,21 +114,33 @@ async def test_a_new_delegation_or_a_lost_role_ends_the_one_before(store):
         await delegating.come_back(store, APPROVER_A, Stamp("t", gone), DEFAULT)
 
 
+NONE: frozenset[int] = frozenset()  # no MANZOORI_ADMIN_IDS
+
+
 async def test_only_an_admin_sets_or_ends_someone_elses_delegation(store):
     await waiting_for_ali(store)
     until = T0 + timedelta(days=1)
     with pytest.raises(NotAnAdmin):
         await delegating.delegate(
-            store, APPROVER_A, APPROVER_B, until, Stamp("t", T0), DEFAULT, acting_id=APPROVER_C
+            store, APPROVER_A, APPROVER_B, until, Stamp("t", T0), DEFAULT, Acting(APPROVER_C, NONE)
         )
     admin = 9001
     made = await delegating.delegate(
-        store, APPROVER_A, APPROVER_B, until, Stamp("t", T0), DEFAULT,
-        acting_id=admin, configured_admins=frozenset({admin}),
-    )  # fmt: skip
+        store,
+        APPROVER_A,
+        APPROVER_B,
+        until,
+        Stamp("t", T0),
+        DEFAULT,
+        Acting(admin, frozenset({admin})),
+    )
     with pytest.raises(NotAnAdmin):
-        await delegating.come_back(store, APPROVER_A, Stamp("t", T0), DEFAULT, acting_id=APPROVER_B)
-    ended = await delegating.come_back(store, APPROVER_A, Stamp("t", T0), DEFAULT)
+        await delegating.come_back(
+            store, APPROVER_A, Stamp("t", T0), DEFAULT, Acting(APPROVER_B, NONE)
+        )
+    ended = await delegating.come_back(
+        store, APPROVER_A, Stamp("t", T0), DEFAULT, Acting(APPROVER_A, NONE)
+    )  # one's own: no admin needed
     assert ended.id == made.id and ended.ended_at == T0
 
 

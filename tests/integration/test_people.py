@@ -17,6 +17,7 @@ from core.approval.policies import Policy, Role, Rules, Verdict
 from core.errors import GroupRefused, InviteRefused, NotAnAdmin, Refusal
 from core.jobs.jobs import Stamp
 from core.people import people
+from core.people.users import Acting
 from store.engine import make_engine
 from store.sql import SqlStore
 from tests.helpers.factories import APPROVER_A, APPROVER_B, REQUESTER, T0, make_draft, new_job
@@ -30,9 +31,10 @@ NEWCOMER, SECOND = 5001, 5002
 
 
 async def invite(store, role=Role.APPROVER, by=ADMIN, at=T0):
-    return await people.create_invite(
+    made = await people.create_invite(
         store, by, role, at, people.InviteKey(SECRET, os.urandom(9)), frozenset({ADMIN})
     )
+    return made.code
 
 
 async def roles(store, user_id):
@@ -85,10 +87,10 @@ async def test_expired_forged_and_foreign_codes_are_refused(store):
     code = await invite(store)
     with pytest.raises(InviteRefused, match="expired"):
         await people.redeem_invite(store, SECRET, code, NEWCOMER, T0 + people.INVITE_TTL, DEFAULT)
-    for bad in (code[:-1], code[::-1], "hello", await people.create_invite(
+    for bad in (code[:-1], code[::-1], "hello", (await people.create_invite(
         store, ADMIN, Role.APPROVER, T0, people.InviteKey(b"other" * 8, os.urandom(9)),
         frozenset({ADMIN}),
-    )):  # fmt: skip
+    )).code):  # fmt: skip
         with pytest.raises(InviteRefused, match="not valid"):
             await people.redeem_invite(store, SECRET, bad, NEWCOMER, T0, DEFAULT)
     assert await roles(store, NEWCOMER) == frozenset()
@@ -289,10 +291,13 @@ TWO_GROUPS = (
 
 async def test_an_approvers_invitation_to_a_group_joins_it(store):
     assert (await import_policy(store, TWO_GROUPS, T0, "cli:test")).created
-    code = await people.create_invite(
+    made = await people.create_invite(
         store, ADMIN, Role.APPROVER, T0, people.InviteKey(SECRET, os.urandom(9)),
         frozenset({ADMIN}), group="owners", default=DEFAULT,
     )  # fmt: skip
+    assert (made.invite.role, made.group) == (Role.APPROVER, "owners")
+    assert made.invite.expires_at == T0 + people.INVITE_TTL  # whole minutes, as the code says
+    code = made.code
     assert await people.redeem_invite(store, SECRET, code, NEWCOMER, T0, DEFAULT) is Role.APPROVER
     plain = await invite(store)  # no group: the policy's first
     await people.redeem_invite(store, SECRET, plain, SECOND, T0, DEFAULT)
@@ -316,17 +321,15 @@ async def test_set_groups_is_for_admins_approvers_and_known_groups_and_audited(s
     stamp = Stamp(f"user:{ADMIN}", T0)
     admins = frozenset({ADMIN})
     change = await people.set_groups(
-        store, APPROVER_A, ["owners", "managers"], stamp, DEFAULT, admin_id=ADMIN,
-        configured_admins=admins,
-    )  # fmt: skip
+        store, APPROVER_A, ["owners", "managers"], stamp, DEFAULT, Acting(ADMIN, admins)
+    )
     assert change.groups == {"owners", "managers"} and change.left == frozenset()
     change = await people.set_groups(store, APPROVER_A, ["owners"], stamp, DEFAULT)
     assert (change.groups, change.joined, change.left) == ({"owners"}, frozenset(), {"managers"})
     with pytest.raises(NotAnAdmin):
         await people.set_groups(
-            store, APPROVER_A, ["owners"], stamp, DEFAULT, admin_id=APPROVER_B,
-            configured_admins=admins,
-        )  # fmt: skip
+            store, APPROVER_A, ["owners"], stamp, DEFAULT, Acting(APPROVER_B, admins)
+        )
     with pytest.raises(GroupRefused, match="not an approver"):
         await people.set_groups(store, REQUESTER, ["owners"], stamp, DEFAULT)
     with pytest.raises(GroupRefused, match="no group board"):

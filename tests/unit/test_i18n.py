@@ -32,8 +32,10 @@ from bot.words.i18n import (
 )
 from bot.words.texts import policy_problems, submission, unreachable_warnings
 from core.approval.policies import Role
+from core.approval.signing import Invite
 from core.errors import EditProblem, EditRefused
 from core.jobs.states import State
+from core.people.people import Invitation
 from core.problems import Place, Problem, ProblemCode
 from core.purchasing.submissions import Submission
 from tests.helpers.factories import T0
@@ -162,9 +164,9 @@ def test_a_stored_language_is_read_back_or_the_default():
 
 
 def test_urdu_dates_are_pakistan_time_with_english_month_names():
-    shown = texts.invite_link(
-        "manzoori_bot", "c0de", Role.APPROVER, T0 + timedelta(hours=72), PKT, tr=UR
-    )
+    invite = Invite("0123456789ab", Role.APPROVER, T0 + timedelta(hours=72))
+    made = Invitation("c0de", invite, group=None)
+    shown = texts.invite_link("manzoori_bot", made, PKT, tr=UR)
     assert isolated("02 Dec 2026, 14:00 PKT") in shown
     assert re.search(r"https://t\.me/manzoori_bot\?start=c0de$", shown)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -46,6 +47,8 @@ def waiting(j: Job, holders: dict[int, int | None] | None = None) -> Waiting:
 
 
 OLD, MIDDLE, YOUNG = job("PO-2026-0001", 0), job("PO-2026-0002", 5), job("PO-2026-0003", 9)
+# /pending's text for approver 2003, as pending_command binds it for fitted.
+MINE = partial(mine_text, person=2003, now=T0, tz=PKT)
 
 
 def test_plain_text_refers_to_the_oldest_waiting_whatever_the_order() -> None:
@@ -144,12 +147,12 @@ def test_pending_shows_as_many_as_fit_one_message() -> None:
         for n in range(1, 21)
     ]
     assert len(mine_text(items[:10], 0, 2003, T0, PKT)) <= 4096  # MINE_LIMIT always fits
-    text, shown = fitted(items, 0, 2003, T0, PKT)
+    text, shown = fitted(items, 0, MINE)
     assert len(text) <= 4096 and 0 < len(shown) < len(items)
     assert text.endswith(
         f"… and {len(items) - len(shown)} more: decide these, then send /pending again."
     )
-    assert fitted(items[:2], 0, 2003, T0, PKT) == (
+    assert fitted(items[:2], 0, MINE) == (
         mine_text(items[:2], 0, 2003, T0, PKT),
         items[:2],
     )
@@ -229,7 +232,7 @@ def _longest(count: int) -> list[Listed]:
 
 def test_the_longest_urdu_pending_lists_fit_telegrams_messages() -> None:
     items = _longest(MINE_LIMIT + 10)
-    text, shown = fitted(items, 0, 2003, T0, PKT, tr=UR)
+    text, shown = fitted(items, 0, partial(MINE, tr=UR))
     assert len(text) <= 4096 and 0 < len(shown) < len(items)
     assert text.endswith(
         f"… اور {isolated(str(len(items) - len(shown)))} مزید: ان کا فیصلہ کریں، پھر دوبارہ "
