@@ -35,7 +35,6 @@ from hypothesis.stateful import (
     RuleBasedStateMachine,
     initialize,
     invariant,
-    precondition,
     rule,
     run_state_machine_as_test,
 )
@@ -853,10 +852,15 @@ class Workflow(RuleBasedStateMachine):
             self.zombies.append(Zombie(owner, order, result))
         self.seen(f"ghost: {stage}")
 
-    @precondition(lambda self: self.zombies)
+    # No rule has a precondition on what an example holds: what it holds depends on real SMTP
+    # sessions and their timing, and hypothesis must draw the same rules from the same choices
+    # when it replays an example (else FlakyStrategyDefinition). A rule with nothing to act on
+    # does nothing, or checks that it is refused.
     @rule()
     def zombie_reports(self) -> None:
         """A ghost that was only slow records its delivery after all."""
+        if not self.zombies:
+            return self.seen("zombie: none waiting")
         zombie = self.zombies.pop(0)
         effect = self.snap.effects[zombie.order.effect.key]
         call = dispatch.finish_attempt(
@@ -875,7 +879,6 @@ class Workflow(RuleBasedStateMachine):
 
     # -- people ----------------------------------------------------------------------------
 
-    @precondition(lambda self: self.in_state(State.UNKNOWN_OUTCOME))
     @rule(po=st.sampled_from(TARGETS), give_up=st.booleans())
     def reconcile(self, po: str, give_up: bool) -> None:
         """A person records what really happened to an unknown outcome."""
