@@ -24,7 +24,8 @@ from typing import Any
 from bot.clock import utcnow
 from bot.config import Settings
 from bot.telegram.decisions import EXPIRED, pending_answer, refused_text
-from bot.words.i18n import N_, Translator
+from bot.web.words import CHANGED, EDIT_REFUSED, NOT_FOUND, REASON_FOR_BUDGET
+from bot.words.i18n import Translator
 from core.approval import decisions
 from core.approval.decisions import DecisionResult, Review
 from core.approval.policies import Outcome, Rules, Verdict
@@ -33,7 +34,6 @@ from core.errors import (
     ApprovalExpired,
     ClientIdReused,
     DraftChanged,
-    EditProblem,
     EditRefused,
     IllegalTransition,
     ReasonRequired,
@@ -45,22 +45,6 @@ from core.purchasing import edits
 from core.purchasing.edits import Edit, Edited, LineChange
 from core.texts import flatten
 
-# What the page says when the draft it showed is not the current one any more.
-CHANGED = N_("This PO changed — review it again")
-REASON_FOR_BUDGET = N_("This approval goes over a monthly budget: write your reason, then approve.")
-NOT_FOUND = N_("There is no purchase order {po} for you to see.")
-# Why an edit cannot be made ({line}: the line it names).
-EDIT_REFUSED = {
-    EditProblem.UNKNOWN_LINE: N_("Line {line} is not in this PO."),
-    EditProblem.DUPLICATE_LINE: N_("Line {line} is changed twice."),
-    EditProblem.ABOVE_SHOWN: N_(
-        "Line {line}: a quantity can only be lowered; a larger order is a new sheet from the "
-        "requester."
-    ),
-    EditProblem.NEGATIVE: N_("Line {line}: a quantity cannot be below 0."),
-    EditProblem.NOTHING_LEFT: N_("Every line is dropped: reject the PO instead."),
-    EditProblem.NO_CHANGE: N_("Nothing is changed: approve it as it is."),
-}
 _ID = re.compile(r"[A-Za-z0-9_-]{1,64}")  # crypto.randomUUID()'s, or any such page-made id
 _HASH = re.compile(r"[0-9a-f]{64}")
 _SURROGATE = re.compile("[\ud800-\udfff]")  # half a UTF-16 pair: no character at all
@@ -124,7 +108,8 @@ def parse(raw: bytes) -> Asked:
         raise BadDecision("reason must be a string")
     if reason is not None and _SURROGATE.search(reason):  # JSON can escape one; UTF-8 cannot
         raise BadDecision("reason must be Unicode text, without lone surrogates")
-    reason = flatten(reason)[:_MAX_REASON] if reason else None  # one line, as a reply's
+    # One line, as a reply's; a reason of nothing visible is none.
+    reason = (flatten(reason)[:_MAX_REASON] or None) if reason else None
     changes = _changes(body.get("changes"))
     if verdict is Verdict.REJECT and (changes or not reason):
         raise BadDecision("a rejection has a reason and no changes")

@@ -31,7 +31,7 @@ from starlette.routing import BaseRoute, Route
 
 from bot.clock import utcnow
 from bot.config import Settings, WebAppScript
-from bot.web import decisions, initdata, views
+from bot.web import decisions, initdata, views, words
 from bot.web.security import NO_STORE
 from bot.web.urls import PAGE_ROUTE
 from bot.words.i18n import Translator, language_of, translator
@@ -155,7 +155,7 @@ class MiniApp:
                 roles |= {Role.ADMIN}
             tr = translator(language_of(chosen))
             if not roles:
-                return self.json({"error": tr(views.NOT_REGISTERED)}, 403)
+                return self.json({"error": tr(words.NOT_REGISTERED)}, 403)
             return await handler(request, Viewer(user, roles, tr))
 
         return endpoint

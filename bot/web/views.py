@@ -12,11 +12,11 @@ from typing import Any
 
 from bot.clock import utcnow
 from bot.config import Settings
-from bot.telegram.cards import APPROVE_TEXT, REJECT_TEXT, budget_line
-from bot.telegram.decisions import EXPIRED
-from bot.web.decisions import CHANGED, NOT_FOUND, REASON_FOR_BUDGET, refusal
+from bot.telegram.cards import budget_line
+from bot.web.decisions import refusal
+from bot.web.words import LABELS, NOT_FOUND
 from bot.words.flags import flag_text
-from bot.words.i18n import N_, Translator
+from bot.words.i18n import Translator
 from bot.words.texts import DATE_AND_TIME, DAY_MONTH, local_time
 from core.approval.policies import Role, Verdict
 from core.drafting.money import format_pkr
@@ -24,31 +24,6 @@ from core.errors import DraftPurged, ReadRefused, UnknownJob
 from core.ports import Store
 from core.purchasing.po_view import ChainStage, PoLine, PoView, po_view
 from core.texts import flatten
-
-NOT_REGISTERED = N_("You are not registered. Send me /start to get the id your admin needs.")
-# The page's own words: its buttons and the states of a decision it sends.
-_LABELS = {
-    "search": N_("Search the lines"),
-    "no_match": N_("No line matches."),
-    "quantity": N_("Quantity"),
-    "drop": N_("Drop"),
-    "keep": N_("Keep"),
-    "approve": APPROVE_TEXT,
-    "approve_with_changes": N_("✏️ Approve with changes"),
-    "reject": REJECT_TEXT,
-    "reason": N_("The reason, for the requester"),
-    "reason_needed": N_("Write the reason first."),
-    "reason_for_budget": REASON_FOR_BUDGET,
-    "queued": N_("Queued — not sent yet"),
-    "sign_in_again": N_("Queued — open this PO from its card again to send it."),
-    "offline": N_("Offline: this is the PO as it was last loaded."),
-    "changed": CHANGED,
-    "expired": EXPIRED,
-    "flags": N_("Flags"),
-    "budgets": N_("Budgets"),
-    "evidence": N_("Evidence"),
-    "chain": N_("Approvals"),
-}
 
 
 async def po_json(
@@ -75,7 +50,7 @@ async def po_json(
 def render(view: PoView, settings: Settings, tr: Translator, why: str | None) -> dict[str, Any]:
     """The view as the page reads it."""
     job, tz = view.job, settings.tz
-    labels = {name: tr(text) for name, text in _LABELS.items()}
+    labels = {name: tr(text) for name, text in LABELS.items()}
     labels["new_total"] = tr("New total: {amount}", amount="{amount}")
     labels["expires_in"] = tr("Expires in {time}", time="{time}")
     return {

@@ -117,3 +117,11 @@ def test_what_a_hostile_body_is_told(body: bytes, said: str) -> None:
     with pytest.raises(BadDecision) as refused:
         parse(body)
     assert str(refused.value) == said
+
+
+@pytest.mark.parametrize("blank", ["\u200b", " \t", "\u2066\u2069", "\x00"])
+def test_a_reason_of_nothing_visible_is_no_reason(blank: str) -> None:
+    body = {"id": "d-1", "verdict": "approve", "draft_version": 1, "draft_hash": HASH}
+    assert parse(json.dumps({**body, "reason": blank}).encode()).reason is None
+    with pytest.raises(BadDecision, match="a rejection has a reason"):
+        parse(json.dumps({**body, "verdict": "reject", "reason": blank}).encode())
