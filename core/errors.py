@@ -19,7 +19,7 @@ ManzooriError
 ├── InputError                 what a person or a client sent cannot be used as it is
 │   ├── UnreadableSheet        the file is not a spreadsheet this product reads
 │   ├── BadPeriod              a day that is not YYYY-MM-DD, or a period ending before it starts
-│   ├── UnreadablePolicy       the file cannot be an approval policy (too large, not text)
+│   ├── UnreadableFile         a TOML file (a policy, the company) too large, or not text
 │   ├── BadClientId            a client's decision id that is not 1-64 of [A-Za-z0-9_-]
 │   ├── EditRefused            an edit of a draft that cannot be made (its code says why)
 │   └── InvalidToken           signed data (a button, an invite code) forged, altered or cut
@@ -179,9 +179,10 @@ class BadPeriod(InputError):
     """A day that is not written YYYY-MM-DD, or a period that ends before it starts."""
 
 
-class UnreadablePolicy(InputError):
-    """The file cannot be an approval policy (too large, not text): `problem` says why, as a
-    code and its values (core.problems), which the shell says; the message is the code."""
+class UnreadableFile(InputError):
+    """The file cannot be the TOML file it was sent as, an approval policy or the company
+    (too large, not text): `problem` says why, as a code and its values (core.problems), which
+    the shell says; the message is the code."""
 
     def __init__(self, problem: Problem) -> None:
         super().__init__(f"{problem.code.value}: {dict(problem.values)}")

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from core.approval.policies import Decision, Policy, Role
     from core.approval.replays import ClientDecision
     from core.approval.signing import Invite
+    from core.company.company import Company
     from core.drafting.drafts import Draft
     from core.drafting.intake import History
     from core.drafting.terms import Terms
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from core.jobs.states import State
     from core.people.users import TelegramUser
     from core.records.audit import Logged
+    from core.versions import FileKind
 
 T = TypeVar("T")
 
@@ -132,8 +134,12 @@ class ReadTx(Protocol):
     async def delegations_due(self, now: datetime, limit: int) -> list[Delegation]:
         """Delegations whose `until` has come and that nobody has ended yet, oldest first."""
 
-    async def policy_version(self, *, for_update: bool = False) -> str | None:
-        """The approval policy version in force, or None before any import."""
+    async def file_version(self, kind: FileKind, *, for_update: bool = False) -> str | None:
+        """The version of a kind of file in force, or None before any import (core.versions);
+        FOR UPDATE (PostgreSQL, in an import): two imports at once go one after the other."""
+
+    async def file_record(self, kind: FileKind, version: str) -> dict[str, Any] | None:
+        """A stored version's file, hash, import time and importer, or None."""
 
     async def current_policy(self) -> Policy | None:
         """The approval policy in force, or None if none was ever imported."""
@@ -141,8 +147,11 @@ class ReadTx(Protocol):
     async def policy(self, version: str) -> Policy | None:
         """One stored policy version, or None."""
 
-    async def policy_record(self, version: str) -> dict[str, Any] | None:
-        """A stored policy version's file, hash, import time and importer, or None."""
+    async def current_company(self) -> Company | None:
+        """The buyer and its branches in force, or None if none were ever imported."""
+
+    async def company(self, version: str) -> Company | None:
+        """One stored company version, or None."""
 
 
 class Tx(ReadTx, Protocol):
@@ -263,13 +272,13 @@ class Tx(ReadTx, Protocol):
     async def end_delegation(self, delegation_id: int, at: datetime) -> Delegation | None:
         """End a delegation not yet ended (compare-and-set on ended_at); None if it was."""
 
-    async def insert_policy(
-        self, version: str, sha256: str, source: str, at: datetime, by: str
+    async def insert_file(
+        self, kind: FileKind, version: str, sha256: str, source: str, at: datetime, by: str
     ) -> None:
-        """Store a new policy version, as its file was written, and put it in force."""
+        """Store a new version of a kind of file, as it was written, and put it in force."""
 
-    async def set_current_policy(self, version: str, at: datetime) -> None:
-        """Put a stored policy version in force."""
+    async def set_file_in_force(self, kind: FileKind, version: str, at: datetime) -> None:
+        """Put a stored version of a kind of file in force."""
 
     async def insert_submission(
         self, requester_id: int, sha256: str, name: str, po_numbers: list[str], at: datetime

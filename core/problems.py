@@ -1,6 +1,7 @@
-"""What is wrong with a file a person sent (a restock sheet, a terms file, a policy file), as
-data: a place, a code and the values its sentence needs. Core finds problems; the shell says
-them in the reader's language (bot.words.problems), so no sentence about a file is made here."""
+"""What is wrong with a file a person sent (a restock sheet, a terms file, a policy file, the
+company file), as data: a place, a code and the values its sentence needs. Core finds problems;
+the shell says them in the reader's language (bot.words.problems), so no sentence about a file
+is made here."""
 
 from __future__ import annotations
 
@@ -100,6 +101,14 @@ class ProblemCode(StrEnum):
     HOURS_END_FIRST = "hours_end_first"  # value
     POLICY_TOO_BIG = "policy_too_big"  # size (bytes)
     NOT_UTF8 = "not_utf8"  # byte (counted from 1)
+    # The company file (core.company.company_file); the schema's problems are the policy's.
+    NOT_AN_NTN = "not_an_ntn"  # value
+    NOT_AN_STRN = "not_an_strn"  # value
+    NOT_A_PHONE = "not_a_phone"  # value
+    NOT_A_BRANCH_ID = "not_a_branch_id"  # value
+    DEFAULT_BRANCH_TWICE = "default_branch_twice"  # branch, first (the first default's id)
+    NO_DEFAULT_BRANCH = "no_default_branch"  # ()
+    COMPANY_TOO_BIG = "company_too_big"  # size (bytes)
 
 
 Value = str | int  # a problem's detail: text as shown, or a number the shell groups

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import re
 import tomllib
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
+from core.errors import UnreadableFile
 from core.nesting import MAX_DEPTH, Syntax, outside_strings, too_deep
 from core.problems import Place, Problem, ProblemCode, Value
 
@@ -33,6 +34,70 @@ class ValueProblem(ValueError):
     def __init__(self, message: str, code: ProblemCode, values: Mapping[str, Value]) -> None:
         super().__init__(message)
         self.code, self.values = code, dict(values)
+
+
+# A file a person writes in TOML (the approval policy, the company) is a page or two; anything
+# far larger is not one.
+MAX_TOML_BYTES = 256 * 1024
+
+
+def too_big(size: int, code: ProblemCode) -> Problem | None:
+    """The problem (`code`, naming the kind of file) refusing a TOML file of `size` bytes
+    before it is read, or None."""
+    return None if size <= MAX_TOML_BYTES else Problem(0, None, code, {"size": size})
+
+
+def toml_text(data: bytes, code: ProblemCode) -> str:
+    """A TOML file's text; UnreadableFile, saying why, if it is too large (`code`, naming the
+    kind of file) or not UTF-8."""
+    refused = too_big(len(data), code)
+    if refused is not None:
+        raise UnreadableFile(refused)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        values: dict[str, Value] = {"byte": error.start + 1}
+        raise UnreadableFile(Problem(0, None, ProblemCode.NOT_UTF8, values)) from None
+
+
+M = TypeVar("M", bound=BaseModel)
+# What a schema cannot see (names that must match, one default of several), read off the raw
+# document with each key's line, so that it is reported beside the schema's problems.
+CrossChecks = Callable[[dict[str, Any], Mapping["Path", int]], list[Problem]]
+
+
+def checked_file(text: str, model: type[M], cross_checks: CrossChecks) -> M | list[Problem]:
+    """A whole TOML file an admin writes, read and checked against `model` (pydantic) and by
+    `cross_checks`: the model only if there is no problem at all, else every problem found in
+    one pass, in line order."""
+    read = read_toml(text)
+    if isinstance(read, Problem):
+        return [read]
+    data, found = read
+    lines = _tables_placed(found)
+    problems = cross_checks(data, lines)
+    try:
+        parsed = model.model_validate(data)
+    except ValidationError as error:
+        problems += schema_problems(error, lines)
+    return sorted(problems, key=lambda p: p.row) if problems else parsed
+
+
+def _tables_placed(lines: Mapping[Path, int]) -> dict[Path, int]:
+    """The lines, with a table written only through its sub-tables ([branches.liberty] and no
+    [branches]) placed on the first of them: a problem about the whole table (too many
+    entries, a key missing from it) then has a line to be fixed on, not none."""
+    placed = dict(lines)
+    for path, line in lines.items():
+        for end in range(1, len(path)):
+            if path[:end] not in lines:
+                placed[path[:end]] = min(placed.get(path[:end], line), line)
+    return placed
+
+
+def table(value: object) -> dict[str, Any]:
+    """A TOML table, or {} for anything else (the schema reports what it is instead)."""
+    return value if isinstance(value, dict) else {}
 
 
 def read_toml(text: str) -> tuple[dict[str, Any], dict[Path, int]] | Problem:

@@ -269,19 +269,26 @@ def _head(name: str, versions: Table) -> Table:
 # being replaced.
 terms_head = _head("terms_head", terms_versions)
 
-# The approval policy: each imported version kept as its file was written
-# (core.approval.policy_file).
-policy_versions = Table(
-    "policy_versions",
-    metadata,
-    Column("id", String(40), primary_key=True),
-    Column("sha256", String(64), nullable=False),
-    Column("source", Text, nullable=False),
-    Column("imported_at", UtcDateTime, nullable=False),
-    Column("imported_by", String(100), nullable=False),
-)
 
+def _file_versions(name: str) -> Table:
+    """Each imported version of a TOML file an admin writes, kept as written (store.files)."""
+    return Table(
+        name,
+        metadata,
+        Column("id", String(40), primary_key=True),
+        Column("sha256", String(64), nullable=False),
+        Column("source", Text, nullable=False),
+        Column("imported_at", UtcDateTime, nullable=False),
+        Column("imported_by", String(100), nullable=False),
+    )
+
+
+# The approval policy (core.approval.policy_file) and the buyer with its branches
+# (core.company.company_file): versions are evidence, never changed; drafts cite them.
+policy_versions = _file_versions("policy_versions")
 policy_head = _head("policy_head", policy_versions)
+company_versions = _file_versions("company_versions")
+company_head = _head("company_head", company_versions)
 
 # A sheet sent twice by the same requester gets the same POs back: the bytes' sha256 is the key.
 submissions = Table(

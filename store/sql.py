@@ -32,10 +32,10 @@ from store.audit import AuditQueries
 from store.clients import ClientDecisionQueries
 from store.counts import CountQueries
 from store.engine import READING, is_busy
+from store.files import FileQueries
 from store.group_commit import GroupCommit
 from store.notices import NoticeQueries
 from store.people import PeopleQueries
-from store.policies import PolicyQueries
 from store.purchasing import PurchasingQueries
 from store.retention import RetentionQueries
 from store.rows import (
@@ -80,7 +80,7 @@ _ROLES_OF = select(_roles.c.user_id, _roles.c.role).where(
 class SqlTx(
     CountQueries,
     PurchasingQueries,
-    PolicyQueries,
+    FileQueries,
     PeopleQueries,
     NoticeQueries,
     RetentionQueries,

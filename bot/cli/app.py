@@ -14,6 +14,7 @@ import typer
 from bot import bootstrap
 from bot.cli.audit import audit_app
 from bot.cli.common import JsonFlag, PoNumber, TelegramId, fail, need_note, stamp, with_store
+from bot.cli.company import company_app
 from bot.cli.demo import demo
 from bot.cli.env_file import write_env_file
 from bot.cli.policy import policy_app
@@ -43,6 +44,7 @@ app.add_typer(users_app, name="users")
 app.add_typer(suppliers_app, name="suppliers")
 app.add_typer(sheets_app, name="sheets")
 app.add_typer(policy_app, name="policy")
+app.add_typer(company_app, name="company")
 app.add_typer(audit_app, name="audit")
 app.command("purge")(purge)
 

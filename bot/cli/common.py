@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import getpass
 from collections.abc import Awaitable, Callable
+from datetime import datetime
+from pathlib import Path
 from typing import Annotated, TypeVar
 
 import typer
@@ -13,10 +15,13 @@ from sqlalchemy.exc import DBAPIError
 from bot import bootstrap
 from bot.clock import utcnow
 from bot.config import Settings, load_settings
+from bot.words import texts
 from bot.words.arguments import BIGINT_MAX, parse_po_number, parse_user_id
-from core.errors import ConfigError, ManzooriError
+from core.errors import ConfigError, ManzooriError, UnreadableFile
 from core.jobs.jobs import Stamp
 from core.texts import echo
+from core.toml_files import toml_text
+from core.versions import FileKind
 from store.sql import SqlStore
 
 T = TypeVar("T")
@@ -95,3 +100,37 @@ def with_store(work: Callable[[Settings, SqlStore], Awaitable[T]]) -> T:
         missing = "no such table" in first or "does not exist" in first
         hint = "\n(has `manzoori db upgrade` been run on DATABASE_URL?)" if missing else ""
         raise fail(f"database: {first}{hint}") from None
+
+
+AdminFile = Annotated[
+    Path, typer.Argument(exists=True, dir_okay=False, readable=True, help="The TOML file.")
+]
+
+
+def read_admin_file(path: Path, kind: FileKind, *, imported: bool) -> str:
+    """An admin's TOML file's text, or exit with its refusal (too large, not text), as the
+    problems in its text are refused."""
+    try:
+        return toml_text(path.read_bytes(), kind.too_big)
+    except UnreadableFile as refused:
+        said = texts.file_problems(kind, [refused.problem], path.name, imported=imported)
+        typer.echo(said, err=True)
+        raise typer.Exit(1) from None
+
+
+Done = TypeVar("Done", bound=texts.Imported)
+
+
+def import_admin_file(
+    path: Path, kind: FileKind, imports: Callable[[SqlStore, str, datetime, str], Awaitable[Done]]
+) -> Done:
+    """`… import FILE`: the file read (or refused, exit 1), imported under this command's
+    actor, and what came of it said; the caller exits 1 on its problems, after its warnings."""
+    text = read_admin_file(path, kind, imported=True)
+
+    async def work(settings: Settings, store: SqlStore) -> Done:
+        return await imports(store, text, utcnow(), actor())
+
+    result = with_store(work)
+    typer.echo(texts.file_import(kind, result, path.name), err=bool(result.problems))
+    return result

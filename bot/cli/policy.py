@@ -2,46 +2,31 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Annotated
-
 import typer
 
-from bot.cli.common import actor, with_store
-from bot.clock import utcnow
+from bot.cli.common import AdminFile, import_admin_file, read_admin_file, with_store
 from bot.config import Settings
 from bot.words import texts
 from bot.words.policy_texts import policy_lines
 from core.approval import approval_policy
 from core.approval.policies import Policy
 from core.approval.standing import policy_now
-from core.errors import UnreadablePolicy
 from core.texts import flatten
+from core.versions import FileKind
 from store.sql import SqlStore
 
 policy_app = typer.Typer(no_args_is_help=True, help="The approval policy: who must approve what.")
 
-PolicyFile = Annotated[
-    Path, typer.Argument(exists=True, dir_okay=False, readable=True, help="The TOML file.")
-]
-
-
-def _read(path: Path, *, imported: bool) -> str:
-    """The file's text, or exit with its refusal, as the problems in its text are refused."""
-    try:
-        return approval_policy.policy_text(path.read_bytes())
-    except UnreadablePolicy as refused:
-        typer.echo(texts.policy_problems([refused.problem], path.name, imported=imported), err=True)
-        raise typer.Exit(1) from None
-
 
 @policy_app.command("check")
-def policy_check(path: PolicyFile) -> None:
+def policy_check(path: AdminFile) -> None:
     """Validate a policy file and print what it says, with what an import would warn of as
     the groups are now; store nothing (exit 1 if invalid)."""
-    policy, problems = approval_policy.check_policy(_read(path, imported=False))
+    policy, problems = approval_policy.check_policy(
+        read_admin_file(path, FileKind.POLICY, imported=False)
+    )
     if policy is None:
-        typer.echo(texts.policy_problems(problems, path.name), err=True)
+        typer.echo(texts.file_problems(FileKind.POLICY, problems, path.name), err=True)
         raise typer.Exit(1)
     typer.echo(f"{flatten(path.name)} is a valid approval policy:")
     typer.echo("\n".join(policy_lines(policy)[1:]))
@@ -61,15 +46,9 @@ def _warn(staffed: approval_policy.PolicyImport) -> None:
 
 
 @policy_app.command("import")
-def policy_import(path: PolicyFile) -> None:
+def policy_import(path: AdminFile) -> None:
     """Put a policy file in force as a new version: new requests and re-drafts follow it."""
-    text = _read(path, imported=True)
-
-    async def work(settings: Settings, store: SqlStore) -> approval_policy.PolicyImport:
-        return await approval_policy.import_policy(store, text, utcnow(), actor())
-
-    result = with_store(work)
-    typer.echo(texts.policy_import(result, path.name), err=bool(result.problems))
+    result = import_admin_file(path, FileKind.POLICY, approval_policy.import_policy)
     _warn(result)
     if result.problems:
         raise typer.Exit(1)
@@ -83,8 +62,10 @@ def policy_show() -> None:
         default = Policy.default(settings.rules().approval.dual_above_paisa)
         async with store.reading() as tx:
             policy = await policy_now(tx, default)
-            record = await tx.policy_record(policy.version) if policy.version else None
-        lines = texts.policy_described(policy, record, settings.tz)
+            record = (
+                await tx.file_record(FileKind.POLICY, policy.version) if policy.version else None
+            )
+        lines = texts.described(policy_lines(policy), record, settings.tz)
         if record is None:
             return "\n".join(lines)
         return "\n".join([*lines, "", "The file as imported:", "", str(record["source"])])

@@ -36,6 +36,8 @@ from telegram.ext import (
 from bot.clock import utcnow
 from bot.config import Settings
 from bot.files.parsing import SheetParser
+from bot.telegram.admin_files import COMPANY_FILE, POLICY_FILE
+from bot.telegram.company import company_command, company_file
 from bot.telegram.context import (
     Deps,
     answer_tap,
@@ -69,7 +71,7 @@ from bot.telegram.people import (
     start,
     users,
 )
-from bot.telegram.policy import POLICY_FILE, policy_command, policy_file
+from bot.telegram.policy import policy_command, policy_file
 from bot.telegram.queue import on_queue_tap, queue_command
 from bot.web.metrics import Metrics
 from bot.words.i18n import ENGLISH, N_, Translator
@@ -286,6 +288,7 @@ def build_application(
         ("queue", queue_command),
         ("pending", pending_command),
         ("policy", policy_command),
+        ("company", company_command),
         ("language", language_command),
     ):
         app.add_handler(CommandHandler(name, callback))
@@ -297,6 +300,7 @@ def build_application(
     app.add_handler(CallbackQueryHandler(on_language, pattern=CHOICE))
     app.add_handler(CallbackQueryHandler(on_tap))
     app.add_handler(MessageHandler(REASON_REPLY & ~filters.COMMAND, on_reason))
+    app.add_handler(MessageHandler(COMPANY_FILE, company_file))  # before a policy's
     app.add_handler(MessageHandler(POLICY_FILE, policy_file))  # before a sheet's
     app.add_handler(MessageHandler(filters.Document.ALL, sheet))
     # Free text never decides: an approver is shown the buttons that do (telegram.pending).

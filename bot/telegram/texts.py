@@ -61,6 +61,10 @@ _ROLE_HELP = {
             "/policy: the approval policy in force; send a .toml policy file to check and "
             "import it."
         ),
+        N_(
+            "/company: the buyer's details and branches in force; send a company.toml file to "
+            "check and import it."
+        ),
     ],
 }
 # Every role's help ends with how to change the language (bot.telegram.language).

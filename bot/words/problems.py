@@ -138,6 +138,29 @@ PROBLEM_TEXTS: dict[ProblemCode, str] = {
     # The refusal's lead names the file (bot.words.texts.refusal), so these need not.
     ProblemCode.POLICY_TOO_BIG: N_("The file is {size} bytes; a policy file is at most 256 KB."),
     ProblemCode.NOT_UTF8: N_("The file is not UTF-8 text (byte {byte})."),
+    ProblemCode.COMPANY_TOO_BIG: N_("The file is {size} bytes; a company file is at most 256 KB."),
+    # The company file (core.company.company_file): each says what a right value looks like.
+    ProblemCode.NOT_AN_NTN: N_(
+        "{value} is not an NTN: 7 digits, a dash and 1 digit, like {example}"
+    ),
+    ProblemCode.NOT_AN_STRN: N_(
+        "{value} is not an STRN: 13 digits written 2-2-4-3-2 with dashes, like {example}"
+    ),
+    ProblemCode.NOT_A_PHONE: N_(
+        "{value} is not a phone number: 7 to 15 digits, with only spaces and + - ( ) among "
+        "them, like {example}"
+    ),
+    ProblemCode.NOT_A_BRANCH_ID: N_(
+        "{value} is not a branch id: a lower-case letter, then up to 31 lower-case letters, "
+        "digits, _ or -, like {example}"
+    ),
+    # The line's column names the second default branch; {first} names the first.
+    ProblemCode.DEFAULT_BRANCH_TWICE: N_(
+        "a second default: branch {first} is the default already; write {key} in one branch only"
+    ),
+    ProblemCode.NO_DEFAULT_BRANCH: N_(
+        "no branch is the default: write {key} in the branch a requester without one orders for"
+    ),
 }
 # Problems whose sentence depends on their `count` value: said by `tr.plural` in `_sentence`.
 COUNTED = frozenset({ProblemCode.MISSING_COLUMNS})
@@ -147,6 +170,12 @@ _FIXED: dict[ProblemCode, dict[str, Value]] = {
     ProblemCode.NO_CATCH_ALL: {"key": "`when`"},
     ProblemCode.SOFT_WITHOUT_STAGE: {"key": "over_budget_stage"},
     ProblemCode.UNKNOWN_DAY: {"days": "Mon, Tue, Wed, Thu, Fri, Sat, Sun"},
+    ProblemCode.NOT_AN_NTN: {"example": "1234567-8"},
+    ProblemCode.NOT_AN_STRN: {"example": "32-77-8761-234-56"},
+    ProblemCode.NOT_A_PHONE: {"example": "+92 42 3575 0000"},
+    ProblemCode.NOT_A_BRANCH_ID: {"example": "hallroad"},
+    ProblemCode.DEFAULT_BRANCH_TWICE: {"key": "default = true"},
+    ProblemCode.NO_DEFAULT_BRANCH: {"key": "default = true"},
 }
 
 

@@ -11,14 +11,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from datetime import datetime, tzinfo
 from enum import Enum
-from typing import Any
+from typing import Any, Protocol
 
 from bot.words.flags import flag_text
 from bot.words.i18n import ENGLISH, N_, Translator
-from bot.words.policy_texts import policy_lines
 from bot.words.problems import problem_lines
-from core.approval.approval_policy import PolicyImport
-from core.approval.policies import DEFAULT_GROUP, Policy
+from core.approval.policies import DEFAULT_GROUP
 from core.approval.routes import StageReason
 from core.approval.shortfalls import ThinStage
 from core.drafting.drafts import Draft, mask_email
@@ -31,6 +29,7 @@ from core.problems import Problem
 from core.purchasing.new_terms import Superseded, TermsImport
 from core.purchasing.submissions import Submission
 from core.texts import flatten
+from core.versions import FileKind
 
 # POs that ended without an e-mail: resending the same file does not reopen them.
 CLOSED_UNSENT = frozenset({State.REJECTED, State.CANCELLED, State.EXPIRED, State.FAILED_FINAL})
@@ -53,6 +52,7 @@ class Refusing(Enum):
     SHEET = N_("{file}: not accepted; nothing was created. Please fix:")  # a restock sheet
     IMPORT = N_("{file}: not imported; nothing changed. Please fix:")  # terms, a policy
     POLICY = N_("{file}: not a valid approval policy. Please fix:")  # `policy check`
+    COMPANY = N_("{file}: not a valid company file. Please fix:")  # `company check`
 
 
 # How a moment is shown, always in MANZOORI_TIMEZONE: on cards and in replies; in a tap's
@@ -162,34 +162,58 @@ def terms_import(result: TermsImport, file_name: str) -> str:
     return f"{file_name} imported as supplier terms {result.version}, now in force"
 
 
-def policy_problems(
+class Imported(Protocol):
+    """What an import of an admin's file did (core.approval.approval_policy.PolicyImport,
+    core.company.imports.CompanyImport)."""
+
+    @property
+    def problems(self) -> tuple[Problem, ...]: ...
+    @property
+    def version(self) -> str: ...
+    @property
+    def created(self) -> bool: ...
+
+
+# What `… check` says of a file that is not one (`… import` says Refusing.IMPORT).
+_CHECKED = {FileKind.POLICY: Refusing.POLICY, FileKind.COMPANY: Refusing.COMPANY}
+# What an import says of a new version, and of a file that says what the one in force says.
+_IMPORTED = {
+    FileKind.POLICY: N_(
+        "{file} imported as approval policy {version}, now in force for new requests and re-drafts"
+    ),
+    FileKind.COMPANY: N_("{file} imported as company version {version}, now in force for new POs"),
+}
+_SAME = {
+    FileKind.POLICY: N_(
+        "{file} says what the approval policy in force, {version}, says; nothing imported"
+    ),
+    FileKind.COMPANY: N_(
+        "{file} says what the company version in force, {version}, says; nothing imported"
+    ),
+}
+
+
+def file_problems(
+    kind: FileKind,
     problems: Iterable[Problem],
     file_name: str,
     *,
     imported: bool = False,
     tr: Translator = ENGLISH,
 ) -> str:
-    """Why `policy check` (or `policy import`) refused a policy file, every problem with its
-    line (bot.words.problems)."""
-    return refusal(Refusing.IMPORT if imported else Refusing.POLICY, file_name, problems, tr=tr)
+    """Why `… check` (or `… import`, or the bot) refused an admin's file, every problem with
+    its line (bot.words.problems)."""
+    return refusal(Refusing.IMPORT if imported else _CHECKED[kind], file_name, problems, tr=tr)
 
 
-def policy_import(result: PolicyImport, file_name: str, *, tr: Translator = ENGLISH) -> str:
-    """The outcome of `policy import`."""
+def file_import(
+    kind: FileKind, result: Imported, file_name: str, *, tr: Translator = ENGLISH
+) -> str:
+    """The outcome of `… import` (or of the file sent to the bot)."""
     if result.problems:
-        return policy_problems(result.problems, file_name, imported=True, tr=tr)
-    name = flatten(file_name)
-    if not result.created:
-        return tr(
-            "{file} says what the approval policy in force, {version}, says; nothing imported",
-            file=name,
-            version=result.version,
-        )
-    return tr(
-        "{file} imported as approval policy {version}, now in force for new requests and re-drafts",
-        file=name,
-        version=result.version,
-    )
+        return file_problems(kind, result.problems, file_name, imported=True, tr=tr)
+    said = _IMPORTED[kind] if result.created else _SAME[kind]
+    return tr(said, file=flatten(file_name), version=result.version)
 
 
 def unreachable_warnings(groups: Iterable[str], *, tr: Translator = ENGLISH) -> list[str]:
@@ -227,13 +251,12 @@ def thin_warnings(thin: Iterable[ThinStage], *, tr: Translator = ENGLISH) -> lis
     return warnings
 
 
-def policy_described(
-    policy: Policy, record: Mapping[str, Any] | None, tz: tzinfo, *, tr: Translator = ENGLISH
+def described(
+    lines: list[str], record: Mapping[str, Any] | None, tz: tzinfo, *, tr: Translator = ENGLISH
 ) -> list[str]:
-    """What `policy show` says of the policy in force: its rules in words (bot.words.policy_texts),
-    and who imported it when (`record`: its stored version's row; None for the configured
-    default)."""
-    lines = policy_lines(policy, tr=tr)
+    """What `… show` says of an admin's file in force: what it says (`lines`, its version
+    first: bot.words.policy_texts, bot.words.company_texts), and who imported it when
+    (`record`: its stored version's row; None for none imported)."""
     if record is not None:
         at = record["imported_at"]
         assert isinstance(at, datetime)

@@ -10,14 +10,11 @@ from core.approval.policies import Policy, content_hash
 from core.approval.policy_file import parse_policy
 from core.approval.shortfalls import ThinStage, thin_stages
 from core.drafting.terms import version_id
-from core.errors import UnreadablePolicy
 from core.jobs.notices import policy_alert
 from core.jobs.transitions import retry_on_stale
 from core.ports import Offload, ReadTx, Store, run_inline
-from core.problems import Problem, ProblemCode, Value
-
-# A policy is a page or two of TOML; anything far larger is not one.
-MAX_POLICY_BYTES = 256 * 1024
+from core.problems import Problem
+from core.versions import FileKind, keep_version
 
 
 @dataclass(frozen=True)
@@ -37,26 +34,6 @@ def check_policy(text: str) -> tuple[Policy | None, tuple[Problem, ...]]:
     """`manzoori policy check`: the policy, or every problem with its line, in line order."""
     policy, problems = parse_policy(text)
     return policy, tuple(problems)  # parse_policy sorts them by line
-
-
-def policy_text(data: bytes) -> str:
-    """A policy file's text; UnreadablePolicy, saying why, if it cannot be one."""
-    too_big = policy_too_big(len(data))
-    if too_big:
-        raise UnreadablePolicy(too_big)
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        values: dict[str, Value] = {"byte": error.start + 1}
-        raise UnreadablePolicy(Problem(0, None, ProblemCode.NOT_UTF8, values)) from None
-
-
-def policy_too_big(size: int) -> Problem | None:
-    """The problem refusing a policy file of `size` bytes before it is read, or None."""
-    if size <= MAX_POLICY_BYTES:
-        return None
-    values: dict[str, Value] = {"size": size}
-    return Problem(0, None, ProblemCode.POLICY_TOO_BIG, values)
 
 
 async def import_policy(
@@ -113,18 +90,11 @@ async def _store(
 ) -> PolicyImport:
     sha = content_hash(policy)
     async with store.begin() as tx:
-        current = await tx.policy_version(for_update=True)
-        if current is not None and (await tx.policy_record(current) or {}).get("sha256") == sha:
-            missing = tuple(await unreachable_groups(tx, policy))
-            thin = await _thin(tx, policy)
-            return PolicyImport(version=current, created=False, unreachable=missing, thin=thin)
-        version = version_id(sha, now)
-        if await tx.policy_record(version) is not None:  # in force earlier within this second
-            await tx.set_current_policy(version, now)
-        else:
-            await tx.insert_policy(version, sha, text, now, actor)
+        kept = await keep_version(tx, FileKind.POLICY, text, sha, version_id(sha, now), now, actor)
         missing = tuple(await unreachable_groups(tx, policy))
-        if missing:  # delivered by the bot's notice runner, whoever imported it
-            await tx.insert_notice(policy_alert(version, now))
+        if missing and kept.created:  # delivered by the bot's notice runner, whoever imported it
+            await tx.insert_notice(policy_alert(kept.version, now))
         thin = await _thin(tx, policy)
-        return PolicyImport(version=version, created=True, unreachable=missing, thin=thin)
+        return PolicyImport(
+            version=kept.version, created=kept.created, unreachable=missing, thin=thin
+        )

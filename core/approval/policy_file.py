@@ -29,7 +29,6 @@ from pydantic import (
     ConfigDict,
     Field,
     StringConstraints,
-    ValidationError,
 )
 
 from core.approval.ladder import Ladder, WorkingHours, parse_clock, parse_duration
@@ -45,7 +44,7 @@ from core.approval.policies import (
 )
 from core.drafting.terms import is_category, match_key
 from core.problems import Problem, ProblemCode, Value
-from core.toml_files import LINE, Path, line_of, read_toml, schema_problems, shown
+from core.toml_files import LINE, Path, checked_file, line_of, shown, table
 
 GroupName = Annotated[str, StringConstraints(pattern=f"^{GROUP_NAME}$")]
 
@@ -128,18 +127,8 @@ class _File(_Model):
 def parse_policy(text: str) -> tuple[Policy | None, list[Problem]]:
     """Check a whole policy file; the policy only if there is no problem at all. Schema and
     cross-reference problems are reported together, in line order."""
-    read = read_toml(text)
-    if isinstance(read, Problem):
-        return None, [read]
-    data, lines = read
-    problems = _cross_checks(data, lines)
-    try:
-        parsed = _File.model_validate(data)
-    except ValidationError as error:
-        problems += schema_problems(error, lines)
-    if problems:
-        return None, sorted(problems, key=lambda p: p.row)
-    return _policy(parsed), []
+    checked = checked_file(text, _File, _cross_checks)
+    return (None, checked) if isinstance(checked, list) else (_policy(checked), [])
 
 
 def _cross_checks(data: dict[str, Any], lines: Mapping[Path, int]) -> list[Problem]:
@@ -151,10 +140,10 @@ def _cross_checks(data: dict[str, Any], lines: Mapping[Path, int]) -> list[Probl
     def bad(path: Path, code: ProblemCode, values: Mapping[str, Value] | None = None) -> None:
         problems.append(Problem(line_of(lines, path), shown(path), code, values or {}, LINE))
 
-    groups = _table(data.get("groups"))
+    groups = table(data.get("groups"))
 
     def stage(path: Path, raw: object) -> str | None:
-        group = _table(raw).get("group")
+        group = table(raw).get("group")
         if not isinstance(group, str):
             return None
         if groups and group not in groups:
@@ -168,7 +157,7 @@ def _cross_checks(data: dict[str, Any], lines: Mapping[Path, int]) -> list[Probl
     catch_all: int | None = None
     for index, raw in enumerate(rules):
         at: Path = ("rules", index)
-        rule = _table(raw)
+        rule = table(raw)
         stages = rule.get("stages")
         named = [
             stage((*at, "stages", n), s)
@@ -183,21 +172,21 @@ def _cross_checks(data: dict[str, Any], lines: Mapping[Path, int]) -> list[Probl
                 twice: dict[str, Value] = {"name": repr(name), "rule": seen[name.strip()] + 1}
                 bad((*at, "name"), ProblemCode.RULE_NAME_TWICE, twice)
             seen.setdefault(name.strip(), index)
-        when = _table(rule.get("when"))
+        when = table(rule.get("when"))
         above, most = when.get("total_above_pkr"), when.get("total_at_most_pkr")
         if isinstance(above, int) and isinstance(most, int) and most <= above:
             bad((*at, "when"), ProblemCode.NO_TOTAL, {"above": above, "most": most})
         if catch_all is not None:
-            first = _table(rules[catch_all]).get("name", "")
+            first = table(rules[catch_all]).get("name", "")
             bad(at, ProblemCode.NEVER_APPLIES, {"rule": catch_all + 1, "name": repr(first)})
         elif not when:
             catch_all = index
     if rules and catch_all is None:
         bad(("rules", len(rules) - 1), ProblemCode.NO_CATCH_ALL)
-    drift = _table(data.get("drift"))
+    drift = table(data.get("drift"))
     if "add_stage" in drift:
         stage(("drift", "add_stage"), drift["add_stage"])
-    budgets = _table(data.get("budgets"))
+    budgets = table(data.get("budgets"))
     mode, over = budgets.get("mode"), ("budgets", "over_budget_stage")
     if mode == "hard" and "over_budget_stage" in budgets:
         bad(over, ProblemCode.HARD_WITH_STAGE)
@@ -205,28 +194,23 @@ def _cross_checks(data: dict[str, Any], lines: Mapping[Path, int]) -> list[Probl
         bad(("budgets", "mode"), ProblemCode.SOFT_WITHOUT_STAGE)
     elif "over_budget_stage" in budgets:
         stage(over, budgets["over_budget_stage"])
-    escalate_to = _table(data.get("reminders")).get("escalate_to")
+    escalate_to = table(data.get("reminders")).get("escalate_to")
     if isinstance(escalate_to, str) and groups and escalate_to not in groups:
         undefined = {"group": repr(escalate_to), "groups": ", ".join(groups)}
         bad(("reminders", "escalate_to"), ProblemCode.UNDEFINED_GROUP, undefined)
-    months = _table(budgets.get("monthly_pkr"))
+    months = table(budgets.get("monthly_pkr"))
     categories = [c.strip().lower() for c in months]
     if len(set(categories)) != len(categories):
         bad(("budgets", "monthly_pkr"), ProblemCode.CATEGORY_TWICE)
     written: list[tuple[Path, object]] = [(("budgets", "monthly_pkr", c), c) for c in months]
     for index, raw in enumerate(rules):
-        listed = _table(_table(raw).get("when")).get("categories")
+        listed = table(table(raw).get("when")).get("categories")
         for n, c in enumerate(listed if isinstance(listed, list) else []):
             written.append((("rules", index, "when", "categories", n), c))
     for path, category in written:
         if isinstance(category, str) and category.strip() and not is_category(category.strip()):
             bad(path, ProblemCode.NOT_A_CATEGORY, {"value": repr(category.strip())})
     return problems
-
-
-def _table(value: object) -> dict[str, Any]:
-    """A TOML table, or {} for anything else (the schema reports what it is instead)."""
-    return value if isinstance(value, dict) else {}
 
 
 def _policy(parsed: _File) -> Policy:

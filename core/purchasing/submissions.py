@@ -24,6 +24,7 @@ from core.jobs.states import State
 from core.jobs.transitions import retry_on_stale
 from core.ports import Offload, ReadTx, Store, run_inline
 from core.problems import Problem, ProblemCode
+from core.versions import FileKind
 
 # A sheet is planned at most this often: the terms changing again during the second check
 # is a rare race, and the requester is told to send the sheet again (TERMS_CHANGED).
@@ -137,7 +138,9 @@ async def submit_sheet(
 async def dual_flag_above(tx: ReadTx, rules: Rules) -> int | None:
     """The total above which a draft is flagged "two approvers needed": the configuration's,
     while no policy is imported; None under an imported one (the card shows its stages)."""
-    return rules.approval.dual_above_paisa if await tx.policy_version() is None else None
+    return (
+        rules.approval.dual_above_paisa if await tx.file_version(FileKind.POLICY) is None else None
+    )
 
 
 async def hard_budget_refusal(

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from bot.telegram.notices import NoticeRunner
+from core.versions import FileKind
 from tests.helpers.bot import ADMIN, BotRun, running_bot, said
 from tests.helpers.cli import Cli, base_env, ok
 from tests.helpers.factories import APPROVER_A, REQUESTER, T0
@@ -39,7 +40,7 @@ GOOD = (
 
 async def in_force(run: BotRun) -> str | None:
     async with run.store.reading() as tx:
-        return await tx.policy_version()
+        return await tx.file_version(FileKind.POLICY)
 
 
 async def delivered(run: BotRun) -> None:
@@ -103,7 +104,8 @@ async def test_a_good_file_is_imported_under_the_admin_and_described(botapi, db_
             "an admin puts an approver in it (/group ID owners)"
         )
         async with run.store.reading() as tx:
-            assert (await tx.policy_record(version))["imported_by"] == f"user:{ADMIN}"
+            record = await tx.file_record(FileKind.POLICY, version)
+        assert record is not None and record["imported_by"] == f"user:{ADMIN}"
         await delivered(run)  # the admins' alert the import owed
         assert await said(admin) == (
             f"⚠️ Policy {version} is in force.\n"

@@ -16,6 +16,7 @@ from bot.words.problems import problem_lines
 from core.approval.approval_policy import import_policy
 from core.approval.policies import BudgetMode, Budgets, Policy, Stage
 from core.approval.standing import policy_now
+from core.versions import FileKind
 from store import schema
 from store.sql import SqlStore
 from tests.helpers.factories import T0
@@ -41,7 +42,7 @@ async def test_an_import_puts_the_file_in_force_as_written(store: SqlStore) -> N
     assert done.created and done.problems == ()
     async with store.reading() as tx:
         policy = await policy_now(tx, DEFAULT)
-        record = await tx.policy_record(done.version)
+        record = await tx.file_record(FileKind.POLICY, done.version)
     assert policy.version == done.version and done.version.startswith("20")
     assert policy.rule_for(2_000_000 * 100, "SUP-1").stages == (
         Stage("managers", 1),
@@ -81,7 +82,7 @@ async def test_the_same_policy_again_is_no_new_version(store: SqlStore) -> None:
     assert back.created and back.version not in (first.version, changed.version)
     assert await versions(store) == 3
     async with store.reading() as tx:
-        assert await tx.policy_version() == back.version
+        assert await tx.file_version(FileKind.POLICY) == back.version
         old = await tx.policy(first.version)
     assert old is not None and old.version == first.version  # kept: requests cite it
 
@@ -96,7 +97,7 @@ async def test_a_file_with_problems_changes_nothing(store: SqlStore) -> None:
         "Line 23, drift.add_stage.group: group 'x' is not defined in [groups] (managers, owners)"
     ]
     async with store.reading() as tx:
-        assert await tx.policy_version() == first.version
+        assert await tx.file_version(FileKind.POLICY) == first.version
     assert await versions(store) == 1
 
 
@@ -105,7 +106,7 @@ async def test_two_imports_at_once_leave_one_version_in_force(store: SqlStore) -
     done = await asyncio.gather(*(import_policy(store, t, T0, "cli:a") for t in texts))
     assert all(d.created for d in done)
     async with store.reading() as tx:
-        assert await tx.policy_version() in {d.version for d in done}
+        assert await tx.file_version(FileKind.POLICY) in {d.version for d in done}
     assert await versions(store) == 2
 
 

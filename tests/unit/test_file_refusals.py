@@ -27,12 +27,15 @@ from bot.words.i18n import Language, isolated, translator
 from bot.words.problems import problem_lines
 from bot.words.texts import Refusing, refusal
 from core.approval import approval_policy, budgets
+from core.company.company_file import parse_company
 from core.drafting.intake import check_sheet
 from core.drafting.sheets import MAX_SHEET_BYTES, too_big
 from core.drafting.terms import Terms, parse_terms
-from core.errors import UnreadablePolicy, UnreadableSheet
+from core.errors import UnreadableFile, UnreadableSheet
 from core.problems import Problem
 from core.purchasing import submissions
+from core.toml_files import toml_text
+from core.versions import FileKind
 from tests.helpers.urdu import english_runs
 from tests.helpers.xlsx import xlsx_bytes
 
@@ -46,11 +49,13 @@ LEADS = {
     Refusing.SHEET: f"{SHOWN}: not accepted; nothing was created. Please fix:",
     Refusing.IMPORT: f"{SHOWN}: not imported; nothing changed. Please fix:",
     Refusing.POLICY: f"{SHOWN}: not a valid approval policy. Please fix:",
+    Refusing.COMPANY: f"{SHOWN}: not a valid company file. Please fix:",
 }
 URDU_LEADS = {
     Refusing.SHEET: f"{isolated(SHOWN)}: قبول نہیں ہوئی؛ کچھ نہیں بنایا گیا۔ براہِ کرم درست کریں:",
     Refusing.IMPORT: f"{isolated(SHOWN)}: درآمد نہیں ہوئی؛ کچھ تبدیل نہیں ہوا۔ براہِ کرم درست کریں:",
     Refusing.POLICY: f"{isolated(SHOWN)}: درست منظوری پالیسی نہیں۔ براہِ کرم درست کریں:",
+    Refusing.COMPANY: f"{isolated(SHOWN)}: درست کمپنی فائل نہیں۔ براہِ کرم درست کریں:",
 }
 Reasons = UnreadableSheet | list[Problem]
 
@@ -102,9 +107,9 @@ def over_budget() -> list[Problem]:
     return budgets.refusal([found])
 
 
-def unreadable_policy(data: bytes) -> list[Problem]:
-    with pytest.raises(UnreadablePolicy) as caught:
-        approval_policy.policy_text(data)
+def unreadable(kind: FileKind, data: bytes) -> list[Problem]:
+    with pytest.raises(UnreadableFile) as caught:
+        toml_text(data, kind.too_big)
     return [caught.value.problem]
 
 
@@ -151,12 +156,24 @@ CASES = [
     ),
     # The approval policy, imported (the bot, `policy import`) or checked (`policy check`).
     pytest.param(
-        Refusing.IMPORT, lambda: unreadable_policy(bytes(300 * 1024)), id="policy-too-big"
+        Refusing.IMPORT, lambda: unreadable(FileKind.POLICY, bytes(300 * 1024)), id="policy-too-big"
     ),
-    pytest.param(Refusing.POLICY, lambda: unreadable_policy(b"\xff"), id="policy-not-text"),
+    pytest.param(
+        Refusing.POLICY, lambda: unreadable(FileKind.POLICY, b"\xff"), id="policy-not-text"
+    ),
     pytest.param(
         Refusing.POLICY, lambda: list(approval_policy.check_policy("x = 1")[1]), id="policy"
     ),
+    # The buyer and its branches, imported (the bot, `company import`) or checked.
+    pytest.param(
+        Refusing.IMPORT,
+        lambda: unreadable(FileKind.COMPANY, bytes(300 * 1024)),
+        id="company-too-big",
+    ),
+    pytest.param(
+        Refusing.COMPANY, lambda: unreadable(FileKind.COMPANY, b"\xff"), id="company-not-text"
+    ),
+    pytest.param(Refusing.COMPANY, lambda: parse_company("x = 1")[1], id="company"),
 ]
 
 

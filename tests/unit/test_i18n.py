@@ -30,7 +30,7 @@ from bot.words.i18n import (
     language_of,
     translator,
 )
-from bot.words.texts import policy_problems, submission, unreachable_warnings
+from bot.words.texts import file_problems, submission, unreachable_warnings
 from core.approval.policies import Role
 from core.approval.signing import Invite
 from core.errors import EditProblem, EditRefused
@@ -38,6 +38,7 @@ from core.jobs.states import State
 from core.people.people import Invitation
 from core.problems import Place, Problem, ProblemCode
 from core.purchasing.submissions import Submission
+from core.versions import FileKind
 from tests.helpers.factories import T0
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -174,7 +175,7 @@ def test_urdu_dates_are_pakistan_time_with_english_month_names():
 def test_policy_replies_frame_cores_problems_and_description_in_urdu():
     undefined = {"group": "'owners'", "groups": "managers"}
     stage = Problem(3, "rules[1].stages[1].group", ProblemCode.UNDEFINED_GROUP, undefined, LINE)
-    refused = policy_problems([stage], "p.toml", imported=True, tr=UR)
+    refused = file_problems(FileKind.POLICY, [stage], "p.toml", imported=True, tr=UR)
     owners = isolated("'owners'")  # as the problem quotes it
     assert refused.splitlines() == [
         f"{isolated('p.toml')}: درآمد نہیں ہوئی؛ کچھ تبدیل نہیں ہوا۔ براہِ کرم درست کریں:",
