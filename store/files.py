@@ -10,7 +10,6 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Generic, Protocol, TypeVar
 
-from core.company.company_file import parse_company
 from sqlalchemy import Table, insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -18,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from core.approval.policies import Policy
 from core.approval.policy_file import parse_policy
 from core.company.company import Company
+from core.company.company_file import parse_company
 from core.errors import InsertConflict
 from core.problems import Problem
 from core.versions import FileKind
