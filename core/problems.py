@@ -74,6 +74,7 @@ class ProblemCode(StrEnum):
     NOT_TEXT = "not_text"  # ()
     NOT_A_LIST = "not_a_list"  # ()
     NOT_A_TABLE = "not_a_table"  # ()
+    NOT_TRUE_OR_FALSE = "not_true_or_false"  # ()
     AT_LEAST = "at_least"  # bound
     MORE_THAN = "more_than"  # bound
     AT_MOST = "at_most"  # bound

@@ -171,6 +171,7 @@ _KINDS = {
     "string_type": ProblemCode.NOT_TEXT,
     "list_type": ProblemCode.NOT_A_LIST,
     "dict_type": ProblemCode.NOT_A_TABLE,
+    "bool_type": ProblemCode.NOT_TRUE_OR_FALSE,
     "model_type": ProblemCode.NOT_A_TABLE,
     "model_attributes_type": ProblemCode.NOT_A_TABLE,
     "too_short": ProblemCode.NOT_EMPTY,

@@ -99,6 +99,7 @@ PROBLEM_TEXTS: dict[ProblemCode, str] = {
     ProblemCode.NOT_TEXT: N_("must be text in quotes"),
     ProblemCode.NOT_A_LIST: N_("must be a list in [ ]"),
     ProblemCode.NOT_A_TABLE: N_("must be a table"),
+    ProblemCode.NOT_TRUE_OR_FALSE: N_("must be {true} or {false}, without quotes"),
     ProblemCode.AT_LEAST: N_("must be at least {bound}"),
     ProblemCode.MORE_THAN: N_("must be more than {bound}"),
     ProblemCode.AT_MOST: N_("must be at most {bound}"),
@@ -176,6 +177,7 @@ _FIXED: dict[ProblemCode, dict[str, Value]] = {
     ProblemCode.NOT_A_BRANCH_ID: {"example": "hallroad"},
     ProblemCode.DEFAULT_BRANCH_TWICE: {"key": "default = true"},
     ProblemCode.NO_DEFAULT_BRANCH: {"key": "default = true"},
+    ProblemCode.NOT_TRUE_OR_FALSE: {"true": "true", "false": "false"},
 }
 
 

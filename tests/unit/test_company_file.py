@@ -232,8 +232,15 @@ def test_a_default_of_the_wrong_kind_is_the_schemas_problem_alone() -> None:
     """`default = "yes"` is no default either, but saying so as well would be a second
     sentence about one mistake."""
     found = problems(EXAMPLE.replace("default = true", 'default = "yes"'))
-    assert [(p.row, p.column) for p in found] == [(10, "branches.liberty.default")]
-    assert ProblemCode.NO_DEFAULT_BRANCH not in {p.code for p in found}
+    assert [(p.row, p.column, p.code) for p in found] == [
+        (10, "branches.liberty.default", ProblemCode.NOT_TRUE_OR_FALSE)
+    ]
+    [wrong] = found
+    assert problem_text(wrong, tr=ENGLISH) == (
+        "Line 10, branches.liberty.default: must be true or false, without quotes"
+    )
+    urdu = problem_text(wrong, tr=translator(Language.UR))
+    assert f"{isolated('true')} یا {isolated('false')}" in urdu and english_runs(urdu) == []
 
 
 def test_branches_one_to_a_hundred() -> None:
