@@ -10,7 +10,7 @@ unexport PYTHONDONTWRITEBYTECODE
 # Extra pytest arguments, e.g. `make test PYTEST_ARGS="-k config -x"`.
 PYTEST_ARGS ?=
 
-.PHONY: uv install browser check test test-fast bench demo clean messages
+.PHONY: uv install browser fonts check test test-fast bench demo clean messages
 
 uv:
 	@command -v uv >/dev/null 2>&1 || python3 -m pip install --quiet uv \
@@ -21,19 +21,29 @@ uv:
 install: uv
 	uv sync --frozen --all-groups
 
-# The Mini App's browser tests drive Debian's Chromium through Playwright (Playwright's own
-# browser download is not reachable here), with Noto fonts so that Urdu and the buttons'
-# emoji render in screenshots.
-# Installed from Debian's packages when missing; root (CI) installs directly, others via sudo.
-BROWSER_PACKAGES = chromium fonts-noto-core fonts-noto-color-emoji
-browser:
-	@missing=$$(for p in $(BROWSER_PACKAGES); do \
+# Debian's packages among $(1) that are missing, installed: root (CI) directly, others via sudo.
+define apt_install
+	@missing=$$(for p in $(1); do \
 		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 		sudo=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 		$$sudo apt-get install -y $$missing \
 		|| { $$sudo apt-get update && $$sudo apt-get install -y $$missing; }; \
 	fi
+endef
+
+# The Mini App's browser tests drive Debian's Chromium through Playwright (Playwright's own
+# browser download is not reachable here), with Noto fonts so that Urdu and the buttons'
+# emoji render in screenshots.
+BROWSER_PACKAGES = chromium fonts-noto-core fonts-noto-color-emoji
+browser:
+	$(call apt_install,$(BROWSER_PACKAGES))
+
+# The PO's PDF (bot.documents.pdf) is set in Noto Sans and Noto Nastaliq Urdu from
+# fonts-noto-core; its tests rasterise pages with poppler's pdftoppm.
+FONT_PACKAGES = fonts-noto-core poppler-utils
+fonts:
+	$(call apt_install,$(FONT_PACKAGES))
 
 # The quality gates: lint, formatting, types (mypy's files are in pyproject.toml), and the
 # layers (import-linter's contracts, [tool.importlinter] in pyproject.toml). CI runs it. ruff
@@ -46,13 +56,13 @@ check: install
 
 # Every test, with coverage of core/, store/ and bot/ and its floor ([tool.coverage.report]);
 # a run given PYTEST_ARGS (a subset, say) reports coverage without holding it to the floor.
-test: install browser
+test: install browser fonts
 	uv run pytest -q --cov --cov-report=term:skip-covered \
 		$(if $(strip $(PYTEST_ARGS)),--cov-fail-under=0) $(PYTEST_ARGS)
 
 # The suite without the slow tests (processes, the state machine), on SQLite only (the
 # PostgreSQL variants double it): a loop of under two minutes while working.
-test-fast: install browser
+test-fast: install browser fonts
 	TEST_POSTGRES_URL= uv run pytest -q -m "not slow" $(PYTEST_ARGS)
 
 # The benchmarks (bench/): lifecycle throughput, tap to answer, sheet intake and card fan-out
@@ -63,7 +73,7 @@ test-fast: install browser
 bench: install
 	uv run python -m bench
 
-demo: install
+demo: install fonts
 	uv run manzoori demo
 
 # Leaves .venv alone: removing it would only make the next target reinstall everything.

@@ -21,7 +21,12 @@ ROOT = Path(__file__).resolve().parent.parent
 REPORT = ROOT / "docs" / "benchmarks.md"
 # Name on the command line -> module; each module's `run(ctx)` gives its rows. The DBOS peer
 # (bench.peer) is measured by the lifecycle module, beside the flow it is compared with.
-MODULES = {"lifecycle": "bench.lifecycle", "bot": "bench.bot", "stack": "bench.stack"}
+MODULES = {
+    "lifecycle": "bench.lifecycle",
+    "bot": "bench.bot",
+    "stack": "bench.stack",
+    "documents": "bench.documents",
+}
 
 Run = Callable[[Context], Awaitable[list[Result]]]
 

@@ -11,8 +11,10 @@ ManzooriError
 │   ├── RefusedError           a refusal the person is told, by its Refusal reason
 │   │   ├── InviteRefused      an invitation code that is forged, expired or used
 │   │   ├── GroupRefused       not an approver, or no such group in the policy in force
+│   │   ├── BranchRefused      not a requester, no company file, or no such branch in it
 │   │   └── DelegationRefused  a hand-over to oneself, back, to a non-approver, or already over
 │   ├── ReconcileRefused       nothing to reconcile for that job
+│   ├── CancelRefused          that PO cannot be cancelled now (its code says why)
 │   ├── DraftPurged            the closed PO's draft was removed by the retention purge
 │   ├── AlreadyResolved        the PO left the review queue, or moved on, before the choice
 │   └── ReadRefused            the viewer may not read that PO (core.purchasing.po_view)
@@ -94,8 +96,8 @@ class NotAnAdmin(WorkflowError):
 
 
 class Refusal(StrEnum):
-    """Why an invitation, a group change or a delegation was refused: what the shell says
-    (bot.words.refusals), from the `values` the error carries (named in each comment)."""
+    """Why an invitation, a group change, a branch or a delegation was refused: what the shell
+    says (bot.words.refusals), from the `values` the error carries (named in each comment)."""
 
     INVITE_ROLE = "invite_role"  # role
     GROUP_FOR_REQUESTER = "group_for_requester"  # ()
@@ -105,6 +107,9 @@ class Refusal(StrEnum):
     INVITE_WITHDRAWN = "invite_withdrawn"  # ()
     UNKNOWN_GROUPS = "unknown_groups"  # groups, known (", "-joined)
     NOT_AN_APPROVER_YET = "not_an_approver_yet"  # user
+    NOT_A_REQUESTER_YET = "not_a_requester_yet"  # user
+    NO_COMPANY = "no_company"  # () no company file was ever imported
+    UNKNOWN_BRANCH = "unknown_branch"  # branch, known (", "-joined)
     # An end /away cannot have; each names what it may be: first, last, longest, days.
     NOT_A_DATE = "not_a_date"  # text, and the window
     HAS_PASSED = "has_passed"  # the window
@@ -134,12 +139,36 @@ class ReconcileRefused(WorkflowError):
     """The job is not waiting for reconciliation."""
 
 
+class CancelRefusal(StrEnum):
+    """Why a cancellation was refused: what the shell says, with the PO and its state."""
+
+    REASON_REQUIRED = "reason_required"  # a sent PO's cancellation tells the supplier why
+    ALREADY_CANCELLED = "already_cancelled"  # it is cancelled already
+    CALLED_OFF_ALREADY = "called_off_already"  # it is being called off already, for another reason
+    IN_FLIGHT = "in_flight"  # its e-mail is going out, or whether it went is unknown
+    CLOSED = "closed"  # it was rejected: there is nothing to cancel
+    CHANGED = "changed"  # it has a newer draft version than the one confirmed
+
+
+class CancelRefused(WorkflowError):
+    """A cancellation that cannot be made now: `why`, about `po_number` in `state`."""
+
+    def __init__(self, po_number: str, state: str, why: CancelRefusal) -> None:
+        super().__init__(f"{po_number} is {state}: {why.value.replace('_', ' ')}")
+        self.po_number, self.state, self.why = po_number, state, why
+
+
 class DraftPurged(WorkflowError):
     """The closed PO's draft body was removed by the retention purge (core.records.retention)."""
 
 
 class GroupRefused(RefusedError):
     """A user cannot be put in those approver groups: not an approver, or no such group."""
+
+
+class BranchRefused(RefusedError):
+    """A user cannot order for that branch: not a requester, no company file imported, or no
+    such branch in the one in force."""
 
 
 class DelegationRefused(RefusedError):

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from core.drafting.drafts import Draft
     from core.drafting.intake import History
     from core.drafting.terms import Terms
-    from core.jobs.jobs import AuditEvent, Effect, Job, SendOrder
+    from core.jobs.jobs import AuditEvent, Document, Effect, Job, SendOrder
     from core.jobs.notices import Notice, NoticeKind
     from core.jobs.states import State
     from core.people.users import TelegramUser
@@ -59,6 +59,16 @@ class ReadTx(Protocol):
 
     async def effects_for(self, job_id: str) -> list[Effect]:
         """A job's outbox rows, oldest first."""
+
+    async def audit(self, job_id: str) -> list[AuditEvent]:
+        """A job's audit trail, oldest first (a called-off PO's reason is read from it)."""
+
+    async def document(self, key: str) -> Document | None:
+        """The PDF kept for an outbox row's e-mail, opened and checked against its sha256;
+        None if none was made for it."""
+
+    async def has_document(self, key: str) -> bool:
+        """Whether a PDF was kept for the outbox row (not opening it)."""
 
     async def roles_of(self, user_ids: Collection[int]) -> dict[int, frozenset[Role]]:
         """The roles each of these users holds now, in one read."""
@@ -128,6 +138,13 @@ class ReadTx(Protocol):
     async def memberships(self) -> list[tuple[int, str]]:
         """Every (user id, group) pair, by user and group."""
 
+    async def branch_of(self, user_id: int) -> str | None:
+        """The branch of the company a user orders for, or None if none was set (the
+        company's default branch applies)."""
+
+    async def branches(self) -> dict[int, str]:
+        """Every user's branch, by user id."""
+
     async def delegations_since(self, since: datetime) -> list[Delegation]:
         """Every delegation that did not end before `since`, oldest first."""
 
@@ -174,6 +191,10 @@ class Tx(ReadTx, Protocol):
 
     async def append_audit(self, *events: AuditEvent) -> None:
         """Append audit events, in order."""
+
+    async def insert_document(self, key: str, document: Document, at: datetime) -> None:
+        """Keep the PDF of an outbox row's e-mail, sealed; InsertConflict if one was kept for
+        it meanwhile (that one is the row's: it is never replaced)."""
 
     async def insert_effect(self, effect: Effect) -> None:
         """Add an outbox row; the key is unique."""
@@ -264,6 +285,12 @@ class Tx(ReadTx, Protocol):
     ) -> tuple[frozenset[str], frozenset[str]]:
         """Make `groups` exactly the user's approver groups; the groups (joined, left)."""
 
+    async def set_branch(
+        self, user_id: int, branch_id: str | None, by: str, at: datetime
+    ) -> str | None:
+        """Make `branch_id` the branch a user orders for, or with None clear it; the branch
+        before (None: none). The caller audits."""
+
     async def insert_delegation(
         self, delegator: int, delegate: int, starts_at: datetime, until: datetime, by: str
     ) -> Delegation:
@@ -297,9 +324,6 @@ class Views(Protocol):
 
     async def list_jobs(self, states: Collection[State] | None, limit: int) -> list[Job]:
         """Jobs, newest first, optionally only those in `states`."""
-
-    async def audit(self, job_id: str) -> list[AuditEvent]:
-        """A job's audit trail, oldest first."""
 
     async def audit_logged(self, job_id: str) -> list[Logged]:
         """A job's whole audit trail for an export (core.records.audit), by time then id."""

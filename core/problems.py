@@ -40,6 +40,9 @@ class ProblemCode(StrEnum):
     BELOW_ONE = "below_one"  # value
     ABOVE_ROW_LIMIT = "above_row_limit"  # value, limit
     TOO_LONG = "too_long"  # length, limit
+    NOT_A_DATE = "not_a_date"  # value (needed_by)
+    UNKNOWN_BRANCH = "unknown_branch"  # value, branches (ship_to)
+    NO_COMPANY = "no_company"  # () (ship_to without a company file)
     # Matching a sheet against the terms (core.drafting.intake) and budgets (core.approval.budgets).
     NO_TERMS = "no_terms"  # ()
     TERMS_CHANGED = "terms_changed"  # ()
@@ -61,6 +64,8 @@ class ProblemCode(StrEnum):
     LIMIT_TOO_HIGH = "limit_too_high"  # value, limit
     MAX_BELOW_MIN = "max_below_min"  # high, low
     DIFFERS = "differs"  # first (line), supplier
+    NOT_DAYS = "not_days"  # value, limit (lead_days)
+    NOT_A_RATE = "not_a_rate"  # value (gst_percent)
     DUPLICATE_OFFER = "duplicate_offer"  # supplier, sku, first (line)
     # The approval policy file (core.approval.policy_file); detail is tomllib's or
     # core.approval.ladder's words.

@@ -1,4 +1,5 @@
-"""SqlTx's queries about people: invitations, the Telegram users met, processed updates."""
+"""SqlTx's queries about people: invitations, the Telegram users met, processed updates,
+approver groups, requesters' branches and delegations."""
 
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ _MET = upsert(schema.telegram_users, "user_id", ("first_name", "updated_at"))
 _MET_STARTED = upsert(  # /start: the bot may write to them again, even after a block
     schema.telegram_users, "user_id", ("first_name", "updated_at", "started_at", "blocked_at")
 )
+_SET_BRANCH = upsert(schema.user_branches, "user_id", ("branch_id", "set_by", "set_at"))
 
 
 def _delegation(row: Any) -> Delegation:
@@ -225,6 +227,35 @@ class PeopleQueries:
                 ],
             )
         return joined, left
+
+    async def branch_of(self, user_id: int) -> str | None:
+        """The branch a user orders for, or None if none was set."""
+        t = schema.user_branches
+        query = select(t.c.branch_id).where(t.c.user_id == user_id)
+        found = (await self.conn.execute(query)).scalar_one_or_none()
+        return None if found is None else str(found)
+
+    async def branches(self) -> dict[int, str]:
+        """Every user's branch, by user id."""
+        t = schema.user_branches
+        query = select(t.c.user_id, t.c.branch_id).order_by(t.c.user_id)
+        return {int(user_id): str(branch) for user_id, branch in await self.conn.execute(query)}
+
+    async def set_branch(
+        self, user_id: int, branch_id: str | None, by: str, at: datetime
+    ) -> str | None:
+        """Make `branch_id` the branch `user_id` orders for, or with None clear it; the branch
+        before (None: none). The same branch again writes nothing. The caller audits."""
+        before = await self.branch_of(user_id)
+        if branch_id == before:
+            return before
+        if branch_id is None:
+            t = schema.user_branches
+            await self.conn.execute(delete(t).where(t.c.user_id == user_id))
+        else:
+            values = {"user_id": user_id, "branch_id": branch_id, "set_by": by, "set_at": at}
+            await self.conn.execute(_SET_BRANCH, values)
+        return before
 
     async def delegations_since(self, since: datetime) -> list[Delegation]:
         """Every delegation that did not end before `since`, oldest first."""

@@ -61,7 +61,10 @@ class PurchasingQueries:
         s, o = schema.terms_suppliers, schema.terms_offers
         suppliers = {
             row.supplier_id: Supplier(
-                row.supplier_id, row.name, self._sealer.open(row.email_encrypted).decode()
+                row.supplier_id,
+                row.name,
+                self._sealer.open(row.email_encrypted).decode(),
+                row.payment_terms or "",
             )
             for row in await self.conn.execute(select(s).where(s.c.terms_version == version))
         }
@@ -76,6 +79,8 @@ class PurchasingQueries:
                 r.min_qty,
                 r.max_qty,
                 r.category or "",
+                r.lead_days,
+                r.gst_basis_points or 0,
             )
             for r in await self.conn.execute(select(o).where(o.c.terms_version == version))
         )
@@ -115,6 +120,7 @@ class PurchasingQueries:
                     "supplier_id": s.supplier_id,
                     "name": s.name,
                     "email_encrypted": self._sealer.seal(s.email.encode()),
+                    "payment_terms": s.payment_terms or None,
                 }
                 for s in terms.suppliers.values()
             ],
@@ -131,6 +137,8 @@ class PurchasingQueries:
                     "min_qty": o.min_qty,
                     "max_qty": o.max_qty,
                     "category": o.category or None,
+                    "lead_days": o.lead_days,
+                    "gst_basis_points": o.gst_basis_points or None,
                 }
                 for o in terms.offers
             ],
@@ -219,6 +227,7 @@ class PurchasingQueries:
                     line.quantity,
                     line.unit_price_paisa,
                     line.category or None,
+                    line.gross_paisa,
                 )
                 for line in draft.lines
             ],
@@ -266,11 +275,13 @@ class PurchasingQueries:
     async def committed_spend(
         self, start: datetime, end: datetime, excluding: str | None = None
     ) -> dict[str, int]:
-        """Line totals by category of the current drafts of POs approved in [start, end) and
-        still committed (core.approval.budgets.COMMITTED), from the lines in the clear; `excluding`
-        one job."""
+        """Line totals with sales tax by category of the current drafts of POs approved in
+        [start, end) and still committed (core.approval.budgets.COMMITTED), from the lines in the
+        clear; `excluding` one job."""
         lines, jobs = schema.order_lines, schema.jobs
-        total = func.sum(lines.c.quantity * lines.c.unit_price_paisa)
+        total = func.sum(
+            func.coalesce(lines.c.gross_paisa, lines.c.quantity * lines.c.unit_price_paisa)
+        )
         query = (
             select(lines.c.category, total)
             .join(jobs, jobs.c.id == lines.c.job_id)
@@ -296,6 +307,7 @@ _ORDER_LINE_COLUMNS = (
     "quantity",
     "unit_price_paisa",
     "category",
+    "gross_paisa",
 )
 
 

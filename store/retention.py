@@ -118,8 +118,11 @@ class RetentionQueries:
     ) -> dict[Removed, int]:
         """Count (and, if `apply`, remove) a job's personal data and mark it purged at `at`:
         sealed draft bodies emptied, decision reasons and free text in audit details dropped,
-        the send's receipt and error text cleared. Hashes, totals, states and times stay."""
+        the send's receipt and error text cleared, the PDFs it sent emptied. Hashes, totals,
+        states and times stay."""
         drafts, decisions, effects = schema.drafts, schema.decisions, schema.effects
+        documents = schema.effect_documents
+        keys = select(effects.c.key).where(effects.c.job_id == job_id)
         targets: dict[Removed, tuple[Table, ColumnElement[bool], dict[str, Any]]] = {
             Removed.DRAFT_BODIES: (
                 drafts,
@@ -138,6 +141,11 @@ class RetentionQueries:
                     or_(effects.c.result.is_not(None), effects.c.last_error.is_not(None)),
                 ),
                 {"result": None, "last_error": None, "version": effects.c.version + 1},
+            ),
+            Removed.DOCUMENTS: (
+                documents,
+                and_(documents.c.key.in_(keys), func.length(documents.c.pdf_encrypted) > 0),
+                {"pdf_encrypted": b""},
             ),
         }
         removed: dict[Removed, int] = {}

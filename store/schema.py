@@ -169,6 +169,18 @@ effects = Table(
     Index(None, "job_id"),
 )
 
+# The PDF an outbox row's e-mail carries, made once before its first attempt and sealed
+# (it names the supplier's address and the approvers); every attempt sends these bytes.
+effect_documents = Table(
+    "effect_documents",
+    metadata,
+    Column("key", String(200), ForeignKey("effects.key"), primary_key=True),
+    Column("pdf_encrypted", LargeBinary, nullable=False),
+    Column("sha256", String(64), nullable=False),
+    Column("size", Integer, nullable=False),
+    Column("created_at", UtcDateTime, nullable=False),
+)
+
 # Append-only: database triggers refuse UPDATE and DELETE (see the initial migration).
 audit_events = Table(
     "audit_events",
@@ -201,6 +213,17 @@ user_groups = Table(
     Column("group_name", String(32), primary_key=True),
     Column("granted_by", String(100), nullable=False),
     Column("granted_at", UtcDateTime, nullable=False),
+)
+
+# The branch of the company file (core.company) a requester orders for: their POs are delivered
+# there unless a row of the sheet says otherwise; no row: the company's default branch.
+user_branches = Table(
+    "user_branches",
+    metadata,
+    Column("user_id", BigInteger, primary_key=True, autoincrement=False),
+    Column("branch_id", String(32), nullable=False),
+    Column("set_by", String(64), nullable=False),
+    Column("set_at", UtcDateTime, nullable=False),
 )
 
 # Who acts for whom while an approver is away (core.approval.delegations). Kept once ended, so that
@@ -238,6 +261,7 @@ terms_suppliers = Table(
     Column("supplier_id", String(64), primary_key=True),
     Column("name", String(200), nullable=False),
     Column("email_encrypted", LargeBinary, nullable=False),  # personal data: sealed
+    Column("payment_terms", String(200)),  # NULL: not said
 )
 
 terms_offers = Table(
@@ -251,6 +275,8 @@ terms_offers = Table(
     Column("min_qty", BigInteger, nullable=False),
     Column("max_qty", BigInteger),
     Column("category", String(64)),  # lower case; NULL: uncategorised
+    Column("lead_days", Integer),  # NULL: not said
+    Column("gst_basis_points", Integer),  # hundredths of a percent; NULL: the price is final
 )
 
 
@@ -323,6 +349,9 @@ order_lines = Table(
     Column("unit_price_paisa", BigInteger, nullable=False),
     # The line's category (core.drafting.drafts.DraftLine); NULL: uncategorised.
     Column("category", String(64)),
+    # What the line costs with its sales tax (DraftLine.gross_paisa), which budgets count;
+    # NULL on lines stored before tax existed, whose amount is quantity x price.
+    Column("gross_paisa", BigInteger),
     Index(None, "supplier_id", "sku"),
 )
 

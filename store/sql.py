@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import AsyncIterator, Collection, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import replace
@@ -25,7 +26,7 @@ from core.errors import (
     UnknownJob,
 )
 from core.jobs.effects import EffectStatus
-from core.jobs.jobs import AuditEvent, Effect, Job, Stamp
+from core.jobs.jobs import AuditEvent, Document, Effect, Job, Stamp
 from core.jobs.states import State
 from store import schema
 from store.audit import AuditQueries
@@ -65,6 +66,11 @@ _DECISIONS = (
 _INSERT_DECISION = insert(_decisions)
 _INSERT_AUDIT = insert(schema.audit_events)
 _INSERT_EFFECT = insert(_effects)
+_DOCUMENT = select(schema.effect_documents).where(schema.effect_documents.c.key == bindparam("key"))
+_INSERT_DOCUMENT = insert(schema.effect_documents)
+_HAS_DOCUMENT = select(schema.effect_documents.c.key).where(
+    schema.effect_documents.c.key == bindparam("key")
+)
 _EFFECT = select(_effects).where(_effects.c.key == bindparam("key"))
 _EFFECTS_FOR = (
     select(_effects)
@@ -197,6 +203,37 @@ class SqlTx(
     async def insert_effect(self, effect: Effect) -> None:
         """Add an outbox row; its key is the primary key."""
         await self.conn.execute(_INSERT_EFFECT, values_of(effect))
+
+    async def document(self, key: str) -> Document | None:
+        """The PDF kept for an outbox row, opened and checked against its sha256."""
+        row = (await self.conn.execute(_DOCUMENT, {"key": key})).one_or_none()
+        if row is None:
+            return None
+        if not row.pdf_encrypted:
+            raise DraftPurged(f"the document of {key} was removed by the retention purge")
+        pdf = self._sealer.open(row.pdf_encrypted)
+        if hashlib.sha256(pdf).hexdigest() != row.sha256:
+            raise StoredDataError(f"the stored document of {key} does not match its sha256")
+        return Document(pdf, row.sha256)
+
+    async def has_document(self, key: str) -> bool:
+        """Whether a PDF was kept for the outbox row."""
+        found = await self.conn.execute(_HAS_DOCUMENT, {"key": key})
+        return found.first() is not None
+
+    async def insert_document(self, key: str, document: Document, at: datetime) -> None:
+        """Keep an outbox row's PDF, sealed; InsertConflict if one was kept meanwhile."""
+        values = {
+            "key": key,
+            "pdf_encrypted": self._sealer.seal(document.pdf),
+            "sha256": document.sha256,
+            "size": len(document.pdf),
+            "created_at": at,
+        }
+        try:
+            await self.conn.execute(_INSERT_DOCUMENT, values)
+        except IntegrityError as error:
+            raise InsertConflict(f"a document for {key} was kept meanwhile") from error
 
     async def effect(self, key: str) -> Effect:
         """The outbox row with that key."""

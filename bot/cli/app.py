@@ -7,7 +7,7 @@ import json
 import math
 import signal
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NamedTuple
 
 import typer
 
@@ -23,14 +23,17 @@ from bot.cli.retention import purge
 from bot.config import Settings
 from bot.words import reports
 from bot.words.arguments import BIGINT_MAX
+from bot.words.cancelling import cancel_refusal
 from core.approval import opening, standing
 from core.approval.policies import Role
-from core.errors import ConfigError
-from core.jobs import closing, transitions
+from core.errors import CancelRefused, ConfigError
+from core.jobs import transitions
+from core.jobs.effects import cancel_po_key
 from core.jobs.jobs import Job
 from core.jobs.states import NEEDS_REVIEW, Action, State
+from core.outbox import calling_off
 from core.people import people
-from core.texts import echo
+from core.texts import echo, flatten
 from store.migrate import upgrade
 from store.sql import SqlStore
 
@@ -203,22 +206,31 @@ def jobs_reconcile(
         bool, typer.Option("--not-sent", help="It never arrived: send once more with the same key.")
     ] = False,
     failed: Annotated[bool, typer.Option("--failed", help="Give up on this send.")] = False,
+    settled: Annotated[
+        bool,
+        typer.Option(
+            "--settled",
+            help="CANCEL_FAILED: the supplier was told of the cancellation another way (phoned).",
+        ),
+    ] = False,
 ) -> None:
-    """Record a person's finding on a send whose outcome is unknown."""
+    """Record a person's finding on a send whose outcome is unknown (UNKNOWN_OUTCOME, or a
+    cancellation's: CANCEL_UNKNOWN), or settle a cancellation that failed (CANCEL_FAILED)."""
     chosen = [
         a
         for flag, a in (
             (sent, Action.RECONCILE_SENT),
             (not_sent, Action.RECONCILE_NOT_SENT),
             (failed, Action.RECONCILE_FAILED),
+            (settled, Action.SETTLE_CANCEL),
         )
         if flag
     ]
     if len(chosen) != 1:
-        raise fail("give exactly one of --sent, --not-sent, --failed")
+        raise fail("give exactly one of --sent, --not-sent, --failed, --settled")
     need_note(note)
     job = with_store(
-        lambda _s, store: closing.reconcile(store, po_number, chosen[0], note, stamp())
+        lambda _s, store: calling_off.reconcile(store, po_number, chosen[0], note, stamp())
     )
     typer.echo(f"{job.po_number} is now {job.state.value}")
 
@@ -242,12 +254,46 @@ def jobs_reissue(
 @jobs_app.command("cancel")
 def jobs_cancel(
     po_number: PoNumber,
-    note: Annotated[str, typer.Option(help="Why it is withdrawn.")],
+    reason: Annotated[
+        str,
+        typer.Option(
+            "--reason",
+            "--note",
+            help="Why it is cancelled; for a PO that was sent it goes in the supplier's e-mail.",
+        ),
+    ],
 ) -> None:
-    """Withdraw a job that has not been sent."""
-    need_note(note)
-    job = with_store(lambda _s, store: closing.cancel(store, po_number, note, stamp()))
-    typer.echo(f"{job.po_number} is now {job.state.value}")
+    """Cancel a job at once: one not sent yet is withdrawn, nothing goes to the supplier; one
+    that was sent (SENT) is called off, and the runner e-mails the supplier a cancellation."""
+    need_note(reason, "--reason/--note")
+
+    async def work(settings: Settings, store: SqlStore) -> calling_off.CalledOff:
+        request = calling_off.CallOff(po_number, reason)
+        try:
+            return await calling_off.call_off(store, request, frozenset(), stamp())
+        except CancelRefused as refused:
+            raise fail(cancel_refusal(refused)) from None
+
+    done = with_store(work)
+    job = done.job
+    if done.repeat:
+        typer.echo(f"{job.po_number} is already {job.state.value}: nothing changed")
+    elif done.after_sending:
+        key = cancel_po_key(job.po_number, job.draft_version or 0, job.draft_hash or "")
+        typer.echo(
+            f"{job.po_number} is now {job.state.value}: the supplier will be e-mailed a "
+            f"cancellation ({key})"
+        )
+    else:  # withdrawn before it was sent: nothing goes to the supplier
+        typer.echo(f"{job.po_number} is now {job.state.value}")
+
+
+class Granted(NamedTuple):
+    """What `users grant` did: whether the role is new, and the groups and branch it set."""
+
+    added: bool
+    groups: people.GroupChange | None
+    branch: people.BranchChange | None
 
 
 @users_app.command("grant")
@@ -258,27 +304,41 @@ def users_grant(
         list[str] | None,
         typer.Option(help="An approver's group of the approval policy (repeat for several)."),
     ] = None,
+    branch: Annotated[
+        str | None,
+        typer.Option(help="A requester's branch of the company file: where their POs go."),
+    ] = None,
 ) -> None:
     """Give a Telegram user a role (admin, approver or requester); an approver joins the
-    policy's first group, or exactly the --group ones."""
+    policy's first group, or exactly the --group ones; a requester orders for the company's
+    default branch, or the --branch one."""
     if group and role is not Role.APPROVER:
         raise fail("--group is for approvers")
+    if branch is not None and role is not Role.REQUESTER:
+        raise fail("--branch is for requesters")
 
-    async def grant(settings: Settings, store: SqlStore) -> tuple[bool, frozenset[str] | None]:
+    async def grant(settings: Settings, store: SqlStore) -> Granted:
         default, who = settings.rules().approval.default_policy, stamp()
-        if group:  # checked before the role is granted, so that a typo grants nothing
-            async with store.reading() as tx:
+        # Checked before the role is granted, so that a typo grants nothing.
+        async with store.reading() as tx:
+            if group:
                 people.require_groups(await standing.policy_now(tx, default), group)
+            if branch is not None:
+                people.require_branch(await tx.current_company(), branch)
         added = await people.grant_role(store, user_id, role, who, default)
-        if not group:
-            return added, None
-        change = await people.set_groups(store, user_id, group, who, default)
-        return added, change.groups
+        groups = None if not group else await people.set_groups(store, user_id, group, who, default)
+        chosen = None if branch is None else await people.set_branch(store, user_id, branch, who)
+        return Granted(added, groups, chosen)
 
-    added, groups = with_store(grant)
-    typer.echo(f"user {user_id} {'now has' if added else 'already had'} role {role.value}")
-    if groups is not None:
-        typer.echo(f"user {user_id} is in groups: {', '.join(sorted(groups)) or 'approvers'}")
+    granted = with_store(grant)
+    had = "now has" if granted.added else "already had"
+    typer.echo(f"user {user_id} {had} role {role.value}")
+    if granted.groups is not None:
+        held = ", ".join(sorted(granted.groups.groups)) or "approvers"
+        typer.echo(f"user {user_id} is in groups: {held}")
+    if granted.branch is not None:
+        chosen = granted.branch
+        typer.echo(f"user {user_id} orders for {flatten(chosen.name)} ({chosen.branch})")
 
 
 @users_app.command("revoke")

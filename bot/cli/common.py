@@ -71,10 +71,10 @@ def fail(message: str) -> typer.Exit:
     return typer.Exit(1)
 
 
-def need_note(note: str) -> None:
-    """The audit trail needs a reason a person can read later."""
+def need_note(note: str, option: str = "--note") -> None:
+    """The audit trail needs a reason a person can read later (given as `option`)."""
     if not note.strip():
-        raise fail("--note must say what was checked or why")
+        raise fail(f"{option} must say what was checked or why")
 
 
 def with_store(work: Callable[[Settings, SqlStore], Awaitable[T]]) -> T:

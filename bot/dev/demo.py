@@ -116,21 +116,29 @@ def keyboard(message: Message) -> list[list[str]]:
     return [[b.text for b in row] for row in message.buttons]
 
 
-def show_mail(mail: EmailMessage) -> None:
-    """Print the e-mail as the supplier's server received it: the headers that matter, the body."""
+def show_mail(mail: EmailMessage, folder: Path) -> None:
+    """Print the e-mail as the supplier's server received it: the headers that matter, the body;
+    its PDF is saved in the demo folder, to open."""
     names = ("From", "To", "Subject", "Message-ID", "Idempotency-Key")
     head = [f"{name}: {mail[name]}" for name in names if mail[name]]
     body = mail.get_body(preferencelist=("plain",))
     text = body.get_content().rstrip() if body is not None else "(no plain-text body)"
-    attachments = [f"📎 {part.get_filename()}" for part in mail.iter_attachments()]
+    attachments = []
+    for part in mail.iter_attachments():
+        name = Path(str(part.get_filename())).name
+        if part.get_content_type() == "application/pdf":
+            (folder / name).write_bytes(part.get_content())
+            attachments.append(f"📎 {name}  (saved as {_near(folder / name)})")
+        else:
+            attachments.append(f"📎 {name}")
     show("SMTP sink ← e-mail", "\n".join([*head, "", text, *attachments]))
 
 
 class Story:
     """The scripted people, the emulator and the SMTP inbox, and the story itself."""
 
-    def __init__(self, emu: Emulator, inbox: list[EmailMessage]) -> None:
-        self.emu, self.inbox = emu, inbox
+    def __init__(self, emu: Emulator, inbox: list[EmailMessage], folder: Path) -> None:
+        self.emu, self.inbox, self.folder = emu, inbox, folder
         self.admin = Person("Ayesha", "admin", emu.user(ADMIN, "Ayesha"))
         self.ali = Person("Ali", "approver", emu.user(APPROVER, "Ali"))
         self.bilal = Person("Bilal", "requester", emu.user(REQUESTER, "Bilal"))
@@ -206,8 +214,13 @@ class Story:
         await self.say(self.admin, "/users", "approver")
 
     async def terms(self, store: SqlStore) -> None:
-        """The admin puts the supplier terms in force, as `manzoori suppliers import` does."""
-        act("2. Supplier terms")
+        """The admin sends the company file (the buyer, its branches) to the bot, and puts the
+        supplier terms in force, as `manzoori suppliers import` does."""
+        act("2. The buyer, its branches and the supplier terms")
+        show(f"{self.admin} → bot", "📎 company.toml")
+        company = (SAMPLES / "company.toml").read_bytes()
+        self.admin.user.send_document(company, "company.toml", "application/toml")
+        await self.hear(self.admin, "now in force for new POs")
         name = "supplier-terms.csv"
         print(f"Ayesha (admin) $ manzoori suppliers import samples/{name}")
         table = parse_isolated(read_csv_text, (SAMPLES / name).read_bytes())
@@ -259,7 +272,7 @@ class Story:
         await self.edited(self.ali, card, "✅ Approved")
         await self.hear(self.bilal, f"{po} was approved")
         mail = await self.until("the supplier's e-mail", lambda: self.inbox[:1])
-        show_mail(mail[0])
+        show_mail(mail[0], self.folder)
         await self.hear(self.bilal, f"{po} was e-mailed")
         return po
 
@@ -395,7 +408,7 @@ async def play(folder: Path, serve: bool = False) -> Path:
         try:
             await upgrade(store.engine)
             async with running(settings, store, web=True):  # as `manzoori run` starts them
-                story = Story(emu, inbox)
+                story = Story(emu, inbox, database.parent)
                 await story.run(store)
                 if serve:
                     await serve_on(story)

@@ -55,6 +55,9 @@ class SmtpSink:
     host: str = HOST
     port: int = 0
     messages: list[EmailMessage] = field(default_factory=list)
+    # Messages received whole but answered with a failure at the end of DATA (a 451): what
+    # an attempt the relay refused carried, for tests that compare it with the retry's.
+    refused: list[EmailMessage] = field(default_factory=list)
     envelopes: list[Envelope] = field(default_factory=list)
     commands: list[str] = field(default_factory=list)
     data_delay: float = 0.0  # seconds before every unscripted DATA answer
@@ -136,12 +139,14 @@ class ScriptedHandler:
     async def handle_DATA(self, server: SMTP, session: Session, envelope: Envelope) -> str:
         """Answer the end of DATA; an accepted message is recorded before any delay."""
         reply = self.sink.next_reply("DATA")
+        assert isinstance(envelope.content, bytes)
+        parsed = email.message_from_bytes(envelope.content, policy=email.policy.default)
+        assert isinstance(parsed, EmailMessage)
         if reply.accepts:
-            assert isinstance(envelope.content, bytes)
-            parsed = email.message_from_bytes(envelope.content, policy=email.policy.default)
-            assert isinstance(parsed, EmailMessage)
             self.sink.envelopes.append(envelope)
             self.sink.messages.append(parsed)
+        else:
+            self.sink.refused.append(parsed)
         return await _answer(reply)
 
     async def handle_QUIT(self, server: SMTP, session: Session, envelope: Envelope) -> str:

@@ -1,4 +1,5 @@
-"""The purchase-order e-mail: headers from identifiers, a plain-text body and a CSV of the lines.
+"""The purchase-order e-mail: headers from identifiers, a plain-text body, the PO as a PDF (made
+once for the outbox row: bot.documents) and a CSV of the lines.
 
 Only values the draft validated as plain identifiers (PO number, SKUs, the address) and our own
 configuration reach the headers. Descriptions, notes and the supplier name come from spreadsheets,
@@ -16,12 +17,15 @@ import io
 from datetime import UTC, datetime
 from email.message import EmailMessage
 
+from bot.words.flags import day_text
+from core.company.company import UNNAMED_BUYER, Buyer
 from core.drafting.drafts import Draft, DraftLine
 from core.drafting.money import format_pkr, to_rupees
 from core.drafting.tables import neutralise
 from core.errors import ConfigError
-from core.jobs.effects import message_id
+from core.jobs.effects import message_id, send_po_key
 from core.jobs.jobs import SendOrder
+from core.purchasing.po_document import taxes
 from core.texts import flatten
 
 # 7-bit parts (quoted-printable or base64 when the text is not ASCII) pass every relay, whether
@@ -40,49 +44,83 @@ def sender_domain(mail_from: str) -> str:
 
 
 def render_po_email(
-    order: SendOrder,
-    *,
-    mail_from: str,
-    buyer_name: str = "Manzoori",
-    now: datetime | None = None,
+    order: SendOrder, *, mail_from: str, now: datetime | None = None
 ) -> EmailMessage:
-    """The e-mail that places `order`; its Message-ID is derived from the effect's key."""
-    draft = order.draft
+    """The e-mail that places `order`: a brief text body, the PO as a PDF (the bytes kept with
+    the outbox row, never made again here) and its lines as CSV; its Message-ID is derived from
+    the effect's key."""
+    draft, buyer = order.draft, buyer_of(order)
     message = EmailMessage(policy=POLICY)
     message["From"] = mail_from
     message["To"] = draft.recipient_email
-    message["Subject"] = f"Purchase order {draft.po_number} from {flatten(buyer_name)}"
+    message["Subject"] = f"Purchase order {draft.po_number} from {flatten(buyer.name)}"
     message["Date"] = email.utils.format_datetime(now or datetime.now(UTC))
     message["Message-ID"] = message_id(order.effect.key, sender_domain(mail_from))
     # Lets the supplier's side (or a person reading headers) spot a resend of the same order.
     message["Idempotency-Key"] = order.effect.key
-    message.set_content(render_body(order, buyer_name), charset="utf-8")
+    message.set_content(render_body(order), charset="utf-8")
+    if order.document is not None:
+        message.add_attachment(
+            order.document.pdf,
+            maintype="application",
+            subtype="pdf",
+            filename=f"{draft.po_number}.pdf",
+        )
     message.add_attachment(
         render_csv(draft), subtype="csv", charset="utf-8", filename=f"{draft.po_number}.csv"
     )
     return message
 
 
-def render_body(order: SendOrder, buyer_name: str) -> str:
-    """The plain-text body: who, which order and version, every line, and the total."""
-    draft = order.draft
+def buyer_of(order: SendOrder) -> Buyer:
+    """Who the order's e-mail is from: the buyer of the company version its draft cites."""
+    return order.company.buyer if order.company is not None else UNNAMED_BUYER
+
+
+def render_body(order: SendOrder) -> str:
+    """The plain-text body, what the PDF says in brief: who buys, which order and version,
+    where and when to deliver, on what terms, every line, and the totals."""
+    draft, buyer = order.draft, buyer_of(order)
+    branch_id = draft.branch_id or (order.company.default_branch if order.company else "")
+    branch = order.company.branch(branch_id) if order.company and branch_id else None
     lines = [
-        f"Purchase order {draft.po_number} from {neutralise(buyer_name)}",
+        f"Purchase order {draft.po_number} from {neutralise(buyer.name)}",
+        *([f"{neutralise(buyer.address)}"] if buyer.address else []),
+        *([f"NTN {buyer.ntn}"] if buyer.ntn else []),
+        *([f"STRN {buyer.strn}"] if buyer.strn else []),
         "",
         f"Supplier: {neutralise(draft.supplier_name)}",
         f"PO number: {draft.po_number}",
         f"Draft version: {order.effect.draft_version}",
         f"Terms version: {neutralise(draft.terms_version)}",
+        *(
+            [f"Deliver to: {neutralise(branch.name)}, {neutralise(branch.address)}"]
+            if branch
+            else []
+        ),
+        *([f"Delivery by: {day_text(draft.delivery_date)}"] if draft.delivery_date else []),
+        *([f"Payment terms: {neutralise(draft.payment_terms)}"] if draft.payment_terms else []),
         "",
         "Please supply:",
         "",
     ]
     for number, line in enumerate(draft.lines, start=1):
         lines.extend(_body_line(number, line))
+    if draft.gst_paisa:
+        lines += [
+            f"Subtotal: {format_pkr(draft.subtotal_paisa)}",
+            *(
+                f"GST {tax.percent}% on {format_pkr(tax.base_paisa)}: {format_pkr(tax.tax_paisa)}"
+                for tax in taxes(draft.lines)
+            ),
+            f"Total (incl. GST): {format_pkr(draft.total_paisa)}",
+        ]
+    else:
+        lines.append(f"Total: {format_pkr(draft.total_paisa)}")
+    attached = f"{draft.po_number}.pdf and " if order.document is not None else ""
     lines += [
-        f"Total: {format_pkr(draft.total_paisa)}",
         "",
-        f"The same lines are attached as {draft.po_number}.csv.",
+        f"The purchase order is attached as {attached}{draft.po_number}.csv.",
         "Please quote the PO number on your delivery note and invoice.",
     ]
     return "\n".join(lines) + "\n"
@@ -93,6 +131,7 @@ def _body_line(number: int, line: DraftLine) -> list[str]:
         f"{number}. SKU {line.sku}: {neutralise(line.description)}",
         f"   Quantity {line.quantity} at {format_pkr(line.unit_price_paisa)} each"
         f" = {format_pkr(line.total_paisa)}",
+        *([f"   Needed by: {day_text(line.needed_by)}"] if line.needed_by else []),
         *([f"   Note: {neutralise(line.note)}"] if line.note else []),
         "",
     ]
@@ -117,3 +156,48 @@ def render_csv(draft: Draft) -> str:
             )
         )
     return out.getvalue()
+
+
+def render_cancellation_email(
+    order: SendOrder, *, mail_from: str, now: datetime | None = None
+) -> EmailMessage:
+    """The e-mail that calls off a PO the supplier was sent (a cancel-po row): plain text, from
+    the same buyer to the same address, its Message-ID derived from the cancel key, and in
+    reply to the PO's own e-mail (its Message-ID, from the send-po key of the same version), so
+    that the supplier's mail program shows it in the PO's thread."""
+    draft, domain = order.draft, sender_domain(mail_from)
+    effect = order.effect
+    placed_key = send_po_key(draft.po_number, effect.draft_version, effect.draft_hash)
+    placed = message_id(placed_key, domain)
+    message = EmailMessage(policy=POLICY)
+    message["From"] = mail_from
+    message["To"] = draft.recipient_email
+    buyer = flatten(buyer_of(order).name)
+    message["Subject"] = f"Cancellation of purchase order {draft.po_number} from {buyer}"
+    message["Date"] = email.utils.format_datetime(now or datetime.now(UTC))
+    message["Message-ID"] = message_id(effect.key, domain)
+    message["Idempotency-Key"] = effect.key
+    message["In-Reply-To"] = placed
+    message["References"] = placed
+    message.set_content(render_cancellation_body(order), charset="utf-8")
+    return message
+
+
+def render_cancellation_body(order: SendOrder) -> str:
+    """The cancellation's text: which order and version, when it was sent (if known), the
+    admin's reason (neutralised: a person typed it), and not to supply or invoice it."""
+    draft, called, buyer = order.draft, order.cancellation, buyer_of(order)
+    reason = neutralise(called.reason) if called is not None else ""
+    sent_at = called.sent_at.astimezone(UTC) if called and called.sent_at else None
+    lines = [
+        f"Cancellation of purchase order {draft.po_number} from {neutralise(buyer.name)}",
+        "",
+        f"Supplier: {neutralise(draft.supplier_name)}",
+        f"PO number: {draft.po_number}",
+        f"Draft version: {order.effect.draft_version}",
+        *([f"Sent: {day_text(sent_at.date())}, {sent_at:%H:%M} UTC"] if sent_at else []),
+        *([f"Reason: {reason}"] if reason else []),
+        "",
+        f"We cancel purchase order {draft.po_number}. Please do not supply or invoice it.",
+    ]
+    return "\n".join(lines) + "\n"

@@ -7,11 +7,13 @@ import logging
 import os
 import signal
 from asyncio import Semaphore
-from datetime import timedelta
+from collections.abc import Callable
+from datetime import datetime, timedelta, tzinfo
 from enum import StrEnum
 from typing import Any
 
 from bot.clock import Runtime
+from bot.documents.pdf import render_po_pdf
 from core.approval.policies import Rules
 from core.errors import AmbiguousSendError, LeaseLost, SendError
 from core.jobs import closing
@@ -21,6 +23,7 @@ from core.outbox.dispatch import Attempted
 from core.people import delegating
 from core.ports import Sender, SendSession, ShellStore
 from core.purchasing import new_terms
+from core.purchasing.po_document import document_of
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +54,24 @@ class FaultPoint(StrEnum):
     AFTER_MARKER = "after_marker"  # the first markers committed, the sender not called
     AFTER_ACCEPT = "after_accept"  # the server took the first mail, nothing of it recorded
     AFTER_RECORD = "after_record"  # the first result recorded, other sends still in flight
+
+
+async def make_documents(
+    store: ShellStore, effects: list[Effect], zone: tzinfo, now: Callable[[], datetime]
+) -> None:
+    """Make the PO documents these rows' e-mails carry and have none yet: once per row,
+    before its first attempt, rendered off the event loop, dated and signed in `zone`; every
+    attempt after sends the bytes kept then (core.outbox.dispatch.keep_document)."""
+    for effect in await dispatch.documents_owed(store, effects):
+        at = now()
+        async with store.reading() as tx:
+            job = await tx.job(effect.job_id)
+            document = await document_of(
+                tx, job, effect.draft_version, approved=True, zone=zone, now=at
+            )
+        pdf = await asyncio.to_thread(render_po_pdf, document)
+        kept = await dispatch.keep_document(store, effect.key, pdf, at)
+        log.info("%s: PO document made, %d bytes, sha256 %s", effect.key, len(pdf), kept.sha256)
 
 
 class OutboxRunner:
@@ -146,6 +167,7 @@ class OutboxRunner:
                 while taken < len(claimed) and not free.locked():
                     await free.acquire()  # free as well: no wait
                     taken += 1
+                await self._make_documents(claimed[:taken])
                 keys = [effect.key for effect in claimed[:taken]]
                 claimed = claimed[taken:]
                 now = self.runtime.now()
@@ -165,6 +187,10 @@ class OutboxRunner:
             now = self.runtime.now()
             claimed = await dispatch.claim(self.store, now, self.owner, self.lease, self.batch)
             total, claims = total + len(claimed), claims + 1
+
+    async def _make_documents(self, effects: list[Effect]) -> None:
+        """The PO documents of these rows' e-mails, made if not yet (make_documents)."""
+        await make_documents(self.store, effects, self.rules.approval.zone, self.runtime.now)
 
     async def _work(
         self,

@@ -36,7 +36,7 @@ import aiosmtplib
 from aiosmtplib import errors as smtp_errors
 from prometheus_client import Histogram
 
-from bot.outbox.emails import render_po_email, sender_domain
+from bot.outbox.emails import render_cancellation_email, render_po_email, sender_domain
 from core.errors import (
     AmbiguousSendError,
     ConfigError,
@@ -44,6 +44,7 @@ from core.errors import (
     SendError,
     TransientSendError,
 )
+from core.jobs.effects import EffectKind
 from core.jobs.jobs import SendOrder
 
 log = logging.getLogger(__name__)
@@ -182,10 +183,9 @@ class SmtpSender:
         server: SmtpServer,
         *,
         mail_from: str,
-        buyer_name: str = "Manzoori",
         timer: Histogram | None = None,
     ) -> None:
-        self.server, self.mail_from, self.buyer_name = server, mail_from, buyer_name
+        self.server, self.mail_from = server, mail_from
         self.timer = timer  # each send's duration, successful or not (bot/web/metrics.py)
         self.envelope_from = email.utils.parseaddr(mail_from)[1]
         sender_domain(mail_from)  # fail at start-up, not at the first send
@@ -246,7 +246,9 @@ class SmtpSession:
         if not recipient.isascii():
             raise PermanentSendError("recipient address is not ASCII and SMTPUTF8 is not used")
         sender = self.sender
-        message = render_po_email(order, mail_from=sender.mail_from, buyer_name=sender.buyer_name)
+        calls_off = order.effect.kind == EffectKind.CANCEL_PO
+        render = render_cancellation_email if calls_off else render_po_email
+        message = render(order, mail_from=sender.mail_from)
         payload = message.as_bytes()  # POLICY: CRLF line ends, 7-bit parts
         self._phase = Phase.SESSION
         try:

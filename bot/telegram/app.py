@@ -37,6 +37,7 @@ from bot.clock import utcnow
 from bot.config import Settings
 from bot.files.parsing import SheetParser
 from bot.telegram.admin_files import COMPANY_FILE, POLICY_FILE
+from bot.telegram.calling_off import cancel_command, on_call_off_tap
 from bot.telegram.company import company_command, company_file
 from bot.telegram.context import (
     Deps,
@@ -62,6 +63,7 @@ from bot.telegram.pending import on_resend_tap, on_text, pending_command
 from bot.telegram.people import (
     away,
     back,
+    branch,
     group,
     groups,
     help_command,
@@ -280,12 +282,14 @@ def build_application(
         ("revoke", revoke),
         ("groups", groups),
         ("group", group),
+        ("branch", branch),
         ("away", away),
         ("back", back),
         ("status", status),
         ("history", history),
         ("export", export),
         ("queue", queue_command),
+        ("cancel", cancel_command),
         ("pending", pending_command),
         ("policy", policy_command),
         ("company", company_command),
@@ -294,7 +298,9 @@ def build_application(
         app.add_handler(CommandHandler(name, callback))
     # The review queue's buttons (core.approval.signing: action letter, then "."), before the
     # cards'.
-    app.add_handler(CallbackQueryHandler(on_queue_tap, pattern=r"^[sgc]\."))
+    app.add_handler(CallbackQueryHandler(on_queue_tap, pattern=r"^[sgct]\."))
+    # /cancel's confirm card: Confirm, Keep it.
+    app.add_handler(CallbackQueryHandler(on_call_off_tap, pattern=r"^[xk]\."))
     # 🔁 on /pending's and the ladder's lists: a request's card again.
     app.add_handler(CallbackQueryHandler(on_resend_tap, pattern=r"^p\."))
     app.add_handler(CallbackQueryHandler(on_language, pattern=CHOICE))

@@ -10,12 +10,12 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Iterable, Mapping
-from datetime import tzinfo
+from datetime import date, tzinfo
 
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup, WebAppInfo
 
 from bot.web.urls import page_url
-from bot.words.flags import flag_text
+from bot.words.flags import day_text, flag_text
 from bot.words.i18n import ENGLISH, N_, Translator
 from bot.words.texts import DAY_MONTH, local_time
 from core.approval.budgets import CategoryMonth
@@ -102,7 +102,8 @@ def _card(
         "",
         *_lines(draft, lines, tr),
         "",
-        "<b>" + tr("Total: {amount}", amount=escaped(format_pkr(draft.total_paisa))) + "</b>",
+        *_totals(draft, tr),
+        *_delivery(draft, tr),
     ]
     drifted = _drifts(facts, tz, flags, tr)
     parts += ["", *drifted] if drifted else []
@@ -143,6 +144,51 @@ def _card(
         )
     parts.append(tr("On approval: e-mails this PO to {email}", email=email))
     return "\n".join(parts)
+
+
+def _totals(draft: Draft, tr: Translator) -> list[str]:
+    """The total in bold; with sales tax, the subtotal and the tax above it."""
+    if not draft.gst_paisa:
+        return [
+            "<b>" + tr("Total: {amount}", amount=escaped(format_pkr(draft.total_paisa))) + "</b>"
+        ]
+    subtotal = escaped(format_pkr(draft.subtotal_paisa))
+    tax = escaped(format_pkr(draft.gst_paisa))
+    total = escaped(format_pkr(draft.total_paisa))
+    return [
+        tr("Subtotal: {amount} · GST: {tax}", amount=subtotal, tax=tax),
+        "<b>" + tr("Total with GST: {amount}", amount=total) + "</b>",
+    ]
+
+
+def _delivery(draft: Draft, tr: Translator) -> list[str]:
+    """Where, by when and on what terms the PO is delivered, when the draft says so."""
+    said = delivery_line(
+        draft.branch_id, draft.delivery_date, draft.payment_terms, tr=tr, html=True
+    )
+    return [said] if said else []
+
+
+def delivery_line(
+    branch_id: str,
+    delivery: date | None,
+    payment_terms: str,
+    *,
+    tr: Translator = ENGLISH,
+    html: bool = False,
+) -> str:
+    """ "📦 Deliver to liberty · 🗓 Delivery by 12 Dec 2026 · 💳 Payment: 30 days credit", as
+    much of it as a draft says ("" for none); `html`: escaped for a card."""
+    show = escaped if html else flatten
+    said = []
+    if branch_id:
+        branch = f"<code>{escaped(branch_id)}</code>" if html else flatten(branch_id)
+        said.append(tr("📦 Deliver to {branch}", branch=branch))
+    if delivery is not None:
+        said.append(tr("🗓 Delivery by {date}", date=show(day_text(delivery))))
+    if payment_terms:
+        said.append(tr("💳 Payment: {terms}", terms=show(payment_terms)))
+    return " · ".join(said)
 
 
 def _drifts(facts: CardFacts, tz: tzinfo, limit: int, tr: Translator) -> list[str]:

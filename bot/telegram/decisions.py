@@ -18,12 +18,13 @@ from telegram import CallbackQuery, ForceReply, Message, Update, User
 from telegram.ext import ContextTypes, filters
 
 from bot.clock import utcnow
+from bot.documents.copies import PREVIEW_LINES, approver_copy
 from bot.outbox.emails import render_csv
 from bot.telegram.context import Deps, answer_tap, deps_of, held_roles, record_claim, turn_away
 from bot.telegram.fairness import FairProcessor
 from bot.telegram.notices import NoticeRunner
 from bot.words.i18n import ENGLISH, N_, Language, Translator, language_of, translator
-from bot.words.texts import TIME_OF_DAY, local_time
+from bot.words.texts import NO_PDF_PREVIEW, TIME_OF_DAY, local_time
 from core.approval import decisions
 from core.approval.decisions import Review
 from core.approval.policies import Outcome, Verdict
@@ -85,7 +86,8 @@ _MAX_REASON = 500
 REASON_MISSING = N_("A reason is needed: reply to my question above, in words.")
 # Seconds the deliveries a tap starts wait for a pause in the taps (FairProcessor.between_taps).
 DELIVERY_PATIENCE = 5.0
-DETAILS_SENDING = N_("Sending the whole PO as a CSV file…")
+DETAILS_SENDING = N_("Sending the whole PO: its PDF and a CSV file…")
+
 # A Details tap while the same approver's export of that PO version is still going out.
 DETAILS_IN_FLIGHT = N_("Already sending that file…")
 
@@ -425,25 +427,37 @@ class DetailsFile:
 
 
 async def _details(context: ContextTypes.DEFAULT_TYPE, tap: Tap) -> None:
-    """The whole PO as a CSV file; one export per approver, PO and version at a time, and the
-    file Telegram already holds is sent again by its id."""
+    """The whole PO as the supplier will get it, a PDF (marked DRAFT until approved), and its
+    lines as a CSV file; one export per approver, PO and version at a time, and the CSV
+    Telegram already holds is sent again by its id."""
     guards, user_id, version = tap.deps.guards, tap.user.id, tap.button.draft_version
     with guards.details.hold((user_id, tap.job.id, version)) as mine:
         if not mine:
             await answer_tap(tap.query, tap.tr(DETAILS_IN_FLIGHT))
             return
         await answer_tap(tap.query, tap.tr(DETAILS_SENDING))
+        deps = tap.deps
+        async with deps.store.reading() as tx:
+            draft = await tx.draft(tap.job.id, version)
+        po = f"{tap.job.po_number} v{version}"
+        if len(draft.lines) <= PREVIEW_LINES:
+            pdf = await approver_copy(
+                deps.store, tap.job, version, deps.settings.tz, utcnow(), deps.offload
+            )
+            name = f"{tap.job.po_number}-v{version}.pdf"
+            await context.bot.send_document(user_id, pdf, filename=name)
+        else:
+            said = tap.tr(NO_PDF_PREVIEW, count=f"{len(draft.lines):,}")
+            await context.bot.send_message(user_id, f"{po}: {said}")
         known = guards.details_files.get((tap.job.id, version))
         if isinstance(known, DetailsFile):
             caption = _details_caption(tap, known.lines)
             await context.bot.send_document(user_id, known.file_id, caption=caption)
             return
-        async with tap.deps.store.reading() as tx:
-            draft = await tx.draft(tap.job.id, version)
         caption = _details_caption(tap, len(draft.lines))
         sent = await context.bot.send_document(
             user_id,
-            (await tap.deps.offload(partial(render_csv, draft))).encode(),  # off the loop
+            (await deps.offload(partial(render_csv, draft))).encode(),  # off the loop
             filename=f"{tap.job.po_number}-v{version}.csv",
             caption=caption,
         )

@@ -28,6 +28,7 @@ from bot.telegram.errors import classify
 from bot.telegram.ladder import nudge_html, nudge_markup
 from bot.telegram.texts import (
     admin_alert,
+    call_off_notice,
     edit_notice,
     policy_alert,
     requester_notice,
@@ -35,7 +36,15 @@ from bot.telegram.texts import (
 )
 from bot.words.i18n import Translator, language_of, translator
 from core.errors import LeaseLost
-from core.jobs.notices import EDITED, EVERYONE, Notice, NoticeKind, NoticeStatus
+from core.jobs.notices import (
+    CALL_OFF_DONE,
+    CALLED_OFF,
+    EDITED,
+    EVERYONE,
+    Notice,
+    NoticeKind,
+    NoticeStatus,
+)
 from core.messaging import cards, delivery, nudges
 from core.messaging.delivery import Failure, News, Undelivered
 from core.ports import ShellStore
@@ -230,6 +239,9 @@ def _news_text(notice: Notice, news: News, tr: Translator) -> str:
     """A requester's or an admin's news, in words, in their language."""
     if news.job is None:  # about a policy, not a PO
         return policy_alert(news.policy_version, news.unstaffed, tr=tr)
+    if notice.kind is NoticeKind.STATUS and news.event in (CALLED_OFF, CALL_OFF_DONE):
+        by, po = news.called_off_by, news.job.po_number
+        return call_off_notice(po, news.event, news.reason, by, tr=tr)
     if notice.kind is NoticeKind.STATUS and news.event == EDITED:
         po, changes = news.job.po_number, news.changes
         return edit_notice(po, news.editor, changes, news.total_paisa, tr=tr)

@@ -62,6 +62,9 @@ _STATE_NAMES = {
     State.FAILED_RETRYABLE: N_("failed retryable"),
     State.FAILED_FINAL: N_("failed final"),
     State.UNKNOWN_OUTCOME: N_("unknown outcome"),
+    State.CANCELLING: N_("being cancelled"),
+    State.CANCEL_UNKNOWN: N_("being cancelled"),
+    State.CANCEL_FAILED: N_("being cancelled"),
 }
 
 

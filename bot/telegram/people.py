@@ -1,7 +1,7 @@
 """People and roles in Telegram: /start with an invitation, /help, an approver's /away and
-/back, and the admins' /invite, /users, /promote, /revoke, /groups and /group. Each command
-calls one use case of core.people.people, which checks the admin inside the transaction that
-writes."""
+/back, and the admins' /invite, /users, /promote, /revoke, /groups, /group and /branch. Each
+command calls one use case of core.people.people, which checks the admin inside the transaction
+that writes."""
 
 from __future__ import annotations
 
@@ -28,7 +28,14 @@ from bot.words.texts import local_time
 from core.approval.delegations import Delegation, parse_until
 from core.approval.policies import Policy, Role
 from core.approval.standing import policy_now
-from core.errors import DelegationRefused, GroupRefused, InviteRefused, NotAnAdmin, RefusedError
+from core.errors import (
+    BranchRefused,
+    DelegationRefused,
+    GroupRefused,
+    InviteRefused,
+    NotAnAdmin,
+    RefusedError,
+)
 from core.jobs.jobs import Stamp
 from core.people import delegating, people
 from core.people.people import Invitation
@@ -93,9 +100,9 @@ async def help_command(update: Update, context: ContextTypes.DEFAULT_TYPE) -> No
     await reply(update, texts.help_text(roles, tr=await speaking(deps, user.id)))
 
 
-# /invite, /promote, /revoke, /group, /away and /back each do one use case of core.people,
-# and take the same course (_command): the sender's language; the arguments read, or the
-# usage; the use case done by the sender, now; a refusal said; else the command's answer.
+# /invite, /promote, /revoke, /group, /branch, /away and /back each do one use case of
+# core.people, and take the same course (_command): the sender's language; the arguments read,
+# or the usage; the use case done by the sender, now; a refusal said; else the command's answer.
 
 
 class _By(NamedTuple):
@@ -188,6 +195,12 @@ _GROUP = _Says(
     N_("Only admins can set groups."),
     command="/group TELEGRAM_ID GROUP…",
     refused=(GroupRefused, N_("Not changed: {why}.")),
+)
+_BRANCH = _Says(
+    N_("Usage: {command}  (/company lists the branches)"),
+    N_("Only admins can set branches."),
+    command="/branch TELEGRAM_ID BRANCH",
+    refused=(BranchRefused, N_("Not changed: {why}.")),
 )
 
 _Handler = Callable[[Update, ContextTypes.DEFAULT_TYPE], Coroutine[Any, Any, None]]
@@ -361,6 +374,32 @@ async def group(
     await reply(update, texts.group_change(target, change, tr=tr))
 
 
+class _Branch(NamedTuple):
+    """/branch's arguments."""
+
+    user_id: int
+    branch: str
+
+
+def _branch_args(args: Sequence[str], sender: int) -> _Branch | None:
+    """/branch's arguments: the user id and one branch id, in lower case."""
+    target = _user_id(args, sender)
+    return _Branch(target, args[1].lower()) if target is not None and len(args) == 2 else None
+
+
+@_command(
+    _BRANCH,
+    _branch_args,
+    lambda by, args: people.set_branch(by.store, args.user_id, args.branch, by.stamp, by.acting),
+)
+async def branch(
+    update: Update, context: ContextTypes.DEFAULT_TYPE, done: _Done[_Branch, people.BranchChange]
+) -> None:
+    """/branch ID BRANCH: set the branch a requester orders for, for admins only."""
+    (_, _, tr, _), (target, _), change = done
+    await reply(update, texts.branch_change(target, change, tr=tr))
+
+
 class Away(NamedTuple):
     """/away's arguments."""
 
@@ -444,12 +483,15 @@ async def users(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         groups: dict[int, list[str]] = {}
         for user_id, group_name in await tx.memberships():
             groups.setdefault(user_id, []).append(group_name)
+        company = await tx.current_company()
+        default = None if company is None else company.default_branch
+        branches = texts.Branches(await tx.branches(), default)
         delegations = await tx.delegations_since(now)
     tz = deps.settings.tz
     away = {
         d.delegator: (d.delegate, local_time(d.ends_at, tz)) for d in delegations if d.active(now)
     }
-    await reply(update, texts.people_list(rows, groups, away, tr=tr))
+    await reply(update, texts.people_list(rows, groups, away, branches=branches, tr=tr))
 
 
 async def groups(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:

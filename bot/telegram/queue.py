@@ -1,8 +1,8 @@
 """The manual-review queue in Telegram, for admins: /queue lists each PO whose send failed for
-good or whose outcome is unknown, with what happened and signed buttons for the choices
-(core.outbox.review). A tap is checked like a card's: the signed data first, then the admin and the
-PO's state inside the one transaction that acts; it is answered at once, then the message is
-edited to the outcome.
+good or whose outcome is unknown (its own e-mail, or the cancellation of a sent PO), with what
+happened and signed buttons for the choices (core.outbox.review). A tap is checked like a
+card's: the signed data first, then the admin and the PO's state inside the one transaction
+that acts; it is answered at once, then the message is edited to the outcome.
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ from bot.words.texts import local_time
 from core.approval.signing import ButtonAction
 from core.drafting.money import format_pkr
 from core.errors import AlreadyResolved, IllegalTransition, NotAnAdmin
-from core.jobs.effects import message_id
+from core.jobs.effects import EffectKind, message_id
 from core.jobs.jobs import Effect, Job
-from core.jobs.states import NEEDS_REVIEW, State
+from core.jobs.states import CALLING_OFF, NEEDS_REVIEW, State
 from core.messaging.delivery import Failure
 from core.outbox import review
 from core.outbox.review import Choice, Resolution
@@ -49,6 +49,7 @@ BUTTONS = {
     Choice.MARK_SENT: (N_("✅ Mark sent"), ButtonAction.MARK_SENT),
     Choice.SEND_AGAIN: (N_("🔁 Send again"), ButtonAction.SEND_AGAIN),
     Choice.CANCEL: (N_("🚫 Cancel"), ButtonAction.CANCEL),
+    Choice.SETTLED: (N_("☎️ Settled"), ButtonAction.SETTLED),
 }
 _CHOICE_OF = {action: choice for choice, (_text, action) in BUTTONS.items()}
 # What the state means for the admin, and what to check before choosing.
@@ -60,6 +61,15 @@ _ADVICE = {
     State.FAILED_FINAL: N_(
         "The e-mail was not delivered. Send again puts the same PO up for a "
         "fresh approval as a new version."
+    ),
+    State.CANCEL_UNKNOWN: N_(
+        "The PO was cancelled after it was sent, and the supplier may or may not have the "
+        "cancellation e-mail: ask them, or search the mail relay's log, for the Message-ID "
+        "below."
+    ),
+    State.CANCEL_FAILED: N_(
+        "The PO was cancelled after it was sent, but the cancellation e-mail was not "
+        "delivered: phone the supplier to call the PO off, then tap Settled."
     ),
 }
 
@@ -85,6 +95,8 @@ async def _item(tx: ShellReadTx, job: Job) -> QueueItem:
     draft = await tx.draft(job.id, job.draft_version) if job.draft_version else None
     known = await tx.telegram_user(job.requester_id)
     sends = [e for e in await tx.effects_for(job.id) if e.draft_version == job.draft_version]
+    if job.state in CALLING_OFF:  # the cancellation's e-mail is the one to check
+        sends = [e for e in sends if e.kind == EffectKind.CANCEL_PO]
     entered = [a for a in await tx.audit(job.id) if a.to_state is job.state]
     detail = entered[-1].detail if entered else {}
     why = detail.get("error") or detail.get("reason") or detail.get("note")
@@ -173,7 +185,8 @@ async def queue_command(update: Update, context: ContextTypes.DEFAULT_TYPE) -> N
 
 
 async def on_queue_tap(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-    """A queue button: Mark sent, Send again or Cancel; the data is checked before anything."""
+    """A queue button: Mark sent, Send again, Cancel or Settled; the data is checked before
+    anything."""
     tap = await checked_tap(update, context)
     if tap is None:
         return
@@ -225,7 +238,7 @@ def _told(done: Resolution, tr: Translator) -> tuple[str, str]:
     match done.choice:
         case Choice.MARK_SENT:
             return tr("Marked sent."), tr("✅ <b>Marked sent</b>")
-        case Choice.SEND_AGAIN if done.was is State.UNKNOWN_OUTCOME:
+        case Choice.SEND_AGAIN if done.was in (State.UNKNOWN_OUTCOME, State.CANCEL_UNKNOWN):
             return (
                 tr("Sending again with the same key."),
                 tr("🔁 <b>Sending again</b> with the same key"),
@@ -237,6 +250,8 @@ def _told(done: Resolution, tr: Translator) -> tuple[str, str]:
             )
         case Choice.CANCEL:
             return tr("Cancelled."), tr("🚫 <b>Cancelled</b>")
+        case Choice.SETTLED:
+            return tr("Settled: the PO is cancelled."), tr("☎️ <b>Settled</b>")
     raise AssertionError(done.choice)
 
 

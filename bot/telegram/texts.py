@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import tzinfo
+from typing import NamedTuple
 
 from bot.words.i18n import ENGLISH, N_, Translator
 from bot.words.texts import local_time
@@ -16,9 +17,9 @@ from core.approval.shortfalls import Shortfall
 from core.drafting.drafts import LineDiff
 from core.drafting.money import format_pkr
 from core.jobs.jobs import Job
-from core.jobs.notices import NOBODY_TO_ASK, UNREACHABLE
+from core.jobs.notices import CALLED_OFF, NOBODY_TO_ASK, UNREACHABLE
 from core.jobs.states import State
-from core.people.people import GroupChange, Invitation
+from core.people.people import BranchChange, GroupChange, Invitation
 from core.people.users import TelegramUser
 from core.texts import flatten
 
@@ -26,7 +27,8 @@ _ROLE_HELP = {
     Role.REQUESTER: [
         N_(
             "Send a restock sheet (CSV or Excel .xlsx, columns sku, quantity and optionally "
-            "supplier_id, notes) and I draft one purchase order per supplier."
+            "supplier_id, notes, ship_to, needed_by) and I draft one purchase order per "
+            "supplier and branch."
         ),
         N_("/status: your recent purchase orders."),
     ],
@@ -53,7 +55,12 @@ _ROLE_HELP = {
             "/groups: the approval policy's groups and who is in them.  "
             "/group ID GROUP…: set an approver's groups."
         ),
+        N_("/branch ID BRANCH: the branch a requester orders for (/company lists them)."),
         N_("/queue: purchase orders that need a person.  /history PO-…: a PO's audit trail."),
+        N_(
+            "/cancel PO-… REASON: cancel a purchase order, after you confirm; once it was sent, "
+            "the supplier is e-mailed the cancellation with your reason."
+        ),
         N_("/pending all: every request waiting for a decision, and whom it waits for."),
         N_("/away ID UNTIL DELEGATE_ID, /back ID: set or end someone's delegation."),
         N_("/export PO-…: a PO's audit trail as a CSV file."),
@@ -164,15 +171,25 @@ def invite_link(
     return f"{lead}\n{link}"
 
 
+class Branches(NamedTuple):
+    """/users' branches: each requester's that was set, and the company's default branch for
+    the others (None: no company file yet, so no branch to show)."""
+
+    chosen: Mapping[int, str]
+    default: str | None
+
+
 def people_list(
     rows: Iterable[tuple[TelegramUser | None, int, frozenset[Role]]],
     groups: Mapping[int, Iterable[str]] | None = None,
     away: Mapping[int, tuple[int, str]] | None = None,
     *,
+    branches: Branches | None = None,
     tr: Translator = ENGLISH,
 ) -> str:
-    """/users: one line per person: id, name, roles, an approver's groups, who decides for
-    them while they are away (delegate id, until when), and whether the bot can reach them."""
+    """/users: one line per person: id, name, roles, an approver's groups, a requester's
+    branch, who decides for them while they are away (delegate id, until when), and whether
+    the bot can reach them."""
     lines = []
     for known, user_id, roles in rows:
         name = tr.ltr(flatten(known.first_name)) if known else tr("(never wrote to the bot)")
@@ -180,12 +197,24 @@ def people_list(
         if Role.APPROVER in roles and groups is not None:
             held = ", ".join(sorted(groups.get(user_id, ()))) or DEFAULT_GROUP
             line += "  " + tr("groups: {groups}", groups=held)
+        if Role.REQUESTER in roles and branches is not None:
+            line += _branch_of(user_id, branches, tr=tr)
         if away and user_id in away:
             delegate, until = away[user_id]
             line += "  " + tr("away until {until}: {id} decides", until=until, id=delegate)
         reach = "" if known and known.reachable else "  " + tr("⚠️ cannot receive messages yet")
         lines.append(line + reach)
     return "\n".join(lines) if lines else tr("Nobody holds a role yet.")
+
+
+def _branch_of(user_id: int, branches: Branches, *, tr: Translator) -> str:
+    """A requester's branch as /users shows it, after two spaces; the default's, said so."""
+    chosen = branches.chosen.get(user_id)
+    if chosen is not None:
+        return "  " + tr("branch: {branch}", branch=chosen)
+    if branches.default is not None:
+        return "  " + tr("branch: {branch} (the default)", branch=branches.default)
+    return ""
 
 
 # What a requester reads for each state of their PO.
@@ -200,6 +229,9 @@ _STATE_WORDS = {
     State.FAILED_RETRYABLE: N_("e-mail delayed; retrying"),
     State.FAILED_FINAL: N_("needs manual review"),
     State.UNKNOWN_OUTCOME: N_("needs manual review"),
+    State.CANCELLING: N_("cancelled; the supplier is being told"),
+    State.CANCEL_UNKNOWN: N_("cancelled; an admin is checking the supplier was told"),
+    State.CANCEL_FAILED: N_("cancelled; an admin is telling the supplier"),
 }
 
 
@@ -250,6 +282,22 @@ def requester_notice(
                 po=po_number,
                 state=state_words(state, tr=tr),
             )
+
+
+def call_off_notice(
+    po_number: str, event: str, reason: str | None, by: str, *, tr: Translator = ENGLISH
+) -> str:
+    """What a sent PO's requester and approvers are told when an admin (`by`) called it off
+    for `reason` (`event` CALLED_OFF), and when the supplier has the cancellation."""
+    if event == CALLED_OFF:
+        return tr(
+            "🚫 {po} was cancelled by {name} after it had been sent: {reason}. The supplier is "
+            "being e-mailed the cancellation.",
+            po=po_number,
+            name=flatten(by) or tr("an admin"),
+            reason=flatten(reason or "").rstrip(".") or tr("no reason given"),
+        )
+    return tr("🚫 {po} is cancelled: the supplier has the cancellation.", po=po_number)
 
 
 def edit_notice(
@@ -383,6 +431,13 @@ def admin_alert(
     why = {
         State.UNKNOWN_OUTCOME: N_("the e-mail may or may not have reached the supplier"),
         State.FAILED_FINAL: N_("it could not be sent"),
+        State.CANCEL_UNKNOWN: N_(
+            "its cancellation e-mail may or may not have reached the supplier"
+        ),
+        State.CANCEL_FAILED: N_(
+            "its cancellation e-mail could not be sent: tell the supplier another way, by "
+            "phone, then mark it settled"
+        ),
     }.get(State(event))
     return tr(
         "⚠️ {po} needs you: {why}. /queue shows it with what you can do.",
@@ -423,6 +478,16 @@ def group_change(user_id: int, change: GroupChange, *, tr: Translator = ENGLISH)
     ]
     text = tr("User {id} is in: {groups}.", id=user_id, groups=now)
     return text + (f" ({'; '.join(moved)})" if moved else "")
+
+
+def branch_change(user_id: int, change: BranchChange, *, tr: Translator = ENGLISH) -> str:
+    """The reply to /branch ID BRANCH."""
+    return tr(
+        "User {id} now orders for {name} ({branch}).",
+        id=user_id,
+        name=flatten(change.name),
+        branch=change.branch,
+    )
 
 
 def away_set(

@@ -6,6 +6,8 @@ it makes, each authenticated by Telegram's initData (bot/web/initdata.py).
                                   they are cached for a year and a new release is a new URL
     GET  /api/po/{po}             the PO as the viewer sees it, in their language (views.py)
     POST /api/po/{po}/decision    approve, approve with changes, or reject (decisions.py)
+    POST /api/po/{po}/pdf         the bot sends the PO's PDF to the viewer's chat, as Details
+                                  does: what the supplier gets (marked DRAFT until approved)
 
 Every API call carries `Authorization: tma <initData>`: there are no cookies, and no GET
 changes anything. The user initData names is the only identity, with the roles the store and
@@ -110,6 +112,7 @@ class MiniApp:
             Route("/app/static/{version}/{name}", self.asset, methods=["GET"]),
             Route("/api/po/{po}", self.authenticated(self.view), methods=["GET"]),
             Route("/api/po/{po}/decision", self.authenticated(self.decide), methods=["POST"]),
+            Route("/api/po/{po}/pdf", self.authenticated(self.pdf), methods=["POST"]),
         ]
 
     async def page(self, request: Request) -> Response:
@@ -182,6 +185,21 @@ class MiniApp:
         if answer.job_id is not None:
             self._deliver(answer.job_id)
         return self.json(answer.body, answer.status)
+
+    async def pdf(self, request: Request, viewer: Viewer) -> Response:
+        """The PO's PDF, sent by the bot to the viewer's chat: a phone's in-app browser cannot
+        open a download that needs the page's credentials, a chat can keep and forward it."""
+        app, tr = self.telegram, viewer.tr
+        status, body, made = await views.pdf_copy(
+            self.store, self.settings, request.path_params["po"], viewer.user.id, viewer.roles, tr
+        )
+        if made is None:
+            return self.json(body, status)
+        if app is None or not app.running:
+            return self.json({"error": tr(words.NO_BOT)}, 503)
+        name, pdf = made
+        await app.bot.send_document(viewer.user.id, pdf, filename=name)
+        return self.json(body, status)
 
     def _deliver(self, job_id: str) -> None:
         """Deliver the job's owed notices now, beside the answer (a tap's deliver_now); the

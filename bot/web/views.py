@@ -6,23 +6,26 @@ on a card (bot.words.i18n); the page puts them in <bdi> where it shows them bare
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from datetime import datetime, tzinfo
 from decimal import Decimal
 from typing import Any
 
 from bot.clock import utcnow
 from bot.config import Settings
-from bot.telegram.cards import budget_line
+from bot.documents.copies import PREVIEW_LINES, approver_copy
+from bot.telegram.cards import budget_line, delivery_line
 from bot.web.decisions import refusal
-from bot.web.words import LABELS, NOT_FOUND
+from bot.web.words import LABELS, NOT_FOUND, PDF_SENT
 from bot.words.flags import flag_text
 from bot.words.i18n import Translator
-from bot.words.texts import DATE_AND_TIME, DAY_MONTH, local_time
+from bot.words.texts import DATE_AND_TIME, DAY_MONTH, NO_PDF_PREVIEW, local_time
 from core.approval.policies import Role, Verdict
 from core.drafting.money import format_pkr
 from core.errors import DraftPurged, ReadRefused, UnknownJob
 from core.ports import Store
-from core.purchasing.po_view import ChainStage, PoLine, PoView, po_view
+from core.purchasing.po_view import ChainStage, PoLine, PoView, may_read, po_view
 from core.texts import flatten
 
 
@@ -65,7 +68,11 @@ def render(view: PoView, settings: Settings, tr: Translator, why: str | None) ->
         "version_text": tr(
             "Draft v{version} · {hash}", version=view.draft_version, hash=view.short_hash
         ),
-        "total_text": tr("Total: {amount}", amount=format_pkr(view.total_paisa)),
+        "total_text": _total(view, tr),
+        "delivery_text": delivery_line(
+            view.branch_id, view.delivery_date, view.payment_terms, tr=tr
+        )
+        or None,
         "deadline": view.deadline.isoformat() if view.deadline else None,
         "lines_heading": tr.plural("{count} line", "{count} lines", len(view.lines)),
         "lines": [_line(line, tz, tr) for line in view.lines],
@@ -105,7 +112,19 @@ def _line(line: PoLine, tz: tzinfo, tr: Translator) -> dict[str, Any]:
         "drift": drift,
         "note": flatten(line.note)[:200] or None,  # the requester's, as typed: text only
         "category": flatten(line.category) or None,
+        "gst_basis_points": line.gst_basis_points,
     }
+
+
+def _total(view: PoView, tr: Translator) -> str:
+    """The total; with sales tax, the tax inside it said too."""
+    if not view.gst_paisa:
+        return tr("Total: {amount}", amount=format_pkr(view.total_paisa))
+    return tr(
+        "Total with GST: {amount} (GST {tax})",
+        amount=format_pkr(view.total_paisa),
+        tax=format_pkr(view.gst_paisa),
+    )
 
 
 def _signed(percent: Decimal) -> str:
@@ -160,3 +179,36 @@ def _stage(
 def _when(moment: datetime, tz: tzinfo) -> str:
     """A decision's time as cards show it."""
     return local_time(moment, tz, DATE_AND_TIME)
+
+
+async def pdf_copy(
+    store: Store,
+    settings: Settings,
+    po: str,
+    user_id: int,
+    roles: frozenset[Role],
+    tr: Translator,
+) -> tuple[int, dict[str, Any], tuple[str, bytes] | None]:
+    """The PDF of the PO's current version for a viewer who may read it: (status, the answer,
+    (file name, bytes)); no PDF for a PO they may not read, or one too long to preview."""
+    now, default = utcnow(), settings.rules().approval.default_policy
+    async with store.reading() as tx:
+        job = await tx.job_by_po(po)
+        readable = job is not None and await may_read(tx, job, user_id, roles, now, default)
+    if job is None or not readable or job.draft_version is None:
+        return 404, {"error": tr(NOT_FOUND, po=flatten(po)[:40])}, None
+    try:
+        async with store.reading() as tx:
+            lines = len((await tx.draft(job.id, job.draft_version)).lines)
+        if lines > PREVIEW_LINES:
+            return 413, {"error": tr(NO_PDF_PREVIEW, count=f"{lines:,}")}, None
+        pdf = await approver_copy(store, job, job.draft_version, settings.tz, now, to_thread)
+    except DraftPurged:
+        return 404, {"error": tr(NOT_FOUND, po=flatten(po)[:40])}, None
+    name = f"{job.po_number}-v{job.draft_version}.pdf"
+    return 200, {"status": tr(PDF_SENT)}, (name, pdf)
+
+
+async def to_thread(work: Callable[[], bytes]) -> bytes:
+    """Rendering off the event loop, in a thread of its own."""
+    return await asyncio.to_thread(work)

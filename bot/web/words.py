@@ -48,4 +48,8 @@ LABELS = {
     "budgets": N_("Budgets"),
     "evidence": N_("Evidence"),
     "chain": N_("Approvals"),
+    "pdf": N_("📄 PDF to my chat"),
 }
+# The answers to the PDF button (bot.web.miniapp.MiniApp.pdf).
+PDF_SENT = N_("The PDF is in your chat with the bot.")
+NO_BOT = N_("The bot is not running here, so it cannot send the PDF; try again shortly.")

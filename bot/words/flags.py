@@ -4,6 +4,8 @@ superseded lists and the CLI (in English)."""
 
 from __future__ import annotations
 
+from datetime import date
+
 from bot.words.i18n import ENGLISH, N_, Translator
 from core.drafting.drafts import Flag
 from core.drafting.flags import FlagCode
@@ -35,6 +37,10 @@ FLAG_TEXTS: dict[FlagCode, str] = {
     FlagCode.SKU_WITHDRAWN: N_(
         "{sku}: no longer offered by this supplier; {quantity} units removed from the PO"
     ),
+    FlagCode.NEEDED_TOO_SOON: N_(
+        "{sku}: needed by {needed}, but the supplier takes {days} days: {earliest} at the earliest"
+    ),
+    FlagCode.TERMS_TAX_CHANGED: N_("{sku}: sales tax now {rate}, was {before}"),
 }
 
 
@@ -90,6 +96,27 @@ def _values(code: FlagCode, flag: Flag, tr: Translator) -> dict[str, object]:
             return {}
         case FlagCode.SKU_WITHDRAWN:
             return {"sku": sku, "quantity": f"{a[0]:,}"}
+        case FlagCode.NEEDED_TOO_SOON:
+            days = {"needed": _day(a[0]), "earliest": _day(a[1]), "days": f"{a[2]:,}"}
+            return {"sku": sku, **days}
+        case FlagCode.TERMS_TAX_CHANGED:
+            return {"sku": sku, "rate": _rate(a[1]), "before": _rate(a[0])}
+
+
+def _day(number: int) -> str:
+    """A flag's YYYYMMDD date as cards write dates: "20 Dec 2026"."""
+    return day_text(date(number // 10_000, number // 100 % 100, number % 100))
+
+
+def day_text(day: date) -> str:
+    """A date as cards, replies and the PO write it: "20 Dec 2026" (English month names in
+    every language, as the other dates)."""
+    return f"{day.day} {day:%b %Y}"
+
+
+def _rate(basis_points: int) -> str:
+    """A tax rate in hundredths of a percent as a percentage: 1750 -> "17.5%"; 0 -> "0%"."""
+    return f"{basis_points / 100:g}%"
 
 
 def _percent(before: int, after: int, tr: Translator) -> str:

@@ -30,7 +30,7 @@ PROBLEM_TEXTS: dict[ProblemCode, str] = {
     ),
     ProblemCode.EMPTY_SHEET: N_(
         "The sheet is empty: the first row must be the header "
-        "sku, quantity (optional: supplier_id, notes)."
+        "sku, quantity (optional: supplier_id, notes, ship_to, needed_by)."
     ),
     ProblemCode.HEADER_FORMULA: N_(
         "cell {cell} holds a formula; type the column name itself instead"
@@ -46,6 +46,13 @@ PROBLEM_TEXTS: dict[ProblemCode, str] = {
     ProblemCode.BELOW_ONE: N_("{value} must be at least 1"),
     ProblemCode.ABOVE_ROW_LIMIT: N_("{value} is more than the {limit} one row can order"),
     ProblemCode.TOO_LONG: N_("is {length} characters long; the limit is {limit}"),
+    ProblemCode.NOT_A_DATE: N_(
+        "{value} is not a date: write it as 2026-12-20 or 20/12/2026 (day first)"
+    ),
+    ProblemCode.UNKNOWN_BRANCH: N_("{value} is not a branch; the branches are {branches}"),
+    ProblemCode.NO_COMPANY: N_(
+        "no branches are known yet: an admin must import the company file first"
+    ),
     ProblemCode.NO_TERMS: N_(
         "No supplier terms have been imported yet, so nothing can be priced: an admin must "
         "run {command} first."
@@ -88,6 +95,10 @@ PROBLEM_TEXTS: dict[ProblemCode, str] = {
     ProblemCode.LIMIT_TOO_HIGH: N_("{value} is more than the limit of {limit}"),
     ProblemCode.MAX_BELOW_MIN: N_("{high} is below min_qty {low}"),
     ProblemCode.DIFFERS: N_("differs from line {first} for supplier {supplier}"),
+    ProblemCode.NOT_DAYS: N_("{value} is not a whole number of days from 0 to {limit}"),
+    ProblemCode.NOT_A_RATE: N_(
+        "{value} is not a tax rate: a percentage from 0 to 100 with at most two decimals, like 18"
+    ),
     ProblemCode.DUPLICATE_OFFER: N_("supplier {supplier} already offers {sku} on line {first}"),
     ProblemCode.NOT_TOML: N_("not valid TOML: {detail}"),
     ProblemCode.TOO_DEEP: N_("arrays and tables nested more than {limit} deep"),

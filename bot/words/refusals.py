@@ -1,5 +1,6 @@
-"""Why an invitation, a group change or a delegation was refused, in the reader's language:
-core's errors carry a reason and its values (core.errors.Refusal), and this says them."""
+"""Why an invitation, a group change, a branch or a delegation was refused, in the reader's
+language: core's errors carry a reason and its values (core.errors.Refusal), and this says
+them."""
 
 from __future__ import annotations
 
@@ -19,6 +20,9 @@ REFUSAL_TEXTS: dict[Refusal, str] = {
     ),
     Refusal.UNKNOWN_GROUPS: N_("no group {groups} in the approval policy in force ({known})"),
     Refusal.NOT_AN_APPROVER_YET: N_("user {user} is not an approver: grant the role first"),
+    Refusal.NOT_A_REQUESTER_YET: N_("user {user} is not a requester: grant the role first"),
+    Refusal.NO_COMPANY: N_("no company file is imported yet: an admin must import one first"),
+    Refusal.UNKNOWN_BRANCH: N_("no branch {branch} in the company file in force ({known})"),
     Refusal.NOT_A_DATE: N_(
         "{text} is not a date (YYYY-MM-DD) or a duration like 3d or 12h: "
         "name a date from {first} to {last}, or a duration from 1h to {longest}"

@@ -14,8 +14,9 @@ from bot.words.i18n import ENGLISH, N_, Translator
 from bot.words.texts import TIMESTAMP, local_time
 from core.approval.policies import Decision, Verdict
 from core.drafting.money import format_pkr
-from core.jobs.effects import message_id
+from core.jobs.effects import EffectKind, message_id
 from core.jobs.jobs import AuditEvent, Effect, Job
+from core.jobs.states import Action
 from core.messaging.pending import COMMENT, COMMENT_TEXT
 from core.people.users import name_of
 from core.ports import ShellReadTx
@@ -61,7 +62,7 @@ async def job_detail(tx: ShellReadTx, job: Job, mail_domain: str) -> dict[str, A
     searched for when an outcome has to be reconciled. A purged job says when it was purged
     and what went (core.records.retention); nothing here needs its draft body.
     """
-    trail = await tx.audit(job.id)
+    trail, effects = await tx.audit(job.id), await tx.effects_for(job.id)
     purged = next((a for a in trail if a.action == PURGED), None)
     return {
         **job_summary(job),
@@ -73,7 +74,8 @@ async def job_detail(tx: ShellReadTx, job: Job, mail_domain: str) -> dict[str, A
         "decision_deadline": _iso(job.decision_deadline),
         "created_at": _iso(job.created_at),
         "approvals": [await _approval(tx, d) for d in await tx.decisions(job.id)],
-        "effects": [_send(e, mail_domain) for e in await tx.effects_for(job.id)],
+        "effects": [_send(e, mail_domain) for e in effects],
+        "cancellation": _cancellation(job, trail, effects, mail_domain),
         "audit": [_event(a) for a in trail],
         "purged_at": _iso(purged.at) if purged else None,
         "purged": purged.detail.get("removed", {}) if purged else None,
@@ -101,8 +103,27 @@ async def _approval(tx: ShellReadTx, d: Decision) -> dict[str, Any]:
     }
 
 
+def _cancellation(
+    job: Job, trail: list[AuditEvent], effects: list[Effect], mail_domain: str
+) -> dict[str, Any] | None:
+    """A sent PO called off (core.outbox.calling_off): where it stands, why, by whom and when,
+    and its cancellation e-mail; None for a PO never called off after it was sent."""
+    called = [a for a in trail if a.action == Action.CANCEL_SENT.value]
+    if not called:
+        return None
+    sends = [e for e in effects if e.kind == EffectKind.CANCEL_PO]
+    return {
+        "state": job.state.value,
+        "reason": called[-1].detail.get("reason"),
+        "by": called[-1].actor,
+        "at": _iso(called[-1].at),
+        "effect": _send(sends[-1], mail_domain) if sends else None,
+    }
+
+
 def _send(e: Effect, mail_domain: str) -> dict[str, Any]:
     return {
+        "kind": e.kind,
         "idempotency_key": e.key,
         "message_id": message_id(e.key, mail_domain),
         "status": e.status.value,
@@ -241,6 +262,7 @@ _KIND_NAMES = {
     Removed.DECISION_REASONS.value: N_("decision reasons"),
     Removed.AUDIT_TEXTS.value: N_("audit notes"),
     Removed.EFFECT_PAYLOADS.value: N_("send receipts"),
+    Removed.DOCUMENTS.value: N_("PO documents"),
 }
 
 

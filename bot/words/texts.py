@@ -55,6 +55,12 @@ class Refusing(Enum):
     COMPANY = N_("{file}: not a valid company file. Please fix:")  # `company check`
 
 
+# Details and the Mini App's PDF button, for a PO of more than bot.documents.copies.PREVIEW_LINES.
+NO_PDF_PREVIEW = N_(
+    "{count} lines are too many for a PDF preview; the supplier's e-mail will carry it."
+)
+
+
 # How a moment is shown, always in MANZOORI_TIMEZONE: on cards and in replies; in a tap's
 # answer, beside the card that shows the day; and in the CLI's reports, to the second.
 DATE_AND_TIME = "%d %b %Y, %H:%M %Z"  # 29 Nov 2026, 21:27 PKT

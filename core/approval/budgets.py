@@ -65,7 +65,7 @@ def uses(lines: Iterable[DraftLine], budgets: Budgets) -> dict[str, int]:
     spent: dict[str, int] = {}
     for line in lines:
         if line.category in budgets.monthly_paisa:
-            spent[line.category] = spent.get(line.category, 0) + line.total_paisa
+            spent[line.category] = spent.get(line.category, 0) + line.gross_paisa
     return spent
 
 

@@ -130,6 +130,9 @@ _DECIDED = frozenset(
         State.FAILED_FINAL,
         State.UNKNOWN_OUTCOME,
         State.CANCELLED,
+        State.CANCELLING,
+        State.CANCEL_UNKNOWN,
+        State.CANCEL_FAILED,
     }
 )
 

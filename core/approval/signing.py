@@ -39,6 +39,9 @@ class ButtonAction(StrEnum):
     MARK_SENT = "s"  # admin queue: the supplier has the mail
     SEND_AGAIN = "g"  # admin queue: it never arrived, send once more with the same key
     CANCEL = "c"  # admin queue: withdraw
+    SETTLED = "t"  # admin queue: a called-off PO's supplier was told another way
+    CONFIRM_CANCEL = "x"  # /cancel's confirm card: cancel the PO (e-mail a sent one's supplier)
+    KEEP = "k"  # /cancel's confirm card: keep the PO as it is
 
 
 @dataclass(frozen=True)

@@ -46,6 +46,11 @@ class Buyer:
     phone: str | None = None
 
 
+# Who a PO names as its buyer while no company file is imported: the bot's own name, as the
+# e-mails before company files said it.
+UNNAMED_BUYER = Buyer("Manzoori", "")
+
+
 def content_hash(company: Company) -> str:
     """sha256 of the company's content in canonical form: the identity of a version, whatever
     the file's layout, comments or key order (the branches' order counts: it is how they are

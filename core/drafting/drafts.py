@@ -8,6 +8,7 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass, field
+from datetime import date
 from typing import Any
 
 from core.errors import InvalidDraft
@@ -70,11 +71,31 @@ class DraftLine:
     # "" uncategorised. On the line, not looked up again: the budget it counts against is part of
     # what an approver approves, and routing and budgets read the draft alone.
     category: str = ""
+    # Sales tax on top of the price, in hundredths of a percent (1800: 18%); 0: the price is
+    # final. From the offer's gst_percent (core.drafting.terms).
+    gst_basis_points: int = 0
+    # The date the requester needs this line by (the sheet's needed_by), if they said.
+    needed_by: date | None = None
 
     @property
     def total_paisa(self) -> int:
-        """Quantity times unit price, in paisa."""
+        """Quantity times unit price, in paisa: the line's amount before sales tax."""
         return self.quantity * self.unit_price_paisa
+
+    @property
+    def gst_paisa(self) -> int:
+        """The sales tax on the line's amount, rounded half up to the paisa."""
+        return sales_tax(self.total_paisa, self.gst_basis_points)
+
+    @property
+    def gross_paisa(self) -> int:
+        """The line's amount with its sales tax: what a budget counts."""
+        return self.total_paisa + self.gst_paisa
+
+
+def sales_tax(amount_paisa: int, basis_points: int) -> int:
+    """Tax at `basis_points` hundredths of a percent on an amount, rounded half up."""
+    return (amount_paisa * basis_points + 5_000) // 10_000
 
 
 @dataclass(frozen=True)
@@ -102,6 +123,11 @@ class Draft:
     terms_version: str
     lines: tuple[DraftLine, ...] = field(default_factory=tuple)
     flags: tuple[Flag, ...] = ()
+    # Where and when and on what terms (issue 23); "" or None: not said, as drafts before.
+    company_version: str = ""  # the company file's version (core.company) it was made under
+    branch_id: str = ""  # the branch it is delivered to (core.company.Branch)
+    payment_terms: str = ""  # the supplier's, from the terms: "30 days credit"
+    delivery_date: date | None = None  # see core.drafting.intake.delivery_date
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "lines", tuple(self.lines))  # hashable, whatever was passed
@@ -109,9 +135,19 @@ class Draft:
         validate(self)
 
     @property
-    def total_paisa(self) -> int:
-        """Sum of the line totals, in paisa."""
+    def subtotal_paisa(self) -> int:
+        """Sum of the line totals before sales tax, in paisa."""
         return sum(line.total_paisa for line in self.lines)
+
+    @property
+    def gst_paisa(self) -> int:
+        """The sales tax of every line, in paisa; 0 when no line is taxed."""
+        return sum(line.gst_paisa for line in self.lines)
+
+    @property
+    def total_paisa(self) -> int:
+        """What the PO costs, sales tax included: what approval rules and budgets use."""
+        return self.subtotal_paisa + self.gst_paisa
 
     def renumbered(self, po_number: str) -> Draft:
         """This draft under another PO number, as a sheet's planned drafts are numbered when
@@ -132,8 +168,9 @@ class Draft:
     # must stay short. (dataclass equality and repr look at the fields only.)
     #
     # The bytes are json.dumps(to_dict(draft), sort_keys=True, separators=(",", ":"),
-    # ensure_ascii=False), made member by member: "flags" and "lines", the bulk, sort before
-    # every other key, and are made once for a draft and the copies renumbered() makes of it.
+    # ensure_ascii=False), made member by member: "flags" and "lines", the bulk, sort next to
+    # each other (no header key falls between them), and are made once for a draft and the
+    # copies renumbered() makes of it.
     @functools.cached_property
     def _bulk(self) -> str:
         data = to_dict(self)
@@ -142,8 +179,9 @@ class Draft:
     @functools.cached_property
     def _canonical(self) -> bytes:
         header = _header(self)
-        rest = [_member(key, header[key]) for key in sorted(header)]
-        return f"{{{','.join([self._bulk, *rest])}}}".encode()
+        before = [_member(key, header[key]) for key in sorted(header) if key < _BULK[0]]
+        after = [_member(key, header[key]) for key in sorted(header) if key > _BULK[-1]]
+        return f"{{{','.join([*before, self._bulk, *after])}}}".encode()
 
     @functools.cached_property
     def _hash(self) -> str:
@@ -151,7 +189,7 @@ class Draft:
 
 
 _FIELDS = tuple(f.name for f in dataclasses.fields(Draft))
-_BULK = ("flags", "lines")  # to_dict's keys that sort before all of _header's
+_BULK = ("flags", "lines")  # to_dict's keys that sort together, between _header's
 
 
 def _member(key: str, value: Any) -> str:
@@ -194,6 +232,8 @@ def validate(draft: Draft) -> None:
             raise InvalidDraft(f"line {number}: quantity must be positive")
         if line.unit_price_paisa < 0:
             raise InvalidDraft(f"line {number}: unit price must not be negative")
+        if type(line.gst_basis_points) is not int or not 0 <= line.gst_basis_points <= 10_000:
+            raise InvalidDraft(f"line {number}: sales tax must be 0 to 100 percent")
 
 
 def to_dict(draft: Draft) -> dict[str, Any]:
@@ -213,13 +253,19 @@ def to_dict(draft: Draft) -> dict[str, Any]:
 
 def _header(draft: Draft) -> dict[str, Any]:
     """to_dict's members but the lines and flags."""
-    return {
+    data: dict[str, Any] = {
         "po_number": draft.po_number,
         "supplier_id": draft.supplier_id,
         "supplier_name": draft.supplier_name,
         "recipient_email": draft.recipient_email,
         "terms_version": draft.terms_version,
     }
+    for name in ("company_version", "branch_id", "payment_terms"):
+        if getattr(draft, name):
+            data[name] = getattr(draft, name)
+    if draft.delivery_date is not None:
+        data["delivery_date"] = draft.delivery_date.isoformat()
+    return data
 
 
 def _line_dict(line: DraftLine) -> dict[str, Any]:
@@ -233,16 +279,27 @@ def _line_dict(line: DraftLine) -> dict[str, Any]:
         data["note"] = line.note
     if line.category:
         data["category"] = line.category
+    if line.gst_basis_points:
+        data["gst_basis_points"] = line.gst_basis_points
+    if line.needed_by is not None:
+        data["needed_by"] = line.needed_by.isoformat()
     return data
 
 
 def from_dict(data: dict[str, Any]) -> Draft:
     """Rebuild a draft from `to_dict` output (drafts stored before flags existed have none)."""
-    lines = tuple(DraftLine(**line) for line in data["lines"])
+    lines = tuple(DraftLine(**_dated(line, "needed_by")) for line in data["lines"])
     flags = tuple(
         Flag(f["code"], f["sku"], tuple(f["amounts"]), f["ref"]) for f in data.get("flags", ())
     )
-    return Draft(**{**data, "lines": lines, "flags": flags})
+    return Draft(**{**_dated(data, "delivery_date"), "lines": lines, "flags": flags})
+
+
+def _dated(data: dict[str, Any], name: str) -> dict[str, Any]:
+    """`data` with its ISO date at `name` (if any) as a date."""
+    if data.get(name) is None:
+        return data
+    return {**data, name: date.fromisoformat(data[name])}
 
 
 def canonical_bytes(draft: Draft) -> bytes:

@@ -24,6 +24,9 @@ class FlagCode(StrEnum):
     TERMS_DESCRIPTION_CHANGED = "terms_description_changed"  # (); ref old terms
     SUPPLIER_DETAILS_CHANGED = "supplier_details_changed"  # (); ref old terms
     SKU_WITHDRAWN = "sku_withdrawn"  # (quantity,); ref old terms
+    # (needed by, earliest the lead time allows, lead days); dates as YYYYMMDD numbers
+    NEEDED_TOO_SOON = "needed_too_soon"
+    TERMS_TAX_CHANGED = "terms_tax_changed"  # (old rate, new rate) hundredths of %; ref old terms
 
 
 _ORDER = list(FlagCode)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime, timedelta
 
 from core.drafting.drafts import Draft, DraftLine, Flag
 from core.drafting.flags import FlagCode, ordered
@@ -47,10 +47,24 @@ class OrderLine:
 
 @dataclass(frozen=True)
 class Order:
-    """Everything one supplier will be asked for: one purchase order."""
+    """Everything one supplier will be asked to deliver to one branch: one purchase order."""
 
     supplier: Supplier
     lines: tuple[OrderLine, ...]
+    branch_id: str = ""  # "" without a company file
+
+
+@dataclass(frozen=True)
+class Branches:
+    """Where a sheet's rows may be delivered: the ids of the company file's branches (None:
+    no company file, and no row may name a branch), and the branch of a row that names none
+    (the requester's, else the company's default; "" without a company file)."""
+
+    known: tuple[str, ...] | None = None
+    home: str = ""
+
+
+NO_BRANCHES = Branches()
 
 
 def po_number(year: int, serial: int) -> str:
@@ -58,14 +72,16 @@ def po_number(year: int, serial: int) -> str:
     return f"PO-{year}-{serial:04d}"
 
 
-def check_sheet(table: Table, terms: Terms | None) -> tuple[list[Order], list[Problem]]:
+def check_sheet(
+    table: Table, terms: Terms | None, branches: Branches = NO_BRANCHES
+) -> tuple[list[Order], list[Problem]]:
     """Every problem with a sheet, in row order; none means the orders can be drafted."""
     items, problems = read_items(table)
     if problems and not items:  # nothing to price: no header, too many rows, no SKU at all
         return [], in_file_order(problems)
     if terms is None:
         return [], [NO_TERMS]
-    orders, more = plan(items, terms)
+    orders, more = plan(items, terms, branches)
     if problems or more:
         return [], in_file_order(problems + more)
     return orders, []
@@ -76,32 +92,52 @@ def in_file_order(problems: list[Problem]) -> list[Problem]:
     return sorted(problems, key=lambda p: p.row)
 
 
-def plan(items: Sequence[Item], terms: Terms) -> tuple[list[Order], list[Problem]]:
-    """Match every item to an offer; group by supplier; report every item that cannot be."""
+def plan(
+    items: Sequence[Item], terms: Terms, branches: Branches = NO_BRANCHES
+) -> tuple[list[Order], list[Problem]]:
+    """Match every item to an offer and a branch; group by supplier and branch; report every
+    item that cannot be."""
     problems: list[Problem] = []
-    chosen: dict[tuple[str, str], OrderLine] = {}
+    chosen: dict[tuple[str, str, str], OrderLine] = {}
     for item in items:
         line = _match(item, terms, problems)
-        if line is None:
+        branch = _branch(item, branches, problems)
+        if line is None or branch is None:
             continue
-        pair = (match_key(line.offer.supplier_id), match_key(line.offer.sku))
-        if pair in chosen:
-            offer, first = line.offer, chosen[pair].item.row
+        key = (match_key(line.offer.supplier_id), match_key(line.offer.sku), branch)
+        if key in chosen:
+            offer, first = line.offer, chosen[key].item.row
             values: dict[str, Value] = {"sku": offer.sku, "supplier": offer.supplier_id}
             values["first"] = first
             problems.append(Problem(item.row, "sku", ProblemCode.ALREADY_ON_ROW, values))
         else:
-            chosen[pair] = line
+            chosen[key] = line
     if problems:
         return [], problems
-    groups: dict[str, list[OrderLine]] = {}
-    for line in chosen.values():
-        groups.setdefault(line.offer.supplier_id, []).append(line)
+    groups: dict[tuple[str, str], list[OrderLine]] = {}
+    for (_, _, branch), line in chosen.items():
+        groups.setdefault((line.offer.supplier_id, branch), []).append(line)
     orders = [
-        Order(terms.suppliers[supplier_id], tuple(lines))
-        for supplier_id, lines in sorted(groups.items())
+        Order(terms.suppliers[supplier_id], tuple(lines), branch)
+        for (supplier_id, branch), lines in sorted(groups.items())
     ]
     return orders, []
+
+
+def _branch(item: Item, branches: Branches, problems: list[Problem]) -> str | None:
+    """The branch a row is delivered to: its ship_to, else the sheet's home branch; None (a
+    problem recorded) when it names one the company file does not have."""
+    if item.ship_to is None:
+        return branches.home
+    if branches.known is None:
+        problems.append(Problem(item.row, "ship_to", ProblemCode.NO_COMPANY))
+        return None
+    if item.ship_to not in branches.known:
+        known = ", ".join(branches.known)
+        values: dict[str, Value] = {"value": quote(item.ship_to), "branches": known}
+        problems.append(Problem(item.row, "ship_to", ProblemCode.UNKNOWN_BRANCH, values))
+        return None
+    return item.ship_to
 
 
 def _match(item: Item, terms: Terms, problems: list[Problem]) -> OrderLine | None:
@@ -133,12 +169,17 @@ def build_draft(
     history: History,
     dual_above_paisa: int | None,
     extra: Sequence[Flag] = (),
+    *,
+    today: date | None = None,
+    company_version: str = "",
 ) -> Draft:
-    """The draft for one order: lines by SKU, every flag an approver should weigh."""
+    """The draft for one order: lines by SKU, every flag an approver should weigh. `today` (in
+    the buyer's time zone) dates the delivery from the lead times; None leaves lead times out."""
     lines = sorted(order.lines, key=lambda line: match_key(line.offer.sku))
     flags = list(extra)
     for line in lines:
         flags += _line_flags(line, terms, history)
+        flags += _too_soon(line, today)
     draft = Draft(
         po_number=number,
         supplier_id=order.supplier.supplier_id,
@@ -153,15 +194,51 @@ def build_draft(
                 o.offer.unit_price_paisa,
                 o.item.note,
                 o.offer.category,
+                o.offer.gst_basis_points,
+                o.item.needed_by,
             )
             for o in lines
         ),
+        company_version=company_version,
+        branch_id=order.branch_id,
+        payment_terms=order.supplier.payment_terms,
+        delivery_date=delivery_date(lines, today),
     )
     # The default policy's "two approvers above the limit", shown as a flag; None under an
     # imported policy, whose stages the card shows instead.
     if dual_above_paisa is not None and draft.total_paisa > dual_above_paisa:
         flags.append(Flag(FlagCode.DUAL_APPROVAL, "", (draft.total_paisa, dual_above_paisa)))
     return Draft(**{**draft.__dict__, "flags": ordered(flags)})
+
+
+def delivery_date(lines: Sequence[OrderLine], today: date | None) -> date | None:
+    """When a PO is to be delivered: the latest date its lines are needed by, else today plus
+    the longest lead time of its offers; None when neither is known."""
+    needed = [line.item.needed_by for line in lines if line.item.needed_by is not None]
+    if needed:
+        return max(needed)
+    leads = [line.offer.lead_days for line in lines if line.offer.lead_days is not None]
+    if today is None or not leads:
+        return None
+    return today + timedelta(days=max(leads))
+
+
+def _too_soon(line: OrderLine, today: date | None) -> list[Flag]:
+    """A needed-by date earlier than the offer's lead time allows (or already past): flagged
+    for the approver, not refused; the dates as YYYYMMDD numbers."""
+    needed = line.item.needed_by
+    if needed is None or today is None:
+        return []
+    earliest = today + timedelta(days=line.offer.lead_days or 0)
+    if needed >= earliest:
+        return []
+    amounts = (day_number(needed), day_number(earliest), line.offer.lead_days or 0)
+    return [Flag(FlagCode.NEEDED_TOO_SOON, line.offer.sku, amounts)]
+
+
+def day_number(day: date) -> int:
+    """A date as the number a flag carries: 2026-12-20 -> 20261220."""
+    return day.year * 10_000 + day.month * 100 + day.day
 
 
 def _line_flags(line: OrderLine, terms: Terms, history: History) -> list[Flag]:
@@ -200,17 +277,18 @@ class Redraft:
 
 
 def redraft(
-    draft: Draft, old: Terms, new: Terms, history: History, dual_above_paisa: int | None
+    draft: Draft,
+    old: Terms,
+    new: Terms,
+    history: History,
+    dual_above_paisa: int | None,
+    today: date | None = None,
 ) -> Redraft:
     """Re-price a waiting PO under new terms, if they change a price, limit or its supplier."""
     changes: list[Flag] = []
     supplier = new.supplier(draft.supplier_id)
     before = old.supplier(draft.supplier_id)
-    if (
-        supplier is not None
-        and before is not None
-        and ((supplier.name, match_key(supplier.email)) != (before.name, match_key(before.email)))
-    ):
+    if supplier is not None and before is not None and _details(supplier) != _details(before):
         changes.append(Flag(FlagCode.SUPPLIER_DETAILS_CHANGED, "", (), old.version))
     kept: list[OrderLine] = []
     for line in draft.lines:
@@ -222,15 +300,29 @@ def redraft(
         chosen = any(
             f.code == FlagCode.LOWEST_PRICE_CHOSEN and f.sku == line.sku for f in draft.flags
         )
-        item = Item(0, line.sku, line.quantity, None, line.note)
+        item = Item(0, line.sku, line.quantity, None, line.note, None, line.needed_by)
         kept.append(OrderLine(item, offer, chosen_by_price=chosen))
     if not changes:
         return Redraft(draft, ())
     if supplier is None or not kept:
         return Redraft(None, ordered(changes))
-    order = Order(supplier, tuple(kept))
-    rebuilt = build_draft(order, draft.po_number, new, history, dual_above_paisa, changes)
+    order = Order(supplier, tuple(kept), draft.branch_id)
+    rebuilt = build_draft(
+        order,
+        draft.po_number,
+        new,
+        history,
+        dual_above_paisa,
+        changes,
+        today=today,
+        company_version=draft.company_version,
+    )
     return Redraft(rebuilt, ordered(changes))
+
+
+def _details(supplier: Supplier) -> tuple[str, str, str]:
+    """What a supplier's PO says of it: a change makes the PO a new version."""
+    return supplier.name, match_key(supplier.email), supplier.payment_terms
 
 
 def _offer_changes(line: DraftLine, was: Offer | None, now: Offer, old: Terms) -> list[Flag]:
@@ -239,6 +331,9 @@ def _offer_changes(line: DraftLine, was: Offer | None, now: Offer, old: Terms) -
     if line.unit_price_paisa != now.unit_price_paisa:
         amounts = (line.unit_price_paisa, now.unit_price_paisa)
         changes.append(Flag(FlagCode.TERMS_PRICE_CHANGED, line.sku, amounts, old.version))
+    if line.gst_basis_points != now.gst_basis_points:
+        amounts = (line.gst_basis_points, now.gst_basis_points)
+        changes.append(Flag(FlagCode.TERMS_TAX_CHANGED, line.sku, amounts, old.version))
     if was is not None and (was.min_qty, was.max_qty) != (now.min_qty, now.max_qty):
         amounts = (was.min_qty, was.max_qty or 0, now.min_qty, now.max_qty or 0)
         changes.append(Flag(FlagCode.TERMS_LIMITS_CHANGED, line.sku, amounts, old.version))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from datetime import date, time, timedelta
+from datetime import date, datetime, time, timedelta
 
 from core.drafting.tables import (
     OVERSIZE,
@@ -28,7 +28,9 @@ from core.drafting.tables import (
 from core.problems import Problem, ProblemCode, Value
 
 REQUIRED = ("sku", "quantity")
-OPTIONAL = ("supplier_id", "notes")
+# ship_to: the id of the branch the row is delivered to (core.company); needed_by: the date the
+# requester needs it by.
+OPTIONAL = ("supplier_id", "notes", "ship_to", "needed_by")
 # What one Telegram upload or one approval card can reasonably carry.
 MAX_SHEET_BYTES = 5 * 1024 * 1024
 MAX_DATA_ROWS = 10_000
@@ -52,6 +54,8 @@ class Item:
     quantity: int
     supplier_id: str | None = None
     note: str = ""
+    ship_to: str | None = None  # a branch id as typed (lower case); checked against the company
+    needed_by: date | None = None
 
 
 def too_big(size: int) -> Problem | None:
@@ -144,11 +148,41 @@ def _read_row(
     if len(note) > MAX_NOTE:
         values = {"length": len(note), "limit": MAX_NOTE}
         problems.append(Problem(row.number, "notes", ProblemCode.TOO_LONG, values))
+    ship_to = _plain(value("ship_to")).lower()
+    needed_by = _date(value("needed_by"))
+    if needed_by is None and text_of(value("needed_by")).strip():
+        values = {"value": quote(value("needed_by"))}
+        problems.append(Problem(row.number, "needed_by", ProblemCode.NOT_A_DATE, values))
     if not sku:
         return None
     usable = quantity is not None and 1 <= quantity <= MAX_QUANTITY
     valid = quantity if usable and quantity is not None else 0  # 0: already reported
-    return Item(row.number, sku, valid, supplier or None, note)
+    return Item(row.number, sku, valid, supplier or None, note, ship_to or None, needed_by)
+
+
+# How a date is typed in Pakistan: day first (20/12/2026, 20-12-2026, 20.12.2026), or ISO.
+_ISO_DATE = re.compile(r"(\d{4})-(\d{1,2})-(\d{1,2})")
+_DAY_FIRST = re.compile(r"(\d{1,2})[/.-](\d{1,2})[/.-](\d{4})")
+
+
+def _date(value: Cell) -> date | None:
+    """A cell as a date: an XLSX date (its day, if it has a time too), or text written as
+    2026-12-20 or day first as 20/12/2026; None for anything else."""
+    if isinstance(value, datetime):
+        return value.date()
+    if isinstance(value, date):
+        return value
+    text = text_of(value).strip()
+    if (iso := _ISO_DATE.fullmatch(text)) is not None:
+        year, month, day = (int(part) for part in iso.groups())
+    elif (typed := _DAY_FIRST.fullmatch(text)) is not None:
+        day, month, year = (int(part) for part in typed.groups())
+    else:
+        return None
+    try:
+        return date(year, month, day)
+    except ValueError:  # 31/02/2026
+        return None
 
 
 def _plain(value: Cell) -> str:

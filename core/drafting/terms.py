@@ -29,6 +29,7 @@ from core.drafting.tables import (
     whole_number,
 )
 from core.problems import Place, Problem, ProblemCode, Value
+from core.texts import flatten
 
 REQUIRED = (
     "supplier_id",
@@ -40,7 +41,11 @@ REQUIRED = (
     "min_qty",
     "max_qty",
 )
-OPTIONAL = ("category",)  # blank: uncategorised (budgets do not count the line)
+# category: blank is uncategorised (budgets do not count the line). payment_terms: the
+# supplier's, one value per supplier (rows left blank take it). lead_days: whole days from
+# order to delivery. gst_percent: the price is exclusive of sales tax at that rate; blank means
+# the price is final.
+OPTIONAL = ("category", "payment_terms", "lead_days", "gst_percent")
 # Long enough for real names, short enough for a phone screen and a mail subject.
 _MAX_NAME = 100
 _MAX_DESCRIPTION = 200
@@ -50,6 +55,10 @@ _CATEGORY = re.compile(r"[^\W_](?:[\w .&/'-]{0,62}[^\W_])?")
 # Rs 1,000,000 a unit: far above any retail item, and it keeps totals inside 64-bit paisa.
 MAX_UNIT_PRICE_PAISA = 100_000_000
 MAX_LIMIT = 1_000_000_000  # min_qty and max_qty: far beyond any order, well inside 64 bits
+MAX_LEAD_DAYS = 365  # a year: beyond that it is not a lead time but a typo
+_MAX_PAYMENT_TERMS = 100  # "30 days credit, 2% off within 10 days" fits with room
+# A percentage with at most two decimals (17.5, 18, "18%"), as a rate in hundredths.
+_RATE = re.compile(r"(\d{1,3})(?:\.(\d{1,2}))?\s*%?")
 _LINE = Place.LINE  # the terms file is CSV: people open it in an editor, which counts lines
 # Records a problem in one column of the current line.
 _Bad = Callable[[str, ProblemCode, Mapping[str, Value]], None]
@@ -62,6 +71,7 @@ class Supplier:
     supplier_id: str
     name: str
     email: str
+    payment_terms: str = ""  # "30 days credit", "cash on delivery"; "" not said
 
     @property
     def masked_email(self) -> str:
@@ -80,6 +90,8 @@ class Offer:
     min_qty: int = 1
     max_qty: int | None = None
     category: str = ""  # lower case; "" uncategorised
+    lead_days: int | None = None  # days from order to delivery; None not said
+    gst_basis_points: int = 0  # sales tax on top, in hundredths of a percent; 0: price final
 
 
 @dataclass(frozen=True)
@@ -135,13 +147,18 @@ def is_category(text: str) -> bool:
 
 def content_hash(terms: Terms) -> str:
     """sha256 of the offers and suppliers in canonical order: the identity of the content. An
-    offer's category is hashed only when it has one, so terms without categories keep the
-    hash (and version) they had before categories existed."""
+    offer's category, lead time and tax, and a supplier's payment terms, are hashed only when
+    given, so terms without them keep the hash (and version) they had before they existed."""
     body = {
-        "suppliers": sorted([s.supplier_id, s.name, s.email] for s in terms.suppliers.values()),
+        "suppliers": sorted(
+            [s.supplier_id, s.name, s.email] + ([s.payment_terms] if s.payment_terms else [])
+            for s in terms.suppliers.values()
+        ),
         "offers": sorted(
             [o.supplier_id, o.sku, o.description, o.unit_price_paisa, o.min_qty, o.max_qty]
             + ([o.category] if o.category else [])
+            + ([{"lead_days": o.lead_days}] if o.lead_days is not None else [])
+            + ([{"gst": o.gst_basis_points}] if o.gst_basis_points else [])
             for o in terms.offers
         ),
     }
@@ -167,16 +184,35 @@ def parse_terms(table: Table) -> tuple[Terms | None, list[Problem]]:
     offers: list[Offer] = []
     suppliers: dict[str, tuple[Supplier, int]] = {}
     seen: dict[tuple[str, str], int] = {}
+    said: dict[str, tuple[str, int]] = {}  # supplier key -> its payment terms, and their line
     for row in rows:
         row_problems = stray_cells(row, columns, _LINE)
         offer, supplier = _read_line(row, columns, row_problems, table.decimal_comma)
         if offer is not None and supplier is not None:
             first = _check_consistent(row, supplier, offer, suppliers, seen, row_problems)
             offers.append(replace(offer, supplier_id=first.supplier_id))  # one spelling
+            row_problems += _same_terms(row, supplier, said, match_key(first.supplier_id))
         problems.extend(row_problems)
     if problems:
         return None, problems
-    return Terms({s.supplier_id: s for s, _ in suppliers.values()}, tuple(offers)), []
+    named = (
+        replace(s, payment_terms=said.get(key, ("", 0))[0]) for key, (s, _) in suppliers.items()
+    )
+    return Terms({s.supplier_id: s for s in named}, tuple(offers)), []
+
+
+def _same_terms(
+    row: Row, supplier: Supplier, said: dict[str, tuple[str, int]], key: str
+) -> list[Problem]:
+    """A supplier's payment terms are one value: rows that leave them blank take the one given
+    on another row; a different value is a problem on the later row."""
+    if not supplier.payment_terms:
+        return []
+    first = said.setdefault(key, (supplier.payment_terms, row.number))
+    if first[0] == supplier.payment_terms:
+        return []
+    values: dict[str, Value] = {"first": first[1], "supplier": supplier.supplier_id}
+    return [Problem(row.number, "payment_terms", ProblemCode.DIFFERS, values, _LINE)]
 
 
 def _text(row: Row, columns: dict[str, int], name: str) -> str:
@@ -213,12 +249,46 @@ def _read_line(
     category = _text(row, columns, "category")
     if category and not is_category(category):
         bad("category", ProblemCode.NOT_A_CATEGORY, {"value": quote(category)})
+    payment_terms = flatten(_text(row, columns, "payment_terms"))
+    if len(payment_terms) > _MAX_PAYMENT_TERMS:
+        values = {"length": len(payment_terms), "limit": _MAX_PAYMENT_TERMS}
+        bad("payment_terms", ProblemCode.TOO_LONG, values)
     price = _price(row, columns, bad, decimal_comma)
     min_qty, max_qty = _limits(row, columns, bad, decimal_comma)
+    lead_days = _lead_days(row, columns, bad, decimal_comma)
+    rate = _rate(row, columns, bad, decimal_comma)
     if len(problems) > before or price is None:
         return None, None
-    offer = Offer(supplier_id, sku, description, price, min_qty, max_qty, category.lower())
-    return offer, Supplier(supplier_id, name, email)
+    offer = Offer(
+        supplier_id, sku, description, price, min_qty, max_qty, category.lower(), lead_days, rate
+    )
+    return offer, Supplier(supplier_id, name, email, payment_terms)
+
+
+def _lead_days(row: Row, columns: dict[str, int], bad: _Bad, decimal_comma: bool) -> int | None:
+    raw = text_of(cell(row, columns.get("lead_days"))).strip()
+    if not raw:
+        return None
+    days = whole_number(raw, decimal_comma)
+    if days is None or not 0 <= days <= MAX_LEAD_DAYS:
+        bad("lead_days", ProblemCode.NOT_DAYS, {"value": quote(raw), "limit": MAX_LEAD_DAYS})
+        return None
+    return days
+
+
+def _rate(row: Row, columns: dict[str, int], bad: _Bad, decimal_comma: bool) -> int:
+    """gst_percent as hundredths of a percent: "18" -> 1800, "17.5%" -> 1750; blank 0."""
+    raw = text_of(cell(row, columns.get("gst_percent"))).strip()
+    if not raw:
+        return 0
+    found = _RATE.fullmatch(raw.replace(",", ".") if decimal_comma else raw)
+    rate = None
+    if found is not None:
+        rate = int(found[1]) * 100 + int((found[2] or "0").ljust(2, "0"))
+    if rate is None or rate > 10_000:
+        bad("gst_percent", ProblemCode.NOT_A_RATE, {"value": quote(raw)})
+        return 0
+    return rate
 
 
 def _price(row: Row, columns: dict[str, int], bad: _Bad, decimal_comma: bool) -> int | None:

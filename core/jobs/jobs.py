@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.drafting.drafts import Draft
-from core.jobs.effects import EffectStatus, send_po_key
+from core.jobs.effects import EffectKind, EffectStatus, cancel_po_key, send_po_key
 from core.jobs.states import State
+
+if TYPE_CHECKING:  # a value the runner hands over, named here for the type checker only
+    from core.company.company import Company
 
 # Bumped when the meaning of the workflow changes, so old jobs can be told apart.
 WORKFLOW_VERSION = "po-approval/1"
@@ -106,7 +109,32 @@ class Effect:
         return cls(
             key=send_po_key(job.po_number, job.draft_version, job.draft_hash),
             job_id=job.id,
-            kind="send-po",
+            kind=EffectKind.SEND_PO,
+            draft_version=job.draft_version,
+            draft_hash=job.draft_hash,
+            status=EffectStatus.PENDING,
+            version=0,
+            attempts=0,
+            next_attempt_at=now,
+            first_attempt_at=None,
+            lease_owner=None,
+            lease_until=None,
+            started_at=None,
+            result=None,
+            last_error=None,
+            created_at=now,
+            updated_at=now,
+        )
+
+    @classmethod
+    def cancel_po(cls, job: Job, now: datetime) -> Effect:
+        """The e-mail that calls off the job's sent draft version, due now, named by its key;
+        the job is CANCELLING (core.outbox.calling_off)."""
+        assert job.draft_version is not None and job.draft_hash is not None
+        return cls(
+            key=cancel_po_key(job.po_number, job.draft_version, job.draft_hash),
+            job_id=job.id,
+            kind=EffectKind.CANCEL_PO.value,
             draft_version=job.draft_version,
             draft_hash=job.draft_hash,
             status=EffectStatus.PENDING,
@@ -160,9 +188,30 @@ class AuditEvent:
 
 
 @dataclass(frozen=True)
+class Document:
+    """The PO document an e-mail carries, made once for its outbox row (before the first
+    attempt) and kept with it: every attempt, and every resend, sends exactly these bytes."""
+
+    pdf: bytes
+    sha256: str
+
+
+@dataclass(frozen=True)
 class SendOrder:
     """What a runner needs to perform one attempt of one effect."""
 
     effect: Effect
     job: Job
     draft: Draft
+    document: Document | None = None  # None: the row's e-mail carries no PDF (a cancellation)
+    company: Company | None = None  # the version the draft cites: the buyer, the branch
+    cancellation: Cancellation | None = None  # a cancel-po row's: why, and when the PO went
+
+
+@dataclass(frozen=True)
+class Cancellation:
+    """What a cancel-po e-mail says besides the draft: the admin's reason, and when the PO it
+    calls off was e-mailed (None when a person recorded that it arrived, not when)."""
+
+    reason: str
+    sent_at: datetime | None

@@ -4,7 +4,8 @@ Five kinds, each owed in the same transaction as the change it reports (the use 
 core.jobs.transitions.move):
 - CARD: an approval card, owed to every approver (except the requester) when a draft version
   starts waiting for approval;
-- STATUS: a requester's news, when their PO moves (TOLD_TO_REQUESTER);
+- STATUS: a requester's news, when their PO moves (TOLD_TO_REQUESTER); and, when a sent PO
+  is called off, the requester's and its approvers' (call_off_news_for);
 - CARD_EDITS: the job's delivered cards are to be edited to what is true now (a decision, an
   approval counted, expiry, a new draft version); one row per job version, whoever holds cards;
 - NUDGE: a reminder, a last warning before expiry, an escalation to the admins, or the daily
@@ -98,6 +99,12 @@ EDITED = "edited"
 
 # The event of a daily digest (digest_for).
 DIGEST = "digest"
+
+# The events of the news to a called-off PO's requester and approvers (call_off_news_for): an
+# admin called the sent PO off and the supplier is being e-mailed a cancellation; then the
+# supplier has it (the e-mail went, or a person found it did, or told them another way).
+CALLED_OFF = "called_off"
+CALL_OFF_DONE = "call_off_done"
 
 # The moves a requester hears about, in Telegram, and nothing else (a retry is not news).
 TOLD_TO_REQUESTER = frozenset(
@@ -200,6 +207,14 @@ def edited_for(job: Job, editor: int, now: datetime) -> Notice:
     key = f"status:{job.po_number}:{EDITED}:v{job.draft_version}"
     kind, event = NoticeKind.STATUS, f"{EDITED}:{editor}"
     return owed(kind, key=key, user_id=job.requester_id, job=job, now=now, event=event)
+
+
+def call_off_news_for(job: Job, user_id: int, now: datetime, event: str) -> Notice:
+    """One person's news (the requester's, or an approver's) that the sent PO `job` is being
+    called off (`event` CALLED_OFF), or is called off with the supplier told (CALL_OFF_DONE);
+    the reason and who called it off are read from the audit trail when it is delivered."""
+    key = f"status:{job.po_number}:{event}:j{job.version}:{user_id}"
+    return owed(NoticeKind.STATUS, key=key, user_id=user_id, job=job, now=now, event=event)
 
 
 def alert_for(job: Job, now: datetime, event: str) -> Notice:

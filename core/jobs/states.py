@@ -24,6 +24,12 @@ class State(StrEnum):
     FAILED_RETRYABLE = "FAILED_RETRYABLE"
     FAILED_FINAL = "FAILED_FINAL"
     UNKNOWN_OUTCOME = "UNKNOWN_OUTCOME"
+    # A sent PO an admin called off: the supplier is owed a cancellation e-mail (a cancel-po
+    # outbox row), then CANCELLED; or a person must find out whether it went, or tell the
+    # supplier another way.
+    CANCELLING = "CANCELLING"  # the cancellation notice is owed
+    CANCEL_UNKNOWN = "CANCEL_UNKNOWN"  # it may or may not have left: a person reconciles
+    CANCEL_FAILED = "CANCEL_FAILED"  # it failed for good: a person phones the supplier
 
 
 class Action(StrEnum):
@@ -46,6 +52,15 @@ class Action(StrEnum):
     RECONCILE_SENT = "reconcile_sent"
     RECONCILE_NOT_SENT = "reconcile_not_sent"
     RECONCILE_FAILED = "reconcile_failed"
+    # calling off a PO that was sent, through its cancel-po e-mail
+    CANCEL_SENT = "cancel_sent"
+    MARK_CANCEL_SENT = "mark_cancel_sent"
+    MARK_CANCEL_UNKNOWN = "mark_cancel_unknown"
+    CANCEL_FAIL_FINAL = "cancel_fail_final"
+    RECONCILE_CANCEL_SENT = "reconcile_cancel_sent"
+    RECONCILE_CANCEL_NOT_SENT = "reconcile_cancel_not_sent"
+    RECONCILE_CANCEL_FAILED = "reconcile_cancel_failed"
+    SETTLE_CANCEL = "settle_cancel"
 
 
 S, A = State, Action
@@ -102,11 +117,27 @@ TRANSITIONS: dict[tuple[State, Action], State] = {
     (S.UNKNOWN_OUTCOME, A.RECONCILE_NOT_SENT): S.APPROVED,
     (S.UNKNOWN_OUTCOME, A.RECONCILE_FAILED): S.FAILED_FINAL,
     **{(s, A.CANCEL): S.CANCELLED for s in _CANCELLABLE},
+    # a sent PO called off: its cancellation e-mail, retried in CANCELLING (the job does not
+    # move), sent, maybe sent (reconcile), or failed for good (a person tells the supplier)
+    (S.SENT, A.CANCEL_SENT): S.CANCELLING,
+    (S.CANCELLING, A.MARK_CANCEL_SENT): S.CANCELLED,
+    (S.CANCELLING, A.MARK_CANCEL_UNKNOWN): S.CANCEL_UNKNOWN,
+    (S.CANCELLING, A.CANCEL_FAIL_FINAL): S.CANCEL_FAILED,
+    (S.CANCEL_UNKNOWN, A.RECONCILE_CANCEL_SENT): S.CANCELLED,
+    (S.CANCEL_UNKNOWN, A.RECONCILE_CANCEL_NOT_SENT): S.CANCELLING,  # the same key once more
+    (S.CANCEL_UNKNOWN, A.RECONCILE_CANCEL_FAILED): S.CANCEL_FAILED,
+    (S.CANCEL_FAILED, A.SETTLE_CANCEL): S.CANCELLED,  # a person told the supplier (phoned)
 }
 
+# Closed: nothing moves them, but for SENT's one way out, an admin calling the PO off
+# (CANCEL_SENT), which e-mails the supplier a cancellation.
 TERMINAL: frozenset[State] = frozenset({S.SENT, S.REJECTED, S.CANCELLED})
+# A sent PO being called off: a cancellation e-mail is owed, unsure, or failed.
+CALLING_OFF: frozenset[State] = frozenset({S.CANCELLING, S.CANCEL_UNKNOWN, S.CANCEL_FAILED})
 # The manual-review queue: a person must look at these.
-NEEDS_REVIEW: frozenset[State] = frozenset({S.UNKNOWN_OUTCOME, S.FAILED_FINAL})
+NEEDS_REVIEW: frozenset[State] = frozenset(
+    {S.UNKNOWN_OUTCOME, S.FAILED_FINAL, S.CANCEL_UNKNOWN, S.CANCEL_FAILED}
+)
 
 
 def next_state(state: State, action: Action) -> State:

@@ -20,6 +20,8 @@ from core.approval.standing import standing
 from core.drafting.drafts import LineDiff, line_diff
 from core.jobs.jobs import Job
 from core.jobs.notices import (
+    CALL_OFF_DONE,
+    CALLED_OFF,
     EDITED,
     EVERYONE,
     NOBODY_TO_ASK,
@@ -36,7 +38,7 @@ from core.jobs.notices import (
     policy_of,
 )
 from core.jobs.retries import ErrorClass, RetryPolicy, decide
-from core.jobs.states import State
+from core.jobs.states import Action, State
 from core.people.users import name_of
 from core.ports import ReadTx, Store, Tx
 
@@ -70,8 +72,9 @@ class Undelivered:
 @dataclass(frozen=True)
 class News:
     """A plain message to send: a requester's (state, reason; or EDITED: who changed which
-    lines, and the new total) or an admin's (event, approver; a stage that cannot be completed;
-    or, about no job, a policy's groups nobody can approve for)."""
+    lines, and the new total; or CALLED_OFF / CALL_OFF_DONE, also an approver's: the reason,
+    and who called the sent PO off) or an admin's (event, approver; a stage that cannot be
+    completed; or, about no job, a policy's groups nobody can approve for)."""
 
     job: Job | None  # None: a policy's news (core.jobs.notices.policy_alert)
     state: State | None = None  # a requester's: where their PO is now
@@ -86,6 +89,7 @@ class News:
     total_paisa: int = 0  # EDITED: the changed PO's total
     short: Shortfall | None = None  # SHORT_STAGE: the stage that cannot be completed, and why
     stages: int = 0  # SHORT_STAGE: how many stages the PO's route has
+    called_off_by: str = ""  # CALLED_OFF: the admin who called the sent PO off (and `reason`)
 
 
 async def claim(
@@ -153,6 +157,8 @@ async def _news(tx: ReadTx, notice: Notice, now: datetime, default: Policy) -> N
         return None
     if notice.kind is NoticeKind.STATUS and notice.event.startswith(f"{EDITED}:"):
         return await _edit_news(tx, job, notice)
+    if notice.kind is NoticeKind.STATUS and notice.event in (CALLED_OFF, CALL_OFF_DONE):
+        return await _call_off_news(tx, job, notice.event)
     if notice.kind is NoticeKind.STATUS:
         state = State(notice.event)
         reason = await _rejection_reason(tx, job) if state is State.REJECTED else None
@@ -192,6 +198,17 @@ async def _edit_news(tx: ReadTx, job: Job, notice: Notice) -> News:
     changes = tuple(line_diff(shown, made))
     name = await name_of(tx, editor)
     return News(job, event=EDITED, editor=name, changes=changes, total_paisa=made.total_paisa)
+
+
+async def _call_off_news(tx: ReadTx, job: Job, event: str) -> News:
+    """A called-off PO's news (core.jobs.notices.call_off_news_for): the reason and who called
+    it off, read from the move that did (a person by name, the CLI's operator by login)."""
+    called = [a for a in await tx.audit(job.id) if a.action == Action.CANCEL_SENT.value]
+    if not called:  # never called off: the news names no one
+        return News(job, event=event)
+    kind, _, who = called[-1].actor.partition(":")
+    by = await name_of(tx, int(who)) if kind == "user" and who.isdigit() else who or kind
+    return News(job, event=event, reason=str(called[-1].detail.get("reason", "")), called_off_by=by)
 
 
 async def _policy_news(tx: ReadTx, version: str) -> News | None:

@@ -3,6 +3,7 @@ a crash between two of them resumes from the last one committed."""
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -10,13 +11,14 @@ from typing import Any
 
 from core.approval.policies import Outcome, Rules
 from core.approval.standing import standing
-from core.errors import LeaseLost, SendError
-from core.jobs.effects import EffectStatus
-from core.jobs.jobs import Effect, Job, SendOrder, Stamp
+from core.errors import InsertConflict, LeaseLost, SendError
+from core.jobs.effects import EffectKind, EffectStatus
+from core.jobs.jobs import Document, Effect, Job, SendOrder, Stamp
 from core.jobs.retries import ErrorClass, RetryDecision, classify, decide
 from core.jobs.sends import cancel_open_effects, expire_job, release
 from core.jobs.states import Action, State
 from core.jobs.transitions import move
+from core.outbox import calling_off
 from core.ports import Store, Tx
 
 log = logging.getLogger(__name__)
@@ -79,6 +81,8 @@ async def _mark(
     effect = await tx.effect(key)
     if effect.status is not EffectStatus.CLAIMED or effect.lease_owner != owner:
         raise LeaseLost(f"{key} is no longer leased to {owner}")
+    if _calls_off(effect):
+        return await calling_off.mark(tx, effect, owner, now, lease)
     job = await tx.job(effect.job_id)
     stamp = Stamp(f"runner:{owner}", now)
     named = (effect.draft_version, effect.draft_hash)
@@ -90,8 +94,13 @@ async def _mark(
     if not await _still_approved(tx, job, effect, now, rules):
         await expire_job(tx, job, stamp, "approval expired or approver revoked")
         return None
+    document = await tx.document(key)
+    if document is None:  # not made yet (see keep_document): the row waits, leased, for it
+        log.error("%s has no PO document yet: not sent this pass", key)
+        return None
     attempt = effect.attempts + 1
-    job = await move(tx, job, Action.START_SEND, stamp, {"key": key, "attempt": attempt})
+    detail = {"key": key, "attempt": attempt, "document_sha256": document.sha256}
+    job = await move(tx, job, Action.START_SEND, stamp, detail)
     effect = await tx.update_effect(
         effect,
         status=EffectStatus.STARTED,
@@ -101,7 +110,34 @@ async def _mark(
         lease_until=now + lease,
         updated_at=now,
     )
-    return SendOrder(effect, job, await tx.draft(job.id, effect.draft_version))
+    draft = await tx.draft(job.id, effect.draft_version)
+    company = await tx.company(draft.company_version) if draft.company_version else None
+    return SendOrder(effect, job, draft, document, company)
+
+
+async def keep_document(store: Store, key: str, pdf: bytes, now: datetime) -> Document:
+    """Keep the PDF made for an outbox row, once: the first one kept is the row's for every
+    attempt and resend; one made meanwhile by another runner wins over this one."""
+    document = Document(pdf, hashlib.sha256(pdf).hexdigest())
+    try:
+        async with store.begin() as tx:
+            await tx.insert_document(key, document, now)
+        return document
+    except InsertConflict:
+        async with store.reading() as tx:
+            kept = await tx.document(key)
+        assert kept is not None  # it was kept: that is the conflict
+        return kept
+
+
+async def documents_owed(store: Store, effects: list[Effect]) -> list[Effect]:
+    """The rows among `effects` whose e-mail carries a PO document not made yet."""
+    owed = []
+    async with store.reading() as tx:
+        for effect in effects:
+            if effect.kind == EffectKind.SEND_PO and not await tx.has_document(effect.key):
+                owed.append(effect)
+    return owed
 
 
 async def _still_approved(tx: Tx, job: Job, effect: Effect, now: datetime, rules: Rules) -> bool:
@@ -123,6 +159,9 @@ async def finish_attempt(
         stamp = Stamp(f"runner:{attempted.owner}", now)
         if effect.version != order.effect.version:
             return await _late_result(tx, effect, stamp, attempted)
+        if _calls_off(effect):
+            outcome = (attempted.result, attempted.error)
+            return await calling_off.finished(tx, job, effect, stamp, outcome, rules.retry, rand)
         if attempted.error is None:
             await release(tx, effect, now, status=EffectStatus.SUCCEEDED, result=attempted.result)
             return (await move(tx, job, Action.MARK_SENT, stamp, {"key": effect.key})).state
@@ -168,6 +207,8 @@ async def _late_result(tx: Tx, effect: Effect, stamp: Stamp, attempted: Attempte
     job = await tx.job(effect.job_id)
     if attempted.result is None or effect.status is not EffectStatus.UNKNOWN:
         raise LeaseLost(f"{effect.key} moved on while {attempted.owner} was sending")
+    if _calls_off(effect):
+        return await calling_off.late_success(tx, effect, stamp, attempted.result)
     done = {"status": EffectStatus.SUCCEEDED, "result": attempted.result}
     await tx.update_effect(effect, updated_at=stamp.at, **done)
     detail = {"key": effect.key, "note": "late success from the original attempt"}
@@ -184,7 +225,9 @@ async def recover_stalled(
         for effect in await tx.stalled(now, limit):
             job = await tx.job(effect.job_id)
             detail = {"key": effect.key, "reason": "runner lost during the attempt"}
-            if provider_idempotent:
+            if _calls_off(effect):
+                effect = await calling_off.recovered(tx, job, effect, stamp, provider_idempotent)
+            elif provider_idempotent:
                 due = {"status": EffectStatus.PENDING, "next_attempt_at": now}
                 effect = await release(tx, effect, now, **due)
                 await move(tx, job, Action.FAIL_RETRYABLE, stamp, detail)
@@ -194,3 +237,9 @@ async def recover_stalled(
             log.warning("recovered %s after a lost runner: %s", effect.key, effect.status.value)
             recovered.append(effect)
         return recovered
+
+
+def _calls_off(effect: Effect) -> bool:
+    """Whether the row is a called-off PO's cancellation e-mail (core.outbox.calling_off takes
+    its steps), not the PO's own."""
+    return effect.kind == EffectKind.CANCEL_PO

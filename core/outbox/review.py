@@ -1,7 +1,9 @@
 """The manual-review queue: an admin settles a PO whose send failed for good or whose outcome is
-unknown, with one of three choices. The same findings as `manzoori jobs reconcile / reissue /
-cancel`, but the admin is checked inside the transaction that acts, and all of a choice's moves
-commit together or not at all.
+unknown, with one of three choices; or a called-off PO whose cancellation e-mail may not have
+gone (mark sent, or send again) or failed for good (settled: the supplier was told another
+way). The same findings as `manzoori jobs reconcile / reissue / cancel`, but the admin is
+checked inside the transaction that acts, and all of a choice's moves commit together or not
+at all.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from core.jobs.jobs import Job, Stamp
 from core.jobs.sends import cancel_open_effects
 from core.jobs.states import NEEDS_REVIEW, Action, State
 from core.jobs.transitions import load, move, retry_on_stale
+from core.outbox.calling_off import settle_call_off
 from core.people.users import require_admin
 from core.ports import Store, Tx
 
@@ -33,6 +36,7 @@ class Choice(StrEnum):
     MARK_SENT = "mark_sent"  # the supplier has the e-mail
     SEND_AGAIN = "send_again"  # unknown: same key once more; failed: a new version to approve
     CANCEL = "cancel"  # withdraw the PO
+    SETTLED = "settled"  # a called-off PO's supplier was told another way (by phone, say)
 
 
 def choices(job: Job) -> tuple[Choice, ...]:
@@ -98,6 +102,16 @@ async def _send_same_key(
     return await settle_unknown(tx, job, Action.RECONCILE_NOT_SENT, stamp, detail)
 
 
+def _settling(action: Action) -> _Act:
+    """A choice on a called-off PO's cancellation e-mail: a person's finding (core.outbox.
+    calling_off.settle_call_off)."""
+
+    async def act(tx: Tx, job: Job, stamp: Stamp, _rules: Rules, detail: dict[str, Any]) -> Job:
+        return await settle_call_off(tx, job, action, stamp, detail)
+
+    return act
+
+
 async def _cancel(tx: Tx, job: Job, stamp: Stamp, _rules: Rules, detail: dict[str, Any]) -> Job:
     if job.state is State.UNKNOWN_OUTCOME:  # it may be at the supplier: settle that first
         job = await settle_unknown(tx, job, Action.RECONCILE_FAILED, stamp, detail)
@@ -121,4 +135,9 @@ _ACTS: dict[tuple[State, Choice], _Act] = {
     (State.UNKNOWN_OUTCOME, Choice.CANCEL): _cancel,
     (State.FAILED_FINAL, Choice.SEND_AGAIN): _reissue,
     (State.FAILED_FINAL, Choice.CANCEL): _cancel,
+    # a called-off PO's cancellation e-mail: it arrived, or the same key once more; failed
+    # for good, the supplier was told another way
+    (State.CANCEL_UNKNOWN, Choice.MARK_SENT): _settling(Action.RECONCILE_CANCEL_SENT),
+    (State.CANCEL_UNKNOWN, Choice.SEND_AGAIN): _settling(Action.RECONCILE_CANCEL_NOT_SENT),
+    (State.CANCEL_FAILED, Choice.SETTLED): _settling(Action.SETTLE_CANCEL),
 }

@@ -1,5 +1,6 @@
 """Who may do what: admins invite approvers and requesters with single-use signed links,
-promote people the bot has met to admin, put approvers in groups, and revoke roles."""
+promote people the bot has met to admin, put approvers in groups, give requesters their
+branch, and revoke roles."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ from core.approval.standing import (
     ask_new_approver,
     policy_now,
 )
+from core.company.company import BRANCH_ID, Branch, Company
 from core.errors import (
+    BranchRefused,
     ExpiredToken,
     GroupRefused,
     InvalidToken,
@@ -52,6 +55,16 @@ class GroupChange:
     groups: frozenset[str]
     joined: frozenset[str]
     left: frozenset[str]
+
+
+@dataclass(frozen=True)
+class BranchChange:
+    """What /branch did: the branch a requester orders for now, the one before (None: the
+    company's default applied) and the branch's name."""
+
+    branch: str
+    before: str | None
+    name: str
 
 
 @dataclass(frozen=True)
@@ -212,6 +225,43 @@ async def set_groups(
         return GroupChange(frozenset(await tx.groups_of(user_id)), joined, left)
 
 
+def require_branch(company: Company | None, branch_id: str) -> Branch:
+    """The branch of that id of the company in force; BranchRefused if there is no company
+    file in force, or no such branch in it."""
+    if company is None:
+        message = "no company file is imported yet: an admin must import one first"
+        raise BranchRefused(message, Refusal.NO_COMPANY)
+    branch = company.branch(branch_id)
+    if branch is None:
+        # An id as a branch's may be shown as it is; anything else was typed and is echoed.
+        named = branch_id if re.fullmatch(BRANCH_ID, branch_id) else echo(branch_id)
+        known = ", ".join(each.branch_id for each in company.branches)
+        message = f"no branch {named} in the company file in force ({known})"
+        raise BranchRefused(message, Refusal.UNKNOWN_BRANCH, branch=named, known=known)
+    return branch
+
+
+async def set_branch(
+    store: Store, user_id: int, branch_id: str, stamp: Stamp, acting: Acting | None = None
+) -> BranchChange:
+    """Make `branch_id` the branch `user_id` orders for (`/branch`, `manzoori users grant
+    --branch`), audited: their POs are delivered there unless a row of their sheet says
+    otherwise. Only for a requester, only a branch of the company file in force, and (with
+    `acting`, from Telegram) only by an admin."""
+    async with store.begin() as tx:
+        if acting is not None:
+            await require_admin(tx, acting.user_id, acting.configured_admins)
+        if Role.REQUESTER not in await tx.roles(user_id):
+            message = f"user {user_id} is not a requester: grant the role first"
+            raise BranchRefused(message, Refusal.NOT_A_REQUESTER_YET, user=user_id)
+        branch = require_branch(await tx.current_company(), branch_id)
+        before = await tx.set_branch(user_id, branch.branch_id, stamp.actor, stamp.at)
+        if before != branch.branch_id:
+            detail = {"user_id": user_id, "branch": branch.branch_id, "before": before}
+            await tx.append_audit(AuditEvent.stamped(stamp, "set_branch", detail))
+        return BranchChange(branch.branch_id, before, branch.name)
+
+
 async def join_groups(tx: Tx, user_id: int, groups: set[str], stamp: Stamp) -> frozenset[str]:
     """Add the user to approver groups, audited; the groups they were not in before."""
     held = await tx.groups_of(user_id)
@@ -263,9 +313,14 @@ async def revoke_roles(
 async def _revoke(
     tx: Tx, user_id: int, stamp: Stamp, configured_admins: frozenset[int], default: Policy
 ) -> frozenset[Role]:
-    """Revoke and audit; an admin no more loses their unused invitations with the role, and
-    an approver no more every delegation from or to them."""
+    """Revoke and audit; a requester no more loses their branch, an admin no more their
+    unused invitations, and an approver no more every delegation from or to them."""
     held = await tx.revoke(user_id, stamp.actor, stamp.at)
+    if held:  # their branch goes with their roles, as their groups do
+        before = await tx.set_branch(user_id, None, stamp.actor, stamp.at)
+        if before is not None:
+            detail = {"user_id": user_id, "branch": None, "before": before}
+            await tx.append_audit(AuditEvent.stamped(stamp, "set_branch", detail))
     if Role.ADMIN in held and user_id not in configured_admins:
         await withdraw_invites(tx, user_id, stamp)
     if Role.APPROVER in held:

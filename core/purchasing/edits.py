@@ -139,7 +139,7 @@ def edited_draft(
         raise EditRefused(EditProblem.NOTHING_LEFT, "every line dropped: reject it instead")
     kept = {line.sku: line.quantity for line in lines}
     trimmed = {draft.lines[n - 1].sku for n, q in wanted.items() if q > 0}
-    total = sum(line.total_paisa for line in lines)
+    total = sum(line.gross_paisa for line in lines)  # as Draft.total_paisa: tax included
     flags = _flags(draft, kept, total) + _below_minimum(kept, trimmed, minimums or {}, draft)
     return replace(draft, lines=lines, flags=ordered(flags))
 

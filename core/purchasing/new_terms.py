@@ -106,7 +106,8 @@ async def _redraft(
         draft = await tx.draft(job.id, job.draft_version)
         pairs = [(draft.supplier_id, line.sku) for line in draft.lines]
         history, threshold = await tx.history(pairs), await dual_flag_above(tx, rules)
-        outcome = redraft(draft, old, new, history, threshold)
+        today = now.astimezone(rules.approval.zone).date()
+        outcome = redraft(draft, old, new, history, threshold, today)
         stamp = Stamp(f"terms:{version}", now)
         sources = {**job.source_versions, "terms_version": version}
         if not outcome.changes:

@@ -10,7 +10,7 @@ decisions the server would take.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from decimal import Decimal
 
 from core.approval.budgets import CategoryMonth, month_standings, needs_reason
@@ -55,6 +55,7 @@ class PoLine:
     drifted: bool  # above the drift tolerance of the route's policy (it added a stage)
     note: str = ""  # the requester's note for the line, as typed: text, never an instruction
     category: str = ""  # the terms' category it counts against (core.approval.budgets); "" none
+    gst_basis_points: int = 0  # sales tax on the amount, hundredths of a percent
 
 
 @dataclass(frozen=True)
@@ -91,7 +92,7 @@ class PoView:
     requester: str
     draft_version: int
     draft_hash: str
-    total_paisa: int
+    total_paisa: int  # sales tax included
     deadline: datetime | None
     lines: tuple[PoLine, ...]  # every line, in the draft's order
     flags: tuple[Flag, ...]
@@ -106,6 +107,10 @@ class PoView:
     # Why the viewer may not decide it now, as the error a decision would raise; None: they may.
     refusal: WorkflowError | ApprovalError | None
     needs_reason: bool  # an approval now would take a category over its month: ask for a reason
+    gst_paisa: int = 0  # the sales tax inside total_paisa; 0: the prices are final
+    branch_id: str = ""  # where it is delivered; "" not said
+    delivery_date: date | None = None
+    payment_terms: str = ""
 
     @property
     def short_hash(self) -> str:
@@ -150,6 +155,10 @@ async def po_view(
         draft_version=job.draft_version,
         draft_hash=job.draft_hash,
         total_paisa=draft.total_paisa,
+        gst_paisa=draft.gst_paisa,
+        branch_id=draft.branch_id,
+        delivery_date=draft.delivery_date,
+        payment_terms=draft.payment_terms,
         deadline=job.decision_deadline,
         lines=await _lines(tx, job, draft, named),
         flags=draft.flags,
@@ -218,6 +227,7 @@ async def _lines(tx: ReadTx, job: Job, draft: Draft, policy: Policy | None) -> t
         line_of = PoLine(
             number, line.sku, line.description, line.quantity, line.unit_price_paisa,
             line.total_paisa, last, drift, line.sku in drifted, line.note, line.category,
+            line.gst_basis_points,
         )  # fmt: skip
         lines.append(line_of)
     return tuple(lines)

@@ -14,8 +14,9 @@ from core.approval.budgets import month_standings, refusal
 from core.approval.opening import open_in
 from core.approval.policies import BudgetMode, Role, Rules
 from core.approval.standing import policy_now
+from core.company.company import Company
 from core.drafting.drafts import Draft, canonical_bytes
-from core.drafting.intake import build_draft, check_sheet, po_number
+from core.drafting.intake import Branches, build_draft, check_sheet, po_number
 from core.drafting.tables import Table
 from core.drafting.terms import Terms
 from core.errors import NotARequester
@@ -65,7 +66,11 @@ async def preview_sheet(
     `now`, a hard budget is checked as a submission then would check it."""
     async with store.reading() as tx:
         terms = await tx.current_terms()
-    drafts, problems = await _plan(store, sheet.table, terms, rules, offload)
+        company = await tx.current_company()
+    branches = branches_for(company, None)
+    drafts, problems = await _plan(
+        store, sheet.table, terms, company, branches, rules, offload, now
+    )
     if not problems and now is not None:
         async with store.reading() as tx:
             problems = await hard_budget_refusal(tx, drafts, now, rules)
@@ -99,6 +104,7 @@ class _Planned:
     sheet: Sheet
     now: datetime
     terms_version: str
+    company_version: str  # "" without a company file
     drafts: tuple[Draft, ...]  # numbered NEW-1, NEW-2…: the real numbers come when recorded
 
 
@@ -112,12 +118,13 @@ async def submit_sheet(
     *,
     offload: Offload = run_inline,
 ) -> Submission:
-    """Turn a requester's sheet into one waiting PO per supplier, or report every problem.
+    """Turn a requester's sheet into one waiting PO per supplier and delivery branch, or
+    report every problem.
 
     Checking and pricing run through `offload`, outside any transaction, on what a read-only
     transaction saw; the short write transaction then re-checks the requester, an earlier
-    submission of the same bytes and the terms version, and writes every PO or none. If the
-    terms changed meanwhile, the sheet is planned once more on the new ones."""
+    submission of the same bytes and the terms and company versions, and writes every PO or
+    none. If either changed meanwhile, the sheet is planned once more on the new ones."""
     for _ in range(PLANS):
         async with store.reading() as tx:
             await _require_requester(tx, requester_id)
@@ -125,10 +132,15 @@ async def submit_sheet(
             if earlier is not None:
                 return Submission(orders=tuple(await _orders(tx, earlier)), repeated=True)
             terms = await tx.current_terms()
-        drafts, problems = await _plan(store, sheet.table, terms, rules, offload)
+            company = await tx.current_company()
+            branches = branches_for(company, await tx.branch_of(requester_id))
+        drafts, problems = await _plan(
+            store, sheet.table, terms, company, branches, rules, offload, now
+        )
         if problems or terms is None:
             return Submission(problems=tuple(problems))
-        planned = _Planned(requester_id, sheet, now, terms.version, tuple(drafts))
+        cited = company.version if company is not None else ""
+        planned = _Planned(requester_id, sheet, now, terms.version, cited, tuple(drafts))
         made = await _record(store, planned, rules, numbering)
         if made is not None:
             return made
@@ -155,17 +167,35 @@ async def hard_budget_refusal(
     return refusal(await month_standings(tx, policy, lines, now, rules.approval.zone))
 
 
+def branches_for(company: Company | None, requester_branch: str | None) -> Branches:
+    """Where a requester's sheet may deliver: the company's branches, and by default the
+    requester's own branch (one the company file still has), else the company's default."""
+    if company is None:
+        return Branches()
+    ids = tuple(b.branch_id for b in company.branches)
+    home = requester_branch if requester_branch in ids else company.default_branch
+    return Branches(ids, home)
+
+
 async def _require_requester(tx: ReadTx, requester_id: int) -> None:
     if Role.REQUESTER not in await tx.roles(requester_id):
         raise NotARequester(f"user {requester_id} is not a registered requester")
 
 
 async def _plan(
-    store: Store, table: Table, terms: Terms | None, rules: Rules, offload: Offload
+    store: Store,
+    table: Table,
+    terms: Terms | None,
+    company: Company | None,
+    branches: Branches,
+    rules: Rules,
+    offload: Offload,
+    now: datetime | None,
 ) -> tuple[list[Draft], list[Problem]]:
-    """Check and price a sheet against `terms`: CPU work through `offload`, and one read-only
-    transaction for the price history in between."""
-    orders, problems = await offload(functools.partial(check_sheet, table, terms))
+    """Check and price a sheet against `terms` and the company's branches: CPU work through
+    `offload`, and one read-only transaction for the price history in between. `now` dates
+    the deliveries (in the buyer's time zone)."""
+    orders, problems = await offload(functools.partial(check_sheet, table, terms, branches))
     if problems or terms is None:
         return [], problems
     pairs = [(o.supplier.supplier_id, line.offer.sku) for o in orders for line in o.lines]
@@ -173,10 +203,14 @@ async def _plan(
         history = await tx.history(pairs)
         threshold = await dual_flag_above(tx, rules)
     known = terms
+    today = now.astimezone(rules.approval.zone).date() if now is not None else None
+    cited = company.version if company is not None else ""
 
     def price() -> list[Draft]:
         drafts = [
-            build_draft(order, f"NEW-{n}", known, history, threshold)
+            build_draft(
+                order, f"NEW-{n}", known, history, threshold, today=today, company_version=cited
+            )
             for n, order in enumerate(orders, start=1)
         ]
         for draft in drafts:  # their bytes made here, not in the write transaction
@@ -199,6 +233,8 @@ async def _record(
             return Submission(orders=tuple(await _orders(tx, earlier)), repeated=True)
         if await tx.terms_version() != planned.terms_version:
             return None
+        if (await tx.file_version(FileKind.COMPANY) or "") != planned.company_version:
+            return None  # a new company file meanwhile: its branches are read again
         refused = await hard_budget_refusal(tx, planned.drafts, now, rules)
         if refused:
             return Submission(problems=tuple(refused))
@@ -211,12 +247,20 @@ async def _record(
             new = NewJob(
                 id=numbering.new_id(),
                 requester_id=requester_id,
-                input_ref=f"sheet:{sheet.sha256}:{draft.supplier_id}",
+                input_ref=":".join(
+                    ["sheet", sheet.sha256, draft.supplier_id]
+                    + ([draft.branch_id] if draft.branch_id else [])
+                ),
                 source_versions={
                     "sheet_sha256": sheet.sha256,
                     "sheet_name": sheet.name,
                     "terms_version": planned.terms_version,
                     "workflow_version": WORKFLOW_VERSION,
+                    **(
+                        {"company_version": planned.company_version}
+                        if planned.company_version
+                        else {}
+                    ),
                 },
                 tool_results={"lines": len(draft.lines), "flags": len(draft.flags)},
             )

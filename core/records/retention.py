@@ -69,6 +69,7 @@ class Removed(StrEnum):
     DECISION_REASONS = "decision_reasons"  # rejection reasons typed by approvers
     AUDIT_TEXTS = "audit_texts"  # notes, reasons and error texts in audit details
     EFFECT_PAYLOADS = "effect_payloads"  # the send's receipt and last error text
+    DOCUMENTS = "documents"  # the sealed PDFs the e-mails carried (buyer, supplier, approvers)
 
 
 # The counts a purge prints: every Stale and Removed kind, plus these two.

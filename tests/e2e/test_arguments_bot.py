@@ -55,6 +55,8 @@ ADMIN_COMMANDS = {
     "/groups {}": (WORD, ANY),
     "/group {} managers": (ID, (USAGE,)),
     "/group 2003 {}": (ID, ("Not changed: no group '",)),
+    "/branch {} liberty": (ID, (USAGE,)),
+    "/branch 1001 {}": (ID, ("Not changed: ",)),  # no company file: refused, never echoed whole
     "/away {} 2003": (UNTIL, ("Not set: ",)),
     "/away 2002 {} 2003": (UNTIL, ("Not set: ",)),
     "/away {} 3d 2003": (ID, (USAGE,)),

@@ -6,6 +6,7 @@ import csv
 import io
 from datetime import timedelta
 
+from pypdf import PdfReader
 from sqlalchemy import select
 
 from bot.outbox.runner import OutboxRunner
@@ -148,12 +149,19 @@ async def test_a_stranger_the_requester_and_a_revoked_approver_press_a_real_butt
         assert job.state is State.AWAITING_APPROVAL and decisions == []
 
 
-async def test_details_sends_the_whole_po_as_csv(botapi, db_url, store):
+async def test_details_sends_the_draft_pdf_and_the_whole_po_as_csv(botapi, db_url, store):
     async with running_bot(botapi, db_url) as run:
         ali, ali_card, _sana, _sana_card = await cards_out(botapi, run)
         query = ali.tap(ali_card, DETAILS_TEXT)
-        assert await answer(botapi, query) == "Sending the whole PO as a CSV file…"
-        sent = await botapi.wait_for(lambda: botapi.documents(APPROVER_A) or None)
+        assert await answer(botapi, query) == "Sending the whole PO: its PDF and a CSV file…"
+        sent = await botapi.wait_for(
+            lambda: ((docs := botapi.documents(APPROVER_A)) and len(docs) == 2 and docs) or None
+        )
+        pdf = sent[0].document
+        assert pdf.file_name == f"{PO}-v1.pdf"
+        pages = PdfReader(io.BytesIO(pdf.data)).pages
+        text = "\n".join(page.extract_text() for page in pages)
+        assert "DRAFT" in text and PO in text and "CHG-65W" in text  # what the supplier will get
         document = sent[-1].document
         assert document.file_name == f"{PO}-v1.csv"
         rows = list(csv.DictReader(io.StringIO(document.data.decode())))

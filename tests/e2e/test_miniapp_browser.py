@@ -21,6 +21,7 @@ from urllib.parse import quote, urlencode
 
 import pytest
 from playwright.async_api import BrowserContext, Page, expect
+from pypdf import PdfReader
 
 from bot.clock import utcnow
 from bot.files.sheets import read_csv_text
@@ -346,3 +347,19 @@ async def test_the_page_reads_right_to_left_in_urdu(botapi, db_url, store, phone
             folder = REPO / SCREENSHOTS
             await english.screenshot(path=str(folder / "miniapp-en.png"), full_page=True)
             await urdu.screenshot(path=str(folder / "miniapp-ur.png"), full_page=True)
+
+
+async def test_the_pdf_button_sends_the_draft_as_the_supplier_will_get_it(
+    botapi, db_url, store, phone
+):
+    async with mini_app_bot(botapi, db_url) as run:
+        _, ali, card, _, _ = await long_po_out(botapi, run, 12)
+        page = await opened(phone, ali.open_web_app(card, REVIEW_TEXT), 12)
+        await page.get_by_test_id("po-pdf").click()
+        status = page.get_by_test_id("decision-status")
+        await expect(status).to_have_text("The PDF is in your chat with the bot.")
+        (sent,) = botapi.documents(APPROVER_A)
+        assert sent.document.file_name.endswith("-v1.pdf")
+        text = "\n".join(p.extract_text() for p in PdfReader(io.BytesIO(sent.document.data)).pages)
+        assert "DRAFT" in text and "SKU-012" in text
+        assert await decisions_now(run) == 0  # reading it decides nothing

@@ -12,6 +12,7 @@ from core.errors import AmbiguousSendError, PermanentSendError
 from core.jobs.states import State
 from core.outbox import dispatch
 from core.outbox.dispatch import Attempted
+from tests.helpers.documents import with_document
 from tests.helpers.factories import APPROVER_A, FAST_RETRY, T0, make_draft, new_job
 
 RULES = Rules(approval=ApprovalPolicy(ttl=timedelta(hours=24)), retry=FAST_RETRY)
@@ -32,6 +33,7 @@ async def in_queue(store, state: State, po: str = PO):
         store, Review(po, APPROVER_A, Verdict.APPROVE, 1, job.draft_hash), T0, RULES
     )
     [claimed] = await dispatch.claim(store, T0, "runner-a", LEASE, 10)
+    await with_document(store, claimed, T0)
     order = await dispatch.start_attempt(store, claimed.key, "runner-a", T0, LEASE, RULES)
     assert order is not None
     got = await dispatch.finish_attempt(

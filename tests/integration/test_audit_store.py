@@ -16,6 +16,7 @@ from core.outbox import dispatch
 from core.outbox.dispatch import Attempted
 from core.records.audit import Logged, Period, export_row
 from store.sql import SqlStore
+from tests.helpers.documents import with_document
 from tests.helpers.factories import APPROVER_A, T0, make_draft, new_job
 
 PKT = ZoneInfo("Asia/Karachi")
@@ -34,6 +35,7 @@ async def sent(store: SqlStore, po: str) -> str:
     await decisions.decide(store, review, T0, RULES)
     at = T0 + timedelta(minutes=1)
     [effect] = await dispatch.claim(store, at, "r1", LEASE, 10)
+    await with_document(store, effect, at)
     order = await dispatch.start_attempt(store, effect.key, "r1", at, LEASE, RULES)
     assert order is not None
     done = Attempted("r1", result={"smtp": "250 ok"})

@@ -37,6 +37,7 @@ from store import schema
 from store.migrate import alembic_config
 from store.sql import SqlStore
 from tests.helpers.cli import DOMAIN, MAIL_FROM, RULES, Cli, base_env, ok, plain, with_store
+from tests.helpers.documents import with_document
 from tests.helpers.factories import APPROVER_A, make_draft, new_job
 from tests.helpers.store import grant_cast
 
@@ -89,6 +90,7 @@ async def attempted(
     """Approve `po` and record one send attempt ending in `error` or `result`, as a runner would."""
     await approved(store, po, at)
     [effect] = await dispatch.claim(store, at, "test-runner", LEASE, 10)
+    await with_document(store, effect, at)
     order = await dispatch.start_attempt(store, effect.key, "test-runner", at, LEASE, RULES)
     assert order is not None
     return await dispatch.finish_attempt(
@@ -421,7 +423,7 @@ def test_jobs_cancel_withdraws_a_job_and_its_open_send(cli, db_url):
     assert job.state is State.CANCELLED and effect.status is EffectStatus.CANCELLED
 
     again = cli("jobs", "cancel", waiting, "--note", "twice")
-    assert again.returncode != 0 and "cancel is not allowed from CANCELLED" in again.stderr
+    assert again.returncode != 0 and f"{waiting} is already cancelled." in again.stderr
 
 
 def test_reissue_puts_an_expired_job_up_for_approval_again(cli, db_url):

@@ -17,6 +17,7 @@ from core.approval.policies import Verdict
 from core.outbox import dispatch
 from store.sql import SqlStore
 from tests.helpers.cli import RULES, Cli, base_env, plain, with_store
+from tests.helpers.documents import with_document
 from tests.helpers.factories import APPROVER_A, make_draft, new_job
 from tests.helpers.store import grant_cast
 
@@ -108,6 +109,7 @@ async def in_flight(store: SqlStore) -> None:
     review = Review(po, APPROVER_A, Verdict.APPROVE, 1, job.draft_hash or "")
     await decisions.decide(store, review, now, RULES)
     [effect] = await dispatch.claim(store, now, "r1", LEASE, 10)
+    await with_document(store, effect, now)
     assert await dispatch.start_attempt(store, effect.key, "r1", now, LEASE, RULES) is not None
 
 

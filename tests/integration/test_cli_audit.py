@@ -20,6 +20,7 @@ from core.outbox import dispatch
 from core.outbox.dispatch import Attempted
 from store.sql import SqlStore
 from tests.helpers.cli import RULES, Cli, base_env, ok, with_store
+from tests.helpers.documents import with_document
 from tests.helpers.factories import APPROVER_A, T0, make_draft, new_job
 from tests.helpers.store import grant_cast
 
@@ -43,6 +44,7 @@ async def sent_po(store: SqlStore) -> None:
     review = Review(PO, APPROVER_A, Verdict.APPROVE, 1, job.draft_hash or "")
     await decisions.decide(store, review, T0, RULES)
     [effect] = await dispatch.claim(store, T0, "r1", LEASE, 10)
+    await with_document(store, effect, T0)
     order = await dispatch.start_attempt(store, effect.key, "r1", T0, LEASE, RULES)
     assert order is not None
     done = Attempted("r1", result={"smtp": "250 ok"})

@@ -22,9 +22,10 @@ from core.approval import decisions, opening
 from core.approval.decisions import Review
 from core.approval.policies import Rules, Verdict
 from core.jobs import closing, transitions
-from core.jobs.effects import EffectStatus, message_id
+from core.jobs.effects import EffectKind, EffectStatus, message_id
 from core.jobs.jobs import Effect, Job, Stamp
 from core.jobs.states import Action, State
+from core.outbox import calling_off
 from store.engine import make_engine
 from store.sql import SqlStore
 from tests.helpers.factories import APPROVER_A, make_draft, new_job
@@ -206,3 +207,97 @@ def test_two_runner_processes_send_each_po_once(db_url, sink, tmp_path):
     assert set(received.values()) == {1}
     for po, (job, effect) in snapshots(db_url, po_numbers).items():
         assert job.state is State.SENT and received[effect.key] == 1, po
+
+
+# -- a PO called off after it was sent: its cancellation e-mail under the same crashes ----------
+
+# fault point: the states the called-off POs may be in once a second runner has recovered
+CANCEL_CRASHES = {
+    "after_claim": {State.CANCELLED},
+    "after_marker": {State.CANCEL_UNKNOWN},
+    "after_accept": {State.CANCEL_UNKNOWN},
+    "after_record": {State.CANCELLED, State.CANCEL_UNKNOWN},
+}
+
+
+async def _call_off(db_url: str, po_numbers: list[str]) -> None:
+    store = SqlStore(make_engine(db_url), DATA_KEY)
+    try:
+        for po in po_numbers:
+            request = calling_off.CallOff(po, "ordered twice")
+            stamp = Stamp("cli:ops", datetime.now(UTC))
+            done = await calling_off.call_off(store, request, frozenset(), stamp)
+            assert done.job.state is State.CANCELLING
+    finally:
+        await store.close()
+
+
+async def _cancel_snapshots(db_url: str, po_numbers: list[str]) -> dict[str, tuple[Job, Effect]]:
+    """Each PO's job and its cancellation's row."""
+    store = SqlStore(make_engine(db_url), DATA_KEY)
+    try:
+        found = {}
+        async with store.begin() as tx:
+            for po in po_numbers:
+                job = await transitions.load(tx, po)
+                effects = await tx.effects_for(job.id)
+                [cancel] = [e for e in effects if e.kind == EffectKind.CANCEL_PO]
+                found[po] = (job, cancel)
+        return found
+    finally:
+        await store.close()
+
+
+async def _settle_cancellations(db_url: str, findings: dict[str, Action]) -> None:
+    store = SqlStore(make_engine(db_url), DATA_KEY)
+    try:
+        for po, finding in findings.items():
+            stamp = Stamp("cli:ops", datetime.now(UTC))
+            await calling_off.reconcile(store, po, finding, "checked with the supplier", stamp)
+    finally:
+        await store.close()
+
+
+@pytest.mark.parametrize("fault", list(CANCEL_CRASHES))
+def test_killed_runner_never_sends_a_cancellation_twice(db_url, sink, tmp_path, fault):
+    """Sent POs called off, then the runner sending their cancellations killed at each fault
+    point: each cancellation is sent once in effect, or waits in CANCEL_UNKNOWN for a person,
+    never twice; once a person has settled them, every PO is CANCELLED with one e-mail."""
+    approve(db_url, *BATCH_POS)
+    assert finish(start_runner(db_url, sink, tmp_path)) == 0  # every PO e-mailed, once
+    placed = keys_received(sink)
+    asyncio.run(_call_off(db_url, BATCH_POS))
+    assert finish(start_runner(db_url, sink, tmp_path, fault)) == -signal.SIGKILL
+    assert finish(start_runner(db_url, sink, tmp_path)) == 0
+    after_restart = asyncio.run(_cancel_snapshots(db_url, BATCH_POS))
+    received = keys_received(sink) - placed
+    assert set(received.values()) <= {1}
+    assert keys_received(sink) & placed == placed  # no PO e-mailed again
+    for po, (job, cancel) in after_restart.items():
+        assert job.state in CANCEL_CRASHES[fault], po
+        if job.state is State.CANCELLED:
+            assert cancel.status is EffectStatus.SUCCEEDED and received[cancel.key] == 1, po
+        else:
+            assert cancel.status is EffectStatus.UNKNOWN, po
+    if fault == "after_marker":
+        assert received == {}
+    if fault == "after_accept":
+        assert received  # the kill came after the server took a cancellation
+    # a third runner changes nothing either
+    assert finish(start_runner(db_url, sink, tmp_path)) == 0
+    assert keys_received(sink) - placed == received
+    assert asyncio.run(_cancel_snapshots(db_url, BATCH_POS)) == after_restart
+    # a person's findings settle the rest; only what did not arrive is sent, under its key
+    findings = {
+        po: Action.RECONCILE_SENT if received[cancel.key] else Action.RECONCILE_NOT_SENT
+        for po, (job, cancel) in after_restart.items()
+        if job.state is State.CANCEL_UNKNOWN
+    }
+    asyncio.run(_settle_cancellations(db_url, findings))
+    assert finish(start_runner(db_url, sink, tmp_path)) == 0
+    for po, (job, cancel) in asyncio.run(_cancel_snapshots(db_url, BATCH_POS)).items():
+        assert job.state is State.CANCELLED, po
+        assert keys_received(sink)[cancel.key] == 1, po
+        assert cancel.key.startswith(f"cancel-po:{po}:v1:"), po
+    ids = [str(m["Message-ID"]) for m in sink.messages]
+    assert len(ids) == len(set(ids)) == 2 * len(BATCH_POS)

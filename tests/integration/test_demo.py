@@ -65,11 +65,17 @@ def test_demo_tells_the_whole_story_in_telegram(tmp_path):
     assert f"bot → Bilal (requester): {REJECTED} was rejected: {demo.REASON}" in rejection
 
     status = between(out, "/status", "/history")
-    assert f"{APPROVED}  Rs 72,804.00  sent to the supplier" in status
-    assert f"{REJECTED}  Rs 185,994.00  rejected" in status
+    assert f"{APPROVED}  Rs 85,908.72  sent to the supplier" in status
+    assert f"{REJECTED}  Rs 219,472.92  rejected" in status
     trail = between(out, f"/history {APPROVED}", "── 8.")
     assert "mark_sent  SENDING -> SENT" in trail
     assert "saddar.example" not in trail  # the audit trail carries no address, not even masked
+
+    # The supplier's PDF is kept beside the database, to open.
+    pdf = tmp_path / "manzoori-demo" / f"{APPROVED}.pdf"
+    assert f"📎 {APPROVED}.pdf  (saved as manzoori-demo/{APPROVED}.pdf)" in out
+    assert pdf.read_bytes().startswith(b"%PDF")
+    assert f"Subject: Purchase order {APPROVED} from Lahore Electronics (Pvt) Ltd" in out
 
     database = tmp_path / "manzoori-demo" / "manzoori.sqlite3"
     assert "sqlite3 manzoori-demo/manzoori.sqlite3 'select po_number, state from jobs'" in out
@@ -81,7 +87,7 @@ def test_demo_tells_the_whole_story_in_telegram(tmp_path):
 def test_a_step_that_does_not_happen_stops_the_demo_with_a_message(tmp_path, monkeypatch, capsys):
     samples = tmp_path / "samples"
     samples.mkdir()
-    for name in ("supplier-terms.csv", "restock-with-errors.csv"):
+    for name in ("supplier-terms.csv", "restock-with-errors.csv", "company.toml"):
         (samples / name).write_bytes((demo.SAMPLES / name).read_bytes())
     # A restock.csv that the bot refuses: the two POs never come.
     (samples / "restock.csv").write_bytes(b"sku,quantity\nNO-SUCH-SKU,1\n")

@@ -230,3 +230,48 @@ def test_the_client_decisions_revision_is_append_only_and_goes_back_on_postgres(
     fresh_postgres: str,
 ) -> None:
     asyncio.run(_client_decisions_round_trip(fresh_postgres))
+
+
+async def _user_branches_round_trip(url: str) -> None:
+    """0014 adds each requester's branch, one row per user; going back to 0013 drops it and
+    keeps the roles."""
+    engine = make_engine(url)
+    await upgrade(engine, "0013")
+    async with engine.begin() as conn:
+        grant = (
+            "INSERT INTO user_roles (user_id, role, granted_by, granted_at) "
+            "VALUES (1001, 'requester', 'cli:test', :at)"
+        )
+        await conn.execute(text(grant), {"at": _AT})
+    await upgrade(engine, "0014")
+    branch = {"user_id": 1001, "branch_id": "liberty", "set_by": "user:9001", "set_at": _AT}
+    async with engine.begin() as conn:
+        await conn.execute(insert(schema.user_branches).values(**branch))
+    with pytest.raises(DBAPIError):  # one branch per user
+        async with engine.begin() as conn:
+            await conn.execute(insert(schema.user_branches).values(**branch))
+    async with engine.connect() as conn:
+        t = schema.user_branches
+        rows = (await conn.execute(select(t.c.user_id, t.c.branch_id, t.c.set_at))).all()
+    assert [tuple(row) for row in rows] == [(1001, "liberty", _AT)]
+    await engine.dispose()
+    await _downgrade(url, "0013")
+    engine = make_engine(url)
+    async with engine.connect() as conn:
+        roles = (await conn.execute(text("SELECT user_id FROM user_roles"))).scalars().all()
+        assert roles == [1001]
+        with pytest.raises(DBAPIError):
+            await conn.execute(text("SELECT count(*) FROM user_branches"))
+    await engine.dispose()
+
+
+def test_the_user_branches_revision_adds_the_table_and_goes_back_on_sqlite(
+    tmp_path: Path,
+) -> None:
+    asyncio.run(_user_branches_round_trip(f"sqlite+aiosqlite:///{tmp_path / 'm.db'}"))
+
+
+def test_the_user_branches_revision_adds_the_table_and_goes_back_on_postgres(
+    fresh_postgres: str,
+) -> None:
+    asyncio.run(_user_branches_round_trip(fresh_postgres))

@@ -25,6 +25,7 @@ from core.outbox.dispatch import Attempted
 from core.people import people
 from core.purchasing.po_view import LastSent, po_view
 from store.sql import SqlStore
+from tests.helpers.documents import with_document
 from tests.helpers.factories import APPROVER_A, APPROVER_B, OUTSIDER, REQUESTER, T0, new_job
 from tests.helpers.routing import soft_budget
 
@@ -65,6 +66,7 @@ async def sent_before(store: SqlStore) -> None:
     review = Review(job.po_number, APPROVER_A, Verdict.APPROVE, 1, job.draft_hash or "")
     await decisions.decide(store, review, T0, RULES)
     [claimed] = await dispatch.claim(store, SENT_AT, "runner", LEASE, 10)
+    await with_document(store, claimed, SENT_AT)
     order = await dispatch.start_attempt(store, claimed.key, "runner", SENT_AT, LEASE, RULES)
     assert order is not None
     done = Attempted("runner", result={"message_id": "<a@b>"})

@@ -29,6 +29,7 @@ from core.records import retention
 from core.records.retention import PURGE_CHORE, PURGED, Purge, Retention
 from store import schema
 from tests.helpers.bot import settings_for as base_settings
+from tests.helpers.documents import with_document
 from tests.helpers.factories import APPROVER_A, OUTSIDER, T0, Clock, make_draft, new_job
 
 ADMIN = 9001  # configured (MANZOORI_ADMIN_IDS): holds no role row, keeps their name
@@ -52,12 +53,14 @@ async def decide(store, job, verdict, reason=None):
 
 
 async def closed_and_open_jobs(store):
-    """A rejected PO, an approved then cancelled one with a send receipt, and one waiting."""
+    """A rejected PO, an approved then cancelled one with a send receipt and its PDF, and one
+    waiting."""
     rejected = await decide(store, await open_po(store, "PO-2026-001"), Verdict.REJECT, REASON)
     approved = await decide(store, await open_po(store, "PO-2026-002"), Verdict.APPROVE)
     async with store.begin() as tx:
         (effect,) = await tx.effects_for(approved.id)
         await tx.update_effect(effect, result={"to": ADDRESS}, last_error=f"550 {ADDRESS}")
+    await with_document(store, effect, T0)  # the PDF its e-mail would have carried
     cancelled = await closing.cancel(store, "PO-2026-002", NOTE, Stamp("cli:admin", T0))
     waiting = await open_po(store, "PO-2026-003")
     return rejected, cancelled, waiting
@@ -95,6 +98,7 @@ EXPECTED = Counter(
         "decision_reasons": 1,
         "audit_texts": 1,  # the cancel's note; the rejection's reason is in the decision
         "effect_payloads": 1,
+        "documents": 1,
     }
 )
 

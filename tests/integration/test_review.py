@@ -30,6 +30,7 @@ from core.outbox.dispatch import Attempted
 from core.outbox.review import NOTE, AdminChoice, Choice
 from store.engine import make_engine
 from store.sql import SqlStore
+from tests.helpers.documents import with_document
 from tests.helpers.factories import APPROVER_A, APPROVER_B, REQUESTER, T0, make_draft, new_job
 from tests.helpers.review import LEASE, PO, RULES, SEND_ERRORS, in_queue, snapshot
 from tests.helpers.store import DATA_KEY
@@ -153,6 +154,7 @@ async def test_a_choice_naming_an_older_version_is_refused_when_the_po_is_back(s
         store, Review(PO, APPROVER_B, Verdict.APPROVE, 2, job.draft_hash), LATER, RULES
     )
     [claimed] = await dispatch.claim(store, LATER, "runner-a", LEASE, 10)
+    await with_document(store, claimed, LATER)
     order = await dispatch.start_attempt(store, claimed.key, "runner-a", LATER, LEASE, RULES)
     assert order is not None
     await dispatch.finish_attempt(

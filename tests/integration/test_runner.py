@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import time
 from datetime import timedelta
+from email.message import EmailMessage
 
 import pytest
+from sqlalchemy import select
 
 from bot.clock import Runtime
 from bot.dev.smtp import running_sink
@@ -22,7 +25,9 @@ from core.jobs.jobs import Stamp
 from core.jobs.states import Action, State
 from core.outbox import dispatch
 from core.outbox.dispatch import Attempted
+from store import schema
 from tests.helpers.bot import timed
+from tests.helpers.documents import with_document
 from tests.helpers.factories import (
     APPROVER_A,
     APPROVER_B,
@@ -106,6 +111,27 @@ async def test_451_is_retried_with_backoff_and_sent_once(store, sink):
     job, [effect] = await current(store, job)
     assert job.state is State.SENT and effect.attempts == 2
     assert ids(sink) == [message_id(effect.key, DOMAIN)]
+    # Both attempts carried the one PDF kept for the row, byte for byte.
+    [refused], [sent] = sink.refused, sink.messages
+    async with store.reading() as tx:
+        kept = await tx.document(effect.key)
+    assert kept is not None and pdf_of(refused) == pdf_of(sent) == kept.pdf
+    assert hashlib.sha256(kept.pdf).hexdigest() == kept.sha256
+    started = [e for e in await audit_of(store, job) if e.action == "start_send"]
+    assert [e.detail["document_sha256"] for e in started] == [kept.sha256] * 2
+
+
+def pdf_of(message: EmailMessage) -> bytes:
+    """The PDF attached to a PO e-mail."""
+    (pdf,) = (p for p in message.iter_attachments() if p.get_content_type() == "application/pdf")
+    content = pdf.get_content()
+    assert isinstance(content, bytes)
+    return content
+
+
+async def audit_of(store, job):
+    async with store.reading() as tx:
+        return await tx.audit(job.id)
 
 
 async def dead_letter(store, sink, clock):
@@ -284,6 +310,7 @@ async def test_attempt_whose_runner_vanished_goes_to_unknown_outcome(store, sink
     clock = Clock()
     job = await approved_job(store)
     [claimed] = await dispatch.claim(store, clock(), "ghost", LEASE, 10)
+    await with_document(store, claimed, clock())
     order = await dispatch.start_attempt(store, claimed.key, "ghost", clock(), LEASE, RULES)
     assert order is not None
     runner = runner_for(store, sink, clock)
@@ -328,6 +355,7 @@ async def test_lost_attempt_is_retried_when_the_provider_dedupes_the_key(store, 
     clock = Clock()
     job = await approved_job(store)
     [claimed] = await dispatch.claim(store, clock(), "ghost", LEASE, 10)
+    await with_document(store, claimed, clock())
     assert await dispatch.start_attempt(store, claimed.key, "ghost", clock(), LEASE, RULES)
     server = SmtpServer(host=sink.host, port=sink.port, tls="none", timeout=2.0)
     sender = KeyDedupingSmtp(server, mail_from=f"orders@{DOMAIN}")
@@ -416,6 +444,8 @@ async def test_one_batch_of_markers_skips_a_row_another_runner_took(store, sink)
     async with store.begin() as tx:
         [taken] = await tx.claim_due(clock(), "runner-b", clock() + LEASE, 1)
     keys = [effect.key for effect in claimed]
+    for effect in claimed:
+        await with_document(store, effect, clock())
     orders = await dispatch.start_attempts(store, keys, "runner-a", clock(), LEASE, RULES)
     assert [order.effect.key for order in orders] == [k for k in keys if k != taken.key]
     for job in jobs:
@@ -466,3 +496,29 @@ async def test_a_sender_that_breaks_ends_the_pass_instead_of_hanging_it(store):
     for job in jobs:
         statuses.add((await current(store, job))[1][0].status)
     assert statuses == {EffectStatus.STARTED, EffectStatus.CLAIMED}
+
+
+async def test_a_document_is_kept_once_whoever_makes_it(store):
+    """Two runners making the one row's PDF at once: the first kept is the row's, for both."""
+    job = await approved_job(store)
+    async with store.reading() as tx:
+        (effect,) = await tx.effects_for(job.id)
+    first = await dispatch.keep_document(store, effect.key, b"%PDF first", T0)
+    second = await dispatch.keep_document(store, effect.key, b"%PDF second", T0)
+    assert first == second and first.pdf == b"%PDF first"
+    async with store.reading() as tx:
+        assert await tx.has_document(effect.key)
+        assert await tx.document(effect.key) == first
+
+
+async def test_the_pdf_is_sealed_at_rest(store):
+    job = await approved_job(store)
+    async with store.reading() as tx:
+        (effect,) = await tx.effects_for(job.id)
+    await with_document(store, effect, T0)
+    async with store.reading() as tx:
+        kept = await tx.document(effect.key)
+        row = (await tx.conn.execute(select(schema.effect_documents))).one()
+    assert kept is not None and kept.pdf.startswith(b"%PDF")
+    assert kept.pdf not in row.pdf_encrypted and b"%PDF" not in row.pdf_encrypted
+    assert (row.sha256, row.size) == (kept.sha256, len(kept.pdf))

@@ -6,6 +6,7 @@ import asyncio
 import csv
 import dataclasses
 import email.utils
+import hashlib
 import inspect
 import io
 import json
@@ -13,7 +14,7 @@ import logging
 import socket
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 import aiosmtplib
 import pytest
@@ -40,11 +41,12 @@ from bot.outbox.smtp import (
     TlsMode,
     classify_smtp_error,
 )
+from core.company.company import Branch, Buyer, Company
 from core.drafting.drafts import Draft, DraftLine, draft_hash, is_email
 from core.drafting.money import format_pkr
 from core.errors import AmbiguousSendError, PermanentSendError, SendError, TransientSendError
 from core.jobs.effects import EffectStatus, message_id, send_po_key
-from core.jobs.jobs import WORKFLOW_VERSION, Effect, Job, SendOrder
+from core.jobs.jobs import WORKFLOW_VERSION, Document, Effect, Job, SendOrder
 from core.jobs.states import State
 
 MAIL_FROM = "orders@manzoori.example"
@@ -57,6 +59,15 @@ LINES = (
     DraftLine("TEA-500G", "چائے کی پتی، 500 گرام", 12, 89_900),
     DraftLine("SVC/INSTALL", "Installation on site", 1, 1_500_000, "Saddar branch, before Friday"),
 )
+COMPANY = Company(
+    Buyer("Manzoori Traders", "12 Main Boulevard, Gulberg III, Lahore", "1234567-8"),
+    (Branch("saddar", "Saddar", "Shop 9, Saddar, Karachi"),),
+    "saddar",
+    "20260101T000000Z-abcdef12",
+)
+# The PDF the runner kept for the row: the sender attaches these bytes, whatever they are.
+PDF = b"%PDF-1.7\n% a kept document\n"
+DOCUMENT = Document(PDF, hashlib.sha256(PDF).hexdigest())
 # A short timeout keeps the slow-server cases well under a second each.
 FAST = 0.5
 
@@ -79,7 +90,7 @@ def make_order(lines: tuple[DraftLine, ...] = LINES, version: int = 3) -> SendOr
         lease_until=T0 + timedelta(minutes=2), started_at=T0, result=None, last_error=None,
         created_at=T0, updated_at=T0,
     )  # fmt: skip
-    return SendOrder(effect, job, draft)
+    return SendOrder(effect, job, draft, DOCUMENT, COMPANY)
 
 
 def make_sender(sink: SmtpSink, timeout: float = 5.0, tls: TlsMode = "none") -> SmtpSender:
@@ -87,7 +98,6 @@ def make_sender(sink: SmtpSink, timeout: float = 5.0, tls: TlsMode = "none") -> 
     return SmtpSender(
         SmtpServer(host=sink.host, port=sink.port, tls=tls, timeout=timeout),
         mail_from=MAIL_FROM,
-        buyer_name="Manzoori Traders",
     )
 
 
@@ -98,13 +108,50 @@ def body_of(message: email.message.EmailMessage) -> str:
 
 
 def csv_rows(message: email.message.EmailMessage) -> tuple[str, list[dict[str, str]]]:
-    (attachment,) = message.iter_attachments()
-    assert attachment.get_content_type() == "text/csv"
+    (attachment,) = (
+        part for part in message.iter_attachments() if part.get_content_type() == "text/csv"
+    )
     rows = list(csv.DictReader(io.StringIO(attachment.get_content())))
     return str(attachment.get_filename()), rows
 
 
 # -- what arrives ------------------------------------------------------------------------------
+
+
+async def test_the_kept_pdf_is_attached_as_it_is_and_the_body_says_it_in_brief(
+    smtp_sink: SmtpSink,
+) -> None:
+    taxed = tuple(dataclasses.replace(line, gst_basis_points=1800) for line in LINES)
+    order = make_order(taxed)
+    order = dataclasses.replace(
+        order,
+        draft=dataclasses.replace(
+            order.draft,
+            branch_id="saddar",
+            payment_terms="30 days credit",
+            delivery_date=date(2026, 1, 12),
+        ),
+    )
+    await make_sender(smtp_sink).send(order)
+
+    (message,) = smtp_sink.messages
+    pdf, csv_part = message.iter_attachments()
+    assert pdf.get_content_type() == "application/pdf"
+    assert pdf.get_filename() == f"{PO}.pdf" and pdf.get_content() == PDF
+    assert csv_part.get_filename() == f"{PO}.csv"
+    body = body_of(message)
+    for said in (
+        "Purchase order PO-2026-042 from Manzoori Traders",
+        "NTN 1234567-8",
+        "Deliver to: Saddar, Shop 9, Saddar, Karachi",
+        "Delivery by: 12 Jan 2026",
+        "Payment terms: 30 days credit",
+        f"Subtotal: {format_pkr(order.draft.subtotal_paisa)}",
+        f"GST 18% on {format_pkr(order.draft.subtotal_paisa)}: {format_pkr(order.draft.gst_paisa)}",
+        f"Total (incl. GST): {format_pkr(order.draft.total_paisa)}",
+        f"attached as {PO}.pdf and {PO}.csv",
+    ):
+        assert said in body, said
 
 
 async def test_delivers_one_message_with_headers_from_the_key(smtp_sink: SmtpSink) -> None:

@@ -1,11 +1,12 @@
 """Random interleavings of the whole workflow, checked against the database and a real SMTP server.
 
 A hypothesis state machine opens, revises, reissues, approves, rejects, trims (in the Mini App)
-and cancels purchase orders, revokes and restores approvers, hands approvals over while someone
-is away and takes them back (a delegator and their delegate are one person on a request), moves
-the clock, runs the outbox runner against one running SMTP sink (which may answer 451, 550, or
-too late), kills "ghost" runners mid-attempt, and reconciles unknown outcomes the way a careful
-person would.
+and cancels purchase orders, calls sent ones off (their supplier e-mailed a cancellation),
+revokes and restores approvers, hands approvals over while someone is away and takes them back
+(a delegator and their delegate are one person on a request), moves the clock, runs the outbox
+runner against one running SMTP sink (which may answer 451, 550, or too late), kills "ghost"
+runners mid-attempt, and reconciles unknown outcomes (a cancellation's as well) the way a
+careful person would.
 After every step the invariants are read back from the database and the sink; they run on
 SQLite and, with TEST_POSTGRES_URL, on PostgreSQL.
 
@@ -65,6 +66,7 @@ from core.drafting.drafts import Draft, draft_hash
 from core.errors import (
     AlreadyDecided,
     ApprovalExpired,
+    CancelRefused,
     DelegationRefused,
     DraftChanged,
     DuplicatePurchaseOrder,
@@ -78,10 +80,18 @@ from core.errors import (
     UnknownJob,
 )
 from core.jobs import closing
-from core.jobs.effects import OPEN_STATUSES, EffectStatus, message_id, send_po_key
+from core.jobs.effects import (
+    OPEN_STATUSES,
+    EffectKind,
+    EffectStatus,
+    cancel_po_key,
+    message_id,
+    send_po_key,
+)
 from core.jobs.jobs import Effect, Job, NewJob, SendOrder, Stamp
-from core.jobs.states import TRANSITIONS, Action, State
-from core.outbox import dispatch
+from core.jobs.states import CALLING_OFF, TRANSITIONS, Action, State
+from core.outbox import calling_off, dispatch
+from core.outbox.calling_off import NOTICE_ATTEMPT, NOTICE_RETRY, CallOff
 from core.outbox.dispatch import Attempted
 from core.people import delegating
 from core.purchasing.edits import Edit, LineChange, approve_with_changes, edited_draft
@@ -89,6 +99,7 @@ from store import schema
 from store.engine import make_engine
 from store.migrate import upgrade
 from store.sql import SqlStore
+from tests.helpers.documents import with_document
 from tests.helpers.factories import (
     APPROVER_A,
     APPROVER_B,
@@ -169,6 +180,14 @@ _UNCHANGED_KEEPS_VERSION = frozenset({State.DRAFTED, State.AWAITING_APPROVAL, St
 _REISSUABLE = frozenset({State.EXPIRED, State.FAILED_RETRYABLE, State.FAILED_FINAL})
 _QUIET = frozenset({State.REJECTED, State.CANCELLED, State.EXPIRED})
 _NON_TRANSITIONS = {"receive", "record_approval", "grant_role", "revoke_roles"}
+# Audit events about a CANCELLING job that do not move it: its cancellation's attempts, retries.
+_UNMOVED = {"record_approval": State.AWAITING_APPROVAL} | dict.fromkeys(
+    (NOTICE_ATTEMPT, NOTICE_RETRY), State.CANCELLING
+)
+# States a cancellation refuses with its reason: closed already, or a send in flight.
+_NOT_WITHDRAWN = frozenset({State.CANCELLED, State.SENDING, State.UNKNOWN_OUTCOME, State.REJECTED})
+# Why an admin calls a sent PO off; a blank one is refused (it goes in the supplier's e-mail).
+CALL_OFF_REASONS = ("ordered twice", "", "ordered twice")
 
 
 @dataclass
@@ -373,11 +392,16 @@ def expected_after_decision(
     return State.AWAITING_APPROVAL
 
 
-def parse_key(key: str) -> tuple[str, int, str]:
-    """PO number, draft version and hash prefix of a send-po idempotency key."""
-    kind, po, version, prefix = key.split(":")
-    assert kind == "send-po" and version.startswith("v"), key
+def parse_key(key: str, kind: str = EffectKind.SEND_PO) -> tuple[str, int, str]:
+    """PO number, draft version and hash prefix of a send-po (or `kind`) idempotency key."""
+    named, po, version, prefix = key.split(":")
+    assert named == kind and version.startswith("v"), key
     return po, int(version[1:]), prefix
+
+
+def is_cancellation(mail: EmailMessage) -> bool:
+    """Whether the e-mail calls a PO off (a cancel-po key), rather than places it."""
+    return str(mail["Idempotency-Key"]).startswith(f"{EffectKind.CANCEL_PO}:")
 
 
 def roles_before(audit: list[AuditRow], event_id: int) -> dict[int, set[Role]]:
@@ -838,6 +862,7 @@ class Workflow(RuleBasedStateMachine):
         claimed = self.run(dispatch.claim(self.store, now, owner, LEASE, 1))
         if not claimed or stage == "claimed":
             return self.seen("ghost: claimed" if claimed else "ghost: nothing due")
+        self.run(with_document(self.store, claimed[0], now))
         order = self.run(
             dispatch.start_attempt(self.store, claimed[0].key, owner, now, LEASE, RULES)
         )
@@ -874,8 +899,10 @@ class Workflow(RuleBasedStateMachine):
         late = effect.version != zombie.order.effect.version
         if late and effect.status is not EffectStatus.UNKNOWN:
             return self.refused(LeaseLost, call)
-        assert self.run(call) is State.SENT
-        self.seen("zombie: late proof" if late else "zombie: on time")
+        cancels = zombie.order.effect.kind == EffectKind.CANCEL_PO
+        assert self.run(call) is (State.CANCELLED if cancels else State.SENT)
+        what = "cancellation" if cancels else "send"
+        self.seen(f"zombie: late proof of a {what}" if late else f"zombie: {what} on time")
 
     # -- people ----------------------------------------------------------------------------
 
@@ -908,6 +935,73 @@ class Workflow(RuleBasedStateMachine):
         assert moved.state is state
         self.seen(f"reconcile: {action.value}")
 
+    @rule(po=st.sampled_from(TARGETS), reason=st.sampled_from(CALL_OFF_REASONS))
+    def call_off(self, po: str, reason: str) -> None:
+        """An admin calls a PO off: a sent one (if any: this one's, else the first) e-mails
+        the supplier a cancellation; one not sent yet is withdrawn; the same call-off again
+        changes nothing; anything else is refused."""
+        sent = self.in_state(State.SENT)
+        job = next((j for j in sent if j.po_number == po), None) or (
+            sent[0] if sent else self.snap.jobs.get(po)
+        )
+        po = job.po_number if job else po
+        stamp = Stamp("cli:ops", self.clock())
+        call = calling_off.call_off(self.store, CallOff(po, reason), frozenset(), stamp)
+        if job is None:
+            return self.refused(UnknownJob, call)
+        called_off = any(
+            r.action == Action.CANCEL_SENT and r.job_id == job.id for r in self.snap.audit
+        )
+        if job.state is State.SENT and reason:
+            done = self.run(call)
+            assert (done.job.state, done.after_sending, done.repeat) == (
+                State.CANCELLING,
+                True,
+                False,
+            )
+            key = cancel_po_key(po, job.draft_version or 0, job.draft_hash or "")
+            assert self.read().effects[key].status is EffectStatus.PENDING
+            return self.seen("call off: SENT")
+        if called_off and reason == "ordered twice":
+            assert self.run(call).repeat
+            return self.seen("call off: again")
+        if job.state is State.SENT or called_off or job.state in _NOT_WITHDRAWN:
+            return self.refused(CancelRefused, call)
+        if (job.state, Action.CANCEL) not in TRANSITIONS:
+            return self.refused(IllegalTransition, call)
+        if self.cancels >= MAX_CANCELS:  # a withdrawal ends many paths: few per example
+            call.close()
+            return self.seen("call off: not withdrawn")
+        self.cancels += 1
+        assert self.run(call).job.state is State.CANCELLED
+        self.seen(f"call off: withdrawn from {job.state.value}")
+
+    @rule(po=st.sampled_from(TARGETS), give_up=st.booleans())
+    def settle_call_off(self, po: str, give_up: bool) -> None:
+        """A person settles a cancellation that may not have gone (truthfully: they ask the
+        supplier, the sink) or that failed for good (they phone the supplier)."""
+        stuck = self.in_state(State.CANCEL_UNKNOWN) + self.in_state(State.CANCEL_FAILED)
+        stamp = Stamp("cli:ops", self.clock())
+        if not stuck:
+            job = self.snap.jobs.get(po)
+            call = calling_off.reconcile(self.store, po, Action.SETTLE_CANCEL, "", stamp)
+            return self.refused(UnknownJob if job is None else ReconcileRefused, call)
+        job = next((j for j in stuck if j.po_number == po), stuck[0])
+        if job.state is State.CANCEL_FAILED:
+            action, state = Action.SETTLE_CANCEL, State.CANCELLED
+        else:
+            [effect] = [e for e in self.snap.effects_of(job) if e.status is EffectStatus.UNKNOWN]
+            self.world.settle()
+            if self.delivered(effect.key):
+                action, state = Action.RECONCILE_SENT, State.CANCELLED
+            elif give_up:
+                action, state = Action.RECONCILE_FAILED, State.CANCEL_FAILED
+            else:
+                action, state = Action.RECONCILE_NOT_SENT, State.CANCELLING
+        moved = self.run(calling_off.reconcile(self.store, job.po_number, action, "", stamp))
+        assert moved.state is state
+        self.seen(f"settle call-off: {action.value}")
+
     # -- invariants ------------------------------------------------------------------------
 
     @invariant()
@@ -922,7 +1016,7 @@ class Workflow(RuleBasedStateMachine):
 
     def check_closed_jobs_stay_quiet(self, snap: Snapshot, mails: list[EmailMessage]) -> None:
         """A rejected, cancelled or expired draft never reaches the supplier afterwards."""
-        keys = [parse_key(m["Idempotency-Key"]) for m in mails]
+        keys = [parse_key(m["Idempotency-Key"]) for m in mails if not is_cancellation(m)]
         for job in snap.jobs.values():
             marks = self.closed.setdefault(job.id, {})
 
@@ -940,7 +1034,10 @@ def check_inbox(snap: Snapshot, mails: list[EmailMessage], domain: str) -> None:
     counts = Counter(m["Idempotency-Key"] for m in mails)
     assert not [k for k, n in counts.items() if n > 1], f"duplicate e-mails: {counts}"
     for mail in mails:
-        check_mail_was_approved(snap, mail, domain)
+        if is_cancellation(mail):
+            check_cancellation_was_called_for(snap, mail, domain)
+        else:
+            check_mail_was_approved(snap, mail, domain)
     for effect in snap.effects.values():
         delivered = counts[effect.key]
         if effect.status is EffectStatus.SUCCEEDED:
@@ -983,6 +1080,26 @@ def check_mail_was_approved(snap: Snapshot, mail: EmailMessage, domain: str) -> 
     assert counted.outcome is Outcome.APPROVED, f"{key} was sent without enough live approvals"
 
 
+def check_cancellation_was_called_for(snap: Snapshot, mail: EmailMessage, domain: str) -> None:
+    """A cancellation e-mail names a PO that was sent and that an admin called off before its
+    attempt, threads under that PO's own e-mail, and is that PO's one cancellation row."""
+    key = mail["Idempotency-Key"]
+    assert mail["Message-ID"] == message_id(key, domain)
+    po, version, prefix = parse_key(key, EffectKind.CANCEL_PO)
+    effect, job = snap.effects[key], snap.jobs[po]
+    assert effect.kind == EffectKind.CANCEL_PO and effect.job_id == job.id
+    assert (effect.draft_version, job.draft_version) == (version, version)
+    assert effect.draft_hash == job.draft_hash and effect.draft_hash.startswith(prefix)
+    assert effect.status in (EffectStatus.SUCCEEDED, EffectStatus.UNKNOWN, EffectStatus.STARTED)
+    placed = send_po_key(po, version, effect.draft_hash)
+    assert snap.effects[placed].status is EffectStatus.SUCCEEDED, key
+    assert mail["In-Reply-To"] == message_id(placed, domain)
+    trail = [r for r in snap.audit if r.job_id == job.id]
+    called = [r.id for r in trail if r.action == Action.CANCEL_SENT]
+    tried = [r.id for r in trail if r.action == NOTICE_ATTEMPT and r.detail.get("key") == key]
+    assert len(called) == 1 and tried and called[0] < tried[0], key
+
+
 def check_audit(snap: Snapshot) -> None:
     """Every audited move is in the transition table, and each job's trail is one chain."""
     actions = {a.value: a for a in Action}
@@ -1002,8 +1119,8 @@ def check_audit(snap: Snapshot) -> None:
         )
         for before, row in pairwise(trail):
             assert row.source is before.target, f"{row.action}: jumps from {before.target}"
-            if row.action == "record_approval":
-                assert row.source is row.target is State.AWAITING_APPROVAL
+            if row.action in _UNMOVED:  # about the job, not a move of it
+                assert row.source is row.target is _UNMOVED[row.action], row
             else:
                 assert row.action in actions and row.action not in _NON_TRANSITIONS, row.action
                 assert row.source is not None
@@ -1021,21 +1138,35 @@ def check_outbox(snap: Snapshot) -> None:
         State.FAILED_RETRYABLE: {EffectStatus.PENDING, EffectStatus.CLAIMED},
         State.SENDING: {EffectStatus.STARTED},
         State.UNKNOWN_OUTCOME: {EffectStatus.UNKNOWN},
+        # a sent PO called off: its cancellation in flight, or maybe gone
+        State.CANCELLING: {EffectStatus.PENDING, EffectStatus.CLAIMED, EffectStatus.STARTED},
+        State.CANCEL_UNKNOWN: {EffectStatus.UNKNOWN},
     }
     for job in snap.jobs.values():
         assert job.draft_version is not None and job.draft_hash is not None
         assert snap.drafts[(job.id, job.draft_version)][0] == job.draft_hash
         assert (job.id, job.draft_version + 1) not in snap.drafts
         current = send_po_key(job.po_number, job.draft_version, job.draft_hash)
+        cancel = cancel_po_key(job.po_number, job.draft_version, job.draft_hash)
         effects = snap.effects_of(job)
         in_flight = [e for e in effects if e.status in in_flight_statuses]
         expected = expected_by_state.get(job.state)
+        flying = cancel if job.state in (State.CANCELLING, State.CANCEL_UNKNOWN) else current
         if expected:
-            assert [(e.key, e.status in expected) for e in in_flight] == [(current, True)], job
+            assert [(e.key, e.status in expected) for e in in_flight] == [(flying, True)], job
         else:
             assert in_flight == [], f"{job.po_number} is {job.state.value} with {in_flight}"
         succeeded = [e.key for e in effects if e.status is EffectStatus.SUCCEEDED]
-        assert succeeded == ([current] if job.state is State.SENT else []), job
+        called_off = cancel in snap.effects
+        if job.state is State.SENT or job.state in CALLING_OFF:
+            assert succeeded == [current], job
+        elif job.state is State.CANCELLED and called_off:  # the cancellation went, or a person
+            assert succeeded in ([current, cancel], [cancel, current], [current]), job
+        else:
+            assert succeeded == [], job
+        # A cancellation row exactly for a PO being, or once, called off.
+        assert called_off >= (job.state in CALLING_OFF), job
+        assert not called_off or job.state in CALLING_OFF | {State.CANCELLED}, job
 
 
 SETTINGS = settings(

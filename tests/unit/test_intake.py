@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import replace
+from datetime import date, timedelta
 from pathlib import Path
 
 from hypothesis import given, settings
@@ -12,9 +13,9 @@ from hypothesis import strategies as st
 from bot.files.sheets import read_csv_text
 from bot.words.flags import flag_text as describe
 from bot.words.problems import problem_lines
-from core.drafting.drafts import Draft, Flag, draft_hash
+from core.drafting.drafts import Draft, Flag, canonical_bytes, draft_hash, from_canonical
 from core.drafting.flags import FlagCode
-from core.drafting.intake import PastLine, build_draft, check_sheet, redraft
+from core.drafting.intake import Branches, PastLine, build_draft, check_sheet, redraft
 from core.drafting.tables import Row, Table
 from core.drafting.terms import Offer, Supplier, Terms, parse_terms
 
@@ -144,10 +145,10 @@ def test_a_free_item_is_flagged():
 
 def test_every_flag_code_has_a_sentence():
     whole_po = {FlagCode.DUAL_APPROVAL, FlagCode.SUPPLIER_DETAILS_CHANGED}
+    dated = {FlagCode.NEEDED_TOO_SOON: (20261206, 20261208, 3)}  # dates as YYYYMMDD
     for code in FlagCode:
-        sentence = describe(
-            Flag(code, "" if code in whole_po else "SKU-1", (100, 200, 3, 4), "REF")
-        )
+        amounts = dated.get(code, (100, 200, 3, 4))
+        sentence = describe(Flag(code, "" if code in whole_po else "SKU-1", amounts, "REF"))
         assert isinstance(sentence, str) and "None" not in sentence, code
         assert sentence.startswith("SKU-1: ") != (code in whole_po), code
 
@@ -319,3 +320,131 @@ def test_terms_with_a_limit_of_thousands_of_digits_get_a_short_problem():
     assert problem_lines(problems) == [
         f'Line 2, max_qty: "{"5" * 39}…" is more than the limit of 1,000,000,000'
     ]
+
+
+# -- where, when and with what tax (issue 23) ---------------------------------------------------
+
+TODAY = date(2026, 12, 5)
+BRANCHES = Branches(("liberty", "hallroad"), "liberty")
+SHIPPING = ("sku", "quantity", "supplier_id", "notes", "ship_to", "needed_by")
+
+
+def shipped(terms: Terms, *rows: tuple[object, ...], branches: Branches = BRANCHES):
+    orders, problems = check_sheet(sheet(*rows, header=SHIPPING), terms, branches)
+    drafts = [
+        build_draft(order, f"PO-2026-{n:04d}", terms, {}, None, today=TODAY, company_version="C1")
+        for n, order in enumerate(orders, start=1)
+    ]
+    return drafts, problem_lines(problems)
+
+
+def taxed_terms() -> Terms:
+    terms = good_terms()
+    offers = tuple(
+        replace(o, lead_days=3, gst_basis_points=1800) if o.supplier_id == HALL else o
+        for o in terms.offers
+    )
+    hall = replace(terms.suppliers[HALL], payment_terms="30 days credit")
+    return replace(terms, offers=offers, suppliers={**terms.suppliers, HALL: hall})
+
+
+def test_one_po_per_supplier_and_branch_the_home_branch_by_default():
+    rows = (
+        ("CBL-USBC-1M", "20", HALL, "", "", ""),
+        ("CHG-65W", "3", HALL, "", "hallroad", ""),
+        ("CBL-USBC-1M", "5", HALL, "", "HallRoad", ""),  # the same SKU, another branch: fine
+    )
+    drafts, problems = shipped(good_terms(), *rows)
+    assert problems == []
+    assert [(d.supplier_id, d.branch_id, [line.sku for line in d.lines]) for d in drafts] == [
+        (HALL, "hallroad", ["CBL-USBC-1M", "CHG-65W"]),
+        (HALL, "liberty", ["CBL-USBC-1M"]),
+    ]
+    assert {d.company_version for d in drafts} == {"C1"}
+
+
+def test_an_unknown_branch_or_a_branch_without_a_company_file_is_a_row_problem():
+    rows = (
+        ("CBL-USBC-1M", "20", "", "", "gulberg", ""),
+        ("CHG-65W", "3", "", "", "", "31/02/2026"),
+    )
+    _, problems = shipped(good_terms(), *rows)
+    assert problems == [
+        'Row 2, ship_to: "gulberg" is not a branch; the branches are liberty, hallroad',
+        'Row 3, needed_by: "31/02/2026" is not a date: write it as 2026-12-20 or 20/12/2026 '
+        "(day first)",
+    ]
+    _, problems = shipped(good_terms(), rows[0], branches=Branches())
+    assert problems == [
+        "Row 2, ship_to: no branches are known yet: an admin must import the company file first"
+    ]
+
+
+def test_without_the_new_columns_a_draft_reads_and_hashes_as_before():
+    (plain,) = drafts_of(sheet(("CHG-65W", "3", HALL, "")), good_terms())
+    assert (plain.branch_id, plain.delivery_date, plain.payment_terms, plain.gst_paisa) == (
+        "", None, "", 0,
+    )  # fmt: skip
+    assert plain.total_paisa == plain.subtotal_paisa == 3 * 650_050
+    assert b"branch_id" not in canonical_bytes(plain)
+    assert b"gst" not in canonical_bytes(plain) and b"delivery" not in canonical_bytes(plain)
+
+
+def test_gst_is_added_per_line_and_counts_in_the_total_rules_see():
+    drafts, _ = shipped(taxed_terms(), ("CHG-65W", "3", HALL, "", "", ""))
+    (draft,) = drafts
+    line = draft.lines[0]
+    assert line.gst_basis_points == 1800
+    assert line.gst_paisa == (3 * 650_050 * 18 + 50) // 100  # 18%, rounded half up
+    assert draft.subtotal_paisa == 3 * 650_050
+    assert draft.total_paisa == draft.subtotal_paisa + line.gst_paisa
+    assert draft.payment_terms == "30 days credit"
+    assert from_canonical(canonical_bytes(draft)) == draft
+
+
+def test_delivery_is_the_latest_needed_by_else_today_plus_the_longest_lead_time():
+    terms = taxed_terms()
+    (by_lead,), _ = shipped(terms, ("CHG-65W", "3", HALL, "", "", ""))
+    assert by_lead.delivery_date == TODAY + timedelta(days=3)
+    (by_date,), _ = shipped(
+        terms,
+        ("CHG-65W", "3", HALL, "", "", "2026-12-20"),
+        ("CBL-USBC-1M", "3", HALL, "", "", "24/12/2026"),
+    )
+    assert by_date.delivery_date == date(2026, 12, 24)
+    assert [line.needed_by for line in by_date.lines] == [date(2026, 12, 24), date(2026, 12, 20)]
+    (neither,), _ = shipped(good_terms(), ("TEA-500G", "3", "", "", "", ""))
+    assert neither.delivery_date is None
+
+
+def test_a_needed_by_sooner_than_the_lead_time_allows_is_flagged_not_refused():
+    (draft,), problems = shipped(taxed_terms(), ("CHG-65W", "3", HALL, "", "", "06/12/2026"))
+    assert problems == []
+    (flag,) = [f for f in draft.flags if f.code == FlagCode.NEEDED_TOO_SOON]
+    assert flag == Flag(FlagCode.NEEDED_TOO_SOON, "CHG-65W", (20261206, 20261208, 3))
+    assert describe(flag) == (
+        "CHG-65W: needed by 6 Dec 2026, but the supplier takes 3 days: 8 Dec 2026 at the earliest"
+    )
+    (in_time,), _ = shipped(taxed_terms(), ("CHG-65W", "3", HALL, "", "", "2026-12-08"))
+    assert not [f for f in in_time.flags if f.code == FlagCode.NEEDED_TOO_SOON]
+
+
+def test_a_new_tax_rate_or_payment_terms_redraft_a_waiting_po():
+    old = taxed_terms()
+    (draft,), _ = shipped(old, ("CHG-65W", "3", HALL, "", "hallroad", "2026-12-20"))
+    offers = tuple(
+        replace(o, gst_basis_points=1700) if o.supplier_id == HALL else o for o in old.offers
+    )
+    new = replace(old, offers=offers, version="T2")
+    result = redraft(draft, old, new, {}, None, TODAY)
+    assert result.draft is not None
+    assert [f.code for f in result.changes] == [FlagCode.TERMS_TAX_CHANGED]
+    assert result.draft.lines[0].gst_basis_points == 1700
+    # where and when it goes, and the company version it cites, stay as the requester asked
+    assert (result.draft.branch_id, result.draft.delivery_date) == ("hallroad", date(2026, 12, 20))
+    assert result.draft.company_version == draft.company_version
+    hall = replace(old.suppliers[HALL], payment_terms="cash on delivery")
+    moved = replace(old, suppliers={**old.suppliers, HALL: hall}, version="T3")
+    result = redraft(draft, old, moved, {}, None, TODAY)
+    assert [f.code for f in result.changes] == [FlagCode.SUPPLIER_DETAILS_CHANGED]
+    assert result.draft is not None and result.draft.payment_terms == "cash on delivery"

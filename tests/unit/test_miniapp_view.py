@@ -4,7 +4,7 @@ sent price and drift, the chain and who decided, the evidence, in English and in
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import timedelta
+from datetime import date, timedelta
 from decimal import Decimal
 
 from cryptography.fernet import Fernet
@@ -82,6 +82,21 @@ def test_every_line_with_its_last_price_and_drift_and_the_chain_in_english():
     ]
     assert shown["decision"] == {"allowed": True, "why": None, "needs_reason": False}
     assert shown["labels"]["new_total"] == "New total: {amount}"  # the page fills it in
+
+
+def test_tax_and_delivery_are_said_when_the_draft_has_them():
+    taxed = replace(
+        VIEW, total_paisa=6_726_000, gst_paisa=1_026_000, branch_id="liberty",
+        delivery_date=date(2026, 12, 12), payment_terms="30 days credit",
+        lines=(replace(CHARGER, gst_basis_points=1800), replace(HUB, gst_basis_points=1800)),
+    )  # fmt: skip
+    shown = render(taxed, SETTINGS, translator(Language.EN), None)
+    assert shown["total_text"] == "Total with GST: Rs 67,260.00 (GST Rs 10,260.00)"
+    assert shown["delivery_text"] == (
+        "📦 Deliver to liberty · 🗓 Delivery by 12 Dec 2026 · 💳 Payment: 30 days credit"
+    )
+    assert [line["gst_basis_points"] for line in shown["lines"]] == [1800, 1800]
+    assert render(VIEW, SETTINGS, translator(Language.EN), None)["delivery_text"] is None
 
 
 def test_in_urdu_every_text_is_translated_and_values_stay_isolated():

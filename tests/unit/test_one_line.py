@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import timedelta
 from zoneinfo import ZoneInfo
 
@@ -26,6 +27,7 @@ from bot.telegram.queue import QueueItem, item_html
 from bot.words import reports
 from bot.words import texts as replies
 from core.approval.policies import Decision, Role, Verdict
+from core.company.company import Branch, Buyer, Company
 from core.drafting.drafts import Draft, DraftLine
 from core.drafting.tables import quote
 from core.drafting.terms import Offer, Supplier, Terms
@@ -34,6 +36,7 @@ from core.jobs.effects import EffectStatus
 from core.jobs.jobs import WORKFLOW_VERSION, Effect, Job, SendOrder
 from core.jobs.states import State
 from core.messaging.cards import CardFacts, CardOutcome
+from core.people.people import BranchChange
 from core.people.users import TelegramUser
 from core.problems import Place, Problem, ProblemCode
 from core.purchasing.new_terms import TermsImport
@@ -151,8 +154,12 @@ def _queue_item(v: str) -> str:
 
 
 def _email(v: str) -> str:
-    message = render_po_email(_order(_draft(v)), mail_from="orders@manzoori.example", now=T0)
-    return f"Subject: {message['Subject']}\n{render_body(_order(_draft(v)), v)}"
+    # The buyer, its address and the delivery branch come from a company file: outside text too.
+    company = Company(Buyer(v, v), (Branch("liberty", v, v),), "liberty", "C1")
+    draft = replace(_draft(v), branch_id="liberty", payment_terms=v)
+    order = replace(_order(draft), company=company)
+    message = render_po_email(order, mail_from="orders@manzoori.example", now=T0)
+    return f"Subject: {message['Subject']}\n{render_body(order)}"
 
 
 def _submission(v: str, *, repeated: bool = False, preview: bool = False) -> str:
@@ -199,6 +206,11 @@ RENDERINGS: dict[str, Callable[[str], str]] = {
         {42: ["owners"]},
         {42: (7, "05 Dec 2026, 00:00 PKT")},
     ),
+    "people with branches": lambda v: texts.people_list(
+        [(TelegramUser(42, v, True), 42, frozenset({Role.REQUESTER}))] * 2,
+        branches=texts.Branches({42: "liberty"}, "liberty"),
+    ),
+    "branch change": lambda v: texts.branch_change(42, BranchChange("liberty", None, v)),
     "alert: approver unreachable": lambda v: texts.admin_alert("PO-1", "unreachable", v),
     "alert: approver undelivered": lambda v: texts.admin_alert("PO-1", "undelivered", v),
     "history": lambda v: reports.text(_detail(v), PKT),

@@ -46,6 +46,8 @@ FLAGS = {
     FlagCode.TERMS_DESCRIPTION_CHANGED: Flag("terms_description_changed", "CBL-1", (), "T1"),
     FlagCode.SUPPLIER_DETAILS_CHANGED: Flag("supplier_details_changed", "", (), "T1"),
     FlagCode.SKU_WITHDRAWN: Flag("sku_withdrawn", "CBL-1", (30,), "T1"),
+    FlagCode.NEEDED_TOO_SOON: Flag("needed_too_soon", "CBL-1", (20261206, 20261208, 3)),
+    FlagCode.TERMS_TAX_CHANGED: Flag("terms_tax_changed", "CBL-1", (1700, 1800), "T1"),
 }
 
 
@@ -127,7 +129,7 @@ def test_every_problem_code_reads_in_urdu_without_an_english_sentence():
                                    "supplier", "others", "sku", "first", "month", "category",
                                    "budget", "committed", "uses", "over", "high", "low", "key",
                                    "bound", "choices", "group", "groups", "name", "rule",
-                                   "above", "most", "file", "byte")}  # fmt: skip
+                                   "above", "most", "file", "byte", "branches")}  # fmt: skip
         said = problem_text(Problem(2, "c", code, {**wanted, **values}), tr=UR)
         assert english_runs(said) == [], (code, said)
         assert said != problem_text(Problem(2, "c", code, {**wanted, **values})) or code in (
@@ -236,7 +238,7 @@ def test_every_refusal_reason_has_its_sentence_in_both_languages():
     )
     values = {"role": "admin", "groups": "g", "known": "k", "user": 7, "text": "'x'",
               "days": 90, "delegate": 7, "delegator": 9, "first": "2026-12-04",
-              "last": "2027-03-03", "longest": "90d"}  # fmt: skip
+              "last": "2027-03-03", "longest": "90d", "branch": "b"}  # fmt: skip
     for reason in Refusal:
         said = refusal_text(GroupRefused("", reason, **values), tr=UR)
         assert english_runs(said) == [] and said != refusal_text(GroupRefused("", reason, **values))

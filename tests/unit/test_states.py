@@ -8,7 +8,15 @@ from collections.abc import Mapping
 import pytest
 
 from core.errors import IllegalTransition
-from core.jobs.states import TERMINAL, TRANSITIONS, Action, State, next_state
+from core.jobs.states import (
+    CALLING_OFF,
+    NEEDS_REVIEW,
+    TERMINAL,
+    TRANSITIONS,
+    Action,
+    State,
+    next_state,
+)
 
 S, A = State, Action
 
@@ -59,6 +67,15 @@ EXPECTED: dict[tuple[State, Action], State] = {
     (S.EXPIRED, A.CANCEL): S.CANCELLED,  # an expired request closed for good
     (S.FAILED_RETRYABLE, A.CANCEL): S.CANCELLED,  # withdrawn between retries
     (S.FAILED_FINAL, A.CANCEL): S.CANCELLED,  # the admin closes a dead letter
+    # --- an admin calls off a PO that was sent: the supplier is e-mailed a cancellation
+    (S.SENT, A.CANCEL_SENT): S.CANCELLING,  # the cancellation e-mail is owed
+    (S.CANCELLING, A.MARK_CANCEL_SENT): S.CANCELLED,  # the supplier's server took it
+    (S.CANCELLING, A.MARK_CANCEL_UNKNOWN): S.CANCEL_UNKNOWN,  # maybe delivered: reconcile
+    (S.CANCELLING, A.CANCEL_FAIL_FINAL): S.CANCEL_FAILED,  # refused for good, or gave up
+    (S.CANCEL_UNKNOWN, A.RECONCILE_CANCEL_SENT): S.CANCELLED,  # a person found it arrived
+    (S.CANCEL_UNKNOWN, A.RECONCILE_CANCEL_NOT_SENT): S.CANCELLING,  # the same key once more
+    (S.CANCEL_UNKNOWN, A.RECONCILE_CANCEL_FAILED): S.CANCEL_FAILED,  # give up on the e-mail
+    (S.CANCEL_FAILED, A.SETTLE_CANCEL): S.CANCELLED,  # the supplier was phoned
 }
 
 ALL_CELLS = [(state, action) for state in State for action in Action]
@@ -70,10 +87,10 @@ def _cell_id(cell: tuple[State, Action]) -> str:
 
 
 def test_expected_table_is_well_formed() -> None:
-    """The hand-written table has 38 rows over real states and actions (guards typos)."""
-    assert len(EXPECTED) == 38
+    """The hand-written table has 46 rows over real states and actions (guards typos)."""
+    assert len(EXPECTED) == 46
     assert all(isinstance(s, State) and isinstance(a, Action) for s, a in EXPECTED)
-    assert len(ALL_CELLS) == len(State) * len(Action) == 14 * 17
+    assert len(ALL_CELLS) == len(State) * len(Action) == 17 * 25
 
 
 @pytest.mark.parametrize("cell", list(EXPECTED), ids=[_cell_id(c) for c in EXPECTED])
@@ -118,19 +135,60 @@ def test_received_never_reaches_sent_in_one_action(action: Action) -> None:
 
 @pytest.mark.parametrize(
     "state",
-    [S.SENT, S.REJECTED, S.CANCELLED],
-    ids=["SENT", "REJECTED", "CANCELLED"],
+    [S.REJECTED, S.CANCELLED],
+    ids=["REJECTED", "CANCELLED"],
 )
 def test_terminal_state_has_no_outgoing_transition(state: State) -> None:
-    """Nothing leaves SENT, REJECTED or CANCELLED."""
+    """Nothing leaves REJECTED or CANCELLED."""
     for action in Action:
         with pytest.raises(IllegalTransition):
             next_state(state, action)
 
 
+@pytest.mark.parametrize(
+    "action", [a for a in Action if a is not A.CANCEL_SENT], ids=lambda a: a.value
+)
+def test_sent_is_left_only_by_an_admin_calling_it_off(action: Action) -> None:
+    """SENT moves on CANCEL_SENT alone, to CANCELLING; no other action moves it, a plain
+    cancel, a revision, a resend or a reconciliation included (SENT -> SENT moves none)."""
+    assert next_state(S.SENT, A.CANCEL_SENT) is S.CANCELLING
+    with pytest.raises(IllegalTransition):
+        next_state(S.SENT, action)
+
+
 def test_terminal_set_is_sent_rejected_cancelled() -> None:
-    """core.jobs.states.TERMINAL names exactly the states with no way out."""
+    """core.jobs.states.TERMINAL names the closed states: REJECTED and CANCELLED with no way
+    out, SENT with the one of calling it off."""
     assert frozenset({S.SENT, S.REJECTED, S.CANCELLED}) == TERMINAL
+    assert [a for (s, a) in TRANSITIONS if s in TERMINAL] == [A.CANCEL_SENT]
+
+
+def test_the_review_queue_holds_every_state_a_person_settles() -> None:
+    """A send or a cancellation e-mail that may have gone, or failed for good, waits for a
+    person; CANCELLING waits for the runner, not a person."""
+    assert frozenset({S.UNKNOWN_OUTCOME, S.FAILED_FINAL, S.CANCEL_UNKNOWN, S.CANCEL_FAILED}) == (
+        NEEDS_REVIEW
+    )
+    assert frozenset({S.CANCELLING, S.CANCEL_UNKNOWN, S.CANCEL_FAILED}) == CALLING_OFF
+
+
+@pytest.mark.parametrize(
+    "state", sorted(set(State) - {S.SENT}, key=lambda s: s.value), ids=lambda s: s.value
+)
+def test_only_a_sent_po_is_called_off(state: State) -> None:
+    """CANCEL_SENT is refused from every state but SENT: a PO not sent yet is cancelled
+    (CANCEL), one being called off already cannot be called off twice."""
+    with pytest.raises(IllegalTransition):
+        next_state(state, A.CANCEL_SENT)
+
+
+def test_a_called_off_po_never_reaches_sent_again() -> None:
+    """From CANCELLING nothing leads back to SENT, SENDING or APPROVED: a called-off PO is
+    never e-mailed again; every path ends CANCELLED."""
+    for goal in (S.SENT, S.SENDING, S.APPROVED, S.AWAITING_APPROVAL):
+        assert _path(TRANSITIONS, S.CANCELLING, goal) is None, goal
+    for start in CALLING_OFF:
+        assert _path(TRANSITIONS, start, S.CANCELLED) is not None, start
 
 
 def _path(

@@ -134,7 +134,7 @@ def test_a_file_without_a_header_is_told_so_once():
     assert problem_lines(problems) == [
         "Line 1: this is not a header; the first row must name the columns supplier_id, "
         "supplier_name, supplier_email, sku, description, unit_price_pkr, min_qty, max_qty "
-        "(optional: category)"
+        "(optional: category, payment_terms, lead_days, gst_percent)"
     ]
 
 
@@ -198,3 +198,78 @@ def test_a_plain_dot_atom_address_is_accepted(address: str) -> None:
 def test_an_empty_address_is_told_so() -> None:
     _, problems = _terms_with_address("")
     assert problem_lines(problems) == ["Line 2, supplier_email: is empty"]
+
+
+TERMS_HEADER = (
+    "supplier_id,supplier_name,supplier_email,sku,description,unit_price_pkr,min_qty,max_qty,"
+    "payment_terms,lead_days,gst_percent\n"
+)
+
+
+def _terms_csv(*lines: str):
+    return parse_terms(read_csv_text((TERMS_HEADER + "".join(lines)).encode()))
+
+
+def test_payment_terms_lead_days_and_tax_are_read() -> None:
+    terms, problems = _terms_csv(
+        "S1,Hall Road,o@hr.pk,CBL-1,Cable,450,1,,30 days credit,3,18\n",
+        "S1,Hall Road,o@hr.pk,CBL-2,Cable 2,500,1,,,5,17.5%\n",
+        "S2,Saddar,o@sd.pk,CBL-1,Cable,460,1,,,,\n",
+    )
+    assert problems == [] and terms is not None
+    assert terms.suppliers["S1"].payment_terms == "30 days credit"  # the blank row takes it
+    assert terms.suppliers["S2"].payment_terms == ""
+    one, two = terms.offer("S1", "CBL-1"), terms.offer("S1", "CBL-2")
+    assert one is not None and two is not None
+    assert (one.lead_days, one.gst_basis_points) == (3, 1800)
+    assert (two.lead_days, two.gst_basis_points) == (5, 1750)
+    offer = terms.offer("S2", "CBL-1")
+    assert offer is not None and (offer.lead_days, offer.gst_basis_points) == (None, 0)
+
+
+def test_terms_without_the_new_columns_keep_their_hash() -> None:
+    old, _ = terms_of("good.csv")
+    assert old is not None
+    # A terms file of the same offers with empty new columns is the same content.
+    header = (
+        b"supplier_id,supplier_name,supplier_email,sku,description,unit_price_pkr,min_qty,max_qty"
+    )
+    text = (DATA / "good.csv").read_bytes()
+    assert text.startswith(header)
+    assert content_hash(old) == content_hash(parse_terms(read_csv_text(text))[0])
+    taxed, _ = _terms_csv("S1,Hall Road,o@hr.pk,CBL-1,Cable,450,1,,,,18\n")
+    untaxed, _ = _terms_csv("S1,Hall Road,o@hr.pk,CBL-1,Cable,450,1,,,,\n")
+    assert taxed is not None and untaxed is not None
+    assert content_hash(taxed) != content_hash(untaxed)
+
+
+def test_bad_lead_days_tax_and_payment_terms_are_named_with_their_lines() -> None:
+    terms, problems = _terms_csv(
+        "S1,Hall Road,o@hr.pk,CBL-1,Cable,450,1,,30 days credit,-1,18\n",
+        "S1,Hall Road,o@hr.pk,CBL-2,Cable,450,1,,cash on delivery,400,eighteen\n",
+        "S1,Hall Road,o@hr.pk,CBL-3,Cable,450,1,,,2.5,101\n",
+        f"S2,Saddar,o@sd.pk,CBL-3,Cable,450,1,,{'x' * 101},,18.123\n",
+    )
+    assert terms is None
+    assert problem_lines(problems) == [
+        'Line 2, lead_days: "-1" is not a whole number of days from 0 to 365',
+        'Line 3, lead_days: "400" is not a whole number of days from 0 to 365',
+        'Line 3, gst_percent: "eighteen" is not a tax rate: a percentage from 0 to 100 with at '
+        "most two decimals, like 18",
+        'Line 4, lead_days: "2.5" is not a whole number of days from 0 to 365',
+        'Line 4, gst_percent: "101" is not a tax rate: a percentage from 0 to 100 with at most '
+        "two decimals, like 18",
+        "Line 5, payment_terms: is 101 characters long; the limit is 100",
+        'Line 5, gst_percent: "18.123" is not a tax rate: a percentage from 0 to 100 with at '
+        "most two decimals, like 18",
+    ]
+
+
+def test_two_payment_terms_for_one_supplier_are_named_on_the_later_line() -> None:
+    terms, problems = _terms_csv(
+        "S1,Hall Road,o@hr.pk,CBL-1,Cable,450,1,,,,\n",
+        "S1,Hall Road,o@hr.pk,CBL-2,Cable,450,1,,30 days credit,,\n",
+        "S1,Hall Road,o@hr.pk,CBL-3,Cable,450,1,,cash on delivery,,\n",
+    )
+    assert terms is None
+    assert problem_lines(problems) == ["Line 4, payment_terms: differs from line 3 for supplier S1"]

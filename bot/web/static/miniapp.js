@@ -43,6 +43,14 @@
     return `Rs ${amount}`;
   }
 
+  // A line's amount with its sales tax, rounded half up to the paisa as the server does
+  // (core.drafting.drafts.sales_tax); BigInt, since amount x rate can pass 2**53.
+  function withTax(amount, basisPoints) {
+    if (!basisPoints) return amount;
+    const tax = (BigInt(amount) * BigInt(basisPoints) + 5000n) / 10000n;
+    return amount + Number(tax);
+  }
+
   function status(text, kind = "") {
     const node = document.getElementById("status");
     if (!node) return;
@@ -112,12 +120,16 @@
       el("div", { className: "facts" },
         el("bdi", { text: view.supplier }),
         el("span", { className: "muted", testid: "version", text: view.version_text }),
-        el("span", { className: "countdown", id: "countdown", testid: "countdown" })),
+        el("span", { className: "countdown", id: "countdown", testid: "countdown" }),
+        pdfButton(labels)),
       offlineNotice(labels),
       view.decision.allowed ? null : el("p", {
         className: "notice", testid: "refusal", text: view.decision.why,
       }),
       el("p", { className: "total", id: "total", testid: "total" }),
+      view.delivery_text
+        ? el("p", { className: "muted", testid: "delivery", text: view.delivery_text })
+        : null,
       el("h2", { text: view.lines_heading }),
       view.lines.length > 10 ? search : null,
       el("p", { className: "muted", id: "no-match", hidden: "", text: labels.no_match }),
@@ -210,7 +222,7 @@
     let paisa = 0;
     for (const line of view.lines) {
       const wanted = quantities.has(line.line) ? quantities.get(line.line) : line.quantity;
-      paisa += wanted * line.unit_price_paisa;
+      paisa += withTax(wanted * line.unit_price_paisa, line.gst_basis_points || 0);
     }
     node.textContent = changed
       ? view.labels.new_total.replace("{amount}", rupees(paisa))
@@ -219,6 +231,29 @@
     if (button) button.disabled = !view.decision.allowed || !changed;
     const approve = document.querySelector('[data-testid="approve"]');
     if (approve) approve.disabled = !view.decision.allowed || changed;
+  }
+
+  // The PO as the supplier gets it, sent by the bot to this chat: an in-app browser cannot
+  // download a file that needs this page's credentials, and a chat keeps it to forward.
+  function pdfButton(labels) {
+    const button = el("button", {
+      type: "button", className: "small", testid: "po-pdf", text: labels.pdf,
+    });
+    button.addEventListener("click", async () => {
+      button.disabled = true;
+      try {
+        const response = await fetch(`/api/po/${encodeURIComponent(po)}/pdf`, {
+          method: "POST", headers: headers(), cache: "no-store",
+        });
+        const body = await response.json();
+        status(body.status || body.error, response.ok ? "recorded" : "refused");
+      } catch (error) {
+        status(labels.offline, "refused");
+      } finally {
+        button.disabled = false;
+      }
+    });
+    return button;
   }
 
   function section(title, items) {
