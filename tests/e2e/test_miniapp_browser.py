@@ -151,7 +151,8 @@ async def test_trim_and_drop_then_approve_with_changes_sends_the_trimmed_po_once
         assert await run.outbox.run_once() == 1
         assert await run.outbox.run_once() == 0
     [mail] = smtp_sink.messages
-    [attachment] = list(mail.iter_attachments())
+    pdf, attachment = mail.iter_attachments()  # the PO as a PDF, its lines as a CSV
+    assert pdf.get_content_type() == "application/pdf"
     rows = list(csv.DictReader(io.StringIO(attachment.get_content())))
     quantities = {row["sku"]: row["quantity"] for row in rows}
     assert len(rows) == 199 and quantities["SKU-001"] == "4" and "SKU-007" not in quantities
