@@ -40,8 +40,9 @@ browser:
 	$(call apt_install,$(BROWSER_PACKAGES))
 
 # The PO's PDF (bot.documents.pdf) is set in Noto Sans and Noto Nastaliq Urdu from
-# fonts-noto-core; its tests rasterise pages with poppler's pdftoppm.
-FONT_PACKAGES = fonts-noto-core poppler-utils
+# fonts-noto-core; its tests rasterise pages with poppler's pdftoppm and read the supplier's
+# QR code back with zbar's zbarimg.
+FONT_PACKAGES = fonts-noto-core poppler-utils zbar-tools
 fonts:
 	$(call apt_install,$(FONT_PACKAGES))
 

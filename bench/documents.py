@@ -1,6 +1,7 @@
 """The PO's PDF (bot.documents.pdf): how long it takes to render and how large it is, for a
-10-line PO in English, one with Urdu text, and a 200-line one. `python -m bench.documents`
-prints the figures alone."""
+10-line PO in English, one with Urdu text, and a 200-line one; the English ones also with the
+supplier's link and its QR code, as a send makes them when MANZOORI_PUBLIC_URL is set.
+`python -m bench.documents` prints the figures alone."""
 
 from __future__ import annotations
 
@@ -49,11 +50,15 @@ ITEMS = (
     ("EAR-TWS-01", "Wireless earbuds", 235_050, 1800),
 )
 URDU_DESCRIPTIONS = ("یو ایس بی سی کیبل، ایک میٹر", "چھت کا پنکھا، 56 انچ")
+# A supplier's link as bot.outbox.links makes it: the public URL, the route, a 55-character
+# token.
+LINK = "https://manzoori.example.com/s/" + "ekLYwL2DT0OJOXYW5y4WdgAB_4CSPFlUAAHJZBznBZAe9bUqyLWR6dc"
 
 
-def document(lines: int, *, urdu: bool = False) -> PoDocument:
+def document(lines: int, *, urdu: bool = False, link: str = "") -> PoDocument:
     """An approved PO of `lines` lines, every fourth with a note and a date; with `urdu`, the
-    supplier, the branch and every other description are written in Urdu."""
+    supplier, the branch and every other description are written in Urdu; with `link`, the
+    supplier's link and its QR code."""
     made = []
     for number in range(1, lines + 1):
         sku, description, price, tax = ITEMS[number % len(ITEMS)]
@@ -94,11 +99,12 @@ def document(lines: int, *, urdu: bool = False) -> PoDocument:
         approvals=approvals,
         key="send-po:PO-2026-0042:v2:3f9a1c0d5e7b",
         approved=True,
+        link=link,
     )
 
 
-def _row(name: str, lines: int, runs: int, *, urdu: bool = False) -> Result:
-    po = document(lines, urdu=urdu)
+def _row(name: str, lines: int, runs: int, *, urdu: bool = False, link: str = "") -> Result:
+    po = document(lines, urdu=urdu, link=link)
     data = render_po_pdf(po)  # the first render also loads the fonts
     times: list[float] = []
     for _ in range(runs):
@@ -120,13 +126,15 @@ def _row(name: str, lines: int, runs: int, *, urdu: bool = False) -> Result:
 
 
 async def run(ctx: Context) -> list[Result]:
-    """The three rows, each rendered in this process, one render after another."""
+    """The five rows, each rendered in this process, one render after another."""
     runs = RUNS_QUICK if ctx.quick else RUNS_FULL
     long_runs = LONG_RUNS_QUICK if ctx.quick else LONG_RUNS_FULL
     return [
         _row("10 lines", 10, runs),
+        _row("10 lines, with link and QR code", 10, runs, link=LINK),
         _row("10 lines, Urdu", 10, runs, urdu=True),
         _row("200 lines", 200, long_runs),
+        _row("200 lines, with link and QR code", 200, long_runs, link=LINK),
     ]
 
 

@@ -27,6 +27,7 @@ from core.jobs.jobs import Stamp
 from core.messaging import nudges
 from core.records import retention
 from core.records.retention import Purge
+from core.suppliers import chasing
 from store.engine import make_engine
 from store.sql import SqlStore
 
@@ -64,7 +65,8 @@ def build_store(settings: Settings) -> SqlStore:
 
 
 def build_sender(settings: Settings, metrics: Metrics | None = None) -> SmtpSender:
-    """The SMTP sender the settings describe, timing its sends into `metrics` if given."""
+    """The SMTP sender the settings describe, timing its sends into `metrics` if given; its PO
+    e-mails carry the supplier's link when MANZOORI_PUBLIC_URL is set."""
     password = settings.smtp_password.get_secret_value() if settings.smtp_password else None
     server = SmtpServer(
         host=settings.smtp_host,
@@ -75,13 +77,15 @@ def build_sender(settings: Settings, metrics: Metrics | None = None) -> SmtpSend
         password=password,
     )
     timer = metrics.smtp_send if metrics is not None else None
-    return SmtpSender(server, mail_from=settings.mail_from, timer=timer)
+    links = settings.supplier_links()
+    return SmtpSender(server, mail_from=settings.mail_from, timer=timer, links=links)
 
 
 def build_runner(
     settings: Settings, store: SqlStore, metrics: Metrics | None = None
 ) -> OutboxRunner:
-    """An outbox runner sending through SMTP under the configured lease and policies."""
+    """An outbox runner sending through SMTP under the configured lease and policies; the PDF
+    it makes for a send carries the supplier's link when MANZOORI_PUBLIC_URL is set."""
     return OutboxRunner(
         store,
         build_sender(settings, metrics),
@@ -89,6 +93,7 @@ def build_runner(
         lease=timedelta(seconds=settings.manzoori_lease_seconds),
         connections=settings.manzoori_smtp_connections,
         fault_point=settings.manzoori_fault_point,
+        links=settings.supplier_links(),
     )
 
 
@@ -135,8 +140,9 @@ class DailyPurge:
 
 @dataclass(frozen=True)
 class LadderSweep:
-    """The reminder ladder's sweep (core.messaging.nudges): owes the nudges that are due, at most
-    once every MANZOORI_LADDER_CHECK_SECONDS across all processes."""
+    """The reminder ladder's sweep (core.messaging.nudges) and the chase of silent suppliers
+    (core.suppliers.chasing): each owes what is due, at most once every
+    MANZOORI_LADDER_CHECK_SECONDS across all processes."""
 
     settings: Settings
     store: SqlStore
@@ -155,6 +161,9 @@ class LadderSweep:
         owed = await nudges.sweep(self.store, run, self.runtime.owner)
         if owed:
             log.info("the ladder owed %d nudges", owed)
+        chased = await chasing.sweep(self.store, run, self.runtime.owner)
+        if chased:
+            log.info("silent suppliers: %d reminders and escalations owed", chased)
         return 0
 
 

@@ -20,6 +20,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import Field, SecretStr, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from bot.outbox.links import SupplierLinks
 from bot.outbox.runner import CONNECTIONS, SENDS_PER_CONNECTION, FaultPoint
 from bot.outbox.smtp import TlsMode
 from core.approval.ladder import Ladder, WorkingHours, parse_clock, parse_duration
@@ -27,6 +28,7 @@ from core.approval.policies import ApprovalPolicy, Rules
 from core.errors import ConfigError
 from core.jobs.retries import RetryPolicy
 from core.records.retention import RETENTION_DAYS, Retention
+from core.suppliers.links import DEFAULT_DAYS as DEFAULT_LINK_DAYS
 
 DATABASE_SCHEMES = ("sqlite+aiosqlite", "postgresql+asyncpg")
 KEY_VARIABLES = ("MANZOORI_SECRET_KEY", "MANZOORI_DATA_KEY")
@@ -112,6 +114,13 @@ class Settings(BaseSettings):
         None,
         description="Where the web front door is reached from outside: https, or plain http "
         "only for a loopback host (localhost, 127.0.0.1, ::1); empty: not reachable from outside",
+    )
+    manzoori_supplier_link_days: int = Field(
+        DEFAULT_LINK_DAYS,
+        gt=0,
+        le=366,
+        description="Days the link in a PO's e-mail lets the supplier answer, counted from when "
+        "the e-mail was staged; integer 1..366 (links need MANZOORI_PUBLIC_URL)",
     )
     manzoori_webapp_max_age_seconds: int = Field(
         3600,
@@ -419,6 +428,15 @@ class Settings(BaseSettings):
     def tz(self) -> ZoneInfo:
         """The time zone users see dates in."""
         return ZoneInfo(self.manzoori_timezone)
+
+    def supplier_links(self) -> SupplierLinks | None:
+        """How the links in supplier e-mails are made; None without MANZOORI_PUBLIC_URL, when
+        no supplier could reach the page (the e-mail then carries none)."""
+        if self.manzoori_public_url is None:
+            return None
+        return SupplierLinks(
+            self.secret, self.manzoori_public_url, self.manzoori_supplier_link_days
+        )
 
     @property
     def secret(self) -> bytes:

@@ -242,6 +242,31 @@ class EditRefused(InputError):
         self.line = line
 
 
+class AnswerProblem(StrEnum):
+    """Why a supplier's answer from the link cannot be recorded."""
+
+    ANSWERED = "answered"  # this version has a different answer already
+    UNDER_REVIEW = "under_review"  # the supplier's proposal of this version awaits approvers
+    SUPERSEDED = "superseded"  # a later version of the PO was sent, or is being decided
+    CANCELLED = "cancelled"  # the PO was called off (or never went out)
+    STALE = "stale"  # the form names another version or hash than the link
+    REASON_REQUIRED = "reason_required"  # a decline without a reason
+    DATE_TOO_EARLY = "date_too_early"  # a delivery date before the PO's
+    NOTHING_PROPOSED = "nothing_proposed"  # a proposal that changes nothing
+    QUANTITY_TOO_HIGH = "quantity_too_high"  # more than ordered: a new order, not a change
+    BAD_LINE = "bad_line"  # a line the PO does not have, or a price that is no price
+    TOO_LONG = "too_long"  # a reason or note beyond its limit
+
+
+class AnswerRefused(InputError):
+    """A supplier's answer that cannot be recorded; `code` says why, `line` names the line."""
+
+    def __init__(self, code: AnswerProblem, message: str, *, line: int | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.line = line
+
+
 class InvalidToken(InputError):
     """Forged, altered or truncated signed data: the token is worth nothing."""
 

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from core.drafting.drafts import Draft
     from core.drafting.intake import History
     from core.drafting.terms import Terms
+    from core.jobs.answers import Answer, Outcome
     from core.jobs.jobs import AuditEvent, Document, Effect, Job, SendOrder
     from core.jobs.notices import Notice, NoticeKind
     from core.jobs.states import State
@@ -62,6 +63,17 @@ class ReadTx(Protocol):
 
     async def audit(self, job_id: str) -> list[AuditEvent]:
         """A job's audit trail, oldest first (a called-off PO's reason is read from it)."""
+
+    async def supplier_answers(self, job_id: str) -> list[Answer]:
+        """What the job's supplier answered from the e-mails' links, oldest first."""
+
+    async def jobs_sent_since(self, since: datetime) -> list[Job]:
+        """The SENT jobs that became SENT at or after `since` (their last change), oldest first:
+        what chasing silent suppliers reads, however many older POs there are."""
+
+    async def latest_draft_version(self, job_id: str) -> int:
+        """The highest draft version stored for the job (0 before its first), whichever the
+        job stands at: a rejected proposal's version stays taken."""
 
     async def document(self, key: str) -> Document | None:
         """The PDF kept for an outbox row's e-mail, opened and checked against its sha256;
@@ -191,6 +203,16 @@ class Tx(ReadTx, Protocol):
 
     async def append_audit(self, *events: AuditEvent) -> None:
         """Append audit events, in order."""
+
+    async def insert_supplier_answer(self, answer: Answer) -> None:
+        """Keep a supplier's answer (its reason and note sealed); InsertConflict if one was kept
+        for its version and round meanwhile."""
+
+    async def decide_supplier_answer(
+        self, answer: Answer, outcome: Outcome, at: datetime, proposal_version: int | None = None
+    ) -> None:
+        """Record what became of a supplier's answer: its proposal put to the approvers (as
+        `proposal_version`, outcome STANDS), approved or rejected (at `at`)."""
 
     async def insert_document(self, key: str, document: Document, at: datetime) -> None:
         """Keep the PDF of an outbox row's e-mail, sealed; InsertConflict if one was kept for

@@ -105,6 +105,9 @@ class ProblemCode(StrEnum):
     UNKNOWN_DAY = "unknown_day"  # value
     OFF_THE_CLOCK = "off_the_clock"  # value
     HOURS_END_FIRST = "hours_end_first"  # value
+    ESCALATE_BEFORE_REMIND = (
+        "escalate_before_remind"  # a supplier's escalation not after its reminder
+    )
     POLICY_TOO_BIG = "policy_too_big"  # size (bytes)
     NOT_UTF8 = "not_utf8"  # byte (counted from 1)
     # The company file (core.company.company_file); the schema's problems are the policy's.

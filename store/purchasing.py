@@ -65,6 +65,7 @@ class PurchasingQueries:
                 row.name,
                 self._sealer.open(row.email_encrypted).decode(),
                 row.payment_terms or "",
+                self._sealer.open(row.phone_encrypted).decode() if row.phone_encrypted else "",
             )
             for row in await self.conn.execute(select(s).where(s.c.terms_version == version))
         }
@@ -121,6 +122,7 @@ class PurchasingQueries:
                     "name": s.name,
                     "email_encrypted": self._sealer.seal(s.email.encode()),
                     "payment_terms": s.payment_terms or None,
+                    "phone_encrypted": self._sealer.seal(s.phone.encode()) if s.phone else None,
                 }
                 for s in terms.suppliers.values()
             ],

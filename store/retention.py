@@ -118,10 +118,11 @@ class RetentionQueries:
     ) -> dict[Removed, int]:
         """Count (and, if `apply`, remove) a job's personal data and mark it purged at `at`:
         sealed draft bodies emptied, decision reasons and free text in audit details dropped,
-        the send's receipt and error text cleared, the PDFs it sent emptied. Hashes, totals,
+        the send's receipt and error text cleared, the PDFs it sent emptied, the supplier's
+        reasons and notes dropped. Hashes, totals,
         states and times stay."""
         drafts, decisions, effects = schema.drafts, schema.decisions, schema.effects
-        documents = schema.effect_documents
+        documents, answers = schema.effect_documents, schema.supplier_answers
         keys = select(effects.c.key).where(effects.c.job_id == job_id)
         targets: dict[Removed, tuple[Table, ColumnElement[bool], dict[str, Any]]] = {
             Removed.DRAFT_BODIES: (
@@ -146,6 +147,11 @@ class RetentionQueries:
                 documents,
                 and_(documents.c.key.in_(keys), func.length(documents.c.pdf_encrypted) > 0),
                 {"pdf_encrypted": b""},
+            ),
+            Removed.SUPPLIER_TEXTS: (
+                answers,
+                and_(answers.c.job_id == job_id, answers.c.text_encrypted.is_not(None)),
+                {"text_encrypted": None},
             ),
         }
         removed: dict[Removed, int] = {}

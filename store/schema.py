@@ -86,6 +86,7 @@ jobs = Table(
     Column("approved_at", UtcDateTime),
     Index(None, "state", "decision_deadline"),
     Index(None, "approved_at"),
+    Index(None, "state", "updated_at"),  # chasing silent suppliers reads the recently SENT
 )
 
 # Append-only: one row per version; the body is the canonical JSON, encrypted, because it
@@ -181,6 +182,27 @@ effect_documents = Table(
     Column("created_at", UtcDateTime, nullable=False),
 )
 
+# What a supplier answered from the link in a PO's e-mail (core.suppliers.pages): one row per
+# draft version and round (a proposal the approvers rejected opens the next round). The reason
+# and note are sealed; the purge of a closed job empties them. `lines` holds only line numbers,
+# quantities and prices in paisa.
+supplier_answers = Table(
+    "supplier_answers",
+    metadata,
+    Column("job_id", String(36), ForeignKey("jobs.id"), primary_key=True),
+    Column("draft_version", Integer, primary_key=True),
+    Column("round", Integer, primary_key=True),
+    Column("reply", String(16), nullable=False),
+    Column("key", String(200), nullable=False),
+    Column("answered_at", UtcDateTime, nullable=False),
+    Column("delivery_date", String(10)),  # ISO date
+    Column("text_encrypted", LargeBinary),  # sealed JSON: {"reason": …, "note": …}
+    Column("lines", JSON, nullable=False),
+    Column("outcome", String(16), nullable=False),
+    Column("proposal_version", Integer),
+    Column("decided_at", UtcDateTime),
+)
+
 # Append-only: database triggers refuse UPDATE and DELETE (see the initial migration).
 audit_events = Table(
     "audit_events",
@@ -262,6 +284,7 @@ terms_suppliers = Table(
     Column("name", String(200), nullable=False),
     Column("email_encrypted", LargeBinary, nullable=False),  # personal data: sealed
     Column("payment_terms", String(200)),  # NULL: not said
+    Column("phone_encrypted", LargeBinary),  # sealed; NULL: not given
 )
 
 terms_offers = Table(

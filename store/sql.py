@@ -48,6 +48,7 @@ from store.rows import (
     values_of,
 )
 from store.sealing import Sealer
+from store.suppliers import SupplierQueries
 from store.versioned import Lease, claim_rows, compare_and_set, update_leased
 
 # The statements every use case runs, built once (building one costs more than running it).
@@ -92,6 +93,7 @@ class SqlTx(
     RetentionQueries,
     AuditQueries,
     ClientDecisionQueries,
+    SupplierQueries,
 ):
     """One transaction on one connection; implements core.ports.Tx."""
 

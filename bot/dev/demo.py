@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from email.message import EmailMessage
 from functools import partial
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import TypeVar, cast
 from urllib.parse import parse_qs, urlsplit
@@ -53,6 +54,30 @@ POLL_SECONDS = 0.2
 REASON = "Power banks are still in stock at Liberty; send it again without them."
 PO = re.compile(r"PO-\d{4}-\d{4}")
 LOOK_INSIDE = "select po_number, state from jobs"  # a first look at the database left behind
+# The link in the PO's e-mail to the supplier's page, and what the page says was recorded.
+SUPPLIER_LINK = re.compile(r"https?://\S+/s/[A-Za-z0-9_-]+")
+STATUS_TEXT = re.compile(r'data-testid="ack-status"[^>]*>(.*?)<', re.DOTALL)
+ACCEPT_BY = "2026-12-31"
+
+
+class _Hidden(HTMLParser):
+    """The hidden fields of a page's forms: what the page names (its version and hash)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fields: dict[str, str] = {}
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        named = dict(attrs)
+        if tag == "input" and named.get("type") == "hidden" and named.get("name"):
+            self.fields.setdefault(str(named["name"]), named.get("value") or "")
+
+
+def hidden_fields(page: str) -> dict[str, str]:
+    """The hidden fields of the supplier's page, first of each name."""
+    parser = _Hidden()
+    parser.feed(page)
+    return parser.fields
 
 
 class DemoSettings(Settings):
@@ -289,6 +314,29 @@ class Story:
         await self.edited(self.ali, card, "❌ Rejected")
         await self.hear(self.bilal, f"{po} was rejected")
 
+    async def supplier_accepts(self, po: str) -> None:
+        """The supplier opens the link in the e-mail, as a phone's browser would (no script),
+        and accepts with a delivery date; the requester and the approver hear it."""
+        act(f"7. The supplier accepts {po} from the link in the e-mail")
+        body = self.inbox[0].get_body(preferencelist=("plain",))
+        found = SUPPLIER_LINK.search(body.get_content() if body is not None else "")
+        if found is None:
+            raise StepFailed("the supplier's e-mail carries no link to answer it")
+        url = found.group(0)
+        async with httpx.AsyncClient(timeout=STEP_TIMEOUT) as client:
+            page = await client.get(url)
+            if page.status_code != 200:
+                raise StepFailed(f"the supplier's page answered HTTP {page.status_code}")
+            fields = hidden_fields(page.text)
+            show("Supplier's phone ← page", f"GET {url}\n{len(page.content):,} bytes of HTML")
+            form = {**fields, "answer": "accept", "date": ACCEPT_BY}
+            print(f"The supplier taps [ Accept ], delivery by {ACCEPT_BY}")
+            answered = await client.post(url, data=form, follow_redirects=True)
+        status = STATUS_TEXT.search(answered.text)
+        show("Supplier's phone ← page", status.group(1).strip() if status else answered.text[:200])
+        await self.hear(self.bilal, f"accepted {po}")
+        await self.hear(self.ali, f"accepted {po}")
+
     async def run(self, store: SqlStore) -> None:
         """The story, from the first /start to the audit trail."""
         await self.people()
@@ -300,7 +348,8 @@ class Story:
         await self.review(approved)
         po = await self.double_tap(approved)
         await self.reject(rejected)
-        act("7. Looking back")
+        await self.supplier_accepts(po)
+        act("8. Looking back")
         await self.say(self.bilal, "/status", "Your recent purchase orders")
         await self.say(self.admin, f"/history {po}", "audit")
         if len(self.inbox) != 1:
@@ -372,12 +421,15 @@ def _near(path: Path) -> str:
 
 def epilogue(database: Path, seconds: float) -> None:
     """Where the database is, and how to look inside."""
-    act("8. The database is yours to inspect")
+    act("9. The database is yours to inspect")
     shown, folder = _near(database), _near(database.parent)
     print(f"SQLite file: {shown}   (its throwaway keys: {folder}/.env)")
     print(f"  sqlite3 {shown} '{LOOK_INSIDE}'")
     print(f"  cd {folder} && uv run manzoori jobs list")
-    print(f"\nDone in {seconds:.1f} s: one PO approved and e-mailed once, one rejected.")
+    print(
+        f"\nDone in {seconds:.1f} s: one PO approved, e-mailed once and accepted by its "
+        "supplier, one rejected."
+    )
 
 
 async def serve_on(story: Story) -> None:

@@ -3,7 +3,9 @@ approver opens before deciding (core.purchasing.po_document says what it prints)
 
 A4, in English, set in Debian's Noto fonts: Noto Sans for Latin text, Noto Nastaliq Urdu for
 the Urdu a supplier's name, a description, a note or an address may be written in, shaped by
-HarfBuzz and laid out right to left. The same document always gives the same bytes."""
+HarfBuzz and laid out right to left. A PO e-mailed with a supplier's link prints it on page 1,
+as a link and a QR code (bot.documents.qr); a DRAFT never does. The same document always gives
+the same bytes."""
 
 from __future__ import annotations
 
@@ -14,9 +16,18 @@ from pathlib import Path
 from typing import Any
 
 from fpdf import FPDF, FontFace
-from fpdf.enums import Align, CellBordersLayout, TableBordersLayout, VAlign, XPos, YPos
+from fpdf.enums import (
+    Align,
+    CellBordersLayout,
+    TableBordersLayout,
+    VAlign,
+    WrapMode,
+    XPos,
+    YPos,
+)
 from fpdf.line_break import TextLine
 
+from bot.documents.qr import draw_qr
 from core.drafting.drafts import DraftLine
 from core.drafting.money import format_pkr
 from core.errors import ConfigError
@@ -36,10 +47,18 @@ _FONT_FILES = {
 _ARABIC_SCRIPT = re.compile("[\u0600-\u06ff\u0750-\u077f\u08a0-\u08ff\ufb50-\ufdff\ufe70-\ufeff]")
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 DRAFT_MARK = "DRAFT — not approved, do not supply"
+ANSWER_PROMPT = "Answer this order — accept, decline or propose changes:"
+_ANSWER_NOTE = (
+    "Or scan the code with a phone. The link is for this order alone and works for a limited "
+    "time; please do not forward it."
+)
 HEADINGS = ("#", "SKU", "Description", "Qty", "Unit price", "Amount")
 
 _MARGIN = 15.0  # mm, every side
 _FOOTER_ROOM = 16.0  # mm at the foot of each page for the footer
+# The QR code's side, quiet zone included: about 0.6 mm a module for a supplier's link (some
+# 100 characters), which a phone reads from a printed page or a screen.
+_QR_SIZE = 28.0
 _PT = 25.4 / 72  # mm per point
 # Line height as a multiple of the font size. Nastaliq's letters climb and drop far beyond
 # Latin ones, so a line holding Urdu gets more room.
@@ -67,6 +86,7 @@ def render_po_pdf(doc: PoDocument) -> bytes:
     pdf.add_page()
     _title(pdf, doc)
     _parties(pdf, doc)
+    _answer(pdf, doc)
     _lines(pdf, doc)
     _totals(pdf, doc)
     _authorisation(pdf, doc)
@@ -285,6 +305,41 @@ def _block(pdf: _PoPdf, x: float, y: float, width: float, heading: str, rows: li
         pdf.multi_cell(value_width, height, value, new_x=XPos.LEFT, new_y=YPos.NEXT)
     pdf.set_font(SANS, "", 9.5)
     return pdf.y
+
+
+def _answer(pdf: _PoPdf, doc: PoDocument) -> None:
+    """On page 1, above the lines: the supplier's link, as a link and a QR code, so that a
+    printed PO can be answered too. Nothing on a DRAFT, or without a link."""
+    if not doc.link or doc.draft:
+        return
+    _keep_room(pdf, _QR_SIZE + 3)
+    top, text_width = pdf.y, pdf.epw - _QR_SIZE - 5
+    with pdf.local_context(text_color=_ACCENT):
+        pdf.set_font(SANS, "B", 10)
+        pdf.set_y(top + 3)
+        pdf.multi_cell(text_width, 6, ANSWER_PROMPT, new_x=XPos.LMARGIN, new_y=YPos.NEXT)
+        pdf.set_font(SANS, "U", 8)
+        # The token is one long word: break it anywhere rather than overflow the column.
+        pdf.multi_cell(
+            text_width,
+            4.5,
+            doc.link,
+            link=doc.link,
+            wrapmode=WrapMode.CHAR,
+            new_x=XPos.LMARGIN,
+            new_y=YPos.NEXT,
+        )
+    pdf.ln(1.5)
+    with pdf.local_context(text_color=_MUTED):
+        pdf.set_font(SANS, "", 8)
+        pdf.multi_cell(
+            text_width, 4.2, _ANSWER_NOTE, align=Align.L, new_x=XPos.LMARGIN, new_y=YPos.NEXT
+        )
+    left = pdf.w - pdf.r_margin - _QR_SIZE
+    draw_qr(pdf, doc.link, left, top, _QR_SIZE)
+    pdf.link(left, top, _QR_SIZE, _QR_SIZE, doc.link)  # the code is clickable on a screen
+    pdf.set_font(SANS, "", 9.5)
+    pdf.set_xy(pdf.l_margin, max(pdf.y, top + _QR_SIZE) + 2)
 
 
 def _lines(pdf: _PoPdf, doc: PoDocument) -> None:

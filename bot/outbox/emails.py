@@ -44,21 +44,29 @@ def sender_domain(mail_from: str) -> str:
 
 
 def render_po_email(
-    order: SendOrder, *, mail_from: str, now: datetime | None = None
+    order: SendOrder,
+    *,
+    mail_from: str,
+    now: datetime | None = None,
+    link: str = "",
+    link_expires: datetime | None = None,
 ) -> EmailMessage:
     """The e-mail that places `order`: a brief text body, the PO as a PDF (the bytes kept with
     the outbox row, never made again here) and its lines as CSV; its Message-ID is derived from
-    the effect's key."""
+    the effect's key. `link` is the supplier's link ("" none), good until `link_expires`."""
     draft, buyer = order.draft, buyer_of(order)
     message = EmailMessage(policy=POLICY)
     message["From"] = mail_from
     message["To"] = draft.recipient_email
-    message["Subject"] = f"Purchase order {draft.po_number} from {flatten(buyer.name)}"
+    version = order.effect.draft_version
+    named = draft.po_number if version == 1 else f"{draft.po_number} version {version}"
+    message["Subject"] = f"Purchase order {named} from {flatten(buyer.name)}"
     message["Date"] = email.utils.format_datetime(now or datetime.now(UTC))
     message["Message-ID"] = message_id(order.effect.key, sender_domain(mail_from))
     # Lets the supplier's side (or a person reading headers) spot a resend of the same order.
     message["Idempotency-Key"] = order.effect.key
-    message.set_content(render_body(order), charset="utf-8")
+    body = render_body(order, link=link, link_expires=link_expires)
+    message.set_content(body, charset="utf-8")
     if order.document is not None:
         message.add_attachment(
             order.document.pdf,
@@ -77,9 +85,10 @@ def buyer_of(order: SendOrder) -> Buyer:
     return order.company.buyer if order.company is not None else UNNAMED_BUYER
 
 
-def render_body(order: SendOrder) -> str:
-    """The plain-text body, what the PDF says in brief: who buys, which order and version,
-    where and when to deliver, on what terms, every line, and the totals."""
+def render_body(order: SendOrder, *, link: str = "", link_expires: datetime | None = None) -> str:
+    """The plain-text body, what the PDF says in brief: who buys, how to answer (the
+    supplier's link, if any), which order and version, where and when to deliver, on what
+    terms, every line, and the totals."""
     draft, buyer = order.draft, buyer_of(order)
     branch_id = draft.branch_id or (order.company.default_branch if order.company else "")
     branch = order.company.branch(branch_id) if order.company and branch_id else None
@@ -89,6 +98,16 @@ def render_body(order: SendOrder) -> str:
         *([f"NTN {buyer.ntn}"] if buyer.ntn else []),
         *([f"STRN {buyer.strn}"] if buyer.strn else []),
         "",
+        *answer_lines(link, link_expires),
+        *(
+            [
+                f"This is version {order.effect.draft_version} of the order: it replaces any "
+                "earlier version you may have had.",
+                "",
+            ]
+            if order.effect.draft_version > 1
+            else []
+        ),
         f"Supplier: {neutralise(draft.supplier_name)}",
         f"PO number: {draft.po_number}",
         f"Draft version: {order.effect.draft_version}",
@@ -124,6 +143,21 @@ def render_body(order: SendOrder) -> str:
         "Please quote the PO number on your delivery note and invoice.",
     ]
     return "\n".join(lines) + "\n"
+
+
+def answer_lines(link: str, expires: datetime | None) -> list[str]:
+    """How the supplier answers: its link on a line of its own (mail programs make it
+    clickable) and until when it works, then a blank line; nothing without a link."""
+    if not link:
+        return []
+    lines = ["To accept, decline or propose changes, open:", link]
+    if expires is not None:
+        until = expires.astimezone(UTC)
+        lines.append(
+            f"(This link is yours alone and works until {day_text(until.date())}, "
+            f"{until:%H:%M} UTC.)"
+        )
+    return [*lines, ""]
 
 
 def _body_line(number: int, line: DraftLine) -> list[str]:

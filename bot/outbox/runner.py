@@ -14,9 +14,11 @@ from typing import Any
 
 from bot.clock import Runtime
 from bot.documents.pdf import render_po_pdf
+from bot.outbox.links import SupplierLinks
 from core.approval.policies import Rules
 from core.errors import AmbiguousSendError, LeaseLost, SendError
 from core.jobs import closing
+from core.jobs.effects import EffectKind
 from core.jobs.jobs import Effect, SendOrder
 from core.outbox import dispatch
 from core.outbox.dispatch import Attempted
@@ -57,17 +59,24 @@ class FaultPoint(StrEnum):
 
 
 async def make_documents(
-    store: ShellStore, effects: list[Effect], zone: tzinfo, now: Callable[[], datetime]
+    store: ShellStore,
+    effects: list[Effect],
+    zone: tzinfo,
+    now: Callable[[], datetime],
+    links: SupplierLinks | None = None,
 ) -> None:
     """Make the PO documents these rows' e-mails carry and have none yet: once per row,
-    before its first attempt, rendered off the event loop, dated and signed in `zone`; every
-    attempt after sends the bytes kept then (core.outbox.dispatch.keep_document)."""
+    before its first attempt, rendered off the event loop, dated and signed in `zone`, with
+    the supplier's link of a send-po row's e-mail when `links` makes them; every attempt after
+    sends the bytes kept then (core.outbox.dispatch.keep_document)."""
     for effect in await dispatch.documents_owed(store, effects):
         at = now()
+        sends = effect.kind == EffectKind.SEND_PO
+        link = links.url(effect) if links is not None and sends else ""
         async with store.reading() as tx:
             job = await tx.job(effect.job_id)
             document = await document_of(
-                tx, job, effect.draft_version, approved=True, zone=zone, now=at
+                tx, job, effect.draft_version, approved=True, zone=zone, now=at, link=link
             )
         pdf = await asyncio.to_thread(render_po_pdf, document)
         kept = await dispatch.keep_document(store, effect.key, pdf, at)
@@ -88,11 +97,13 @@ class OutboxRunner:
         connections: int = CONNECTIONS,
         fault_point: FaultPoint | None = None,
         runtime: Runtime | None = None,
+        links: SupplierLinks | None = None,
     ) -> None:
         if connections < 1:
             raise ValueError("a runner needs at least one connection")
         self.store, self.sender, self.rules, self.lease = store, sender, rules, lease
         self.connections = connections
+        self.links = links  # the supplier's link in each PO's PDF; None: no link anywhere
         self.fault_point = fault_point
         self.runtime = runtime or Runtime.of_process()
         self.owner = self.runtime.owner
@@ -190,7 +201,8 @@ class OutboxRunner:
 
     async def _make_documents(self, effects: list[Effect]) -> None:
         """The PO documents of these rows' e-mails, made if not yet (make_documents)."""
-        await make_documents(self.store, effects, self.rules.approval.zone, self.runtime.now)
+        zone, now = self.rules.approval.zone, self.runtime.now
+        await make_documents(self.store, effects, zone, now, self.links)
 
     async def _work(
         self,

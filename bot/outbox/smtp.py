@@ -29,6 +29,7 @@ import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, nullcontext
 from dataclasses import dataclass
+from email.message import EmailMessage
 from enum import StrEnum
 from typing import Any
 
@@ -37,6 +38,8 @@ from aiosmtplib import errors as smtp_errors
 from prometheus_client import Histogram
 
 from bot.outbox.emails import render_cancellation_email, render_po_email, sender_domain
+from bot.outbox.links import SupplierLinks
+from bot.outbox.note_emails import render_note_email
 from core.errors import (
     AmbiguousSendError,
     ConfigError,
@@ -44,10 +47,16 @@ from core.errors import (
     SendError,
     TransientSendError,
 )
-from core.jobs.effects import EffectKind
+from core.jobs.effects import NOTES, EffectKind
 from core.jobs.jobs import SendOrder
+from core.suppliers.links import link_for
 
 log = logging.getLogger(__name__)
+
+# The e-mail that carries the supplier's link of its own (core.suppliers.links): the PO. A
+# reminder carries its own too, and a proposal turned down the PO's again (bot.outbox.note_emails);
+# a cancellation none: there is nothing left to answer.
+LINKED_EMAILS = frozenset({EffectKind.SEND_PO})
 
 
 class TlsMode(StrEnum):
@@ -184,9 +193,11 @@ class SmtpSender:
         *,
         mail_from: str,
         timer: Histogram | None = None,
+        links: SupplierLinks | None = None,
     ) -> None:
         self.server, self.mail_from = server, mail_from
         self.timer = timer  # each send's duration, successful or not (bot/web/metrics.py)
+        self.links = links  # the supplier's link in PO e-mails; None: no e-mail carries one
         self.envelope_from = email.utils.parseaddr(mail_from)[1]
         sender_domain(mail_from)  # fail at start-up, not at the first send
         if not self.envelope_from.isascii():
@@ -210,6 +221,20 @@ class SmtpSender:
         SendError when it did not go."""
         async with self.session() as session:
             return await session.send(order)
+
+    def render(self, order: SendOrder) -> EmailMessage:
+        """The e-mail of `order`: a cancellation, or the PO with the supplier's link (the same
+        one on every attempt: it is made from the outbox row alone)."""
+        mail_from, effect = self.mail_from, order.effect
+        if effect.kind == EffectKind.CANCEL_PO:
+            return render_cancellation_email(order, mail_from=mail_from)
+        if effect.kind in NOTES:
+            return render_note_email(order, mail_from=mail_from, links=self.links)
+        if self.links is None or effect.kind not in LINKED_EMAILS:
+            return render_po_email(order, mail_from=mail_from)
+        expires = link_for(effect, self.links.days).expires_at
+        link = self.links.url(effect)
+        return render_po_email(order, mail_from=mail_from, link=link, link_expires=expires)
 
 
 class SmtpSession:
@@ -246,9 +271,7 @@ class SmtpSession:
         if not recipient.isascii():
             raise PermanentSendError("recipient address is not ASCII and SMTPUTF8 is not used")
         sender = self.sender
-        calls_off = order.effect.kind == EffectKind.CANCEL_PO
-        render = render_cancellation_email if calls_off else render_po_email
-        message = render(order, mail_from=sender.mail_from)
+        message = sender.render(order)
         payload = message.as_bytes()  # POLICY: CRLF line ends, 7-bit parts
         self._phase = Phase.SESSION
         try:

@@ -14,6 +14,7 @@ from datetime import date, tzinfo
 
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup, WebAppInfo
 
+from bot.telegram.texts import supplier_notice
 from bot.web.urls import page_url
 from bot.words.flags import day_text, flag_text
 from bot.words.i18n import ENGLISH, N_, Translator
@@ -87,6 +88,21 @@ def visible_length(text_html: str) -> int:
     return len(html.unescape(_TAG.sub("", text_html)))
 
 
+def _proposed(facts: CardFacts, tr: Translator) -> list[str]:
+    """A supplier's proposal: whose, to which version, and what it changes; nothing else."""
+    if facts.proposal is None or facts.answered is None:
+        return []
+    said = supplier_notice(facts.proposal, facts.answered, tr=tr).splitlines()
+    return [
+        "",
+        tr(
+            "✏️ <b>Supplier proposes</b> changes to v{version}, which it has:",
+            version=facts.proposal.draft_version,
+        ),
+        *(escaped(line) for line in said[1:]),
+    ]
+
+
 def _card(
     facts: CardFacts, tz: tzinfo, shown: tuple[int, int], holder: int | None, tr: Translator
 ) -> str:
@@ -99,6 +115,7 @@ def _card(
         if away
         else tr("🧾 {po} — approval needed", po=po),
         f"<b>{tr.ltr(escaped(draft.supplier_name))}</b> ({tr.ltr(email)})",  # outside text
+        *_proposed(facts, tr),
         "",
         *_lines(draft, lines, tr),
         "",

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Collection
-from datetime import timedelta
+from datetime import timedelta, tzinfo
 
-from telegram import Bot, InlineKeyboardMarkup
+from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup
 from telegram.constants import ParseMode
 
 from bot.clock import Runtime
@@ -27,12 +27,18 @@ from bot.telegram.cards import card_html, card_markup, outcome_html
 from bot.telegram.errors import classify
 from bot.telegram.ladder import nudge_html, nudge_markup
 from bot.telegram.texts import (
+    WHATSAPP_TEXT,
     admin_alert,
     call_off_notice,
+    chase_message,
     edit_notice,
     policy_alert,
     requester_notice,
     short_stage_alert,
+    silent_notice,
+    supplier_notice,
+    turned_down_notice,
+    whatsapp_url,
 )
 from bot.words.i18n import Translator, language_of, translator
 from core.errors import LeaseLost
@@ -41,6 +47,9 @@ from core.jobs.notices import (
     CALLED_OFF,
     EDITED,
     EVERYONE,
+    SILENT,
+    SUPPLIER,
+    TURNED_DOWN,
     Notice,
     NoticeKind,
     NoticeStatus,
@@ -117,7 +126,9 @@ class NoticeRunner:
                 news = await delivery.news_to_send(self.store, notice, self.runtime.now(), default)
                 if news is not None:
                     tr = (await self._speaking([notice.user_id]))[notice.user_id]
-                    await self._send_text(notice, _news_text(notice, news, tr))
+                    markup = self._whatsapp(news, tr)
+                    text = _news_text(notice, news, tr, self.settings.tz)
+                    await self._send_text(notice, text, markup)
 
     async def _card(self, notice: Notice) -> None:
         policy, now = self.settings.approval_policy(), self.runtime.now()
@@ -173,10 +184,22 @@ class NoticeRunner:
             return None
         return sent.message_id
 
-    async def _send_text(self, notice: Notice, text: str) -> None:
-        """Plain text, nothing to click; the outcome recorded on the notice."""
+    def _whatsapp(self, news: News, tr: Translator) -> InlineKeyboardMarkup | None:
+        """A silent supplier's news: a button that opens WhatsApp to the supplier's phone with
+        a message holding their link, when the terms give a phone."""
+        if news.event != SILENT or not news.phone or news.draft is None or news.sent is None:
+            return None
+        links = self.settings.supplier_links()
+        link = links.url(news.sent) if links is not None else ""
+        url = whatsapp_url(news.phone, chase_message(news.draft, link))
+        return InlineKeyboardMarkup([[InlineKeyboardButton(tr(WHATSAPP_TEXT), url=url)]])
+
+    async def _send_text(
+        self, notice: Notice, text: str, markup: InlineKeyboardMarkup | None = None
+    ) -> None:
+        """Plain text, with a link button at most; the outcome recorded on the notice."""
         try:
-            sent = await self.bot.send_message(notice.user_id, text)
+            sent = await self.bot.send_message(notice.user_id, text, reply_markup=markup)
         except Exception as error:
             await self._failed(notice, classify(error))
             return
@@ -235,13 +258,20 @@ class NoticeRunner:
             log.warning("notice %s given up after %d attempts: %s", notice.key, tries, why.detail)
 
 
-def _news_text(notice: Notice, news: News, tr: Translator) -> str:
+def _news_text(notice: Notice, news: News, tr: Translator, tz: tzinfo) -> str:
     """A requester's or an admin's news, in words, in their language."""
     if news.job is None:  # about a policy, not a PO
         return policy_alert(news.policy_version, news.unstaffed, tr=tr)
     if notice.kind is NoticeKind.STATUS and news.event in (CALLED_OFF, CALL_OFF_DONE):
         by, po = news.called_off_by, news.job.po_number
         return call_off_notice(po, news.event, news.reason, by, tr=tr)
+    if news.event == SILENT and news.draft is not None and news.sent is not None:
+        return silent_notice(news.draft, news.sent.updated_at, news.phone, tz, tr=tr)
+    if notice.kind is NoticeKind.STATUS and news.event == TURNED_DOWN:
+        return turned_down_notice(news.job.po_number, news.reason or "", tr=tr)
+    if notice.kind is NoticeKind.STATUS and news.event == SUPPLIER:
+        assert news.answer is not None and news.draft is not None
+        return supplier_notice(news.answer, news.draft, tr=tr)
     if notice.kind is NoticeKind.STATUS and news.event == EDITED:
         po, changes = news.job.po_number, news.changes
         return edit_notice(po, news.editor, changes, news.total_paisa, tr=tr)

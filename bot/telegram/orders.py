@@ -24,6 +24,7 @@ from core.problems import Problem
 from core.purchasing import submissions
 from core.purchasing.submissions import Sheet, Submission
 from core.records.audit import ExportFormat, Logged, export_row, render
+from core.suppliers.pages import supplier_status
 
 # A phone screen's worth; older POs are in `manzoori jobs list`.
 STATUS_LIMIT = 10
@@ -107,8 +108,13 @@ async def status(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     deps, user = allowed
     async with deps.store.reading() as tx:
         jobs = await tx.jobs_of(user.id, STATUS_LIMIT)
+        suppliers = {}
+        for job in jobs:
+            standing = await supplier_status(tx, job)
+            if standing is not None:
+                suppliers[job.id] = standing[0]
     tr = await speaking(deps, user.id)
-    await reply(update, status_list(jobs, deps.settings.tz, tr=tr))
+    await reply(update, status_list(jobs, deps.settings.tz, suppliers, tr=tr))
 
 
 async def history(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:

@@ -25,12 +25,14 @@ from bot.words.texts import local_time
 from core.approval.decisions import Review
 from core.approval.policies import Policy, Role, Verdict
 from core.approval.signing import ButtonAction
+from core.drafting.drafts import Draft
 from core.drafting.money import format_pkr
 from core.jobs.jobs import Job
 from core.jobs.states import State
 from core.messaging import pending
 from core.messaging.pending import Referred, Waiting
 from core.ports import ShellReadTx
+from core.suppliers import chasing
 from core.texts import flatten
 
 # Requests one /pending lists, each with its button: a phone screen's worth of buttons.
@@ -228,6 +230,37 @@ def all_text(
     return "\n".join(lines)
 
 
+def suppliers_text(
+    silent: list[tuple[chasing.Awaiting, Draft]],
+    more: int,
+    now: datetime,
+    *,
+    tr: Translator = ENGLISH,
+) -> str:
+    """/pending all, after the requests: the POs waiting for their supplier's answer from the
+    link in the e-mail, oldest first, with how long each has waited."""
+    lines = [
+        tr.plural(
+            "Waiting for the supplier's answer: {count} PO, oldest first.",
+            "Waiting for the supplier's answer: {count} POs, oldest first.",
+            len(silent) + more,
+        )
+    ]
+    for waiting, draft in silent:
+        lines.append(
+            tr(
+                "{po} · {amount} · {supplier} · e-mailed {age} ago",
+                po=tr.ltr(draft.po_number),
+                amount=tr.ltr(format_pkr(draft.total_paisa)),
+                supplier=flatten(draft.supplier_name),
+                age=age(now - waiting.sent.updated_at, tr=tr),
+            )
+        )
+    if more:
+        lines.append(tr.plural("… and {count} more.", "… and {count} more.", more))
+    return "\n".join(lines)
+
+
 def _first_line(found: Referred, tr: Translator) -> str:
     """That a message decides nothing, and what the buttons under it decide, if any."""
     job = found.job
@@ -312,20 +345,26 @@ async def pending_command(update: Update, context: ContextTypes.DEFAULT_TYPE) ->
         roles = held_roles(deps, user.id, await tx.roles(user.id))
         everyone = bool(args)
         allowed = Role.ADMIN in roles if everyone else Role.APPROVER in roles
+        silent: list[chasing.Awaiting] = []
         if allowed and everyone:
             waiting = await pending.waiting_requests(tx, now, default)
+            silent = await chasing.awaiting_suppliers(tx, now)
         else:
             waiting = await pending.waiting_for_person(tx, user.id, now, default) if allowed else []
         limit = ALL_LIMIT if everyone else MINE_LIMIT
         listed = await _listed(tx, waiting[:limit], everyone)
+        suppliers = [(w, await tx.draft(w.job.id, w.sent.draft_version)) for w in silent[:limit]]
     more, tz, tr = len(waiting) - len(listed), deps.settings.tz, await speaking(deps, user.id)
     if not allowed:
         hint = " " + tr(ADMIN_HINT) if Role.ADMIN in roles else ""
         await reply(update, tr(ONLY_ADMINS) if everyone else tr(NOT_AN_APPROVER) + hint)
+    elif everyone and (listed or suppliers):
+        text = all_text(listed, more, now, tz, tr=tr) if listed else tr(NOTHING_AT_ALL)
+        if suppliers:
+            text += "\n\n" + suppliers_text(suppliers, len(silent) - len(suppliers), now, tr=tr)
+        await reply(update, text)
     elif not listed:
         await reply(update, tr(NOTHING_AT_ALL) if everyone else tr(NOTHING_MINE))
-    elif everyone:
-        await reply(update, all_text(listed, more, now, tz, tr=tr))
     else:
         mine = partial(mine_text, person=user.id, now=now, tz=tz, tr=tr)
         text, listed = fitted(listed, more, mine)

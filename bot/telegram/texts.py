@@ -7,17 +7,27 @@ each goes through core.texts.flatten where it enters a sentence, so it cannot fo
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from datetime import tzinfo
+from datetime import datetime, tzinfo
 from typing import NamedTuple
+from urllib.parse import quote
 
+from bot.words.flags import day_text
 from bot.words.i18n import ENGLISH, N_, Translator
 from bot.words.texts import local_time
 from core.approval.policies import DEFAULT_GROUP, Policy, Role
 from core.approval.shortfalls import Shortfall
-from core.drafting.drafts import LineDiff
+from core.drafting.drafts import Draft, LineDiff
 from core.drafting.money import format_pkr
+from core.jobs.answers import Answer, Reply, SupplierStatus
+from core.jobs.effects import EffectKind
 from core.jobs.jobs import Job
-from core.jobs.notices import CALLED_OFF, NOBODY_TO_ASK, UNREACHABLE
+from core.jobs.notices import (
+    CALLED_OFF,
+    NOBODY_TO_ASK,
+    NOTE_FAILED,
+    SETTLED_BY_LINK,
+    UNREACHABLE,
+)
 from core.jobs.states import State
 from core.people.people import BranchChange, GroupChange, Invitation
 from core.people.users import TelegramUser
@@ -240,11 +250,48 @@ def state_words(state: State, *, tr: Translator = ENGLISH) -> str:
     return tr(_STATE_WORDS[state]) if state in _STATE_WORDS else state.value
 
 
-def status_list(jobs: Iterable[Job], tz: tzinfo, *, tr: Translator = ENGLISH) -> str:
-    """/status: a requester's recent POs, newest first."""
+SUPPLIER_WORDS = {
+    SupplierStatus.AWAITING: N_("awaiting the supplier's answer"),
+    SupplierStatus.ACCEPTED: N_("the supplier accepted"),
+    SupplierStatus.DECLINED: N_("the supplier declined"),
+    SupplierStatus.CHANGES_PROPOSED: N_("the supplier proposes changes"),
+    SupplierStatus.SUPERSEDED: N_("superseded by a later version"),
+    SupplierStatus.CANCELLED: N_("the supplier was told it is cancelled"),
+}
+
+
+def supplier_line(
+    status: SupplierStatus,
+    since: datetime,
+    answer: Answer | None,
+    tz: tzinfo,
+    *,
+    tr: Translator = ENGLISH,
+) -> str:
+    """Where a sent PO stands with its supplier, as the Mini App shows it: the status, by when
+    the supplier will deliver or why they declined, and since when."""
+    said = tr(SUPPLIER_WORDS[status])
+    if answer is not None and answer.delivery_date is not None:
+        said += "; " + tr("delivery by {date}", date=day_text(answer.delivery_date))
+    if answer is not None and answer.reason:
+        said += ": " + flatten(answer.reason)
+    return tr("📬 {status} ({at})", status=said, at=tr.ltr(local_time(since, tz)))
+
+
+def status_list(
+    jobs: Iterable[Job],
+    tz: tzinfo,
+    suppliers: Mapping[str, SupplierStatus] | None = None,
+    *,
+    tr: Translator = ENGLISH,
+) -> str:
+    """/status: a requester's recent POs, newest first; a sent one's with where it stands with
+    its supplier (`suppliers`, by job id)."""
+    suppliers = suppliers or {}
     lines = [
         f"{tr.ltr(job.po_number)}  {tr.ltr(format_pkr(job.total_paisa or 0))}  "
         f"{state_words(job.state, tr=tr)}  ({tr.ltr(local_time(job.updated_at, tz))})"
+        + (f"; {tr(SUPPLIER_WORDS[suppliers[job.id]])}" if job.id in suppliers else "")
         for job in jobs
     ]
     return (
@@ -298,6 +345,99 @@ def call_off_notice(
             reason=flatten(reason or "").rstrip(".") or tr("no reason given"),
         )
     return tr("🚫 {po} is cancelled: the supplier has the cancellation.", po=po_number)
+
+
+def supplier_notice(answer: Answer, draft: Draft, *, tr: Translator = ENGLISH) -> str:
+    """What a sent PO's requester and approvers are told when its supplier answered from the
+    link in the e-mail: accepted (by when), declined (why), or proposed changes (which)."""
+    po, supplier = draft.po_number, flatten(draft.supplier_name)
+    by = day_text(answer.delivery_date) if answer.delivery_date else ""
+    if answer.reply is Reply.ACCEPT:
+        if by:
+            return tr(
+                "✅ {supplier} accepted {po} and will deliver by {date}.",
+                supplier=supplier,
+                po=po,
+                date=by,
+            )
+        return tr("✅ {supplier} accepted {po}.", supplier=supplier, po=po)
+    if answer.reply is Reply.DECLINE:
+        return tr(
+            "❌ {supplier} declined {po}: {reason}.",
+            supplier=supplier,
+            po=po,
+            reason=flatten(answer.reason).rstrip(".") or tr("no reason given"),
+        )
+    lines = [tr("✏️ {supplier} proposes changes to {po}:", supplier=supplier, po=po)]
+    for proposal in answer.lines:
+        line = draft.lines[proposal.line - 1]
+        if proposal.quantity is not None and proposal.quantity != line.quantity:
+            lines.append(
+                tr(
+                    "• {sku}: {before} → {after} pieces",
+                    sku=line.sku,
+                    before=f"{line.quantity:,}",
+                    after=f"{proposal.quantity:,}",
+                )
+            )
+        price = proposal.unit_price_paisa
+        if price is not None and price != line.unit_price_paisa:
+            lines.append(
+                tr(
+                    "• {sku}: {before} → {after} each",
+                    sku=line.sku,
+                    before=format_pkr(line.unit_price_paisa),
+                    after=format_pkr(price),
+                )
+            )
+    if by:
+        lines.append(tr("• delivery by {date}", date=by))
+    if answer.note:
+        lines.append(tr("Their note: {note}", note=flatten(answer.note)))
+    return "\n".join(lines)
+
+
+WHATSAPP_TEXT = N_("💬 WhatsApp the supplier")
+
+
+def silent_notice(
+    draft: Draft, sent_at: datetime, phone: str, tz: tzinfo, *, tr: Translator = ENGLISH
+) -> str:
+    """What the requester and the admins are told when a PO's supplier has not answered the
+    e-mail: which PO, whose, since when, and the phone to call them on, if the terms give one."""
+    said = tr(
+        "📵 {supplier} has not answered {po}, e-mailed {when}: no accept, decline or changes "
+        "from the link in the e-mail, and the reminder went unanswered too.",
+        supplier=flatten(draft.supplier_name),
+        po=draft.po_number,
+        when=tr.ltr(local_time(sent_at, tz)),
+    )
+    if phone:
+        said += "\n" + tr("Phone: {phone}", phone=tr.ltr(f"+{phone}"))
+    return said
+
+
+def chase_message(draft: Draft, link: str) -> str:
+    """The WhatsApp message the team sends a silent supplier, prepared: in English, as the
+    e-mail is, with the link to answer from."""
+    text = f"Assalam o Alaikum. Please confirm purchase order {draft.po_number} we e-mailed you."
+    return text + (f" You can accept, decline or propose changes here: {link}" if link else "")
+
+
+def whatsapp_url(phone: str, text: str) -> str:
+    """A wa.me link that opens a chat with `phone` (international digits) holding `text`."""
+    return f"https://wa.me/{phone}?text={quote(text, safe='')}"
+
+
+def turned_down_notice(po_number: str, reason: str, *, tr: Translator = ENGLISH) -> str:
+    """What a requester is told when the changes their PO's supplier proposed were turned down
+    (or left undecided until they expired): the version the supplier has stands."""
+    return tr(
+        "✋ The changes the supplier proposed to {po} were turned down: {reason}. The order "
+        "stands as sent; the supplier is being told.",
+        po=po_number,
+        reason=flatten(reason).rstrip(".") or tr("no reason given"),
+    )
 
 
 def edit_notice(
@@ -397,6 +537,25 @@ def admin_alert(
     """What the admins are told: a PO needs them (`event`: the state it entered), an
     approver's card could not go out (`event`: UNREACHABLE or UNDELIVERED), or a PO waits for a
     group with nobody in it to ask (`event`: NOBODY_TO_ASK, `group`)."""
+    if event == f"{NOTE_FAILED}:{EffectKind.REJECT_PROPOSAL.value}":
+        return tr(
+            "⚠️ The e-mail telling the supplier of {po} that its proposed changes were turned "
+            "down may not have reached them, and will not be sent again. Please tell them: the "
+            "version they have stands.",
+            po=po_number,
+        )
+    if event.startswith(f"{NOTE_FAILED}:"):
+        return tr(
+            "⚠️ The reminder to the supplier of {po} may not have reached them, and will not "
+            "be sent again. Please remind them another way.",
+            po=po_number,
+        )
+    if event == SETTLED_BY_LINK:
+        return tr(
+            "✅ {po} left the review queue on its own: the supplier opened the link in its "
+            "e-mail, so the e-mail arrived. It is settled as sent; nothing was sent again.",
+            po=po_number,
+        )
     if event == NOBODY_TO_ASK:
         if group in (None, DEFAULT_GROUP):
             return tr(

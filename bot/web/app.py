@@ -1,6 +1,6 @@
 """The ASGI application of the web front door and the uvicorn server that runs it in the
-caller's event loop: the Telegram webhook (when WEBHOOK_URL is set), /healthz, /metrics and
-the Mini App, every answer with the security headers of bot/web/security.py."""
+caller's event loop: the Telegram webhook (when WEBHOOK_URL is set), /healthz, /metrics, the
+Mini App and the supplier's page, every answer with the security headers of bot/web/security.py."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from bot.config import Settings
 from bot.web.health import STALE_AFTER_POLLS, Heartbeats
 from bot.web.metrics import Metrics
 from bot.web.security import SecureAnswers
+from bot.web.supplier import supplier_routes
 from core.nesting import Syntax, too_deep
 from store.sql import SqlStore
 
@@ -47,8 +48,8 @@ def build_web(
     telegram: Application | None = None,  # type: ignore[type-arg]
 ) -> Starlette:
     """The front door's routes: /healthz, /metrics, the webhook at WEBHOOK_URL's path when
-    both a URL and the bot are there, and the Mini App (bot/web/miniapp.py) when there is a
-    bot token to check its initData with."""
+    both a URL and the bot are there, the Mini App (bot/web/miniapp.py) when there is a bot
+    token to check its initData with, and always the supplier's page (bot/web/supplier.py)."""
     stale_after = STALE_AFTER_POLLS * settings.manzoori_poll_seconds
 
     async def healthz(request: Request) -> Response:
@@ -89,6 +90,7 @@ def build_web(
     if telegram is not None and settings.webhook_url is not None:
         routes.append(_webhook_route(settings, telegram))
     routes += miniapp_routes(settings, store, telegram)
+    routes += supplier_routes(settings, store)
     secured = Middleware(SecureAnswers, script=settings.manzoori_webapp_script)
     return Starlette(routes=routes, middleware=[secured])
 

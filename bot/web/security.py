@@ -4,7 +4,8 @@ The headers are put on by a middleware around the whole application, not by each
 answer a route never made (Starlette's own 404 and 405, or the 500 of an exception nobody
 foresaw) carries them as well, and is `no-store` unless it says otherwise (the page and its
 assets do). An unexpected exception is logged first, then answered as a JSON 500 that says
-nothing of what failed; the page retries it as it retries any 5xx.
+nothing of what failed; the page retries it as it retries any 5xx. The supplier's page puts on
+its own (supplier_headers), which the middleware leaves as they are.
 """
 
 from __future__ import annotations
@@ -27,18 +28,35 @@ NO_STORE = "no-store"
 INTERNAL_ERROR = {"error": "internal error: try again later"}
 
 
+def _policy(scripts: str, forms: str) -> str:
+    """The Content-Security-Policy, with where scripts may come from and forms may post."""
+    return (
+        f"default-src 'self'; script-src {scripts}; style-src 'self'; img-src 'self' data:; "
+        f"connect-src 'self'; object-src 'none'; base-uri 'none'; form-action {forms}; "
+        f"frame-ancestors {_FRAMERS}"
+    )
+
+
 def security_headers(script: WebAppScript) -> dict[str, str]:
     """What every answer carries: the CSP, nosniff and no referrer."""
     scripts = "'self'" + (" https://telegram.org" if script is WebAppScript.TELEGRAM else "")
-    policy = (
-        f"default-src 'self'; script-src {scripts}; style-src 'self'; img-src 'self' data:; "
-        f"connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; "
-        f"frame-ancestors {_FRAMERS}"
-    )
     return {
-        "Content-Security-Policy": policy,
+        "Content-Security-Policy": _policy(scripts, "'none'"),
         "X-Content-Type-Options": "nosniff",
         "Referrer-Policy": "no-referrer",
+    }
+
+
+def supplier_headers() -> dict[str, str]:
+    """What the supplier's page (bot/web/supplier.py) carries instead: no script at all, its
+    own form the one place a form may post; never kept (an answer changes it) and never
+    indexed, with no referrer (its URL is the supplier's credential)."""
+    return {
+        "Content-Security-Policy": _policy("'none'", "'self'"),
+        "X-Content-Type-Options": "nosniff",
+        "Referrer-Policy": "no-referrer",
+        "X-Robots-Tag": "noindex",
+        "Cache-Control": NO_STORE,
     }
 
 

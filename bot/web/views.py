@@ -16,6 +16,7 @@ from bot.clock import utcnow
 from bot.config import Settings
 from bot.documents.copies import PREVIEW_LINES, approver_copy
 from bot.telegram.cards import budget_line, delivery_line
+from bot.telegram.texts import supplier_line
 from bot.web.decisions import refusal
 from bot.web.words import LABELS, NOT_FOUND, PDF_SENT
 from bot.words.flags import flag_text
@@ -24,8 +25,10 @@ from bot.words.texts import DATE_AND_TIME, DAY_MONTH, NO_PDF_PREVIEW, local_time
 from core.approval.policies import Role, Verdict
 from core.drafting.money import format_pkr
 from core.errors import DraftPurged, ReadRefused, UnknownJob
-from core.ports import Store
+from core.jobs.jobs import Job
+from core.ports import ReadTx, Store
 from core.purchasing.po_view import ChainStage, PoLine, PoView, may_read, po_view
+from core.suppliers.pages import supplier_status
 from core.texts import flatten
 
 
@@ -42,12 +45,24 @@ async def po_json(
     try:
         async with store.reading() as tx:
             view = await po_view(tx, po, user_id, utcnow(), settings.rules(), roles=roles)
+            supplier = await _supplier_text(tx, view.job, settings.tz, tr)
     except (UnknownJob, ReadRefused, DraftPurged):  # a purged PO has nothing left to show
         return 404, {"error": tr(NOT_FOUND, po=flatten(po)[:40])}
     why = None
     if view.refusal is not None:
         why = await refusal(store, settings, view.job, user_id, view.refusal, tr)
-    return 200, render(view, settings, tr, why)
+    return 200, {**render(view, settings, tr, why), "supplier_text": supplier}
+
+
+async def _supplier_text(tx: ReadTx, job: Job, tz: tzinfo, tr: Translator) -> str | None:
+    """Where a sent PO stands with its supplier (core.suppliers.pages), in words; None for a
+    PO that has not gone out."""
+    standing = await supplier_status(tx, job)
+    if standing is None:
+        return None
+    status, since = standing
+    answers = [a for a in await tx.supplier_answers(job.id) if a.status is status]
+    return supplier_line(status, since, answers[-1] if answers else None, tz, tr=tr)
 
 
 def render(view: PoView, settings: Settings, tr: Translator, why: str | None) -> dict[str, Any]:

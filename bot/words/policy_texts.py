@@ -13,7 +13,8 @@ _DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")  # as the policy file 
 
 
 def policy_lines(policy: Policy, *, tr: Translator = ENGLISH) -> list[str]:
-    """The policy, one line each: version, groups, rules, drift, budgets, reminders."""
+    """The policy, one line each: version, groups, rules, drift, budgets, reminders, and how
+    silent suppliers are chased."""
     version = policy.version or tr("none imported (the configured default)")
     groups = tr(", ").join(
         tr("{group} ({title})", group=name, title=title) for name, title in policy.groups.items()
@@ -37,6 +38,15 @@ def policy_lines(policy: Policy, *, tr: Translator = ENGLISH) -> list[str]:
         lines.append(_budgets(policy, tr))
     if policy.reminders is not None:
         lines.append(tr("Reminders: {ladder}", ladder=ladder_text(policy.reminders, tr=tr)))
+    if policy.suppliers is not None:
+        lines.append(
+            tr(
+                "Suppliers: reminded after {remind}, the team told after {escalate} without an "
+                "answer",
+                remind=shown(policy.suppliers.remind_after),
+                escalate=shown(policy.suppliers.escalate_after),
+            )
+        )
     return lines
 
 

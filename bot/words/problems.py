@@ -136,6 +136,9 @@ PROBLEM_TEXTS: dict[ProblemCode, str] = {
         "{value} has a time that is not on the clock: days and hours, as Mon-Sat 09:00-19:00"
     ),
     ProblemCode.HOURS_END_FIRST: N_("{value}: the hours must end after they start"),
+    ProblemCode.ESCALATE_BEFORE_REMIND: N_(
+        "escalate_after must be longer than remind_after: the supplier is reminded first"
+    ),
     ProblemCode.UNDEFINED_GROUP: N_("group {group} is not defined in [groups] ({groups})"),
     ProblemCode.GROUP_TWICE: N_("a group appears in two stages: one person counts once"),
     ProblemCode.RULE_NAME_TWICE: N_("rule {name} is also rule {rule}"),

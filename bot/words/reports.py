@@ -14,6 +14,7 @@ from bot.words.i18n import ENGLISH, N_, Translator
 from bot.words.texts import TIMESTAMP, local_time
 from core.approval.policies import Decision, Verdict
 from core.drafting.money import format_pkr
+from core.jobs.answers import Answer
 from core.jobs.effects import EffectKind, message_id
 from core.jobs.jobs import AuditEvent, Effect, Job
 from core.jobs.states import Action
@@ -21,6 +22,7 @@ from core.messaging.pending import COMMENT, COMMENT_TEXT
 from core.people.users import name_of
 from core.ports import ShellReadTx
 from core.records.retention import JOBS, PURGED, STRANGER_NAMES, Removed, Stale
+from core.suppliers.pages import supplier_status
 from core.texts import flatten
 
 
@@ -76,6 +78,7 @@ async def job_detail(tx: ShellReadTx, job: Job, mail_domain: str) -> dict[str, A
         "approvals": [await _approval(tx, d) for d in await tx.decisions(job.id)],
         "effects": [_send(e, mail_domain) for e in effects],
         "cancellation": _cancellation(job, trail, effects, mail_domain),
+        "supplier": await _supplier(tx, job),
         "audit": [_event(a) for a in trail],
         "purged_at": _iso(purged.at) if purged else None,
         "purged": purged.detail.get("removed", {}) if purged else None,
@@ -118,6 +121,39 @@ def _cancellation(
         "by": called[-1].actor,
         "at": _iso(called[-1].at),
         "effect": _send(sends[-1], mail_domain) if sends else None,
+    }
+
+
+async def _supplier(tx: ShellReadTx, job: Job) -> dict[str, Any] | None:
+    """Where a sent PO stands with its supplier (core.suppliers.pages.supplier_status), since
+    when, and every answer the supplier gave from the e-mails' links; None for a PO that never
+    went out."""
+    standing = await supplier_status(tx, job)
+    if standing is None:
+        return None
+    status, since = standing
+    return {
+        "status": status.value,
+        "at": _iso(since),
+        "answers": [_answer(a) for a in await tx.supplier_answers(job.id)],
+    }
+
+
+def _answer(a: Answer) -> dict[str, Any]:
+    return {
+        "draft_version": a.draft_version,
+        "round": a.round,
+        "answer": a.status.value,
+        "at": _iso(a.answered_at),
+        "key": a.key,
+        "delivery_date": a.delivery_date.isoformat() if a.delivery_date else None,
+        "reason": a.reason or None,
+        "note": a.note or None,
+        "lines": [
+            {"line": p.line, "quantity": p.quantity, "unit_price_paisa": p.unit_price_paisa}
+            for p in a.lines
+        ],
+        "outcome": a.outcome.value,
     }
 
 
@@ -198,6 +234,7 @@ def text(
         *(_approval_line(a, tz, tr) for a in detail["approvals"]),
         tr("sends:"),
         *(_send_line(e, send_errors, tr) for e in detail["effects"]),
+        *_supplier_lines(detail, tz, tr),
         tr("audit:"),
         *(
             f"  {tr.ltr(_local(a['at'], tz))}  {tr.ltr(flatten(a['actor']))}  "
@@ -208,6 +245,15 @@ def text(
         ),
     ]
     return "\n".join(out)
+
+
+def _supplier_lines(detail: dict[str, Any], tz: tzinfo, tr: Translator) -> list[str]:
+    """Where a sent PO stands with its supplier, and since when; nothing for one not sent."""
+    supplier = detail.get("supplier")
+    if not supplier:
+        return []
+    at = tr.ltr(_local(supplier["at"], tz))
+    return [tr("supplier: {status} since {at}", status=tr.ltr(supplier["status"]), at=at)]
 
 
 def _approval_line(a: dict[str, Any], tz: tzinfo, tr: Translator) -> str:
@@ -263,6 +309,7 @@ _KIND_NAMES = {
     Removed.AUDIT_TEXTS.value: N_("audit notes"),
     Removed.EFFECT_PAYLOADS.value: N_("send receipts"),
     Removed.DOCUMENTS.value: N_("PO documents"),
+    Removed.SUPPLIER_TEXTS.value: N_("supplier notes"),
 }
 
 

@@ -32,9 +32,9 @@ from core.errors import (
     NotYourTurn,
     ReasonRequired,
 )
+from core.jobs import proposals
 from core.jobs.jobs import AuditEvent, Effect, Job, Stamp
 from core.jobs.notices import card_edits_for
-from core.jobs.sends import expire_job
 from core.jobs.states import Action, State, next_state
 from core.jobs.transitions import load, move, retry_on_stale
 from core.ports import ReadTx, Store, Tx
@@ -235,7 +235,7 @@ async def allowed_or_expired(
     except ApprovalExpired:
         if job.state is not State.AWAITING_APPROVAL:
             raise
-        await expire_job(tx, job, Stamp("runner", now), "approval window closed")
+        await proposals.expire(tx, job, Stamp("runner", now), "approval window closed")
         return None
 
 
@@ -296,10 +296,15 @@ async def record_decision(
     if allowed.on_behalf_of is not None:
         detail["for"] = allowed.on_behalf_of
     if after.outcome is Outcome.APPROVED:
+        await proposals.approved(tx, job, stamp)  # a supplier's proposal: it goes to them now
         job = await move(tx, job, Action.APPROVE, stamp, detail, approved_at=now)
         await tx.insert_effect(Effect.send_po(job, now))
     elif after.outcome is Outcome.REJECTED:
-        job = await move(tx, job, Action.REJECT, stamp, detail)
+        proposal = await proposals.proposal_of(tx, job)
+        if proposal is None:
+            job = await move(tx, job, Action.REJECT, stamp, detail)
+        else:  # the supplier's proposal turned down: the version they have stands
+            job = await proposals.turn_down(tx, job, proposal, stamp, review.reason or "")
     else:
         job = await _counted(tx, job, stamp, detail)
         if after.stage > where.tally.stage:  # the stage is complete: the next group's turn

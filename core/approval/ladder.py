@@ -157,6 +157,45 @@ class Ladder:
         return f"{', '.join(parts)}; working hours {days} {span}"
 
 
+ALWAYS = WorkingHours(frozenset(range(7)), 0, 24 * 60)  # no [reminders]: every hour counts
+
+
+class ChaseStep(StrEnum):
+    """A rung of chasing a silent supplier; the values are in keys and the audit trail."""
+
+    REMIND = "remind"  # one reminder e-mail to the supplier
+    ESCALATE = "escalate"  # the requester and the admins told in Telegram
+
+
+@dataclass(frozen=True)
+class Chase:
+    """A policy's [suppliers]: how long a sent PO may wait for its supplier's answer before the
+    supplier is reminded, once, and before the requester and the admins are told."""
+
+    remind_after: timedelta
+    escalate_after: timedelta
+
+    def canonical(self) -> str:
+        """The text a policy's content hash is taken over; never to change (see Ladder)."""
+        return (
+            f"remind the supplier after {shown(self.remind_after)}, "
+            f"escalate after {shown(self.escalate_after)}"
+        )
+
+    def due(
+        self, sent_at: datetime, hours: WorkingHours, zone: tzinfo
+    ) -> dict[ChaseStep, datetime]:
+        """When each rung is due for a PO e-mailed at `sent_at`, shifted into `hours`."""
+        return {
+            ChaseStep.REMIND: hours.next_open(sent_at + self.remind_after, zone),
+            ChaseStep.ESCALATE: hours.next_open(sent_at + self.escalate_after, zone),
+        }
+
+
+# Without a [suppliers] section: a reminder after two days, the team told after four.
+DEFAULT_CHASE = Chase(timedelta(days=2), timedelta(days=4))
+
+
 def shown(duration: timedelta) -> str:
     """A duration as the policy file writes it: 90s, 45m, 2h, 3d."""
     seconds = int(duration.total_seconds())

@@ -148,15 +148,25 @@ async def reissue(store: Store, po_number: str, note: str, stamp: Stamp, rules: 
         return await revise_in(tx, job, Revision.noted(draft, note), stamp, rules)
 
 
-async def revise_in(tx: Tx, job: Job, revision: Revision, stamp: Stamp, rules: Rules) -> Job:
-    """Store a new draft version of `job` inside `tx` (an unchanged draft is a no-op)."""
+async def revise_in(
+    tx: Tx,
+    job: Job,
+    revision: Revision,
+    stamp: Stamp,
+    rules: Rules,
+    action: Action = Action.REVISE,
+) -> Job:
+    """Store a new draft version of `job` inside `tx` (an unchanged draft is a no-op) and ask
+    for its approval; `action`: REVISE, or SUPPLIER_PROPOSE for a sent PO's supplier's
+    proposal (core.suppliers.pages)."""
     draft = revision.draft
     if draft.po_number != job.po_number:
         raise DraftChanged("a revision cannot change the PO number")
     if job.draft_hash == draft_hash(draft) and job.state in _UNCHANGED_KEEPS_VERSION:
         return job
-    next_state(job.state, Action.REVISE)  # nothing is written for a job that cannot revise
-    version = (job.draft_version or 0) + 1
+    next_state(job.state, action)  # nothing is written for a job that cannot revise
+    # After a rejected proposal the job stands at an earlier version than the last stored.
+    version = max(job.draft_version or 0, await tx.latest_draft_version(job.id)) + 1
     await tx.insert_draft(job.id, version, draft, stamp.at)
     await cancel_open_effects(tx, job, stamp.at, "superseded by a new draft version")
     # A re-draft is routed afresh, on the policy in force now.
@@ -168,8 +178,6 @@ async def revise_in(tx: Tx, job: Job, revision: Revision, stamp: Stamp, rules: R
         "route": route.plain(),
         **revision.changes,
     }
-    job = await move(
-        tx, job, Action.REVISE, stamp, detail, **_draft_fields(version, draft), **changes
-    )
+    job = await move(tx, job, action, stamp, detail, **_draft_fields(version, draft), **changes)
     await ask_approvers(tx, job, stamp.at, default)  # the new version's cards; old ones go stale
     return job

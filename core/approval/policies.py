@@ -20,7 +20,7 @@ from enum import StrEnum
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from core.approval.ladder import Ladder
+from core.approval.ladder import Chase, Ladder
 from core.drafting.terms import match_key
 from core.errors import NotAnApprover, SelfApproval
 from core.jobs.retries import RetryPolicy
@@ -203,6 +203,7 @@ class Policy:
     budgets: Budgets | None = None
     version: str = DEFAULT_VERSION
     reminders: Ladder | None = None  # None: the configured ladder (core.messaging.nudges)
+    suppliers: Chase | None = None  # None: DEFAULT_CHASE (core.suppliers.chasing)
 
     @classmethod
     def default(cls, dual_above_paisa: int) -> Policy:
@@ -246,8 +247,10 @@ def _plain(policy: Policy) -> dict[str, Any]:
 
     budgets = policy.budgets
     ladder = {} if policy.reminders is None else {"reminders": policy.reminders.canonical()}
+    chase = {} if policy.suppliers is None else {"suppliers": policy.suppliers.canonical()}
     return {
         **ladder,  # only when set: the hash of a policy without one is what it always was
+        **chase,
         "groups": [[name, title] for name, title in policy.groups.items()],
         "rules": [[r.name, when(r.when), [stage(s) for s in r.stages]] for r in policy.rules],
         "drift": None

@@ -31,7 +31,7 @@ from pydantic import (
     StringConstraints,
 )
 
-from core.approval.ladder import Ladder, WorkingHours, parse_clock, parse_duration
+from core.approval.ladder import Chase, Ladder, WorkingHours, parse_clock, parse_duration
 from core.approval.policies import (
     GROUP_NAME,
     BudgetMode,
@@ -116,12 +116,18 @@ class _Reminders(_Model):
     digest_at: Annotated[str, _checked(parse_clock)] | None = None
 
 
+class _Suppliers(_Model):
+    remind_after: Duration
+    escalate_after: Duration
+
+
 class _File(_Model):
     groups: Annotated[dict[GroupName, Title], Field(min_length=1)]
     rules: Annotated[list[_Rule], Field(min_length=1, max_length=100)]
     drift: _Drift | None = None
     budgets: _Budgets | None = None
     reminders: _Reminders | None = None
+    suppliers: _Suppliers | None = None
 
 
 def parse_policy(text: str) -> tuple[Policy | None, list[Problem]]:
@@ -198,6 +204,16 @@ def _cross_checks(data: dict[str, Any], lines: Mapping[Path, int]) -> list[Probl
     if isinstance(escalate_to, str) and groups and escalate_to not in groups:
         undefined = {"group": repr(escalate_to), "groups": ", ".join(groups)}
         bad(("reminders", "escalate_to"), ProblemCode.UNDEFINED_GROUP, undefined)
+    chase = table(data.get("suppliers"))
+    try:
+        remind, escalate = (
+            parse_duration(str(chase[k])) for k in ("remind_after", "escalate_after")
+        )
+    except (KeyError, ValueError):
+        pass  # missing or unreadable: the schema says so
+    else:
+        if escalate <= remind:
+            bad(("suppliers", "escalate_after"), ProblemCode.ESCALATE_BEFORE_REMIND)
     months = table(budgets.get("monthly_pkr"))
     categories = [c.strip().lower() for c in months]
     if len(set(categories)) != len(categories):
@@ -229,6 +245,12 @@ def _policy(parsed: _File) -> Policy:
     budgets = parsed.budgets
     return Policy(
         reminders=None if parsed.reminders is None else _ladder(parsed.reminders),
+        suppliers=None
+        if parsed.suppliers is None
+        else Chase(
+            parse_duration(parsed.suppliers.remind_after),
+            parse_duration(parsed.suppliers.escalate_after),
+        ),
         groups=dict(parsed.groups),
         rules=tuple(
             Rule(r.name, tuple(stage(s) for s in r.stages), condition(r.when)) for r in parsed.rules

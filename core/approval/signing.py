@@ -54,19 +54,23 @@ class Button:
     hash_prefix: str
 
 
-def _key(secret: bytes, purpose: bytes) -> bytes:
+def purpose_key(secret: bytes, purpose: bytes) -> bytes:
+    """The HMAC key of one kind of token, derived from the secret."""
     return hmac.new(secret, b"manzoori/" + purpose, hashlib.sha256).digest()
 
 
-def _tag(key: bytes, data: bytes) -> bytes:
+def mac(key: bytes, data: bytes) -> bytes:
+    """The truncated HMAC-SHA256 tag of `data` under `key`."""
     return hmac.new(key, data, hashlib.sha256).digest()[:TAG_BYTES]
 
 
-def _b64(data: bytes) -> str:
+def b64(data: bytes) -> str:
+    """Unpadded base64url."""
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
 
 
-def _unb64(text: str) -> bytes:
+def unb64(text: str) -> bytes:
+    """The bytes of unpadded base64url, or InvalidToken."""
     if not _START_ALPHABET.match(text):
         raise InvalidToken("not base64url")
     try:
@@ -78,14 +82,15 @@ def _unb64(text: str) -> bytes:
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
 
-def _uuid_bytes(job_id: str) -> bytes:
+def uuid_bytes(job_id: str) -> bytes:
     """A job id (a UUID in its usual text form) as its 16 bytes: 22 characters, not 36."""
     if not _UUID.match(job_id):
         raise ValueError("job ids are UUIDs")
     return bytes.fromhex(job_id.replace("-", ""))
 
 
-def _uuid_text(raw: bytes) -> str:
+def uuid_text(raw: bytes) -> str:
+    """A job id's text form from its 16 bytes."""
     if len(raw) != 16:
         raise ValueError("a job id is 16 bytes")
     h = raw.hex()
@@ -99,12 +104,12 @@ def sign_button(secret: bytes, button: Button) -> str:
     body = ".".join(
         (
             button.action.value,
-            _b64(_uuid_bytes(button.job_id)),
+            b64(uuid_bytes(button.job_id)),
             format(button.draft_version, "x"),
             button.hash_prefix,
         )
     )
-    token = f"{body}.{_b64(_tag(_key(secret, b'button'), body.encode()))}"
+    token = f"{body}.{b64(mac(purpose_key(secret, b'button'), body.encode()))}"
     assert len(token.encode()) <= CALLBACK_LIMIT
     return token
 
@@ -114,12 +119,12 @@ def verify_button(secret: bytes, data: str | None) -> Button:
     if not data or len(data.encode("utf-8", "replace")) > CALLBACK_LIMIT:
         raise InvalidToken("no callback data, or too long")
     body, _, tag = data.rpartition(".")
-    expected = _b64(_tag(_key(secret, b"button"), body.encode("utf-8", "replace")))
+    expected = b64(mac(purpose_key(secret, b"button"), body.encode("utf-8", "replace")))
     if not hmac.compare_digest(expected.encode(), tag.encode("utf-8", "replace")):
         raise InvalidToken("tag does not match")
     try:  # signed by us, so well formed; parse defensively all the same
         action, job, version, prefix = body.split(".")
-        return Button(ButtonAction(action), _uuid_text(_unb64(job)), int(version, 16), prefix)
+        return Button(ButtonAction(action), uuid_text(unb64(job)), int(version, 16), prefix)
     except ValueError as error:
         raise InvalidToken("malformed") from error
 
@@ -143,7 +148,7 @@ def sign_invite(secret: bytes, role: Role, expires_at: datetime, nonce: bytes) -
         raise ValueError("the invite id is 9 random bytes")
     minutes = int(expires_at.timestamp() // 60)
     body = _INVITE.pack(_ROLES.index(role), minutes, nonce)
-    code = _b64(body + _tag(_key(secret, b"invite"), body))
+    code = b64(body + mac(purpose_key(secret, b"invite"), body))
     assert len(code) <= START_LIMIT and _START_ALPHABET.match(code)
     return code
 
@@ -152,11 +157,11 @@ def verify_invite(secret: bytes, code: str | None, now: datetime) -> Invite:
     """The invite behind a /start payload, or InvalidToken if forged, altered or expired."""
     if not code or len(code) > START_LIMIT:
         raise InvalidToken("no code, or too long")
-    raw = _unb64(code)
+    raw = unb64(code)
     if len(raw) != _INVITE.size + TAG_BYTES:
         raise InvalidToken("wrong length")
     body, tag = raw[: _INVITE.size], raw[_INVITE.size :]
-    if not hmac.compare_digest(_tag(_key(secret, b"invite"), body), tag):
+    if not hmac.compare_digest(mac(purpose_key(secret, b"invite"), body), tag):
         raise InvalidToken("tag does not match")
     role, minutes, nonce = _INVITE.unpack(body)
     expires_at = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(minutes=minutes)
@@ -164,4 +169,4 @@ def verify_invite(secret: bytes, code: str | None, now: datetime) -> Invite:
         raise InvalidToken("unknown role")
     if now >= expires_at:
         raise ExpiredToken("expired")
-    return Invite(_b64(nonce), _ROLES[role], expires_at)
+    return Invite(b64(nonce), _ROLES[role], expires_at)

@@ -45,7 +45,9 @@ REQUIRED = (
 # supplier's, one value per supplier (rows left blank take it). lead_days: whole days from
 # order to delivery. gst_percent: the price is exclusive of sales tax at that rate; blank means
 # the price is final.
-OPTIONAL = ("category", "payment_terms", "lead_days", "gst_percent")
+# supplier_phone: the supplier's mobile (WhatsApp) number, one per supplier like payment_terms;
+# sealed at rest, it is offered to the team when the supplier does not answer a PO.
+OPTIONAL = ("category", "payment_terms", "lead_days", "gst_percent", "supplier_phone")
 # Long enough for real names, short enough for a phone screen and a mail subject.
 _MAX_NAME = 100
 _MAX_DESCRIPTION = 200
@@ -72,6 +74,7 @@ class Supplier:
     name: str
     email: str
     payment_terms: str = ""  # "30 days credit", "cash on delivery"; "" not said
+    phone: str = ""  # international digits, as wa.me wants them: "923001234567"; "" not given
 
     @property
     def masked_email(self) -> str:
@@ -151,7 +154,9 @@ def content_hash(terms: Terms) -> str:
     given, so terms without them keep the hash (and version) they had before they existed."""
     body = {
         "suppliers": sorted(
-            [s.supplier_id, s.name, s.email] + ([s.payment_terms] if s.payment_terms else [])
+            [s.supplier_id, s.name, s.email]
+            + ([s.payment_terms] if s.payment_terms else [])
+            + ([{"phone": s.phone}] if s.phone else [])
             for s in terms.suppliers.values()
         ),
         "offers": sorted(
@@ -184,35 +189,49 @@ def parse_terms(table: Table) -> tuple[Terms | None, list[Problem]]:
     offers: list[Offer] = []
     suppliers: dict[str, tuple[Supplier, int]] = {}
     seen: dict[tuple[str, str], int] = {}
-    said: dict[str, tuple[str, int]] = {}  # supplier key -> its payment terms, and their line
+    # (supplier key, column) -> its payment terms or phone, and the line that gave it
+    said: dict[tuple[str, str], tuple[str, int]] = {}
     for row in rows:
         row_problems = stray_cells(row, columns, _LINE)
         offer, supplier = _read_line(row, columns, row_problems, table.decimal_comma)
         if offer is not None and supplier is not None:
             first = _check_consistent(row, supplier, offer, suppliers, seen, row_problems)
             offers.append(replace(offer, supplier_id=first.supplier_id))  # one spelling
-            row_problems += _same_terms(row, supplier, said, match_key(first.supplier_id))
+            for column, value in (
+                ("payment_terms", supplier.payment_terms),
+                ("supplier_phone", supplier.phone),
+            ):
+                row_problems += _one_value(row, column, value, said, first.supplier_id)
         problems.extend(row_problems)
     if problems:
         return None, problems
     named = (
-        replace(s, payment_terms=said.get(key, ("", 0))[0]) for key, (s, _) in suppliers.items()
+        replace(
+            s,
+            payment_terms=said.get((key, "payment_terms"), ("", 0))[0],
+            phone=said.get((key, "supplier_phone"), ("", 0))[0],
+        )
+        for key, (s, _) in suppliers.items()
     )
     return Terms({s.supplier_id: s for s in named}, tuple(offers)), []
 
 
-def _same_terms(
-    row: Row, supplier: Supplier, said: dict[str, tuple[str, int]], key: str
+def _one_value(
+    row: Row,
+    column: str,
+    value: str,
+    said: dict[tuple[str, str], tuple[str, int]],
+    supplier_id: str,
 ) -> list[Problem]:
-    """A supplier's payment terms are one value: rows that leave them blank take the one given
-    on another row; a different value is a problem on the later row."""
-    if not supplier.payment_terms:
+    """A supplier's payment terms, or phone, are one value: rows that leave it blank take the
+    one given on another row; a different value is a problem on the later row."""
+    if not value:
         return []
-    first = said.setdefault(key, (supplier.payment_terms, row.number))
-    if first[0] == supplier.payment_terms:
+    first = said.setdefault((match_key(supplier_id), column), (value, row.number))
+    if first[0] == value:
         return []
-    values: dict[str, Value] = {"first": first[1], "supplier": supplier.supplier_id}
-    return [Problem(row.number, "payment_terms", ProblemCode.DIFFERS, values, _LINE)]
+    values: dict[str, Value] = {"first": first[1], "supplier": supplier_id}
+    return [Problem(row.number, column, ProblemCode.DIFFERS, values, _LINE)]
 
 
 def _text(row: Row, columns: dict[str, int], name: str) -> str:
@@ -253,6 +272,7 @@ def _read_line(
     if len(payment_terms) > _MAX_PAYMENT_TERMS:
         values = {"length": len(payment_terms), "limit": _MAX_PAYMENT_TERMS}
         bad("payment_terms", ProblemCode.TOO_LONG, values)
+    phone = _phone(row, columns, bad)
     price = _price(row, columns, bad, decimal_comma)
     min_qty, max_qty = _limits(row, columns, bad, decimal_comma)
     lead_days = _lead_days(row, columns, bad, decimal_comma)
@@ -262,7 +282,38 @@ def _read_line(
     offer = Offer(
         supplier_id, sku, description, price, min_qty, max_qty, category.lower(), lead_days, rate
     )
-    return offer, Supplier(supplier_id, name, email, payment_terms)
+    return offer, Supplier(supplier_id, name, email, payment_terms, phone)
+
+
+# A phone number as people write it: digits, spaces, dashes, dots, brackets, a leading +.
+_PHONE = re.compile(r"\+?[\d\s().-]{7,24}")
+
+
+def phone_digits(text: str) -> str | None:
+    """A mobile number in the international digits wa.me takes ("923001234567"), or None if
+    `text` is no phone number: "0300-1234567" and "+92 300 1234567" are Pakistani numbers; a
+    number with + or 00 keeps its country code."""
+    if not _PHONE.fullmatch(text.strip()):
+        return None
+    digits = re.sub(r"\D", "", text)
+    if text.strip().startswith("+"):
+        pass
+    elif digits.startswith("00"):
+        digits = digits[2:]
+    elif digits.startswith("0"):
+        digits = "92" + digits[1:]  # a number dialled inside Pakistan
+    return digits if 10 <= len(digits) <= 15 else None
+
+
+def _phone(row: Row, columns: dict[str, int], bad: _Bad) -> str:
+    raw = text_of(cell(row, columns.get("supplier_phone"))).strip()
+    if not raw:
+        return ""
+    digits = phone_digits(raw)
+    if digits is None:
+        bad("supplier_phone", ProblemCode.NOT_A_PHONE, {"value": quote(raw)})
+        return ""
+    return digits
 
 
 def _lead_days(row: Row, columns: dict[str, int], bad: _Bad, decimal_comma: bool) -> int | None:

@@ -9,8 +9,9 @@ from typing import Any
 from core.errors import (
     ReconcileRefused,
 )
+from core.jobs import proposals
 from core.jobs.jobs import Job, Stamp
-from core.jobs.sends import cancel_open_effects, expire_job, settle_unknown_sends
+from core.jobs.sends import cancel_open_effects, settle_unknown_sends
 from core.jobs.states import Action, State, next_state
 from core.jobs.transitions import load, move, retry_on_stale
 from core.ports import Store, Tx
@@ -23,7 +24,7 @@ async def expire_due(store: Store, now: datetime, limit: int = 100) -> list[Job]
     stamp = Stamp("runner", now)
     async with store.begin() as tx:
         due = await tx.jobs_past_deadline(State.AWAITING_APPROVAL, now, limit)
-        return [await expire_job(tx, job, stamp, "approval window closed") for job in due]
+        return [await proposals.expire(tx, job, stamp, "approval window closed") for job in due]
 
 
 async def cancel(store: Store, po_number: str, note: str, stamp: Stamp) -> Job:

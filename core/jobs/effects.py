@@ -27,17 +27,37 @@ class EffectKind(StrEnum):
 
     SEND_PO = "send-po"  # e-mail the supplier an approved draft version
     CANCEL_PO = "cancel-po"  # e-mail the supplier that a PO it was sent is called off
+    REMIND_PO = "remind-po"  # remind a silent supplier of a PO it was sent
+    # tell the supplier the approvers turned its proposed changes down: the version it has
+    # stands (named by the proposal's version and hash)
+    REJECT_PROPOSAL = "reject-proposal"
+
+
+# The e-mails that tell the supplier something without moving the job (core.outbox.notes):
+# a failure of one is recorded and, if it may have gone, never sent again.
+NOTES = frozenset({EffectKind.REMIND_PO, EffectKind.REJECT_PROPOSAL})
+
+
+def effect_key(kind: EffectKind, po_number: str, draft_version: int, draft_hash: str) -> str:
+    """The idempotency key of the e-mail of `kind` about one draft version of a PO: one
+    business action, whatever the attempts."""
+    return f"{kind.value}:{po_number}:v{draft_version}:{short_hash(draft_hash)}"
 
 
 def send_po_key(po_number: str, draft_version: int, draft_hash: str) -> str:
     """The idempotency key of e-mailing one version of one purchase order."""
-    return f"send-po:{po_number}:v{draft_version}:{short_hash(draft_hash)}"
+    return effect_key(EffectKind.SEND_PO, po_number, draft_version, draft_hash)
 
 
 def cancel_po_key(po_number: str, draft_version: int, draft_hash: str) -> str:
     """The idempotency key of e-mailing the supplier that the sent version of a purchase
     order is called off: one per PO (a called-off PO never goes out again)."""
-    return f"cancel-po:{po_number}:v{draft_version}:{short_hash(draft_hash)}"
+    return effect_key(EffectKind.CANCEL_PO, po_number, draft_version, draft_hash)
+
+
+def remind_po_key(po_number: str, draft_version: int, draft_hash: str) -> str:
+    """The idempotency key of reminding the supplier, once, of the sent version of a PO."""
+    return effect_key(EffectKind.REMIND_PO, po_number, draft_version, draft_hash)
 
 
 def message_id(key: str, domain: str) -> str:

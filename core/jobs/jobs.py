@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from core.drafting.drafts import Draft
-from core.jobs.effects import EffectKind, EffectStatus, cancel_po_key, send_po_key
+from core.jobs.effects import EffectKind, EffectStatus, effect_key
 from core.jobs.states import State
 
 if TYPE_CHECKING:  # a value the runner hands over, named here for the type checker only
@@ -103,15 +103,16 @@ class Effect:
     updated_at: datetime
 
     @classmethod
-    def send_po(cls, job: Job, now: datetime) -> Effect:
-        """The e-mail of the job's approved draft version, due now, named by its key."""
-        assert job.draft_version is not None and job.draft_hash is not None
+    def owed(cls, kind: EffectKind, po_number: str, job_id: str, version: int, hash_: str,
+             now: datetime) -> Effect:  # fmt: skip
+        """An e-mail of `kind` about one draft version, due now, named by its key
+        (`<kind>:<PO>:v<version>:<hash>`)."""
         return cls(
-            key=send_po_key(job.po_number, job.draft_version, job.draft_hash),
-            job_id=job.id,
-            kind=EffectKind.SEND_PO,
-            draft_version=job.draft_version,
-            draft_hash=job.draft_hash,
+            key=effect_key(kind, po_number, version, hash_),
+            job_id=job_id,
+            kind=kind.value,
+            draft_version=version,
+            draft_hash=hash_,
             status=EffectStatus.PENDING,
             version=0,
             attempts=0,
@@ -127,29 +128,21 @@ class Effect:
         )
 
     @classmethod
+    def of_job(cls, kind: EffectKind, job: Job, now: datetime) -> Effect:
+        """An e-mail of `kind` about the job's current draft version, due now."""
+        assert job.draft_version is not None and job.draft_hash is not None
+        return cls.owed(kind, job.po_number, job.id, job.draft_version, job.draft_hash, now)
+
+    @classmethod
+    def send_po(cls, job: Job, now: datetime) -> Effect:
+        """The e-mail of the job's approved draft version, due now, named by its key."""
+        return cls.of_job(EffectKind.SEND_PO, job, now)
+
+    @classmethod
     def cancel_po(cls, job: Job, now: datetime) -> Effect:
         """The e-mail that calls off the job's sent draft version, due now, named by its key;
         the job is CANCELLING (core.outbox.calling_off)."""
-        assert job.draft_version is not None and job.draft_hash is not None
-        return cls(
-            key=cancel_po_key(job.po_number, job.draft_version, job.draft_hash),
-            job_id=job.id,
-            kind=EffectKind.CANCEL_PO.value,
-            draft_version=job.draft_version,
-            draft_hash=job.draft_hash,
-            status=EffectStatus.PENDING,
-            version=0,
-            attempts=0,
-            next_attempt_at=now,
-            first_attempt_at=None,
-            lease_owner=None,
-            lease_until=None,
-            started_at=None,
-            result=None,
-            last_error=None,
-            created_at=now,
-            updated_at=now,
-        )
+        return cls.of_job(EffectKind.CANCEL_PO, job, now)
 
 
 @dataclass(frozen=True)
@@ -206,6 +199,18 @@ class SendOrder:
     document: Document | None = None  # None: the row's e-mail carries no PDF (a cancellation)
     company: Company | None = None  # the version the draft cites: the buyer, the branch
     cancellation: Cancellation | None = None  # a cancel-po row's: why, and when the PO went
+    note: Note | None = None  # a note's (core.outbox.notes): what it says besides the draft
+
+
+@dataclass(frozen=True)
+class Note:
+    """What a note to a supplier says besides its draft (core.outbox.notes): for a proposal
+    turned down, the approvers' reason, the version that stands, and the e-mail that carried
+    it (whose link the note carries again)."""
+
+    reason: str = ""
+    standing: Draft | None = None
+    standing_email: Effect | None = None
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from datetime import date, datetime
 from enum import StrEnum
 from typing import Any
 
+from core.jobs.answers import Answer
 from core.jobs.jobs import Job
 from core.jobs.states import NEEDS_REVIEW, Action, State
 
@@ -105,6 +106,24 @@ DIGEST = "digest"
 # supplier has it (the e-mail went, or a person found it did, or told them another way).
 CALLED_OFF = "called_off"
 CALL_OFF_DONE = "call_off_done"
+
+# The event of news to a sent PO's requester and approvers that its supplier answered from the
+# link in the e-mail (supplier_news_for): followed by ":" and the supplier's status
+# (core.jobs.answers.SupplierStatus: accepted, declined or changes_proposed).
+SUPPLIER = "supplier"
+# The event of the news to a sent PO's requester and the admins that its supplier has not
+# answered the e-mail in the time the policy's [suppliers] allows (core.suppliers.chasing).
+SILENT = "supplier_silent"
+# The event of a requester's news that the approvers turned down (or let expire) the changes
+# the supplier of their sent PO proposed: the version the supplier has stands.
+TURNED_DOWN = "proposal_turned_down"
+# The event of the admins' news that a send of unknown outcome was settled as sent because
+# the supplier used the link in that e-mail: it left the review queue on its own.
+SETTLED_BY_LINK = "settled_by_link"
+# The event of the admins' news that a note to a supplier (core.outbox.notes) failed for good or
+# may not have gone, and will not be sent again; followed by ":" and its kind (reject-proposal,
+# remind-po): a person tells the supplier another way.
+NOTE_FAILED = "note_failed"
 
 # The moves a requester hears about, in Telegram, and nothing else (a retry is not news).
 TOLD_TO_REQUESTER = frozenset(
@@ -215,6 +234,22 @@ def call_off_news_for(job: Job, user_id: int, now: datetime, event: str) -> Noti
     the reason and who called it off are read from the audit trail when it is delivered."""
     key = f"status:{job.po_number}:{event}:j{job.version}:{user_id}"
     return owed(NoticeKind.STATUS, key=key, user_id=user_id, job=job, now=now, event=event)
+
+
+def supplier_news_for(job: Job, user_id: int, answer: Answer, now: datetime, event: str) -> Notice:
+    """One person's news (the requester's, or an approver's) that the supplier gave `answer`
+    (`event`: SUPPLIER, ":", the status it leaves); what they said is read when delivered."""
+    key = f"status:{job.po_number}:{SUPPLIER}:v{answer.draft_version}:r{answer.round}:{user_id}"
+    notice = owed(NoticeKind.STATUS, key=key, user_id=user_id, job=job, now=now, event=event)
+    return replace(notice, draft_version=answer.draft_version)
+
+
+def turned_down_for(job: Job, now: datetime) -> Notice:
+    """The requester's news that the supplier's proposal for their PO was turned down (the job
+    is SENT again); the reason is read from the move that did, when it is delivered."""
+    key = f"status:{job.po_number}:{TURNED_DOWN}:j{job.version}"
+    kind, event = NoticeKind.STATUS, TURNED_DOWN
+    return owed(kind, key=key, user_id=job.requester_id, job=job, now=now, event=event)
 
 
 def alert_for(job: Job, now: datetime, event: str) -> Notice:

@@ -4,11 +4,13 @@ expired with them, and the unknown ones settled on a person's finding."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
+from core.errors import SendError
 from core.jobs.effects import OPEN_STATUSES, EffectStatus
 from core.jobs.jobs import Effect, Job, Stamp
+from core.jobs.retries import ErrorClass, RetryPolicy, classify, decide
 from core.jobs.states import Action
 from core.jobs.transitions import move
 from core.ports import Tx
@@ -26,6 +28,46 @@ async def release(tx: Tx, effect: Effect, now: datetime, **changes: Any) -> Effe
     return await tx.update_effect(
         effect, lease_owner=None, lease_until=None, updated_at=now, **changes
     )
+
+
+async def started(tx: Tx, effect: Effect, now: datetime, lease: timedelta) -> Effect:
+    """The attempt marker of a leased outbox row: STARTED, one attempt more, the lease running
+    from now. Committed before the sender is called, so a crash after it is an attempt that
+    may have gone."""
+    return await tx.update_effect(
+        effect,
+        status=EffectStatus.STARTED,
+        attempts=effect.attempts + 1,
+        started_at=now,
+        first_attempt_at=effect.first_attempt_at or now,
+        lease_until=now + lease,
+        updated_at=now,
+    )
+
+
+async def record_failure(
+    tx: Tx, effect: Effect, at: datetime, error: SendError, policy: RetryPolicy, rand: float
+) -> tuple[EffectStatus, dict[str, Any]]:
+    """A failed attempt on its outbox row (still at its marker's version), as the retry table
+    says: UNKNOWN if it may have gone (never retried), FAILED once no retry is left, else
+    PENDING at the next retry's time. The status it left the row in, and what the attempt's
+    audit event says: the key, the error, its class, and the decision and retry time."""
+    kind = classify(error)
+    detail: dict[str, Any] = {"key": effect.key, "error": str(error)[:300], "class": kind.value}
+    if kind is ErrorClass.AMBIGUOUS:
+        await release(tx, effect, at, status=EffectStatus.UNKNOWN, last_error=str(error))
+        return EffectStatus.UNKNOWN, detail
+    assert effect.first_attempt_at is not None
+    verdict = decide(policy, kind, effect.attempts, effect.first_attempt_at, at, rand)
+    detail["decision"] = verdict.reason
+    if verdict.retry_at is None:
+        last = f"{verdict.reason}: {error}"
+        await release(tx, effect, at, status=EffectStatus.FAILED, last_error=last)
+        return EffectStatus.FAILED, detail
+    due = {"next_attempt_at": verdict.retry_at, "last_error": str(error)}
+    await release(tx, effect, at, status=EffectStatus.PENDING, **due)
+    detail["retry_at"] = verdict.retry_at.isoformat()
+    return EffectStatus.PENDING, detail
 
 
 async def cancel_open_effects(tx: Tx, job: Job, now: datetime, why: str) -> None:

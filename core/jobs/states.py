@@ -61,6 +61,11 @@ class Action(StrEnum):
     RECONCILE_CANCEL_NOT_SENT = "reconcile_cancel_not_sent"
     RECONCILE_CANCEL_FAILED = "reconcile_cancel_failed"
     SETTLE_CANCEL = "settle_cancel"
+    # a sent PO's supplier proposes changes (quantities, prices, a later date) from the link in
+    # its e-mail: a new draft version goes to the approvers; rejected (or left undecided until
+    # it expires), the version the supplier has stands again
+    SUPPLIER_PROPOSE = "supplier_propose"
+    REJECT_PROPOSAL = "reject_proposal"
 
 
 S, A = State, Action
@@ -127,10 +132,15 @@ TRANSITIONS: dict[tuple[State, Action], State] = {
     (S.CANCEL_UNKNOWN, A.RECONCILE_CANCEL_NOT_SENT): S.CANCELLING,  # the same key once more
     (S.CANCEL_UNKNOWN, A.RECONCILE_CANCEL_FAILED): S.CANCEL_FAILED,
     (S.CANCEL_FAILED, A.SETTLE_CANCEL): S.CANCELLED,  # a person told the supplier (phoned)
+    # the supplier's proposal: approved, it is sent as the new version (APPROVED -> SENDING);
+    # rejected or expired, the PO is back where it was, SENT, at the version the supplier has
+    (S.SENT, A.SUPPLIER_PROPOSE): S.AWAITING_APPROVAL,
+    (S.AWAITING_APPROVAL, A.REJECT_PROPOSAL): S.SENT,
 }
 
-# Closed: nothing moves them, but for SENT's one way out, an admin calling the PO off
-# (CANCEL_SENT), which e-mails the supplier a cancellation.
+# Closed: nothing moves them, but for SENT's two ways out: an admin calling the PO off
+# (CANCEL_SENT), which e-mails the supplier a cancellation, and the supplier proposing changes
+# (SUPPLIER_PROPOSE), which go to the approvers.
 TERMINAL: frozenset[State] = frozenset({S.SENT, S.REJECTED, S.CANCELLED})
 # A sent PO being called off: a cancellation e-mail is owed, unsure, or failed.
 CALLING_OFF: frozenset[State] = frozenset({S.CANCELLING, S.CANCEL_UNKNOWN, S.CANCEL_FAILED})

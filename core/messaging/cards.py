@@ -14,6 +14,8 @@ from core.approval.policies import ApprovalPolicy, Decision, Policy
 from core.approval.routes import drifts
 from core.approval.standing import standing
 from core.drafting.drafts import Draft, Flag
+from core.jobs import proposals
+from core.jobs.answers import Answer
 from core.jobs.jobs import Job
 from core.jobs.notices import (
     Notice,
@@ -73,6 +75,10 @@ class CardFacts:
     drifts: tuple[DriftLine, ...] = ()  # lines above the route's policy's drift tolerance
     # Each budgeted category the draft touches, its month as it stands now (core.approval.budgets).
     budgets: tuple[CategoryMonth, ...] = ()
+    # A sent PO's supplier's proposal this draft is (core.jobs.proposals), and the version the
+    # supplier has, that it changes: the card says "the supplier proposes" and shows what.
+    proposal: Answer | None = None
+    answered: Draft | None = None
 
 
 @dataclass(frozen=True)
@@ -146,9 +152,13 @@ async def card_facts(
         for holder, delegator in where.cards_to.items()
         if delegator is not None
     }
+    proposal = await proposals.proposal_of(tx, job)
+    answered = None if proposal is None else await tx.draft(job.id, proposal.draft_version)
     return CardFacts(
         job=job,
         draft=draft,
+        proposal=proposal,
+        answered=answered,
         requester=called(requester, job.requester_id),
         sheet_name=str(job.source_versions.get("sheet_name", job.input_ref)),
         terms_imported_at=terms["imported_at"] if terms else None,

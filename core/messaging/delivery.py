@@ -17,15 +17,21 @@ from core.approval.approval_policy import unreachable_groups
 from core.approval.policies import DEFAULT_GROUP, Policy, Role, Verdict
 from core.approval.shortfalls import Shortfall
 from core.approval.standing import standing
-from core.drafting.drafts import LineDiff, line_diff
-from core.jobs.jobs import Job
+from core.drafting.drafts import Draft, LineDiff, line_diff
+from core.jobs import proposals
+from core.jobs.answers import Answer, SupplierStatus, awaiting_answer
+from core.jobs.jobs import Effect, Job
 from core.jobs.notices import (
     CALL_OFF_DONE,
     CALLED_OFF,
     EDITED,
     EVERYONE,
     NOBODY_TO_ASK,
+    NOTE_FAILED,
     SHORT_STAGE,
+    SILENT,
+    SUPPLIER,
+    TURNED_DOWN,
     UNDELIVERED,
     UNREACHABLE,
     UNSTAFFED_POLICY,
@@ -90,6 +96,10 @@ class News:
     short: Shortfall | None = None  # SHORT_STAGE: the stage that cannot be completed, and why
     stages: int = 0  # SHORT_STAGE: how many stages the PO's route has
     called_off_by: str = ""  # CALLED_OFF: the admin who called the sent PO off (and `reason`)
+    answer: Answer | None = None  # SUPPLIER: what the supplier answered from the e-mail's link,
+    draft: Draft | None = None  # to the draft version it answered; SILENT: the version sent
+    sent: Effect | None = None  # SILENT: the e-mail the supplier has not answered
+    phone: str = ""  # SILENT: the supplier's phone from the terms, international digits
 
 
 async def claim(
@@ -159,11 +169,19 @@ async def _news(tx: ReadTx, notice: Notice, now: datetime, default: Policy) -> N
         return await _edit_news(tx, job, notice)
     if notice.kind is NoticeKind.STATUS and notice.event in (CALLED_OFF, CALL_OFF_DONE):
         return await _call_off_news(tx, job, notice.event)
+    if notice.event == SILENT:  # the requester's, or an admin's once fanned out
+        return await _silent_news(tx, job)
+    if notice.kind is NoticeKind.STATUS and notice.event == TURNED_DOWN:
+        return News(job, event=TURNED_DOWN, reason=await proposals.rejection_reason(tx, job))
+    if notice.kind is NoticeKind.STATUS and notice.event.startswith(f"{SUPPLIER}:"):
+        return await _supplier_news(tx, job, notice)
     if notice.kind is NoticeKind.STATUS:
         state = State(notice.event)
         reason = await _rejection_reason(tx, job) if state is State.REJECTED else None
         return News(job, state=state, reason=reason)
     event, _, whom = notice.event.partition(":")
+    if event == NOTE_FAILED:  # a note to the supplier (`whom`: its kind) did not surely go
+        return News(job, event=notice.event)
     if event == NOBODY_TO_ASK:  # nobody in the waiting stage's group (`whom`) to ask
         return News(job, event=event, group=whom or DEFAULT_GROUP)
     if event == SHORT_STAGE:  # stage `whom` (an index) cannot be completed: still so?
@@ -209,6 +227,35 @@ async def _call_off_news(tx: ReadTx, job: Job, event: str) -> News:
     kind, _, who = called[-1].actor.partition(":")
     by = await name_of(tx, int(who)) if kind == "user" and who.isdigit() else who or kind
     return News(job, event=event, reason=str(called[-1].detail.get("reason", "")), called_off_by=by)
+
+
+async def _silent_news(tx: ReadTx, job: Job) -> News | None:
+    """The news that `job`'s supplier has not answered the e-mail that went: which, when, and
+    the supplier's phone if the terms give one; None once they answered, or the PO is called
+    off or being replaced."""
+    sent = await awaiting_answer(tx, job)
+    if sent is None:
+        return None
+    draft = await tx.draft(job.id, sent.draft_version)
+    terms = await tx.terms(draft.terms_version)
+    supplier = terms.suppliers.get(draft.supplier_id) if terms is not None else None
+    phone = supplier.phone if supplier is not None else ""
+    return News(job, event=SILENT, draft=draft, sent=sent, phone=phone)
+
+
+async def _supplier_news(tx: ReadTx, job: Job, notice: Notice) -> News | None:
+    """The supplier's answer a notice (core.jobs.notices.supplier_news_for) is news of: the
+    latest of its draft version with the status the notice names; None if there is none."""
+    status = SupplierStatus(notice.event.partition(":")[2])
+    given = [
+        a
+        for a in await tx.supplier_answers(job.id)
+        if a.draft_version == notice.draft_version and a.status is status
+    ]
+    if not given:
+        return None
+    draft = await tx.draft(job.id, notice.draft_version)
+    return News(job, event=SUPPLIER, answer=max(given, key=lambda a: a.round), draft=draft)
 
 
 async def _policy_news(tx: ReadTx, version: str) -> News | None:

@@ -21,12 +21,19 @@ from typing import Any
 
 from core.approval.policies import Verdict
 from core.errors import CancelRefusal, CancelRefused, ReconcileRefused, SendError
+from core.jobs import proposals
 from core.jobs.closing import settle_unknown
 from core.jobs.effects import EffectStatus
 from core.jobs.jobs import AuditEvent, Cancellation, Effect, Job, SendOrder, Stamp
 from core.jobs.notices import CALL_OFF_DONE, CALLED_OFF, call_off_news_for
-from core.jobs.retries import ErrorClass, RetryPolicy, classify, decide
-from core.jobs.sends import cancel_open_effects, release, settle_unknown_sends
+from core.jobs.retries import RetryPolicy
+from core.jobs.sends import (
+    cancel_open_effects,
+    record_failure,
+    release,
+    settle_unknown_sends,
+    started,
+)
 from core.jobs.states import CALLING_OFF, Action, State, next_state
 from core.jobs.transitions import load, move, retry_on_stale
 from core.people.users import require_admin
@@ -128,6 +135,10 @@ async def call_off(
         if not found.after_sending:
             await cancel_open_effects(tx, job, stamp.at, "cancelled")
             return CalledOff(await move(tx, job, Action.CANCEL, stamp, {"note": reason}), False)
+        proposal = await proposals.proposal_of(tx, job)
+        if proposal is not None:  # the supplier has the version its proposal answered
+            why = f"the PO is being called off: {reason}"
+            job = await proposals.turn_down(tx, job, proposal, stamp, why, tell=False)
         assert job.draft_version is not None
         await tx.draft(job.id, job.draft_version)  # DraftPurged: no address to write to
         effect = Effect.cancel_po(job, stamp.at)
@@ -152,7 +163,7 @@ async def _checked(tx: ReadTx, job: Job, request: CallOff) -> CalledOff:
 
     if request.draft_version is not None and request.draft_version != job.draft_version:
         raise refused(CancelRefusal.CHANGED)
-    if state is State.SENT:
+    if state is State.SENT or await proposals.proposal_of(tx, job) is not None:
         if not reason:
             raise refused(CancelRefusal.REASON_REQUIRED)
         return CalledOff(job, True)
@@ -245,15 +256,7 @@ async def mark(
     attempt = effect.attempts + 1
     detail = {"key": effect.key, "attempt": attempt, "job_version": job.version}
     await tx.append_audit(_unmoved(job, Stamp(f"runner:{owner}", now), NOTICE_ATTEMPT, detail))
-    effect = await tx.update_effect(
-        effect,
-        status=EffectStatus.STARTED,
-        attempts=attempt,
-        started_at=now,
-        first_attempt_at=effect.first_attempt_at or now,
-        lease_until=now + lease,
-        updated_at=now,
-    )
+    effect = await started(tx, effect, now, lease)
     draft = await tx.draft(job.id, effect.draft_version)
     # From the same buyer as the PO (the company version its draft cites); no PDF.
     company = await tx.company(draft.company_version) if draft.company_version else None
@@ -299,21 +302,11 @@ async def finished(
     if error is None:
         await release(tx, effect, stamp.at, status=EffectStatus.SUCCEEDED, result=result)
         return (await _done(tx, job, Action.MARK_CANCEL_SENT, stamp, {"key": effect.key})).state
-    kind = classify(error)
-    detail: dict[str, Any] = {"key": effect.key, "error": str(error)[:300], "class": kind.value}
-    if kind is ErrorClass.AMBIGUOUS:
-        await release(tx, effect, stamp.at, status=EffectStatus.UNKNOWN, last_error=str(error))
+    status, detail = await record_failure(tx, effect, stamp.at, error, policy, rand)
+    if status is EffectStatus.UNKNOWN:
         return (await move(tx, job, Action.MARK_CANCEL_UNKNOWN, stamp, detail)).state
-    assert effect.first_attempt_at is not None
-    verdict = decide(policy, kind, effect.attempts, effect.first_attempt_at, stamp.at, rand)
-    detail["decision"] = verdict.reason
-    if verdict.retry_at is None:
-        last = f"{verdict.reason}: {error}"
-        await release(tx, effect, stamp.at, status=EffectStatus.FAILED, last_error=last)
+    if status is EffectStatus.FAILED:
         return (await move(tx, job, Action.CANCEL_FAIL_FINAL, stamp, detail)).state
-    due = {"next_attempt_at": verdict.retry_at, "last_error": str(error)}
-    await release(tx, effect, stamp.at, status=EffectStatus.PENDING, **due)
-    detail["retry_at"] = verdict.retry_at.isoformat()
     await tx.append_audit(_unmoved(job, stamp, NOTICE_RETRY, detail))
     return job.state
 

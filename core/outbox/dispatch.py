@@ -12,13 +12,12 @@ from typing import Any
 from core.approval.policies import Outcome, Rules
 from core.approval.standing import standing
 from core.errors import InsertConflict, LeaseLost, SendError
-from core.jobs.effects import EffectKind, EffectStatus
+from core.jobs.effects import NOTES, EffectKind, EffectStatus
 from core.jobs.jobs import Document, Effect, Job, SendOrder, Stamp
-from core.jobs.retries import ErrorClass, RetryDecision, classify, decide
-from core.jobs.sends import cancel_open_effects, expire_job, release
+from core.jobs.sends import cancel_open_effects, expire_job, record_failure, release, started
 from core.jobs.states import Action, State
 from core.jobs.transitions import move
-from core.outbox import calling_off
+from core.outbox import calling_off, notes
 from core.ports import Store, Tx
 
 log = logging.getLogger(__name__)
@@ -83,6 +82,8 @@ async def _mark(
         raise LeaseLost(f"{key} is no longer leased to {owner}")
     if _calls_off(effect):
         return await calling_off.mark(tx, effect, owner, now, lease)
+    if effect.kind in NOTES:
+        return await notes.mark(tx, effect, owner, now, lease)
     job = await tx.job(effect.job_id)
     stamp = Stamp(f"runner:{owner}", now)
     named = (effect.draft_version, effect.draft_hash)
@@ -101,15 +102,7 @@ async def _mark(
     attempt = effect.attempts + 1
     detail = {"key": key, "attempt": attempt, "document_sha256": document.sha256}
     job = await move(tx, job, Action.START_SEND, stamp, detail)
-    effect = await tx.update_effect(
-        effect,
-        status=EffectStatus.STARTED,
-        attempts=attempt,
-        started_at=now,
-        first_attempt_at=effect.first_attempt_at or now,
-        lease_until=now + lease,
-        updated_at=now,
-    )
+    effect = await started(tx, effect, now, lease)
     draft = await tx.draft(job.id, effect.draft_version)
     company = await tx.company(draft.company_version) if draft.company_version else None
     return SendOrder(effect, job, draft, document, company)
@@ -162,44 +155,20 @@ async def finish_attempt(
         if _calls_off(effect):
             outcome = (attempted.result, attempted.error)
             return await calling_off.finished(tx, job, effect, stamp, outcome, rules.retry, rand)
+        if effect.kind in NOTES:
+            outcome = (attempted.result, attempted.error)
+            return await notes.finished(tx, job, effect, stamp, outcome, rules.retry, rand)
         if attempted.error is None:
             await release(tx, effect, now, status=EffectStatus.SUCCEEDED, result=attempted.result)
             return (await move(tx, job, Action.MARK_SENT, stamp, {"key": effect.key})).state
-        error = attempted.error
-        if classify(error) is ErrorClass.AMBIGUOUS:
-            return await _failed(tx, job, effect, stamp, error, None)
-        assert effect.first_attempt_at is not None
-        verdict = decide(
-            rules.retry, classify(error), effect.attempts, effect.first_attempt_at, now, rand
-        )
-        return await _failed(tx, job, effect, stamp, error, verdict)
-
-
-async def _failed(
-    tx: Tx, job: Job, effect: Effect, stamp: Stamp, error: SendError, verdict: RetryDecision | None
-) -> State:
-    """A failed attempt: reconcile if it may have gone (no verdict), retry at the verdict's
-    time, or give up for good."""
-    detail = {"key": effect.key, "error": str(error)[:300], "class": classify(error).value}
-    if verdict is None:
-        await release(tx, effect, stamp.at, status=EffectStatus.UNKNOWN, last_error=str(error))
-        return (await move(tx, job, Action.MARK_UNKNOWN, stamp, detail)).state
-    detail["decision"] = verdict.reason
-    if verdict.retry_at is None:
-        last = f"{verdict.reason}: {error}"
-        await release(tx, effect, stamp.at, status=EffectStatus.FAILED, last_error=last)
-        return (await move(tx, job, Action.FAIL_FINAL, stamp, detail)).state
-    await release(
-        tx,
-        effect,
-        stamp.at,
-        status=EffectStatus.PENDING,
-        next_attempt_at=verdict.retry_at,
-        last_error=str(error),
-    )
-    detail["retry_at"] = verdict.retry_at.isoformat()
-    retries = job.retry_count + 1
-    return (await move(tx, job, Action.FAIL_RETRYABLE, stamp, detail, retry_count=retries)).state
+        status, detail = await record_failure(tx, effect, now, attempted.error, rules.retry, rand)
+        if status is EffectStatus.UNKNOWN:  # it may have gone: a person reconciles
+            return (await move(tx, job, Action.MARK_UNKNOWN, stamp, detail)).state
+        if status is EffectStatus.FAILED:
+            return (await move(tx, job, Action.FAIL_FINAL, stamp, detail)).state
+        retries = job.retry_count + 1
+        moved = await move(tx, job, Action.FAIL_RETRYABLE, stamp, detail, retry_count=retries)
+        return moved.state
 
 
 async def _late_result(tx: Tx, effect: Effect, stamp: Stamp, attempted: Attempted) -> State:
@@ -209,6 +178,8 @@ async def _late_result(tx: Tx, effect: Effect, stamp: Stamp, attempted: Attempte
         raise LeaseLost(f"{effect.key} moved on while {attempted.owner} was sending")
     if _calls_off(effect):
         return await calling_off.late_success(tx, effect, stamp, attempted.result)
+    if effect.kind in NOTES:
+        return await notes.late_success(tx, effect, stamp, attempted.result)
     done = {"status": EffectStatus.SUCCEEDED, "result": attempted.result}
     await tx.update_effect(effect, updated_at=stamp.at, **done)
     detail = {"key": effect.key, "note": "late success from the original attempt"}
@@ -227,6 +198,8 @@ async def recover_stalled(
             detail = {"key": effect.key, "reason": "runner lost during the attempt"}
             if _calls_off(effect):
                 effect = await calling_off.recovered(tx, job, effect, stamp, provider_idempotent)
+            elif effect.kind in NOTES:
+                effect = await notes.recovered(tx, job, effect, stamp, provider_idempotent)
             elif provider_idempotent:
                 due = {"status": EffectStatus.PENDING, "next_attempt_at": now}
                 effect = await release(tx, effect, now, **due)

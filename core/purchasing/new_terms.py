@@ -14,6 +14,7 @@ from core.drafting.drafts import Flag
 from core.drafting.intake import in_file_order, redraft
 from core.drafting.tables import Table
 from core.drafting.terms import Terms, content_hash, parse_terms, version_id
+from core.jobs import proposals
 from core.jobs.jobs import AuditEvent, Job, Stamp
 from core.jobs.sends import cancel_open_effects
 from core.jobs.states import Action, State
@@ -103,13 +104,16 @@ async def _redraft(
         new, old = await tx.terms(version), await tx.terms(str(checked))
         if checked == version or new is None or old is None:
             return None
+        stamp = Stamp(f"terms:{version}", now)
+        sources = {**job.source_versions, "terms_version": version}
+        if await proposals.proposal_of(tx, job) is not None:  # the supplier's own prices
+            await _checked(tx, job, stamp, sources)
+            return None
         draft = await tx.draft(job.id, job.draft_version)
         pairs = [(draft.supplier_id, line.sku) for line in draft.lines]
         history, threshold = await tx.history(pairs), await dual_flag_above(tx, rules)
         today = now.astimezone(rules.approval.zone).date()
         outcome = redraft(draft, old, new, history, threshold, today)
-        stamp = Stamp(f"terms:{version}", now)
-        sources = {**job.source_versions, "terms_version": version}
         if not outcome.changes:
             await _checked(tx, job, stamp, sources)
             return None

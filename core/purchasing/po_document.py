@@ -64,6 +64,9 @@ class PoDocument:
     approvals: tuple[Signature, ...]
     key: str  # the business action it is sent under: send-po:<PO>:v<n>:<hash>
     draft: bool  # not approved yet: every page is marked DRAFT
+    # The supplier's link (core.suppliers.links), printed with its QR code; "" prints none:
+    # a DRAFT, or no page for suppliers (MANZOORI_PUBLIC_URL unset).
+    link: str = ""
 
     @property
     def gst_paisa(self) -> int:
@@ -80,9 +83,11 @@ def po_document(
     approvals: tuple[Signature, ...],
     key: str,
     approved: bool,
+    link: str = "",
 ) -> PoDocument:
     """The document of one draft version. `company` is the version the draft cites (None if it
-    cites none): its buyer and the delivery branch; without one, UNNAMED_BUYER."""
+    cites none): its buyer and the delivery branch; without one, UNNAMED_BUYER. `link` is the
+    supplier's link of the e-mail it goes with ("" none)."""
     buyer = company.buyer if company is not None else UNNAMED_BUYER
     branch_id = draft.branch_id or (company.default_branch if company is not None else "")
     ship_to = company.branch(branch_id) if company is not None and branch_id else None
@@ -105,6 +110,7 @@ def po_document(
         approvals=approvals,
         key=key,
         draft=not approved,
+        link=link,
     )
 
 
@@ -133,10 +139,12 @@ async def document_of(
     approved: bool,
     zone: tzinfo,
     now: datetime,
+    link: str = "",
 ) -> PoDocument:
     """The document of a job's draft `version`: `approved` (the one e-mailed, dated the day of
     its approval), else a DRAFT dated today for an approver to read before deciding; signed by
-    the approvals of this version so far, each named and timed in `zone`."""
+    the approvals of this version so far, each named and timed in `zone`. `link` is the
+    supplier's link of the e-mail it goes with ("" none)."""
     draft = await tx.draft(job.id, version)
     # A draft made before the company file existed names no version: the buyer's name alone.
     company = await tx.company(draft.company_version) if draft.company_version else None
@@ -157,4 +165,5 @@ async def document_of(
         approvals=tuple(signatures),
         key=send_po_key(draft.po_number, version, draft_hash(draft)),
         approved=approved,
+        link=link,
     )

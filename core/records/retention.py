@@ -70,6 +70,7 @@ class Removed(StrEnum):
     AUDIT_TEXTS = "audit_texts"  # notes, reasons and error texts in audit details
     EFFECT_PAYLOADS = "effect_payloads"  # the send's receipt and last error text
     DOCUMENTS = "documents"  # the sealed PDFs the e-mails carried (buyer, supplier, approvers)
+    SUPPLIER_TEXTS = "supplier_texts"  # the reasons and notes a supplier typed on its page
 
 
 # The counts a purge prints: every Stale and Removed kind, plus these two.

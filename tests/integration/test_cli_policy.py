@@ -154,5 +154,6 @@ def test_a_file_nested_too_deep_is_a_problem_not_a_traceback(cli: Cli, tmp_path:
     for command in ("check", "import"):
         done = cli("policy", command, str(deep))
         assert done.returncode == 1 and done.stdout == ""
-        problem = "Line 37: arrays and tables nested more than 16 deep"
+        line = len(SAMPLE.read_text().splitlines()) + 1  # the line after the sample's
+        problem = f"Line {line}: arrays and tables nested more than 16 deep"
         assert done.stderr.splitlines()[1:] == [problem]

@@ -99,6 +99,7 @@ EXPECTED = Counter(
         "audit_texts": 1,  # the cancel's note; the rejection's reason is in the decision
         "effect_payloads": 1,
         "documents": 1,
+        "supplier_texts": 0,  # none of these went out: no supplier answered (test_supplier_answers)
     }
 )
 

@@ -162,7 +162,7 @@ async def test_delivers_one_message_with_headers_from_the_key(smtp_sink: SmtpSin
     (envelope,) = smtp_sink.envelopes
     assert (envelope.mail_from, envelope.rcpt_tos) == (MAIL_FROM, [RECIPIENT])
     assert message["From"] == MAIL_FROM and message["To"] == RECIPIENT
-    assert message["Subject"] == f"Purchase order {PO} from Manzoori Traders"
+    assert message["Subject"] == f"Purchase order {PO} version 3 from Manzoori Traders"
     assert message["Message-ID"] == message_id(order.effect.key, DOMAIN)
     assert message["Idempotency-Key"] == order.effect.key
     sent_at = email.utils.parsedate_to_datetime(message["Date"])

@@ -1,7 +1,9 @@
 """The PO's PDF (bot.documents.pdf), read back with pypdf: every field a supplier needs is
 printed; the lines' table runs over pages with its heading row on each; a draft is marked on
 every page and an approved PO on none; the same document gives the same bytes; Urdu is set in
-Noto Nastaliq Urdu; spreadsheet text is printed as it is; a missing font is a ConfigError."""
+Noto Nastaliq Urdu; spreadsheet text is printed as it is; a missing font is a ConfigError; the
+supplier's link is printed and clickable on page 1 of a PO that has one, and on no DRAFT.
+(tests/integration/test_supplier_link_mail.py reads its QR code back.)"""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from pypdf import PdfReader
 from pypdf.generic import DictionaryObject
 
 from bot.documents import pdf as po_pdf
-from bot.documents.pdf import DRAFT_MARK, HEADINGS, render_po_pdf
+from bot.documents.pdf import ANSWER_PROMPT, DRAFT_MARK, HEADINGS, render_po_pdf
 from core.company.company import Branch, Buyer, Company
 from core.drafting.drafts import Draft, DraftLine
 from core.drafting.money import format_pkr
@@ -76,6 +78,7 @@ def _document(
     supplier_name: str = "Hall Road Traders",
     branch_id: str = "",
     key: str = KEY,
+    link: str = "",
 ) -> PoDocument:
     draft = Draft(
         PO,
@@ -97,6 +100,7 @@ def _document(
         approvals=approvals,
         key=key,
         approved=approved,
+        link=link,
     )
 
 
@@ -126,6 +130,18 @@ def _flat(text: str) -> str:
 
 def _page_texts(data: bytes) -> list[str]:
     return [_flat(page.extract_text()) for page in _reader(data).pages]
+
+
+def _link_targets(data: bytes) -> list[list[str]]:
+    """The URIs of each page's link annotations, in the order they were drawn."""
+    return [
+        [
+            str(annotation.get_object()["/A"]["/URI"])
+            for annotation in page.get("/Annots", [])
+            if annotation.get_object()["/Subtype"] == "/Link"
+        ]
+        for page in _reader(data).pages
+    ]
 
 
 def _font_names(resources: DictionaryObject) -> set[str]:
@@ -309,3 +325,68 @@ def test_a_missing_font_is_a_config_error(
     assert "NotoNastaliqUrdu-Bold.ttf" in message
     assert ("NotoSans-Regular.ttf" in message) == (not present)
     assert "make fonts" in message
+
+
+# A link as bot.outbox.links makes it: the public URL, the route and a 55-character token.
+LINK = "https://manzoori.example.com/s/" + "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789_-AbCdEfGhIjKlMnOpQ"
+
+
+def test_the_supplier_link_is_printed_and_clickable_on_page_one() -> None:
+    data = render_po_pdf(_document(_many_lines(30), link=LINK))
+    pages = _page_texts(data)
+    assert len(pages) >= 2
+    assert ANSWER_PROMPT in pages[0]
+    # The token is one long word, broken across lines if the column is too narrow for it.
+    assert LINK in "".join(pages[0].split())
+    assert not any(ANSWER_PROMPT in text for text in pages[1:])
+    # The printed link and the QR code over it, both to the link; nothing on later pages.
+    assert _link_targets(data) == [[LINK, LINK]] + [[]] * (len(pages) - 1)
+    # Above the lines' table, where a supplier reads before the lines.
+    assert pages[0].index(ANSWER_PROMPT) < pages[0].index(" ".join(HEADINGS))
+
+
+def test_the_link_is_one_block_between_the_parties_and_the_lines() -> None:
+    (plain,) = _page_texts(render_po_pdf(_document()))
+    (linked,) = _page_texts(render_po_pdf(_document(link=LINK)))
+    start, end = linked.index(ANSWER_PROMPT), linked.index(" ".join(HEADINGS))
+    assert linked[:start] + linked[end:] == plain  # everything else as it was, on one page
+    assert linked[:start].endswith("Payment terms 30 days credit ")
+    assert f"{ANSWER_PROMPT} {LINK} Or scan the code" in linked[start:end]
+
+
+def test_a_link_too_long_for_its_column_breaks_across_lines_and_still_goes_there() -> None:
+    long = (
+        "https://purchasing.lahore-electronics-and-appliances.example.com.pk/suppliers"
+        + LINK[LINK.index("/s/") :]
+    )
+    data = render_po_pdf(_document(link=long))
+    (text,) = _page_texts(data)
+    assert long not in text  # broken across lines
+    assert long in "".join(text.split())
+    (targets,) = _link_targets(data)
+    assert targets == [long] * 3  # each of its two lines, and the QR code
+
+
+def test_a_draft_carries_no_link_even_if_given_one() -> None:
+    # Approvers' previews are made without a link; the PDF would not print one all the same.
+    data = render_po_pdf(_document(approved=False, approvals=(), link=LINK))
+    (text,) = _page_texts(data)
+    assert DRAFT_MARK in text
+    assert ANSWER_PROMPT not in text
+    assert "manzoori.example.com" not in "".join(text.split())
+    assert _link_targets(data) == [[]]
+
+
+def test_without_a_link_nothing_is_printed_and_nothing_is_clickable() -> None:
+    data = render_po_pdf(_document())
+    (text,) = _page_texts(data)
+    assert ANSWER_PROMPT not in text
+    assert _link_targets(data) == [[]]
+
+
+def test_a_linked_po_gives_the_same_bytes_each_time_and_its_own_for_another_link() -> None:
+    document = _document(link=LINK)
+    first = render_po_pdf(document)
+    assert first == render_po_pdf(document)
+    assert first != render_po_pdf(_document(link=LINK[:-1] + "R"))
+    assert len(first) < 150 * 1024

@@ -229,7 +229,8 @@ def test_the_sample_ladder_reads_as_written() -> None:
     assert (ladder.escalate_to, ladder.before_expiry) == ("owners", timedelta(hours=1))
     assert ladder.digest_at == time(9, 30)
     assert ladder.working_hours.days == frozenset(range(6))
-    assert policy_lines(policy)[-1].startswith("Reminders: remind after 2h, escalate to the admins")
+    assert policy_lines(policy)[-2].startswith("Reminders: remind after 2h, escalate to the admins")
+    assert policy.suppliers is not None and policy.suppliers.escalate_after == timedelta(days=4)
 
 
 LADDER_BASE = '[groups]\nmanagers = "M"\n[[rules]]\nname = "d"\nstages = [{ group = "managers" }]\n'
@@ -318,3 +319,39 @@ def test_a_number_too_long_to_read_is_a_problem_on_its_line() -> None:
     assert problems(text) == ["Line 22: a whole number of 5,001 digits is too long to read"]
     grouped = SAMPLE.replace("approvals = 2", "approvals = " + "1_000" * 1200)
     assert problems(grouped) == ["Line 15: a whole number of 4,800 digits is too long to read"]
+
+
+def test_suppliers_are_chased_as_the_policy_says_or_by_default() -> None:
+    text = LADDER_BASE + '[suppliers]\nremind_after = "1d"\nescalate_after = "3d"\n'
+    policy, found = parse_policy(text)
+    assert found == [] and policy is not None and policy.suppliers is not None
+    assert (policy.suppliers.remind_after, policy.suppliers.escalate_after) == (
+        timedelta(days=1),
+        timedelta(days=3),
+    )
+    assert policy_lines(policy)[-1] == (
+        "Suppliers: reminded after 1d, the team told after 3d without an answer"
+    )
+    without, _ = parse_policy(LADDER_BASE)
+    assert without is not None and without.suppliers is None  # DEFAULT_CHASE applies
+    assert content_hash(without) != content_hash(policy)
+
+
+def test_every_problem_of_the_suppliers_section_is_named_by_its_line() -> None:
+    text = LADDER_BASE + (
+        "[suppliers]\n"  # line 6
+        'remind_after = "2x"\n'
+        "escalate_after = 3\n"
+        'colour = "red"\n'
+    )
+    assert problems(text) == [
+        "Line 7, suppliers.remind_after: '2x' is not a duration: a whole number and s, m, h "
+        "or d, as 2h",
+        "Line 8, suppliers.escalate_after: must be text in quotes",
+        "Line 9, suppliers: unknown key 'colour'",
+    ]
+    backwards = LADDER_BASE + '[suppliers]\nremind_after = "3d"\nescalate_after = "2d"\n'
+    assert problems(backwards) == [
+        "Line 8, suppliers.escalate_after: escalate_after must be longer than remind_after: "
+        "the supplier is reminded first"
+    ]

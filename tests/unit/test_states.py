@@ -76,6 +76,9 @@ EXPECTED: dict[tuple[State, Action], State] = {
     (S.CANCEL_UNKNOWN, A.RECONCILE_CANCEL_NOT_SENT): S.CANCELLING,  # the same key once more
     (S.CANCEL_UNKNOWN, A.RECONCILE_CANCEL_FAILED): S.CANCEL_FAILED,  # give up on the e-mail
     (S.CANCEL_FAILED, A.SETTLE_CANCEL): S.CANCELLED,  # the supplier was phoned
+    # --- the supplier of a sent PO proposes changes: a new version for the approvers
+    (S.SENT, A.SUPPLIER_PROPOSE): S.AWAITING_APPROVAL,  # approved, it is sent as usual
+    (S.AWAITING_APPROVAL, A.REJECT_PROPOSAL): S.SENT,  # turned down: the sent version stands
 }
 
 ALL_CELLS = [(state, action) for state in State for action in Action]
@@ -87,10 +90,10 @@ def _cell_id(cell: tuple[State, Action]) -> str:
 
 
 def test_expected_table_is_well_formed() -> None:
-    """The hand-written table has 46 rows over real states and actions (guards typos)."""
-    assert len(EXPECTED) == 46
+    """The hand-written table has 48 rows over real states and actions (guards typos)."""
+    assert len(EXPECTED) == 48
     assert all(isinstance(s, State) and isinstance(a, Action) for s, a in EXPECTED)
-    assert len(ALL_CELLS) == len(State) * len(Action) == 17 * 25
+    assert len(ALL_CELLS) == len(State) * len(Action) == 17 * 27
 
 
 @pytest.mark.parametrize("cell", list(EXPECTED), ids=[_cell_id(c) for c in EXPECTED])
@@ -145,22 +148,35 @@ def test_terminal_state_has_no_outgoing_transition(state: State) -> None:
             next_state(state, action)
 
 
+_LEAVE_SENT = (A.CANCEL_SENT, A.SUPPLIER_PROPOSE)
+
+
 @pytest.mark.parametrize(
-    "action", [a for a in Action if a is not A.CANCEL_SENT], ids=lambda a: a.value
+    "action", [a for a in Action if a not in _LEAVE_SENT], ids=lambda a: a.value
 )
-def test_sent_is_left_only_by_an_admin_calling_it_off(action: Action) -> None:
-    """SENT moves on CANCEL_SENT alone, to CANCELLING; no other action moves it, a plain
-    cancel, a revision, a resend or a reconciliation included (SENT -> SENT moves none)."""
+def test_sent_is_left_only_by_calling_it_off_or_a_suppliers_proposal(action: Action) -> None:
+    """SENT moves on CANCEL_SENT (to CANCELLING) and on the supplier's proposal (to the
+    approvers) alone; no other action moves it, a plain cancel, an approver's revision, a
+    resend or a reconciliation included (SENT -> SENT moves none)."""
     assert next_state(S.SENT, A.CANCEL_SENT) is S.CANCELLING
+    assert next_state(S.SENT, A.SUPPLIER_PROPOSE) is S.AWAITING_APPROVAL
     with pytest.raises(IllegalTransition):
         next_state(S.SENT, action)
 
 
 def test_terminal_set_is_sent_rejected_cancelled() -> None:
     """core.jobs.states.TERMINAL names the closed states: REJECTED and CANCELLED with no way
-    out, SENT with the one of calling it off."""
+    out, SENT with the two of calling it off and of its supplier's proposal."""
     assert frozenset({S.SENT, S.REJECTED, S.CANCELLED}) == TERMINAL
-    assert [a for (s, a) in TRANSITIONS if s in TERMINAL] == [A.CANCEL_SENT]
+    assert [a for (s, a) in TRANSITIONS if s in TERMINAL] == list(_LEAVE_SENT)
+
+
+def test_a_proposal_turned_down_is_the_only_way_to_sent_but_the_send() -> None:
+    """SENT is reached by a send (MARK_SENT, or a reconciliation that it went) or by turning
+    down a sent PO's supplier's proposal, which only a job that was SENT can be waiting on
+    (core.jobs.proposals); no other action leads there."""
+    into_sent = {a for (s, a), t in TRANSITIONS.items() if t is S.SENT}
+    assert into_sent == {A.MARK_SENT, A.RECONCILE_SENT, A.REJECT_PROPOSAL}
 
 
 def test_the_review_queue_holds_every_state_a_person_settles() -> None:

@@ -134,7 +134,7 @@ def test_a_file_without_a_header_is_told_so_once():
     assert problem_lines(problems) == [
         "Line 1: this is not a header; the first row must name the columns supplier_id, "
         "supplier_name, supplier_email, sku, description, unit_price_pkr, min_qty, max_qty "
-        "(optional: category, payment_terms, lead_days, gst_percent)"
+        "(optional: category, payment_terms, lead_days, gst_percent, supplier_phone)"
     ]
 
 
@@ -273,3 +273,60 @@ def test_two_payment_terms_for_one_supplier_are_named_on_the_later_line() -> Non
     )
     assert terms is None
     assert problem_lines(problems) == ["Line 4, payment_terms: differs from line 3 for supplier S1"]
+
+
+PHONE_HEADER = (
+    "supplier_id,supplier_name,supplier_email,sku,description,unit_price_pkr,min_qty,max_qty,"
+    "supplier_phone\n"
+)
+
+
+def _phones_csv(*lines: str):
+    return parse_terms(read_csv_text((PHONE_HEADER + "".join(lines)).encode()))
+
+
+@pytest.mark.parametrize(
+    ("written", "digits"),
+    [
+        ("0300-1234567", "923001234567"),
+        ("+92 300 1234567", "923001234567"),
+        ("0092 300 1234567", "923001234567"),
+        ("(0300) 123 4567", "923001234567"),
+        ("+971 50 123 4567", "971501234567"),
+    ],
+)
+def test_a_suppliers_phone_is_kept_as_the_digits_whatsapp_takes(written: str, digits: str) -> None:
+    terms, problems = _phones_csv(f'S1,Hall Road,o@hr.pk,CBL-1,Cable,450,1,,"{written}"\n')
+    assert problems == [] and terms is not None
+    assert terms.suppliers["S1"].phone == digits
+
+
+def test_a_phone_is_one_per_supplier_and_a_bad_one_is_named_by_its_line() -> None:
+    terms, problems = _phones_csv(
+        "S1,Hall Road,o@hr.pk,CBL-1,Cable,450,1,,0300-1234567\n",
+        "S1,Hall Road,o@hr.pk,CBL-2,Cable 2,450,1,,\n",  # blank: takes line 2's
+        "S1,Hall Road,o@hr.pk,CBL-3,Cable 3,450,1,,0301-7654321\n",
+        "S2,Saddar,o@sd.pk,CBL-1,Cable,460,1,,call me\n",
+        "S3,Anarkali,o@ak.pk,CBL-1,Cable,460,1,,12\n",
+    )
+    assert terms is None
+    assert problem_lines(problems) == [
+        "Line 4, supplier_phone: differs from line 2 for supplier S1",
+        'Line 5, supplier_phone: "call me" is not a phone number: 7 to 15 digits, with only '
+        "spaces and + - ( ) among them, like +92 42 3575 0000",
+        'Line 6, supplier_phone: "12" is not a phone number: 7 to 15 digits, with only '
+        "spaces and + - ( ) among them, like +92 42 3575 0000",
+    ]
+
+
+def test_terms_with_a_phone_are_other_content_and_without_keep_their_hash() -> None:
+    plain, _ = _phones_csv("S1,Hall Road,o@hr.pk,CBL-1,Cable,450,1,,\n")
+    phoned, _ = _phones_csv("S1,Hall Road,o@hr.pk,CBL-1,Cable,450,1,,0300-1234567\n")
+    bare = parse_terms(
+        read_csv_text(
+            b"supplier_id,supplier_name,supplier_email,sku,description,unit_price_pkr,min_qty,"
+            b"max_qty\nS1,Hall Road,o@hr.pk,CBL-1,Cable,450,1,\n"
+        )
+    )[0]
+    assert plain is not None and phoned is not None and bare is not None
+    assert content_hash(plain) == content_hash(bare) != content_hash(phoned)

@@ -130,6 +130,9 @@
       view.delivery_text
         ? el("p", { className: "muted", testid: "delivery", text: view.delivery_text })
         : null,
+      view.supplier_text
+        ? el("p", { className: "muted", testid: "supplier-answer", text: view.supplier_text })
+        : null,
       el("h2", { text: view.lines_heading }),
       view.lines.length > 10 ? search : null,
       el("p", { className: "muted", id: "no-match", hidden: "", text: labels.no_match }),
