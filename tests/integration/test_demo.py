@@ -67,7 +67,7 @@ def test_demo_tells_the_whole_story_in_telegram(tmp_path):
     status = between(out, "/status", "/history")
     assert f"{APPROVED}  Rs 85,908.72  sent to the supplier" in status
     assert f"{REJECTED}  Rs 219,472.92  rejected" in status
-    trail = between(out, f"/history {APPROVED}", "── 8.")
+    trail = between(out, f"/history {APPROVED}", "── 9.")
     assert "mark_sent  SENDING -> SENT" in trail
     assert "saddar.example" not in trail  # the audit trail carries no address, not even masked
 
