@@ -318,9 +318,6 @@ async def _counted(tx: Tx, job: Job, stamp: Stamp, detail: dict[str, Any]) -> Jo
     """An approval that does not yet meet the policy: audited, and every card shows it."""
     job = await tx.update_job(job, updated_at=stamp.at)
     counted = {"job_version": job.version, **detail}
-    states = (job.state, job.state)
-    await tx.append_audit(
-        AuditEvent.stamped(stamp, "record_approval", counted, job_id=job.id, states=states)
-    )
+    await tx.append_audit(AuditEvent.unmoved(job, stamp, "record_approval", counted))
     await tx.insert_notice(card_edits_for(job, stamp.at))
     return job

@@ -97,6 +97,23 @@ def uuid_text(raw: bytes) -> str:
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
+def seal(secret: bytes, purpose: bytes, body: bytes) -> str:
+    """`body` and its tag under the key of `purpose`, as unpadded base64url."""
+    return b64(body + mac(purpose_key(secret, purpose), body))
+
+
+def unseal(secret: bytes, purpose: bytes, token: str, size: int) -> bytes:
+    """The `size` bytes of body `seal` made `token` of, or InvalidToken if it is not that
+    long or its tag does not match; the tag is checked before anything is read."""
+    raw = unb64(token)
+    if len(raw) != size + TAG_BYTES:
+        raise InvalidToken("wrong length")
+    body, tag = raw[:size], raw[size:]
+    if not hmac.compare_digest(mac(purpose_key(secret, purpose), body), tag):
+        raise InvalidToken("tag does not match")
+    return body
+
+
 def sign_button(secret: bytes, button: Button) -> str:
     """Callback data such as "a.<job>.<version>.<hash>.<tag>", at most 64 bytes."""
     if not re.fullmatch(f"[0-9a-f]{{{HASH_PREFIX}}}", button.hash_prefix):
@@ -148,7 +165,7 @@ def sign_invite(secret: bytes, role: Role, expires_at: datetime, nonce: bytes) -
         raise ValueError("the invite id is 9 random bytes")
     minutes = int(expires_at.timestamp() // 60)
     body = _INVITE.pack(_ROLES.index(role), minutes, nonce)
-    code = b64(body + mac(purpose_key(secret, b"invite"), body))
+    code = seal(secret, b"invite", body)
     assert len(code) <= START_LIMIT and _START_ALPHABET.match(code)
     return code
 
@@ -157,13 +174,7 @@ def verify_invite(secret: bytes, code: str | None, now: datetime) -> Invite:
     """The invite behind a /start payload, or InvalidToken if forged, altered or expired."""
     if not code or len(code) > START_LIMIT:
         raise InvalidToken("no code, or too long")
-    raw = unb64(code)
-    if len(raw) != _INVITE.size + TAG_BYTES:
-        raise InvalidToken("wrong length")
-    body, tag = raw[: _INVITE.size], raw[_INVITE.size :]
-    if not hmac.compare_digest(mac(purpose_key(secret, b"invite"), body), tag):
-        raise InvalidToken("tag does not match")
-    role, minutes, nonce = _INVITE.unpack(body)
+    role, minutes, nonce = _INVITE.unpack(unseal(secret, b"invite", code, _INVITE.size))
     expires_at = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(minutes=minutes)
     if role >= len(_ROLES):
         raise InvalidToken("unknown role")

@@ -179,6 +179,11 @@ class AuditEvent:
         no job, about people (a role granted, an invitation made)."""
         return cls(job_id, stamp.at, stamp.actor, action, states[0], states[1], detail)
 
+    @classmethod
+    def unmoved(cls, job: Job, stamp: Stamp, action: str, detail: dict[str, Any]) -> AuditEvent:
+        """An event about `job` that does not move it: from its state to the same state."""
+        return cls.stamped(stamp, action, detail, job_id=job.id, states=(job.state, job.state))
+
 
 @dataclass(frozen=True)
 class Document:

@@ -4,16 +4,19 @@ expired with them, and the unknown ones settled on a person's finding."""
 
 from __future__ import annotations
 
+import logging
 from datetime import datetime, timedelta
 from typing import Any
 
 from core.errors import SendError
 from core.jobs.effects import OPEN_STATUSES, EffectStatus
-from core.jobs.jobs import Effect, Job, Stamp
+from core.jobs.jobs import AuditEvent, Effect, Job, Stamp
 from core.jobs.retries import ErrorClass, RetryPolicy, classify, decide
 from core.jobs.states import Action
 from core.jobs.transitions import move
 from core.ports import Tx
+
+log = logging.getLogger(__name__)
 
 # Where a person's finding on an unknown outcome leaves the send (see settle_unknown_sends).
 _FINDINGS = {
@@ -43,6 +46,23 @@ async def started(tx: Tx, effect: Effect, now: datetime, lease: timedelta) -> Ef
         lease_until=now + lease,
         updated_at=now,
     )
+
+
+async def dropped(tx: Tx, effect: Effect, job: Job, now: datetime) -> None:
+    """Cancel a claimed row whose moment passed (its job moved on): never sent."""
+    why = f"job is {job.state.value}, draft v{job.draft_version}"
+    await release(tx, effect, now, status=EffectStatus.CANCELLED, last_error=why)
+    log.warning("cancelled %s: job %s is %s", effect.key, job.po_number, job.state.value)
+
+
+async def attempt_unmoved(
+    tx: Tx, job: Job, effect: Effect, action: str, stamp: Stamp, lease: timedelta
+) -> Effect:
+    """The marker of an attempt that does not move its job (a cancellation, a note): an audit
+    event `action` naming the attempt, and the row STARTED."""
+    detail = {"key": effect.key, "attempt": effect.attempts + 1, "job_version": job.version}
+    await tx.append_audit(AuditEvent.unmoved(job, stamp, action, detail))
+    return await started(tx, effect, stamp.at, lease)
 
 
 async def record_failure(

@@ -14,7 +14,6 @@ CALL_OFF_DONE; the reason is read from the trail when the news is delivered).
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -28,19 +27,18 @@ from core.jobs.jobs import AuditEvent, Cancellation, Effect, Job, SendOrder, Sta
 from core.jobs.notices import CALL_OFF_DONE, CALLED_OFF, call_off_news_for
 from core.jobs.retries import RetryPolicy
 from core.jobs.sends import (
+    attempt_unmoved,
     cancel_open_effects,
+    dropped,
     record_failure,
     release,
     settle_unknown_sends,
-    started,
 )
 from core.jobs.states import CALLING_OFF, Action, State, next_state
 from core.jobs.transitions import load, move, retry_on_stale
 from core.people.users import require_admin
 from core.ports import ReadTx, Store, Tx
 from core.texts import flatten
-
-log = logging.getLogger(__name__)
 
 # A reason goes in the supplier's e-mail and the people's news: one line, this long at most.
 REASON_LIMIT = 500
@@ -249,14 +247,10 @@ async def mark(
     job = await tx.job(effect.job_id)
     named = (effect.draft_version, effect.draft_hash)
     if job.state is not State.CANCELLING or (job.draft_version, job.draft_hash) != named:
-        why = f"job is {job.state.value}, draft v{job.draft_version}"
-        await release(tx, effect, now, status=EffectStatus.CANCELLED, last_error=why)
-        log.warning("cancelled %s: job %s is %s", effect.key, job.po_number, job.state.value)
+        await dropped(tx, effect, job, now)
         return None
-    attempt = effect.attempts + 1
-    detail = {"key": effect.key, "attempt": attempt, "job_version": job.version}
-    await tx.append_audit(_unmoved(job, Stamp(f"runner:{owner}", now), NOTICE_ATTEMPT, detail))
-    effect = await started(tx, effect, now, lease)
+    stamp = Stamp(f"runner:{owner}", now)
+    effect = await attempt_unmoved(tx, job, effect, NOTICE_ATTEMPT, stamp, lease)
     draft = await tx.draft(job.id, effect.draft_version)
     # From the same buyer as the PO (the company version its draft cites); no PDF.
     company = await tx.company(draft.company_version) if draft.company_version else None
@@ -281,12 +275,6 @@ async def _cancellation(tx: ReadTx, job: Job) -> Cancellation:
     return Cancellation(reason, sent.at if sent and sent.action == Action.MARK_SENT else None)
 
 
-def _unmoved(job: Job, stamp: Stamp, action: str, detail: dict[str, Any]) -> AuditEvent:
-    """An audit event about the job that does not move it."""
-    states = (job.state, job.state)
-    return AuditEvent.stamped(stamp, action, detail, job_id=job.id, states=states)
-
-
 async def finished(
     tx: Tx,
     job: Job,
@@ -307,7 +295,7 @@ async def finished(
         return (await move(tx, job, Action.MARK_CANCEL_UNKNOWN, stamp, detail)).state
     if status is EffectStatus.FAILED:
         return (await move(tx, job, Action.CANCEL_FAIL_FINAL, stamp, detail)).state
-    await tx.append_audit(_unmoved(job, stamp, NOTICE_RETRY, detail))
+    await tx.append_audit(AuditEvent.unmoved(job, stamp, NOTICE_RETRY, detail))
     return job.state
 
 
@@ -338,7 +326,7 @@ async def recovered(
         effect = await release(
             tx, effect, stamp.at, status=EffectStatus.PENDING, next_attempt_at=stamp.at
         )
-        await tx.append_audit(_unmoved(job, stamp, NOTICE_RETRY, detail))
+        await tx.append_audit(AuditEvent.unmoved(job, stamp, NOTICE_RETRY, detail))
         return effect
     effect = await release(tx, effect, stamp.at, status=EffectStatus.UNKNOWN)
     await move(tx, job, Action.MARK_CANCEL_UNKNOWN, stamp, detail)

@@ -12,7 +12,6 @@ them. A note whose moment has passed (the PO was called off since) is cancelled,
 
 from __future__ import annotations
 
-import logging
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -23,11 +22,9 @@ from core.jobs.effects import EffectKind, EffectStatus, send_po_key
 from core.jobs.jobs import AuditEvent, Effect, Job, Note, SendOrder, Stamp
 from core.jobs.notices import NOTE_FAILED, alert_for
 from core.jobs.retries import RetryPolicy
-from core.jobs.sends import record_failure, release, started
+from core.jobs.sends import attempt_unmoved, dropped, record_failure, release
 from core.jobs.states import CALLING_OFF, State
 from core.ports import ReadTx, Tx
-
-log = logging.getLogger(__name__)
 
 # The audit actions of a note's life; the job does not move.
 NOTE_ATTEMPT = "note_attempt"
@@ -49,14 +46,10 @@ async def mark(
         waiting = await awaiting_answer(tx, job)
         moot = waiting is None or waiting.draft_hash != effect.draft_hash
     if moot:
-        why = f"job is {job.state.value}, draft v{job.draft_version}"
-        await release(tx, effect, now, status=EffectStatus.CANCELLED, last_error=why)
-        log.warning("cancelled %s: job %s is %s", effect.key, job.po_number, job.state.value)
+        await dropped(tx, effect, job, now)
         return None
-    attempt = effect.attempts + 1
-    detail = {"key": effect.key, "attempt": attempt, "job_version": job.version}
-    await tx.append_audit(_unmoved(job, Stamp(f"runner:{owner}", now), NOTE_ATTEMPT, detail))
-    effect = await started(tx, effect, now, lease)
+    stamp = Stamp(f"runner:{owner}", now)
+    effect = await attempt_unmoved(tx, job, effect, NOTE_ATTEMPT, stamp, lease)
     draft = await tx.draft(job.id, effect.draft_version)
     company = await tx.company(draft.company_version) if draft.company_version else None
     document = None
@@ -84,11 +77,6 @@ async def note_of(tx: ReadTx, job: Job, effect: Effect) -> Note:
     return Note(reason=reason, standing=standing, standing_email=sent[-1] if sent else None)
 
 
-def _unmoved(job: Job, stamp: Stamp, action: str, detail: dict[str, Any]) -> AuditEvent:
-    """An audit event about the job that does not move it."""
-    return AuditEvent.stamped(stamp, action, detail, job_id=job.id, states=(job.state, job.state))
-
-
 async def finished(
     tx: Tx,
     job: Job,
@@ -103,11 +91,11 @@ async def finished(
     result, error = outcome
     if error is None:
         await release(tx, effect, stamp.at, status=EffectStatus.SUCCEEDED, result=result)
-        await tx.append_audit(_unmoved(job, stamp, NOTE_SENT, {"key": effect.key}))
+        await tx.append_audit(AuditEvent.unmoved(job, stamp, NOTE_SENT, {"key": effect.key}))
         return job.state
     status, detail = await record_failure(tx, effect, stamp.at, error, policy, rand)
     if status is EffectStatus.PENDING:
-        await tx.append_audit(_unmoved(job, stamp, NOTE_RETRY, detail))
+        await tx.append_audit(AuditEvent.unmoved(job, stamp, NOTE_RETRY, detail))
     else:
         gave_up = NOTE_UNKNOWN if status is EffectStatus.UNKNOWN else NOTE_GAVE_UP
         await _gave_up(tx, job, stamp, gave_up, detail)
@@ -117,7 +105,7 @@ async def finished(
 async def _gave_up(tx: Tx, job: Job, stamp: Stamp, action: str, detail: dict[str, Any]) -> None:
     """A note that may not have reached the supplier, and will not be sent again: recorded,
     and the admins told, so that a person can tell the supplier another way."""
-    await tx.append_audit(_unmoved(job, stamp, action, detail))
+    await tx.append_audit(AuditEvent.unmoved(job, stamp, action, detail))
     kind = str(detail["key"]).partition(":")[0]
     await tx.insert_notice(alert_for(job, stamp.at, f"{NOTE_FAILED}:{kind}"))
 
@@ -129,7 +117,7 @@ async def late_success(tx: Tx, effect: Effect, stamp: Stamp, result: dict[str, A
         effect, updated_at=stamp.at, status=EffectStatus.SUCCEEDED, result=result
     )
     detail = {"key": effect.key, "note": "late success from the original attempt"}
-    await tx.append_audit(_unmoved(job, stamp, NOTE_SENT, detail))
+    await tx.append_audit(AuditEvent.unmoved(job, stamp, NOTE_SENT, detail))
     return job.state
 
 

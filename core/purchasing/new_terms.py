@@ -153,7 +153,4 @@ async def _checked(tx: Tx, job: Job, stamp: Stamp, sources: dict[str, str]) -> N
     """Record that new terms leave this PO as it is."""
     moved = await tx.update_job(job, source_versions=sources, updated_at=stamp.at)
     detail = {"job_version": moved.version, "terms_version": sources["terms_version"]}
-    states = (job.state, job.state)
-    await tx.append_audit(
-        AuditEvent.stamped(stamp, "terms_checked", detail, job_id=job.id, states=states)
-    )
+    await tx.append_audit(AuditEvent.unmoved(job, stamp, "terms_checked", detail))

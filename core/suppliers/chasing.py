@@ -126,11 +126,7 @@ async def _owe(store: Store, waiting: Awaiting, step: ChaseStep, stamp: Stamp) -
             owed_now = await _escalate(tx, job, stamp)
         if owed_now:
             detail = {"step": step.value, "draft_version": job.draft_version}
-            states = (job.state, job.state)
-            event = AuditEvent.stamped(
-                stamp, "supplier_chased", detail, job_id=job.id, states=states
-            )
-            await tx.append_audit(event)
+            await tx.append_audit(AuditEvent.unmoved(job, stamp, "supplier_chased", detail))
         return int(owed_now)
 
 

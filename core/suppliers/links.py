@@ -12,12 +12,11 @@ first attempt carries the one the e-mail does.
 
 from __future__ import annotations
 
-import hmac
 import struct
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from core.approval.signing import TAG_BYTES, b64, mac, purpose_key, unb64, uuid_bytes, uuid_text
+from core.approval.signing import TAG_BYTES, seal, unseal, uuid_bytes, uuid_text
 from core.drafting.drafts import HASH_PREFIX
 from core.errors import ExpiredToken, InvalidToken
 from core.jobs.effects import EffectKind
@@ -83,7 +82,7 @@ def sign_link(secret: bytes, link: SupplierLink) -> str:
         _KINDS.index(link.kind),
         minutes,
     )
-    return b64(body + mac(purpose_key(secret, b"supplier-link"), body))
+    return seal(secret, b"supplier-link", body)
 
 
 def verify_link(secret: bytes, token: str | None, now: datetime) -> SupplierLink:
@@ -91,12 +90,7 @@ def verify_link(secret: bytes, token: str | None, now: datetime) -> SupplierLink
     (an InvalidToken) if its time is up. The tag is checked before anything is read."""
     if not token or len(token) > TOKEN_CHARACTERS:
         raise InvalidToken("no token, or too long")
-    raw = unb64(token)
-    if len(raw) != _LINK.size + TAG_BYTES:
-        raise InvalidToken("wrong length")
-    body, tag = raw[: _LINK.size], raw[_LINK.size :]
-    if not hmac.compare_digest(mac(purpose_key(secret, b"supplier-link"), body), tag):
-        raise InvalidToken("tag does not match")
+    body = unseal(secret, b"supplier-link", token, _LINK.size)
     job, version, prefix, kind, minutes = _LINK.unpack(body)
     if kind >= len(_KINDS):
         raise InvalidToken("unknown e-mail kind")

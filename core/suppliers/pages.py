@@ -258,10 +258,8 @@ async def _record(
         detail["note"] = recorded.note
     if reply.reply is not Reply.PROPOSE:  # a proposal's is its move (propose_in)
         action = AUDIT_ACTIONS[reply.reply]
-        states = (job.state, job.state)  # an answer moves nothing: the PO went
-        await tx.append_audit(
-            AuditEvent.stamped(stamp, action, detail, job_id=job.id, states=states)
-        )
+        # an answer moves nothing: the PO went
+        await tx.append_audit(AuditEvent.unmoved(job, stamp, action, detail))
     event = f"{notices.SUPPLIER}:{recorded.status.value}"
     told = await told_of_answers(tx, job)
     await tx.insert_notice(

@@ -105,6 +105,31 @@ async def test_an_accept_from_the_link_reaches_the_requester_and_the_approver(
         assert "the supplier accepted" in bilal.messages()[-1].text
 
 
+async def test_a_decline_and_its_reason_reach_the_requester_in_their_language(
+    botapi, db_url, store, smtp_sink
+):
+    port = free_port()
+    async with mail_bot(botapi, db_url, smtp_sink, port) as run:
+        bilal = botapi.user(REQUESTER, "Bilal")
+        await approved_and_sent(botapi, run)
+        async with run.store.begin() as tx:  # the requester reads Urdu (they are known now)
+            assert await tx.set_language(REQUESTER, "ur", utcnow())
+        url = link_in(smtp_sink.messages[0])
+        async with httpx.AsyncClient(timeout=10) as client:
+            form = await form_of(client, url)
+            missing = await client.post(url, data={**form, "answer": "decline"})
+            assert missing.status_code == 400  # a decline needs its reason
+            declined = {**form, "answer": "decline", "reason": "Out of stock till March"}
+            assert (await client.post(url, data=declined)).status_code == 303
+            page = await client.get(url)
+        assert "Declined on" in page.text and "<form" not in page.text
+        await delivered(run)
+        [news] = [m.text for m in bilal.messages() if "Out of stock till March" in m.text]
+        assert news.startswith("❌") and "PO-" in news and "انکار" in news
+        job, _, _ = await job_and_decisions(run)
+        assert job.state is State.SENT  # the PO went: the answer is the supplier's
+
+
 async def test_a_proposal_approved_goes_out_as_version_2_once_and_supersedes_the_link(
     botapi, db_url, store, smtp_sink
 ):

@@ -18,14 +18,19 @@ from bot.config import Settings
 from bot.web.app import build_web
 from bot.web.health import Heartbeats
 from bot.web.metrics import Metrics
-from core.approval import opening
+from core.approval import decisions, opening
+from core.approval.decisions import Review
 from core.approval.opening import Revision
-from core.approval.policies import Role
+from core.approval.policies import Role, Verdict
 from core.drafting.drafts import draft_hash
+from core.jobs.answers import Reply, SupplierReply
 from core.jobs.jobs import Job, Stamp
 from core.jobs.states import State
+from core.suppliers import pages
+from core.suppliers.links import link_for
 from store.engine import make_engine
 from store.sql import SqlStore
+from tests.helpers import suppliers
 from tests.helpers.bot import settings_for as base_settings
 from tests.helpers.factories import APPROVER_A, APPROVER_B, OUTSIDER, REQUESTER, make_draft, new_job
 from tests.helpers.miniapp import OTHER_BOT_TOKEN, forged, init_data, tma
@@ -150,6 +155,24 @@ async def test_the_view_shows_every_line_in_the_viewers_language(web, store):
     assert (shown["lang"], shown["dir"]) == ("ur", "rtl")
     assert shown["labels"]["queued"] != "Queued — not sent yet"  # from the Urdu catalogue
     assert "\u2068" in shown["total_text"]  # the amount isolated inside the Urdu sentence
+
+
+async def test_a_sent_pos_view_says_what_its_supplier_answered(web, store):
+    rules, now = settings_for("sqlite+aiosqlite:///unused.db").rules(), utcnow()
+    job = await opened(store)
+    viewer = tma(init_data(TOKEN, APPROVER_A))
+    waiting = (await web.get(f"/api/po/{job.po_number}", headers=viewer)).json()
+    assert waiting["supplier_text"] is None  # not sent: nothing for a supplier to answer
+    review = Review(job.po_number, APPROVER_A, Verdict.APPROVE, 1, job.draft_hash)
+    await decisions.decide(store, review, now, rules)
+    effect = await suppliers.attempted(store, now, rules)  # e-mailed, as a runner does
+    awaiting = (await web.get(f"/api/po/{job.po_number}", headers=viewer)).json()
+    assert awaiting["supplier_text"].startswith("📬 awaiting the supplier's answer (")
+    link = link_for(effect, 30)
+    declined = SupplierReply(Reply.DECLINE, 1, link.hash_prefix, reason="no stock")
+    await pages.answer(store, link, declined, now, rules.approval.zone, rules)
+    said = (await web.get(f"/api/po/{job.po_number}", headers=viewer)).json()["supplier_text"]
+    assert said.startswith("📬 the supplier declined: no stock (")
 
 
 async def test_strangers_and_outsiders_see_nothing(web, store):
