@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING
 
 from bot.clock import Runtime
 from bot.config import Settings
+from bot.mailbox.imap import Mailbox
+from bot.mailbox.runner import MailboxRunner
 from bot.outbox.runner import OutboxRunner
 from bot.outbox.smtp import SmtpSender, SmtpServer
 from bot.web.app import build_web, serving_web
@@ -66,7 +68,8 @@ def build_store(settings: Settings) -> SqlStore:
 
 def build_sender(settings: Settings, metrics: Metrics | None = None) -> SmtpSender:
     """The SMTP sender the settings describe, timing its sends into `metrics` if given; its PO
-    e-mails carry the supplier's link when MANZOORI_PUBLIC_URL is set."""
+    e-mails carry the supplier's link when MANZOORI_PUBLIC_URL is set, and go to
+    MAIL_JOURNAL_BCC too when it is."""
     password = settings.smtp_password.get_secret_value() if settings.smtp_password else None
     server = SmtpServer(
         host=settings.smtp_host,
@@ -77,8 +80,10 @@ def build_sender(settings: Settings, metrics: Metrics | None = None) -> SmtpSend
         password=password,
     )
     timer = metrics.smtp_send if metrics is not None else None
-    links = settings.supplier_links()
-    return SmtpSender(server, mail_from=settings.mail_from, timer=timer, links=links)
+    links, journal = settings.supplier_links(), settings.mail_journal_bcc
+    return SmtpSender(
+        server, mail_from=settings.mail_from, timer=timer, links=links, journal=journal
+    )
 
 
 def build_runner(
@@ -117,6 +122,24 @@ async def run_forever(
         if claimed == 0:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), timeout=poll)
+
+
+def build_mailbox(
+    settings: Settings, store: SqlStore, heartbeats: Heartbeats, metrics: Metrics
+) -> MailboxRunner | None:
+    """The mailbox's pass (bot.mailbox.runner) when IMAP_HOST is set; None without."""
+    config = settings.mailbox()
+    if config is None:
+        return None
+    trouble = functools.partial(heartbeats.trouble, "mailbox")
+    return MailboxRunner(
+        store,
+        Mailbox(config),
+        mail_domain=settings.mail_domain,
+        grace=settings.reconcile_grace(),
+        counters=metrics.mailbox,
+        trouble=trouble,
+    )
 
 
 @dataclass(frozen=True)
@@ -180,6 +203,7 @@ class Running:
     notices: NoticeRunner | None
     heartbeats: Heartbeats
     metrics: Metrics
+    mailbox: MailboxRunner | None = None  # with IMAP_HOST: the Sent folder and the inbox
 
 
 @contextlib.asynccontextmanager
@@ -211,7 +235,8 @@ async def running(
         if web or (app is not None and settings.webhook_url is not None):
             front = build_web(settings, store, heartbeats, metrics, app)
             await stack.enter_async_context(serving_web(front, settings))
-        run = Running(settings, store, outbox, app, notices, heartbeats, metrics)
+        mailbox = build_mailbox(settings, store, heartbeats, metrics)
+        run = Running(settings, store, outbox, app, notices, heartbeats, metrics, mailbox)
         if loops:
             await stack.enter_async_context(_looping(run))
         yield run
@@ -254,6 +279,9 @@ async def _looping(run: Running) -> AsyncIterator[None]:
     tasks.append(asyncio.create_task(run_forever(purge.run_once, PURGE_CHECK_SECONDS, stop)))
     ladder, every = LadderSweep(run.settings, run.store), run.settings.manzoori_ladder_check_seconds
     tasks.append(asyncio.create_task(run_forever(ladder.run_once, every, stop)))
+    if run.mailbox is not None:  # no heartbeat: an IMAP outage is degraded, not unhealthy
+        every = run.settings.manzoori_mailbox_check_seconds
+        tasks.append(asyncio.create_task(run_forever(run.mailbox.run_once, every, stop)))
     try:
         yield
     finally:

@@ -20,11 +20,13 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import Field, SecretStr, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from bot.mailbox.imap import MailboxConfig
 from bot.outbox.links import SupplierLinks
 from bot.outbox.runner import CONNECTIONS, SENDS_PER_CONNECTION, FaultPoint
 from bot.outbox.smtp import TlsMode
 from core.approval.ladder import Ladder, WorkingHours, parse_clock, parse_duration
 from core.approval.policies import ApprovalPolicy, Rules
+from core.drafting.drafts import is_email
 from core.errors import ConfigError
 from core.jobs.retries import RetryPolicy
 from core.records.retention import RETENTION_DAYS, Retention
@@ -228,6 +230,42 @@ class Settings(BaseSettings):
         description="Seconds between two sweeps for due reminders, across all processes (a "
         "nudge is at most this late); > 0",
     )
+    imap_host: str | None = Field(
+        None,
+        description="The buyer's IMAP server; empty: the mailbox is not read (docs/mailbox.md)",
+    )
+    imap_port: int = Field(993, ge=1, le=65535, description="IMAP server port, 1..65535")
+    imap_tls: TlsMode = Field(
+        TlsMode.TLS, description="IMAP transport security: tls (implicit TLS), starttls or none"
+    )
+    imap_username: str = Field("", description="IMAP login name")
+    imap_password: SecretStr = Field(SecretStr(""), description="IMAP password")
+    imap_sent_folder: str = Field(
+        "Sent",
+        min_length=1,
+        description="The folder where the mail relay files its copies of our e-mails (or the "
+        "journal mailbox's folder, with MAIL_JOURNAL_BCC)",
+    )
+    imap_inbox_folder: str = Field(
+        "INBOX", min_length=1, description="The folder suppliers' replies arrive in"
+    )
+    imap_timeout_seconds: float = Field(
+        20.0, gt=0, description="Seconds one IMAP socket operation may take; > 0"
+    )
+    mail_journal_bcc: str | None = Field(
+        None,
+        description="An address every supplier e-mail also goes to, in the envelope only, for "
+        "a relay that files no Sent copy; empty: none",
+    )
+    manzoori_reconcile_grace_seconds: int = Field(
+        900,
+        ge=0,
+        description="Seconds the mail relay may take to file its copy of an e-mail before a "
+        "missing copy counts as evidence that it did not leave; integer >= 0",
+    )
+    manzoori_mailbox_check_seconds: float = Field(
+        60.0, gt=0, description="Seconds between two passes over the mailbox, per process; > 0"
+    )
     manzoori_fault_point: FaultPoint | None = Field(
         None,
         description="For crash tests only: the runner kills itself with SIGKILL at that point; "
@@ -285,6 +323,15 @@ class Settings(BaseSettings):
         if not at or not local or not domain or "@" in domain:
             raise ValueError(f"expected an address like orders@example.com, got {value!r}")
         return value.strip()
+
+    @field_validator("mail_journal_bcc")
+    @classmethod
+    def _journal_is_an_address(cls, value: str | None) -> str | None:
+        if not value:
+            return None
+        if not is_email(value) or not value.isascii():
+            raise ValueError("must be one plain ASCII e-mail address, like journal@shop.pk")
+        return value
 
     @field_validator("webhook_secret")
     @classmethod
@@ -428,6 +475,25 @@ class Settings(BaseSettings):
     def tz(self) -> ZoneInfo:
         """The time zone users see dates in."""
         return ZoneInfo(self.manzoori_timezone)
+
+    def mailbox(self) -> MailboxConfig | None:
+        """Where the buyer's mailbox is (bot.mailbox); None without IMAP_HOST."""
+        if not self.imap_host:
+            return None
+        return MailboxConfig(
+            host=self.imap_host,
+            port=self.imap_port,
+            tls=self.imap_tls,
+            username=self.imap_username,
+            password=self.imap_password.get_secret_value(),
+            sent_folder=self.imap_sent_folder,
+            inbox_folder=self.imap_inbox_folder,
+            timeout=self.imap_timeout_seconds,
+        )
+
+    def reconcile_grace(self) -> timedelta:
+        """How long the relay may take to file its copy (MANZOORI_RECONCILE_GRACE_SECONDS)."""
+        return timedelta(seconds=self.manzoori_reconcile_grace_seconds)
 
     def supplier_links(self) -> SupplierLinks | None:
         """How the links in supplier e-mails are made; None without MANZOORI_PUBLIC_URL, when

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from core.jobs.states import State
     from core.people.users import TelegramUser
     from core.records.audit import Logged
+    from core.suppliers.replies import Cursor, FiledMail
     from core.versions import FileKind
 
 T = TypeVar("T")
@@ -63,6 +64,18 @@ class ReadTx(Protocol):
 
     async def audit(self, job_id: str) -> list[AuditEvent]:
         """A job's audit trail, oldest first (a called-off PO's reason is read from it)."""
+
+    async def mailbox_cursor(self, folder: str) -> Cursor | None:
+        """Where the reading of a mailbox folder stands; None if it was never read."""
+
+    async def supplier_mail_filed(self, job_id: str, message_id: str) -> bool:
+        """Whether a reply with that Message-ID was filed on the job already."""
+
+    async def supplier_mail(self, mail_id: int) -> FiledMail | None:
+        """A reply filed on a PO, its text opened (emptied once purged); None if unknown."""
+
+    async def supplier_mails(self, job_id: str) -> list[FiledMail]:
+        """The replies filed on a job, oldest first."""
 
     async def supplier_answers(self, job_id: str) -> list[Answer]:
         """What the job's supplier answered from the e-mails' links, oldest first."""
@@ -203,6 +216,13 @@ class Tx(ReadTx, Protocol):
 
     async def append_audit(self, *events: AuditEvent) -> None:
         """Append audit events, in order."""
+
+    async def set_mailbox_cursor(self, folder: str, cursor: Cursor, now: datetime) -> None:
+        """Move a folder's cursor (never back within one UIDVALIDITY)."""
+
+    async def insert_supplier_mail(self, reply: FiledMail) -> int:
+        """Keep a reply, its sender, subject, text and attachments' names sealed; its id.
+        InsertConflict if that folder's UID was filed meanwhile."""
 
     async def insert_supplier_answer(self, answer: Answer) -> None:
         """Keep a supplier's answer (its reason and note sealed); InsertConflict if one was kept

@@ -123,6 +123,7 @@ class RetentionQueries:
         states and times stay."""
         drafts, decisions, effects = schema.drafts, schema.decisions, schema.effects
         documents, answers = schema.effect_documents, schema.supplier_answers
+        mail = schema.supplier_mail
         keys = select(effects.c.key).where(effects.c.job_id == job_id)
         targets: dict[Removed, tuple[Table, ColumnElement[bool], dict[str, Any]]] = {
             Removed.DRAFT_BODIES: (
@@ -152,6 +153,11 @@ class RetentionQueries:
                 answers,
                 and_(answers.c.job_id == job_id, answers.c.text_encrypted.is_not(None)),
                 {"text_encrypted": None},
+            ),
+            Removed.SUPPLIER_MAIL: (
+                mail,
+                and_(mail.c.job_id == job_id, mail.c.mail_encrypted.is_not(None)),
+                {"mail_encrypted": None},
             ),
         }
         removed: dict[Removed, int] = {}

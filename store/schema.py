@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import (
     JSON,
     BigInteger,
+    Boolean,
     Column,
     DateTime,
     ForeignKey,
@@ -201,6 +202,39 @@ supplier_answers = Table(
     Column("outcome", String(16), nullable=False),
     Column("proposal_version", Integer),
     Column("decided_at", UtcDateTime),
+)
+
+# Suppliers' e-mail replies filed on their PO (core.suppliers.replies). Sender, subject, text
+# and attachments' names are sealed in `mail_encrypted` (the purge of a closed job empties it);
+# the Message-ID is kept as its SHA-256, to file a message read twice once.
+supplier_mail = Table(
+    "supplier_mail",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("job_id", String(36), ForeignKey("jobs.id"), nullable=False),
+    Column("folder", String(200), nullable=False),
+    Column("uidvalidity", BigInteger, nullable=False),
+    Column("uid", BigInteger, nullable=False),
+    Column("message_id_hash", String(64), nullable=False),
+    Column("sent_at", UtcDateTime),  # the message's Date header
+    Column("filed_at", UtcDateTime, nullable=False),
+    Column("matched_by", String(16), nullable=False),
+    Column("on_file", Boolean, nullable=False),
+    Column("readable", Boolean, nullable=False),
+    Column("size", BigInteger, nullable=False),
+    Column("mail_encrypted", LargeBinary),  # sealed JSON; NULL once purged
+    UniqueConstraint("folder", "uidvalidity", "uid"),
+    Index(None, "job_id", "message_id_hash"),
+)
+
+# Where the reading of each mailbox folder stands: its UIDVALIDITY and the last UID read.
+mailbox_cursors = Table(
+    "mailbox_cursors",
+    metadata,
+    Column("folder", String(200), primary_key=True),
+    Column("uidvalidity", BigInteger, nullable=False),
+    Column("last_uid", BigInteger, nullable=False),
+    Column("updated_at", UtcDateTime, nullable=False),
 )
 
 # Append-only: database triggers refuse UPDATE and DELETE (see the initial migration).

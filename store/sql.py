@@ -35,6 +35,7 @@ from store.counts import CountQueries
 from store.engine import READING, is_busy
 from store.files import FileQueries
 from store.group_commit import GroupCommit
+from store.mailbox import MailboxQueries
 from store.notices import NoticeQueries
 from store.people import PeopleQueries
 from store.purchasing import PurchasingQueries
@@ -94,6 +95,7 @@ class SqlTx(
     AuditQueries,
     ClientDecisionQueries,
     SupplierQueries,
+    MailboxQueries,
 ):
     """One transaction on one connection; implements core.ports.Tx."""
 

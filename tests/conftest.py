@@ -17,6 +17,7 @@ from store.migrate import upgrade
 from store.schema import metadata
 from store.sql import SqlStore
 from tests.helpers.botapi import botapi_fixture  # noqa: F401 - provides the `botapi` fixture
+from tests.helpers.dovecot import dovecot  # noqa: F401 - provides the `dovecot` fixture
 from tests.helpers.store import DATA_KEY, grant_cast
 
 POSTGRES_URL = os.environ.get("TEST_POSTGRES_URL")

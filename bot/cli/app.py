@@ -17,6 +17,7 @@ from bot.cli.common import JsonFlag, PoNumber, TelegramId, fail, need_note, stam
 from bot.cli.company import company_app
 from bot.cli.demo import demo
 from bot.cli.env_file import write_env_file
+from bot.cli.mailbox import mailbox_app
 from bot.cli.policy import policy_app
 from bot.cli.purchasing import sheets_app, suppliers_app
 from bot.cli.retention import purge
@@ -49,6 +50,7 @@ app.add_typer(sheets_app, name="sheets")
 app.add_typer(policy_app, name="policy")
 app.add_typer(company_app, name="company")
 app.add_typer(audit_app, name="audit")
+app.add_typer(mailbox_app, name="mailbox")
 app.command("purge")(purge)
 
 
@@ -203,7 +205,13 @@ def jobs_reconcile(
     note: Annotated[str, typer.Option(help="What you checked with the supplier.")],
     sent: Annotated[bool, typer.Option("--sent", help="The supplier has the e-mail.")] = False,
     not_sent: Annotated[
-        bool, typer.Option("--not-sent", help="It never arrived: send once more with the same key.")
+        bool,
+        typer.Option(
+            "--resend",
+            "--not-sent",
+            help="It never arrived (no copy in the relay's Sent folder, say): send once more "
+            "with the same key and Message-ID.",
+        ),
     ] = False,
     failed: Annotated[bool, typer.Option("--failed", help="Give up on this send.")] = False,
     settled: Annotated[
@@ -227,7 +235,7 @@ def jobs_reconcile(
         if flag
     ]
     if len(chosen) != 1:
-        raise fail("give exactly one of --sent, --not-sent, --failed, --settled")
+        raise fail("give exactly one of --sent, --resend, --failed, --settled")
     need_note(note)
     job = with_store(
         lambda _s, store: calling_off.reconcile(store, po_number, chosen[0], note, stamp())

@@ -194,8 +194,12 @@ class SmtpSender:
         mail_from: str,
         timer: Histogram | None = None,
         links: SupplierLinks | None = None,
+        journal: str | None = None,
     ) -> None:
         self.server, self.mail_from = server, mail_from
+        # MAIL_JOURNAL_BCC: every e-mail goes to it too, in the envelope only (no header names
+        # it), so a relay that files no Sent copy still leaves one to reconcile against.
+        self.journal = journal
         self.timer = timer  # each send's duration, successful or not (bot/web/metrics.py)
         self.links = links  # the supplier's link in PO e-mails; None: no e-mail carries one
         self.envelope_from = email.utils.parseaddr(mail_from)[1]
@@ -280,6 +284,8 @@ class SmtpSession:
             async with asyncio.timeout(sender.server.timeout):
                 client = await self._mail_from()
                 await client.rcpt(recipient)
+                if sender.journal is not None:
+                    await self._journal(client, sender.journal, key)
                 self._phase = Phase.DATA
                 reply = await client.data(payload)
         except (smtp_errors.SMTPException, OSError) as exc:
@@ -296,6 +302,14 @@ class SmtpSession:
             "smtp_code": reply.code,
             "smtp_message": redact(reply.message),
         }
+
+    async def _journal(self, client: aiosmtplib.SMTP, journal: str, key: str) -> None:
+        """The journal mailbox as a second recipient; its refusal is logged, never the
+        supplier's e-mail's failure (the copy is evidence, not the delivery)."""
+        try:
+            await client.rcpt(journal)
+        except smtp_errors.SMTPRecipientRefused as refused:
+            log.warning("send %s: the journal address was refused: %s", key, refused.code)
 
     async def close(self) -> None:
         """Say QUIT if still connected; a failed QUIT never changes the outcome of a send."""

@@ -428,6 +428,20 @@ def signed_markup(
     return InlineKeyboardMarkup([[button(text, action) for text, action in row] for row in rows])
 
 
+def po_markup(
+    secret: bytes, job: Job, *, tr: Translator = ENGLISH, public_url: str | None = None
+) -> InlineKeyboardMarkup:
+    """A PO's Details (its PDF and CSV) and, with a public URL, Review (the Mini App), for news
+    about it that is not a card."""
+    signed = signed_markup(secret, job, [[(tr(DETAILS_TEXT), ButtonAction.DETAILS)]])
+    if public_url is None:
+        return signed
+    review = InlineKeyboardButton(
+        tr(REVIEW_TEXT), web_app=WebAppInfo(page_url(public_url, job.po_number))
+    )
+    return InlineKeyboardMarkup([[*signed.inline_keyboard[0], review]])
+
+
 def card_markup(
     secret: bytes, job: Job, *, tr: Translator = ENGLISH, public_url: str | None = None
 ) -> InlineKeyboardMarkup:

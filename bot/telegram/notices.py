@@ -23,9 +23,10 @@ from telegram.constants import ParseMode
 
 from bot.clock import Runtime
 from bot.config import Settings
-from bot.telegram.cards import card_html, card_markup, outcome_html
+from bot.telegram.cards import card_html, card_markup, outcome_html, po_markup
 from bot.telegram.errors import classify
 from bot.telegram.ladder import nudge_html, nudge_markup
+from bot.telegram.review_texts import left_html
 from bot.telegram.texts import (
     WHATSAPP_TEXT,
     admin_alert,
@@ -36,6 +37,7 @@ from bot.telegram.texts import (
     requester_notice,
     short_stage_alert,
     silent_notice,
+    supplier_mail_notice,
     supplier_notice,
     turned_down_notice,
     whatsapp_url,
@@ -49,6 +51,7 @@ from core.jobs.notices import (
     EVERYONE,
     SILENT,
     SUPPLIER,
+    SUPPLIER_MAIL,
     TURNED_DOWN,
     Notice,
     NoticeKind,
@@ -56,6 +59,7 @@ from core.jobs.notices import (
 )
 from core.messaging import cards, delivery, nudges
 from core.messaging.delivery import Failure, News, Undelivered
+from core.outbox import review
 from core.ports import ShellStore
 
 log = logging.getLogger(__name__)
@@ -108,6 +112,8 @@ class NoticeRunner:
                 await self._card(notice)
             case NoticeKind.CARD_EDITS:
                 await self._edit_cards(notice)
+            case NoticeKind.QUEUE_EDITS:
+                await self._edit_queue_items(notice)
             case NoticeKind.ALERT if notice.user_id == EVERYONE:
                 admins, now = self.settings.manzoori_admin_ids, self.runtime.now()
                 default = self.settings.approval_policy().default_policy
@@ -126,7 +132,7 @@ class NoticeRunner:
                 news = await delivery.news_to_send(self.store, notice, self.runtime.now(), default)
                 if news is not None:
                     tr = (await self._speaking([notice.user_id]))[notice.user_id]
-                    markup = self._whatsapp(news, tr)
+                    markup = self._whatsapp(news, tr) or self._po_buttons(news, tr)
                     text = _news_text(notice, news, tr, self.settings.tz)
                     await self._send_text(notice, text, markup)
 
@@ -194,6 +200,18 @@ class NoticeRunner:
         url = whatsapp_url(news.phone, chase_message(news.draft, link))
         return InlineKeyboardMarkup([[InlineKeyboardButton(tr(WHATSAPP_TEXT), url=url)]])
 
+    def _po_buttons(self, news: News, tr: Translator) -> InlineKeyboardMarkup | None:
+        """An e-mail reply's news: the PO's Details (its PDF) and, with a public URL, Review
+        (the Mini App, which shows the supplier's status), for its current version."""
+        job = news.job
+        if news.event != SUPPLIER_MAIL or job is None or job.draft_version is None:
+            return None
+        if job.draft_hash is None:
+            return None
+        return po_markup(
+            self.settings.secret, job, tr=tr, public_url=self.settings.manzoori_public_url
+        )
+
     async def _send_text(
         self, notice: Notice, text: str, markup: InlineKeyboardMarkup | None = None
     ) -> None:
@@ -225,22 +243,50 @@ class NoticeRunner:
             else:
                 assert edit.outcome is not None
                 text, markup = outcome_html(edit.outcome, tz, tr=tr), None
-            try:
-                await self.bot.edit_message_text(
-                    text,
-                    chat_id=card.user_id,
-                    message_id=card.message_id,
-                    parse_mode=ParseMode.HTML,
-                    reply_markup=markup,
-                )
-            except Exception as error:
-                why = classify(error)
-                if why.failure in _RETRY_EDITS:
-                    await self._failed(notice, why)  # all again later: edits are idempotent
-                    return
-                if why.failure is not Failure.NOT_MODIFIED:  # else the edit is there already
-                    log.warning("card %s not edited: %s", card.key, why.detail)
+            assert card.message_id is not None  # a delivered card
+            if not await self._edit(notice, card, card.message_id, text, markup):
+                return
         await delivery.sent(self.store, notice, None, self.runtime.now())
+
+    async def _edit_queue_items(self, notice: Notice) -> None:
+        """Edit every review-queue message of the job to say how it left the queue."""
+        assert notice.job_id is not None  # QUEUE_EDITS are a job's
+        left = await review.queue_items_left(self.store, notice.job_id)
+        speaking = await self._speaking({item.message.user_id for item in left if item.message})
+        for item in left:
+            assert item.message is not None and item.message.message_id is not None
+            text = left_html(item, self.settings.tz, tr=speaking[item.message.user_id])
+            if not await self._edit(notice, item.message, item.message.message_id, text, None):
+                return
+        await delivery.sent(self.store, notice, None, self.runtime.now())
+
+    async def _edit(
+        self,
+        notice: Notice,
+        shown: Notice,
+        message_id: int,
+        html: str,
+        markup: InlineKeyboardMarkup | None,
+    ) -> bool:
+        """Edit the message `shown` (a card, a queue message) to `html`; False if Telegram
+        asked to wait, with `notice` put off so that all its edits are made again later (edits
+        are idempotent). Any other failure is that message's alone."""
+        try:
+            await self.bot.edit_message_text(
+                html,
+                chat_id=shown.user_id,
+                message_id=message_id,
+                parse_mode=ParseMode.HTML,
+                reply_markup=markup,
+            )
+        except Exception as error:
+            why = classify(error)
+            if why.failure in _RETRY_EDITS:
+                await self._failed(notice, why)
+                return False
+            if why.failure is not Failure.NOT_MODIFIED:  # else the edit is there already
+                log.warning("message %s not edited: %s", shown.key, why.detail)
+        return True
 
     async def _speaking(self, user_ids: Collection[int]) -> dict[int, Translator]:
         """Each recipient's translator, read when their message is rendered: a choice made
@@ -272,6 +318,9 @@ def _news_text(notice: Notice, news: News, tr: Translator, tz: tzinfo) -> str:
     if notice.kind is NoticeKind.STATUS and news.event == SUPPLIER:
         assert news.answer is not None and news.draft is not None
         return supplier_notice(news.answer, news.draft, tr=tr)
+    if notice.kind is NoticeKind.STATUS and news.event == SUPPLIER_MAIL:
+        assert news.mail is not None and news.job is not None
+        return supplier_mail_notice(news.mail, news.job.po_number, news.addressed, tz, tr=tr)
     if notice.kind is NoticeKind.STATUS and news.event == EDITED:
         po, changes = news.job.po_number, news.changes
         return edit_notice(po, news.editor, changes, news.total_paisa, tr=tr)

@@ -21,17 +21,19 @@ from bot.telegram.cards import escaped, signed_markup
 from bot.telegram.context import Deps, answer_tap, deps_of
 from bot.telegram.decisions import NOT_VALID, checked_tap, deliver_now
 from bot.telegram.errors import classify
+from bot.telegram.review_texts import left_html, told
 from bot.words.i18n import ENGLISH, N_, Translator, language_of, translator
 from bot.words.texts import local_time
 from core.approval.signing import ButtonAction
 from core.drafting.money import format_pkr
 from core.errors import AlreadyResolved, IllegalTransition, NotAnAdmin
 from core.jobs.effects import EffectKind, message_id
-from core.jobs.jobs import Effect, Job
+from core.jobs.jobs import AuditEvent, Effect, Job
 from core.jobs.states import CALLING_OFF, NEEDS_REVIEW, State
 from core.messaging.delivery import Failure
 from core.outbox import review
-from core.outbox.review import Choice, Resolution
+from core.outbox.reconcile import COPY_MISSING
+from core.outbox.review import Choice
 from core.people.users import called, is_admin
 from core.ports import ShellReadTx
 
@@ -83,6 +85,7 @@ class QueueItem:
     requester: str
     send: Effect | None  # the last send of the current draft version, if it got that far
     what: str  # what happened, from the audit event that put it in the queue
+    missing: AuditEvent | None = None  # the relay's folder held no copy of `send` (reconcile)
 
 
 async def queue_items(tx: ShellReadTx, limit: int) -> tuple[list[QueueItem], int]:
@@ -97,16 +100,20 @@ async def _item(tx: ShellReadTx, job: Job) -> QueueItem:
     sends = [e for e in await tx.effects_for(job.id) if e.draft_version == job.draft_version]
     if job.state in CALLING_OFF:  # the cancellation's e-mail is the one to check
         sends = [e for e in sends if e.kind == EffectKind.CANCEL_PO]
-    entered = [a for a in await tx.audit(job.id) if a.to_state is job.state]
+    trail = await tx.audit(job.id)
+    entered = [a for a in trail if a.to_state is job.state and a.from_state is not job.state]
     detail = entered[-1].detail if entered else {}
     why = detail.get("error") or detail.get("reason") or detail.get("note")
     what = ": ".join(str(part) for part in (detail.get("decision"), why) if part)
+    key = sends[-1].key if sends else None
+    missing = [a for a in trail if a.action == COPY_MISSING and a.detail.get("key") == key]
     return QueueItem(
         job=job,
         supplier=draft.supplier_name if draft else job.supplier_id or "-",
         requester=called(known, job.requester_id),
         send=sends[-1] if sends else None,
         what=what or (sends[-1].last_error if sends else None) or "no reason recorded",
+        missing=missing[-1] if missing else None,
     )
 
 
@@ -137,6 +144,17 @@ def item_html(item: QueueItem, tz: tzinfo, mail_domain: str, *, tr: Translator =
             tr.ltr(f"Key: <code>{escaped(send.key)}</code>"),
             tr.ltr(f"Message-ID: <code>{escaped(message_id(send.key, mail_domain))}</code>"),
         ]
+    if item.missing is not None:
+        folder = escaped(str(item.missing.detail.get("folder", "?")))
+        at = escaped(local_time(item.missing.at, tz))
+        lines.append(
+            tr(
+                "📭 No copy in the mail relay's {folder} folder as of {at}: it most likely "
+                "did not leave.",
+                folder=folder,
+                at=at,
+            )
+        )
     advice = _ADVICE.get(job.state)
     return "\n".join([*lines, escaped(tr(advice)) if advice else ""]).rstrip()
 
@@ -173,11 +191,13 @@ async def queue_command(update: Update, context: ContextTypes.DEFAULT_TYPE) -> N
         )
     )
     for item in items:
-        await message.reply_text(
+        shown = await message.reply_text(
             item_html(item, settings.tz, settings.mail_domain, tr=tr),
             parse_mode=ParseMode.HTML,
             reply_markup=item_markup(settings.secret, item.job, tr=tr),
         )
+        # edited once the PO leaves the queue, whoever or whatever settles it
+        await review.shown(deps.store, item.job, shown.chat_id, shown.message_id, utcnow())
     if more:
         await message.reply_text(
             tr("… and {count} more. Handle these, then send /queue again.", count=more)
@@ -197,23 +217,27 @@ async def on_queue_tap(update: Update, context: ContextTypes.DEFAULT_TYPE) -> No
         return
     answer, headline = await _resolve(deps, user, job, (choice, button.draft_version), tap.tr)
     await answer_tap(query, answer)  # at once: the phone shows a spinner until then
-    if headline is not None:
+    if headline is None:  # done: the message says how the PO left the queue
+        left = await review.left_since(deps.store, job.id, job.version)
+        if left is not None:
+            await _edit(query, left_html(left, deps.settings.tz, tr=tap.tr))
+        deliver_now(context, deps, job.id)  # the requester's news, any new cards, the queue
+    elif headline:
         await _edit(query, await _outcome_html(deps, job.id, headline, tap.tr))
-        deliver_now(context, deps, job.id)  # the requester's news, any new cards
 
 
 async def _resolve(
     deps: Deps, user: User, job: Job, chosen: tuple[Choice, int], tr: Translator
 ) -> tuple[str, str | None]:
-    """The answer for the tapper, and the message's new headline (None: leave it alone), for
-    a choice on a draft version."""
+    """The answer for the tapper, and the message's new headline for a choice that was not
+    taken ("": leave the message alone; None: the choice was taken, see left_html)."""
     settings, now, po = deps.settings, utcnow(), job.po_number
     try:
         choice = review.AdminChoice(po, chosen[1], chosen[0], user.id)
         admins = settings.manzoori_admin_ids
         done = await review.resolve(deps.store, choice, admins, now, settings.rules())
     except NotAnAdmin:
-        return tr(ONLY_ADMINS), None
+        return tr(ONLY_ADMINS), ""
     except AlreadyResolved as moved:
         if moved.state in NEEDS_REVIEW:  # back in the queue, as another draft version
             where = f"v{moved.draft_version}, {moved.state}"
@@ -227,32 +251,7 @@ async def _resolve(
         return tr("That no longer applies: {po} is {state}.", po=po, state=str(refused.state)), (
             tr("ℹ️ Now {state}: send /queue again", state=escaped(refused.state))
         )
-    answer, headline = _told(done, tr)
-    by, at = escaped(user.first_name), escaped(local_time(now, settings.tz))
-    return answer, tr("{headline} by {name} at {at}", headline=headline, name=by, at=at)
-
-
-def _told(done: Resolution, tr: Translator) -> tuple[str, str]:
-    """What a resolution is called in the tap's answer and on the message."""
-    version = done.job.draft_version
-    match done.choice:
-        case Choice.MARK_SENT:
-            return tr("Marked sent."), tr("✅ <b>Marked sent</b>")
-        case Choice.SEND_AGAIN if done.was in (State.UNKNOWN_OUTCOME, State.CANCEL_UNKNOWN):
-            return (
-                tr("Sending again with the same key."),
-                tr("🔁 <b>Sending again</b> with the same key"),
-            )
-        case Choice.SEND_AGAIN:
-            return (
-                tr("Re-issued as v{version}; it needs a fresh approval.", version=version),
-                tr("🔁 <b>Re-issued as v{version}</b> for a fresh approval", version=version),
-            )
-        case Choice.CANCEL:
-            return tr("Cancelled."), tr("🚫 <b>Cancelled</b>")
-        case Choice.SETTLED:
-            return tr("Settled: the PO is cancelled."), tr("☎️ <b>Settled</b>")
-    raise AssertionError(done.choice)
+    return told(done.choice, done.was, done.job.draft_version, tr)[0], None
 
 
 async def _outcome_html(deps: Deps, job_id: str, headline: str, tr: Translator) -> str:

@@ -16,21 +16,24 @@ from bot.words.i18n import ENGLISH, N_, Translator
 from bot.words.texts import local_time
 from core.approval.policies import DEFAULT_GROUP, Policy, Role
 from core.approval.shortfalls import Shortfall
-from core.drafting.drafts import Draft, LineDiff
+from core.drafting.drafts import Draft, LineDiff, mask_email
 from core.drafting.money import format_pkr
 from core.jobs.answers import Answer, Reply, SupplierStatus
 from core.jobs.effects import EffectKind
 from core.jobs.jobs import Job
 from core.jobs.notices import (
     CALLED_OFF,
+    COPY_MISSING,
     NOBODY_TO_ASK,
     NOTE_FAILED,
     SETTLED_BY_LINK,
+    SETTLED_BY_RELAY,
     UNREACHABLE,
 )
 from core.jobs.states import State
 from core.people.people import BranchChange, GroupChange, Invitation
 from core.people.users import TelegramUser
+from core.suppliers.replies import FiledMail
 from core.texts import flatten
 
 _ROLE_HELP = {
@@ -347,6 +350,70 @@ def call_off_notice(
     return tr("🚫 {po} is cancelled: the supplier has the cancellation.", po=po_number)
 
 
+# Attachments a reply's news names, at most; the rest are counted.
+_FILES_SHOWN = 10
+# What marks each line of a supplier's words in a message, so none can pass for one of ours.
+QUOTE_MARK = "▏"
+
+
+def supplier_mail_notice(
+    filed: FiledMail, po_number: str, addressed: str, tz: tzinfo, *, tr: Translator = ENGLISH
+) -> str:
+    """What a PO's requester and approvers are told of an e-mail reply about it: who wrote,
+    when, the subject, the new words (each line marked as the supplier's), the attachments by
+    name and size; a message too large or malformed to read by its size and sender only. Never
+    an approval, whatever it says."""
+    mail = filed.mail
+    sender = flatten(f"{mail.sender_name} <{mail.sender}>" if mail.sender_name else mail.sender)
+    when = local_time(mail.date or filed.filed_at, tz)
+    lines = [
+        tr(
+            "📧 {po}: an e-mail reply from {sender}, {when}",
+            po=po_number,
+            sender=sender or "?",
+            when=when,
+        )
+    ]
+    if not filed.on_file:
+        lines.append(
+            tr(
+                "⚠️ From an address not on file: the PO went to {address}.",
+                address=mask_email(addressed) if addressed else "?",
+            )
+        )
+    if not mail.readable:
+        lines.append(
+            tr(
+                "It is {size} and cannot be shown here (too large, or not a well-formed "
+                "e-mail): read it in the buyer's mailbox.",
+                size=size_text(mail.size),
+            )
+        )
+        return "\n".join(lines)
+    if mail.subject:
+        lines.append(tr("Subject: {subject}", subject=flatten(mail.subject)))
+    words = [f"{QUOTE_MARK} {flatten(line)}".rstrip() for line in mail.excerpt.splitlines()]
+    lines += ["", *(words or [f"{QUOTE_MARK} " + tr("(no text)")])]
+    if mail.attachments:
+        shown = ", ".join(
+            f"{flatten(a.name)} ({size_text(a.size)})" for a in mail.attachments[:_FILES_SHOWN]
+        )
+        more = len(mail.attachments) - _FILES_SHOWN
+        if more > 0:
+            shown += " " + tr.plural("and {count} more", "and {count} more", more)
+        lines += ["", tr("Attachments (in the buyer's mailbox): {files}", files=shown)]
+    return "\n".join(lines)
+
+
+def size_text(size: int) -> str:
+    """A size in bytes as a person reads it: 820 B, 120 KB, 7.2 MB."""
+    if size < 1_000:
+        return f"{size} B"
+    if size < 1_000_000:
+        return f"{size / 1_000:.0f} KB"
+    return f"{size / 1_000_000:.1f} MB"
+
+
 def supplier_notice(answer: Answer, draft: Draft, *, tr: Translator = ENGLISH) -> str:
     """What a sent PO's requester and approvers are told when its supplier answered from the
     link in the e-mail: accepted (by when), declined (why), or proposed changes (which)."""
@@ -554,6 +621,20 @@ def admin_alert(
         return tr(
             "✅ {po} left the review queue on its own: the supplier opened the link in its "
             "e-mail, so the e-mail arrived. It is settled as sent; nothing was sent again.",
+            po=po_number,
+        )
+    if event == SETTLED_BY_RELAY:
+        return tr(
+            "✅ {po} left the review queue on its own: the mail relay's Sent folder holds a "
+            "copy of its e-mail, so the e-mail left. It is settled as sent; nothing was sent "
+            "again.",
+            po=po_number,
+        )
+    if event == COPY_MISSING:
+        return tr(
+            "📭 {po}: its e-mail is still not in the mail relay's Sent folder, so it most "
+            "likely did not leave. Nothing is sent without a person: send /queue and tap Send "
+            "again, or ask the supplier first.",
             po=po_number,
         )
     if event == NOBODY_TO_ASK:

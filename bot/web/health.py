@@ -1,4 +1,5 @@
-"""The runners' heartbeats behind /healthz: when each loop last completed a pass."""
+"""The runners' heartbeats behind /healthz: when each loop last completed a pass, and what the bot
+works without that is failing now (the mailbox)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ class Heartbeats:
 
     clock: Callable[[], float] = time.monotonic
     _last: dict[str, float] = field(default_factory=dict)
+    _troubles: dict[str, str] = field(default_factory=dict)
 
     def expect(self, name: str) -> None:
         """Count `name` as started now, so it has three intervals for its first pass."""
@@ -24,6 +26,18 @@ class Heartbeats:
     def beat(self, name: str) -> None:
         """`name` has just completed a pass."""
         self._last[name] = self.clock()
+
+    def trouble(self, name: str, reason: str | None) -> None:
+        """`name`, a helper the bot works without (the mailbox), is failing for `reason`, or
+        (None) works again: /healthz says degraded, never unhealthy, while it fails."""
+        if reason is None:
+            self._troubles.pop(name, None)
+        else:
+            self._troubles[name] = reason
+
+    def troubles(self) -> dict[str, str]:
+        """What is failing now that the bot works without, and why."""
+        return dict(sorted(self._troubles.items()))
 
     def ages(self) -> dict[str, float]:
         """Seconds since each expected runner's last pass (or its start)."""

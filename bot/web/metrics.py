@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
+from bot.mailbox.runner import MailboxCounters
 from core.jobs.states import NEEDS_REVIEW
 from store.counts import RowCounts
 
@@ -65,6 +66,27 @@ class Metrics:
         self.telegram_429s = by_method(
             "manzoori_telegram_rate_limited",
             "Bot API calls answered 429 Too Many Requests, by method",
+        )
+
+        self.mailbox = MailboxCounters(
+            passes=Counter(
+                "manzoori_mailbox_passes",
+                "Passes over the buyer's IMAP mailbox, by outcome (ok, or failed)",
+                ["outcome"],
+                registry=registry,
+            ),
+            settled=Counter(
+                "manzoori_mailbox_settled",
+                "Ambiguous sends looked up in the Sent folder, by finding",
+                ["finding"],
+                registry=registry,
+            ),
+            replies=Counter(
+                "manzoori_mailbox_replies",
+                "Inbox messages read, by what became of them (filed on a PO, or left alone)",
+                ["fate"],
+                registry=registry,
+            ),
         )
 
     def record_rows(self, counts: RowCounts) -> None:

@@ -23,6 +23,7 @@ from core.people.users import name_of
 from core.ports import ShellReadTx
 from core.records.retention import JOBS, PURGED, STRANGER_NAMES, Removed, Stale
 from core.suppliers.pages import supplier_status
+from core.suppliers.replies import FiledMail
 from core.texts import flatten
 
 
@@ -136,6 +137,24 @@ async def _supplier(tx: ShellReadTx, job: Job) -> dict[str, Any] | None:
         "status": status.value,
         "at": _iso(since),
         "answers": [_answer(a) for a in await tx.supplier_answers(job.id)],
+        "replies": [_reply(r) for r in await tx.supplier_mails(job.id)],
+    }
+
+
+def _reply(r: FiledMail) -> dict[str, Any]:
+    """An e-mail reply filed on the PO (core.suppliers.replies): who, when, how it was matched;
+    its text stays in the database, sealed."""
+    mail = r.mail
+    return {
+        "at": _iso(mail.date or r.filed_at),
+        "filed_at": _iso(r.filed_at),
+        "from": mail.sender or None,
+        "on_file": r.on_file,
+        "subject": mail.subject or None,
+        "matched_by": r.matched_by,
+        "attachments": [{"name": a.name, "size": a.size} for a in mail.attachments],
+        "size": mail.size,
+        "readable": mail.readable,
     }
 
 
@@ -253,7 +272,11 @@ def _supplier_lines(detail: dict[str, Any], tz: tzinfo, tr: Translator) -> list[
     if not supplier:
         return []
     at = tr.ltr(_local(supplier["at"], tz))
-    return [tr("supplier: {status} since {at}", status=tr.ltr(supplier["status"]), at=at)]
+    lines = [tr("supplier: {status} since {at}", status=tr.ltr(supplier["status"]), at=at)]
+    for reply in supplier.get("replies", ()):
+        when, sender = tr.ltr(_local(reply["at"], tz)), tr.ltr(flatten(reply["from"] or "?"))
+        lines.append(tr("  e-mail reply from {sender} at {at}", sender=sender, at=when))
+    return lines
 
 
 def _approval_line(a: dict[str, Any], tz: tzinfo, tr: Translator) -> str:
@@ -310,6 +333,7 @@ _KIND_NAMES = {
     Removed.EFFECT_PAYLOADS.value: N_("send receipts"),
     Removed.DOCUMENTS.value: N_("PO documents"),
     Removed.SUPPLIER_TEXTS.value: N_("supplier notes"),
+    Removed.SUPPLIER_MAIL.value: N_("supplier e-mail replies"),
 }
 
 

@@ -1,6 +1,6 @@
 """Telegram messages the system owes people, as outbox rows: a restart resumes delivery.
 
-Five kinds, each owed in the same transaction as the change it reports (the use cases, and
+Six kinds, each owed in the same transaction as the change it reports (the use cases, and
 core.jobs.transitions.move):
 - CARD: an approval card, owed to every approver (except the requester) when a draft version
   starts waiting for approval;
@@ -15,7 +15,10 @@ core.jobs.transitions.move):
   be completed, or, about no job, a policy was put in force with a group nobody can approve
   for). It is owed to nobody in particular
   (EVERYONE) and fanned out, on delivery, to one row per admin, since who is an admin is
-  configuration as well as data.
+  configuration as well as data;
+- QUEUE_EDITS: the job left the manual-review queue (an admin's choice, the supplier's link,
+  the relay's copy of the e-mail): every review-queue message /queue showed of it (QUEUE_ITEM,
+  a record of a message sent, never owed) is to be edited to say what settled it.
 
 Delivery is at-least-once, unlike the supplier e-mail: a card sent twice after a crash is a
 nuisance, not a second order, and a tap on either card names the same draft version and hash. This
@@ -42,6 +45,8 @@ class NoticeKind(StrEnum):
     STATUS = "status"  # a requester's news
     ALERT = "alert"  # the admins' news
     NUDGE = "nudge"  # a rung of the reminder ladder, or the daily digest (core.messaging.nudges)
+    QUEUE_ITEM = "queue_item"  # a review-queue message /queue sent an admin: a record, never owed
+    QUEUE_EDITS = "queue_edits"  # edit the job's queue messages: it left the queue
 
 
 class NoticeStatus(StrEnum):
@@ -111,6 +116,9 @@ CALL_OFF_DONE = "call_off_done"
 # link in the e-mail (supplier_news_for): followed by ":" and the supplier's status
 # (core.jobs.answers.SupplierStatus: accepted, declined or changes_proposed).
 SUPPLIER = "supplier"
+# The event of the news to a PO's requester and approvers that an e-mail reply about it came
+# into the buyer's inbox (core.suppliers.replies), followed by ":" and the reply's id.
+SUPPLIER_MAIL = "supplier_mail"
 # The event of the news to a sent PO's requester and the admins that its supplier has not
 # answered the e-mail in the time the policy's [suppliers] allows (core.suppliers.chasing).
 SILENT = "supplier_silent"
@@ -120,6 +128,12 @@ TURNED_DOWN = "proposal_turned_down"
 # The event of the admins' news that a send of unknown outcome was settled as sent because
 # the supplier used the link in that e-mail: it left the review queue on its own.
 SETTLED_BY_LINK = "settled_by_link"
+# The same, settled because the mail relay's Sent folder holds a copy (core.outbox.reconcile).
+SETTLED_BY_RELAY = "settled_by_relay"
+# The event of the admins' news that a send of unknown outcome has no copy in the mail relay's
+# Sent folder once the grace period is over (core.outbox.reconcile): it most likely never left,
+# and waits in the review queue for a person's Send again.
+COPY_MISSING = "relay_copy_missing"
 # The event of the admins' news that a note to a supplier (core.outbox.notes) failed for good or
 # may not have gone, and will not be sent again; followed by ":" and its kind (reject-proposal,
 # remind-po): a person tells the supplier another way.
@@ -159,6 +173,8 @@ def alerts_admins(target: State) -> bool:
 def is_moot(notice: Notice, job: Job) -> bool:
     """Whether news that a PO needs a person is moot, since it left that state (a person acted
     already, say, or cancelled it in the same transaction)."""
+    if notice.event == COPY_MISSING:  # a person or the relay settled it since
+        return job.state not in NEEDS_REVIEW
     return notice.event in NEEDS_REVIEW and job.state.value != notice.event
 
 
@@ -213,6 +229,22 @@ def card_edits_for(
     return owed(kind, key=key, user_id=EVERYONE, job=job, now=now, event=job.state.value)
 
 
+def queue_item_shown(job: Job, chat_id: int, message_id: int, now: datetime) -> Notice:
+    """The record that /queue showed `job` (at its current version) in message `message_id` of
+    `chat_id`: sent already, never delivered, but edited once the job leaves the queue
+    (queue_edits_for), whoever or whatever settles it."""
+    key = f"queue:{job.po_number}:j{job.version}:{chat_id}:{message_id}"
+    shown = owed(NoticeKind.QUEUE_ITEM, key=key, user_id=chat_id, job=job, now=now, event="")
+    return replace(shown, status=NoticeStatus.SENT, message_id=message_id, event=f"j{job.version}")
+
+
+def queue_edits_for(job: Job, now: datetime) -> Notice:
+    """An edit of the job's review-queue messages to what took it out of the queue (`job` is
+    the job after that move)."""
+    key = f"queue-edits:{job.po_number}:j{job.version}"
+    return owed(NoticeKind.QUEUE_EDITS, key=key, user_id=EVERYONE, job=job, now=now, event="")
+
+
 def status_for(job: Job, now: datetime) -> Notice:
     """The requester's news that their PO reached `job.state`."""
     key = f"status:{job.po_number}:{job.state.value}:{job.version}"
@@ -242,6 +274,14 @@ def supplier_news_for(job: Job, user_id: int, answer: Answer, now: datetime, eve
     key = f"status:{job.po_number}:{SUPPLIER}:v{answer.draft_version}:r{answer.round}:{user_id}"
     notice = owed(NoticeKind.STATUS, key=key, user_id=user_id, job=job, now=now, event=event)
     return replace(notice, draft_version=answer.draft_version)
+
+
+def supplier_mail_for(job: Job, user_id: int, mail_id: int, now: datetime) -> Notice:
+    """One person's news (the requester's, or an approver's) that an e-mail reply about `job`
+    came in (core.suppliers.replies); what it says is read when delivered."""
+    key = f"status:{job.po_number}:{SUPPLIER_MAIL}:{mail_id}:{user_id}"
+    event = f"{SUPPLIER_MAIL}:{mail_id}"
+    return owed(NoticeKind.STATUS, key=key, user_id=user_id, job=job, now=now, event=event)
 
 
 def turned_down_for(job: Job, now: datetime) -> Notice:

@@ -13,7 +13,7 @@ from core.errors import InsertConflict, StaleJob, StoreBusy, UnknownJob
 from core.jobs import notices
 from core.jobs.jobs import AuditEvent, Job, Stamp
 from core.jobs.notices import Notice
-from core.jobs.states import Action, next_state
+from core.jobs.states import NEEDS_REVIEW, Action, next_state
 from core.ports import ReadTx, Tx
 
 P = ParamSpec("P")
@@ -85,6 +85,8 @@ def step(
         owed.append(notices.card_edits_for(moved, stamp.at))
     if notices.alerts_admins(target):
         owed.append(notices.alert_for(moved, stamp.at, target.value))
+    if job.state in NEEDS_REVIEW and target is not job.state:  # out of the queue
+        owed.append(notices.queue_edits_for(moved, stamp.at))
     return Step(moved, event, tuple(owed))
 
 

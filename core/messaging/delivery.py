@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.approval.approval_policy import unreachable_groups
 from core.approval.policies import DEFAULT_GROUP, Policy, Role, Verdict
@@ -31,6 +31,7 @@ from core.jobs.notices import (
     SHORT_STAGE,
     SILENT,
     SUPPLIER,
+    SUPPLIER_MAIL,
     TURNED_DOWN,
     UNDELIVERED,
     UNREACHABLE,
@@ -47,6 +48,9 @@ from core.jobs.retries import ErrorClass, RetryPolicy, decide
 from core.jobs.states import Action, State
 from core.people.users import name_of
 from core.ports import ReadTx, Store, Tx
+
+if TYPE_CHECKING:  # the store reads it; only its type is named here, below its layer
+    from core.suppliers.replies import FiledMail
 
 
 class Failure(StrEnum):
@@ -100,6 +104,8 @@ class News:
     draft: Draft | None = None  # to the draft version it answered; SILENT: the version sent
     sent: Effect | None = None  # SILENT: the e-mail the supplier has not answered
     phone: str = ""  # SILENT: the supplier's phone from the terms, international digits
+    mail: FiledMail | None = None  # SUPPLIER_MAIL: the e-mail reply that came in, and
+    addressed: str = ""  # the address the PO went to (a reply from another is marked)
 
 
 async def claim(
@@ -175,6 +181,8 @@ async def _news(tx: ReadTx, notice: Notice, now: datetime, default: Policy) -> N
         return News(job, event=TURNED_DOWN, reason=await proposals.rejection_reason(tx, job))
     if notice.kind is NoticeKind.STATUS and notice.event.startswith(f"{SUPPLIER}:"):
         return await _supplier_news(tx, job, notice)
+    if notice.kind is NoticeKind.STATUS and notice.event.startswith(f"{SUPPLIER_MAIL}:"):
+        return await _mail_news(tx, job, int(notice.event.partition(":")[2]))
     if notice.kind is NoticeKind.STATUS:
         state = State(notice.event)
         reason = await _rejection_reason(tx, job) if state is State.REJECTED else None
@@ -256,6 +264,17 @@ async def _supplier_news(tx: ReadTx, job: Job, notice: Notice) -> News | None:
         return None
     draft = await tx.draft(job.id, notice.draft_version)
     return News(job, event=SUPPLIER, answer=max(given, key=lambda a: a.round), draft=draft)
+
+
+async def _mail_news(tx: ReadTx, job: Job, mail_id: int) -> News | None:
+    """An e-mail reply filed on `job` (core.suppliers.replies), with the address the PO went
+    to; None if it is gone."""
+    filed = await tx.supplier_mail(mail_id)
+    if filed is None:
+        return None
+    draft = await tx.draft(job.id, job.draft_version) if job.draft_version else None
+    addressed = draft.recipient_email if draft is not None else ""
+    return News(job, event=SUPPLIER_MAIL, mail=filed, draft=draft, addressed=addressed)
 
 
 async def _policy_news(tx: ReadTx, version: str) -> News | None:

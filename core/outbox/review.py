@@ -8,8 +8,8 @@ at all.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
@@ -17,14 +17,16 @@ from typing import Any
 from core.approval.opening import Revision, revise_in
 from core.approval.policies import Rules
 from core.errors import AlreadyResolved, IllegalTransition
+from core.jobs import notices
 from core.jobs.closing import settle_unknown
-from core.jobs.jobs import Job, Stamp
+from core.jobs.jobs import AuditEvent, Job, Stamp
+from core.jobs.notices import Notice, NoticeKind
 from core.jobs.sends import cancel_open_effects
 from core.jobs.states import NEEDS_REVIEW, Action, State
 from core.jobs.transitions import load, move, retry_on_stale
 from core.outbox.calling_off import settle_call_off
-from core.people.users import require_admin
-from core.ports import Store, Tx
+from core.people.users import name_of, require_admin
+from core.ports import ReadTx, Store, Tx
 
 # Every move a choice makes carries this, so the trail tells the queue from the CLI.
 NOTE = "from the Telegram review queue"
@@ -141,3 +143,61 @@ _ACTS: dict[tuple[State, Choice], _Act] = {
     (State.CANCEL_UNKNOWN, Choice.SEND_AGAIN): _settling(Action.RECONCILE_CANCEL_NOT_SENT),
     (State.CANCEL_FAILED, Choice.SETTLED): _settling(Action.SETTLE_CANCEL),
 }
+
+
+async def shown(store: Store, job: Job, chat_id: int, message_id: int, now: datetime) -> None:
+    """Record that /queue showed `job` in a message, so that it is edited once the job leaves
+    the queue (queue_items_left), by whatever route."""
+    async with store.begin() as tx:
+        await tx.insert_notice(notices.queue_item_shown(job, chat_id, message_id, now))
+
+
+@dataclass(frozen=True)
+class LeftQueue:
+    """A PO that left the queue after it was shown to an admin, and how it left."""
+
+    job: Job  # as it is now
+    supplier: str
+    way_out: AuditEvent  # the move that took it out of the queue
+    by: str | None  # the name of the person who made that move, if a person did
+    message: Notice | None = None  # the QUEUE_ITEM record of the message that showed it
+
+
+async def queue_items_left(store: Store, job_id: str) -> list[LeftQueue]:
+    """The job's review-queue messages, each with the move that took the job out of the queue
+    since it was shown (none for a message of a PO still in the queue since)."""
+    async with store.reading() as tx:
+        shown = [n for n in await tx.notices_for(job_id) if n.kind is NoticeKind.QUEUE_ITEM]
+        left = []
+        for message in shown:
+            found = await _left(tx, job_id, int(message.event.removeprefix("j") or 0))
+            if found is not None:
+                left.append(replace(found, message=message))
+        return left
+
+
+async def left_since(store: Store, job_id: str, shown_at: int) -> LeftQueue | None:
+    """How the job left the queue after its version `shown_at`; None if it has not."""
+    async with store.reading() as tx:
+        return await _left(tx, job_id, shown_at)
+
+
+async def _left(tx: ReadTx, job_id: str, shown_at: int) -> LeftQueue | None:
+    out = way_out(await tx.audit(job_id), shown_at)
+    if out is None:
+        return None
+    job = await tx.job(job_id)
+    draft = await tx.draft(job.id, job.draft_version) if job.draft_version else None
+    supplier = draft.supplier_name if draft else job.supplier_id or "-"
+    who = out.actor.removeprefix("user:")
+    by = await name_of(tx, int(who)) if who.isdigit() else None
+    return LeftQueue(job, supplier, out, by)
+
+
+def way_out(trail: Sequence[AuditEvent], shown_at: int) -> AuditEvent | None:
+    """The first move out of the queue after job version `shown_at`, in the job's trail."""
+    for event in trail:
+        leaves = event.from_state in NEEDS_REVIEW and event.to_state is not event.from_state
+        if leaves and int(event.detail.get("job_version", 0)) > shown_at:
+            return event
+    return None

@@ -71,6 +71,7 @@ class Removed(StrEnum):
     EFFECT_PAYLOADS = "effect_payloads"  # the send's receipt and last error text
     DOCUMENTS = "documents"  # the sealed PDFs the e-mails carried (buyer, supplier, approvers)
     SUPPLIER_TEXTS = "supplier_texts"  # the reasons and notes a supplier typed on its page
+    SUPPLIER_MAIL = "supplier_mail"  # suppliers' e-mail replies: sender, subject, text, files
 
 
 # The counts a purge prints: every Stale and Removed kind, plus these two.

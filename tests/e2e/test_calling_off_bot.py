@@ -14,6 +14,7 @@ from tests.helpers.bot import (
     ADMIN,
     PO,
     answer,
+    approved_and_sent,
     cards_out,
     deliveries_done,
     job_and_decisions,
@@ -33,12 +34,7 @@ def mail_of(smtp_sink):
 
 async def sent_po(botapi, run):
     """The sheet's PO approved by Ali and e-mailed: SENT, with the requester's news delivered."""
-    ali, ali_card, _sana, _sana_card = await cards_out(botapi, run)
-    assert await answer(botapi, ali.tap(ali_card, APPROVE_TEXT)) == (
-        "Approved — e-mailing the supplier."
-    )
-    await deliveries_done(run)
-    assert await run.outbox.run_once() == 1
+    ali, _sana = await approved_and_sent(botapi, run)
     await everything_told(run)
     job, _, _ = await job_and_decisions(run)
     assert job.state is State.SENT

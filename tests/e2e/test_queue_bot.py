@@ -3,16 +3,20 @@ end over HTTP against the Bot API emulator."""
 
 from __future__ import annotations
 
+from bot.clock import utcnow
 from bot.telegram.decisions import NOT_VALID
 from bot.telegram.notices import NoticeRunner
 from bot.telegram.queue import EMPTY, NOT_AN_ADMIN, ONLY_ADMINS
 from core.approval.policies import Role
 from core.jobs.states import State
+from core.suppliers.links import link_for
+from core.suppliers.pages import OPENED, settle_by_link
 from tests.helpers.bot import ADMIN, deliveries_done, running_bot, timed
 from tests.helpers.factories import APPROVER_A, REQUESTER, T0
 from tests.helpers.review import PO, in_queue, snapshot
 
 MARK_SENT, SEND_AGAIN, CANCEL = "✅ Mark sent", "🔁 Send again", "🚫 Cancel"
+OTHER_ADMIN, SECOND = 515151, "PO-2026-002"
 
 
 async def answer(botapi, query_id):
@@ -23,6 +27,10 @@ async def listed(admin, count):
     """Send /queue and read the header and `count` messages after it."""
     admin.send_text("/queue")
     return [await admin.next_message() for _ in range(count + 1)]
+
+
+def _edited(message):
+    return message if message.edited else None
 
 
 async def queued(run, state, po=PO):
@@ -175,3 +183,40 @@ async def test_cancel_on_an_unknown_outcome_tells_the_requester_once_and_alerts_
             cancelled[0].text,
         ]
         assert [m.text for m in admin.messages() if "needs you" in m.text] == []  # no alert
+
+
+async def test_queue_messages_say_how_the_po_left_however_it_left(botapi, db_url, store):
+    """Two admins hold the PO's queue message; the supplier opens the link in the e-mail, so
+    the send is settled without them: both messages say so and lose their buttons. Another PO
+    marked sent by one admin: the other admin's message says who did."""
+    async with running_bot(botapi, db_url) as run:
+        async with run.store.begin() as tx:
+            await tx.grant(OTHER_ADMIN, Role.ADMIN, "test", T0)
+        await queued(run, State.UNKNOWN_OUTCOME)
+        await queued(run, State.UNKNOWN_OUTCOME, SECOND)
+        ayesha, omar = botapi.user(ADMIN, "Ayesha"), botapi.user(OTHER_ADMIN, "Omar", started=True)
+        _, first, second = await listed(ayesha, 2)
+        _, first_too, second_too = await listed(omar, 2)
+
+        _, [send], _ = await snapshot(run.store)
+        assert await settle_by_link(run.store, link_for(send, 30), utcnow(), OPENED)
+        while await run.notices.run_once():  # what the runner's next pass delivers
+            pass
+        for admin, item in ((ADMIN, first), (OTHER_ADMIN, first_too)):
+            edited = await botapi.wait_for(
+                lambda chat=admin, shown=item: _edited(botapi.message(chat, shown.message_id))
+            )
+            headline, summary = edited.text.splitlines()
+            assert headline.startswith("✅ Settled as sent at ")
+            assert headline.endswith(": the supplier used the link in the e-mail")
+            assert summary.startswith(f"🧾 {PO} v1 · Hall Road Electronics") and "· SENT" in summary
+            assert edited.buttons == []
+
+        assert (await answer(botapi, ayesha.tap(second, MARK_SENT))).text == "Marked sent."
+        await botapi.wait_for(lambda: botapi.message(OTHER_ADMIN, second_too.message_id).edited)
+        theirs = botapi.message(OTHER_ADMIN, second_too.message_id)
+        assert theirs.text.startswith("✅ Marked sent by Ayesha at ") and theirs.buttons == []
+        assert botapi.message(ADMIN, second.message_id).text == theirs.text
+        # Omar, late, taps the message he had before it changed: nothing is done twice.
+        late = omar.tap_data(second_too, second_too.button(SEND_AGAIN).callback_data)
+        assert (await answer(botapi, late)).text == f"Already handled: {SECOND} is SENT."

@@ -24,10 +24,11 @@ from tests.helpers.bot import (
     PO,
     all_handled,
     answer,
-    cards_out,
+    approved_and_sent,
+    delivered,
     deliveries_done,
     job_and_decisions,
-    running_bot,
+    mail_bot,
 )
 from tests.helpers.factories import REQUESTER
 from tests.helpers.net import free_port
@@ -36,39 +37,12 @@ LINK = re.compile(r"https?://\S+/s/[A-Za-z0-9_-]{55}")
 HIDDEN = re.compile(r'<input type="hidden" name="(\w+)" value="([^"]*)"')
 
 
-def mail_bot(botapi, db_url, sink, port, **more):
-    """The bot with its front door on `port` (its public URL) and mail to the sink."""
-    return running_bot(
-        botapi, db_url, web=True, web_port=port, manzoori_public_url=f"http://127.0.0.1:{port}",
-        smtp_host=sink.host, smtp_port=sink.port, smtp_tls="none", **more,
-    )  # fmt: skip
-
-
 def link_in(mail) -> str:
     """The supplier's link in an e-mail's text."""
     body = mail.get_body(preferencelist=("plain",)).get_content()
     found = LINK.search(body)
     assert found is not None, body
     return found.group(0)
-
-
-async def approved_and_sent(botapi, run):
-    """A sheet through the bot, approved on the cards, e-mailed by the outbox: the people."""
-    ali, ali_card, sana, _ = await cards_out(botapi, run)
-    assert await answer(botapi, ali.tap(ali_card, APPROVE_TEXT)) == (
-        "Approved — e-mailing the supplier."
-    )
-    await deliveries_done(run)
-    assert await run.outbox.run_once() == 1
-    return ali, sana
-
-
-async def delivered(run) -> None:
-    """Every notice owed so far delivered (passes until one finds nothing: an admin's alert is
-    fanned out in one pass and delivered in the next)."""
-    await deliveries_done(run)
-    while await run.notices.run_once():
-        pass
 
 
 async def form_of(client: httpx.AsyncClient, url: str) -> dict[str, str]:

@@ -20,6 +20,7 @@ from bot.bootstrap import Running, running
 from bot.config import Settings
 from bot.dev.botapi import Emulator
 from bot.files.sheets import read_csv_text
+from bot.telegram.cards import APPROVE_TEXT
 from bot.telegram.notices import NoticeRunner
 from core.purchasing import new_terms
 from store import schema
@@ -178,3 +179,30 @@ async def person_rows(store: SqlStore) -> tuple[int, int]:
             for table in (schema.processed_updates, schema.telegram_users)
         ]
     return counts[0], counts[1]
+
+
+def mail_bot(botapi, db_url, sink, port, **more):
+    """The bot with its front door on `port` (its public URL) and mail to the sink."""
+    return running_bot(
+        botapi, db_url, web=True, web_port=port, manzoori_public_url=f"http://127.0.0.1:{port}",
+        smtp_host=sink.host, smtp_port=sink.port, smtp_tls="none", **more,
+    )  # fmt: skip
+
+
+async def approved_and_sent(botapi, run):
+    """A sheet through the bot, approved on the cards, e-mailed by the outbox: the people."""
+    ali, ali_card, sana, _ = await cards_out(botapi, run)
+    assert await answer(botapi, ali.tap(ali_card, APPROVE_TEXT)) == (
+        "Approved — e-mailing the supplier."
+    )
+    await deliveries_done(run)
+    assert await run.outbox.run_once() == 1
+    return ali, sana
+
+
+async def delivered(run) -> None:
+    """Every notice owed so far delivered (passes until one finds nothing: an admin's alert is
+    fanned out in one pass and delivered in the next)."""
+    await deliveries_done(run)
+    while await run.notices.run_once():
+        pass

@@ -353,7 +353,7 @@ def test_reconcile_sent_and_not_sent_then_the_runner_sends_exactly_once(cli, db_
     )
     for wrong in (no_flag, two_flags):
         assert wrong.returncode != 0
-        assert "give exactly one of --sent, --not-sent, --failed" in wrong.stderr
+        assert "give exactly one of --sent, --resend, --failed" in wrong.stderr
     assert blank.returncode != 0 and "--note must say what was checked" in blank.stderr
     assert stored(db_url, resend)[0].state is State.UNKNOWN_OUTCOME
 
@@ -365,7 +365,7 @@ def test_reconcile_sent_and_not_sent_then_the_runner_sends_exactly_once(cli, db_
     assert (trail[-1].action, trail[-1].to_state) == ("reconcile_sent", State.SENT)
     assert trail[-1].detail["note"] == note and trail[-1].actor.startswith("cli:")
 
-    said = ok(cli("jobs", "reconcile", resend, "--not-sent", "--note", "supplier has nothing"))
+    said = ok(cli("jobs", "reconcile", resend, "--resend", "--note", "supplier has nothing"))
     assert said.strip() == f"{resend} is now APPROVED"
     job, [effect], trail = stored(db_url, resend)
     assert job.state is State.APPROVED and effect.status is EffectStatus.PENDING

@@ -100,6 +100,7 @@ EXPECTED = Counter(
         "effect_payloads": 1,
         "documents": 1,
         "supplier_texts": 0,  # none of these went out: no supplier answered (test_supplier_answers)
+        "supplier_mail": 0,  # nor wrote back (test_supplier_replies)
     }
 )
 

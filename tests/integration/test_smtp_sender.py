@@ -600,3 +600,21 @@ async def test_rcpt_to_is_the_address_the_to_header_shows(
     assert envelope.rcpt_tos == [recipient]
     assert message["To"] == recipient
     assert email.utils.getaddresses([message["To"]]) == [("", recipient)]
+
+
+async def test_a_journal_address_gets_every_e_mail_in_the_envelope_only(
+    smtp_sink: SmtpSink,
+) -> None:
+    journal = "journal@shop.example"
+    server = SmtpServer(host=smtp_sink.host, port=smtp_sink.port, tls="none", timeout=5.0)
+    sender = SmtpSender(server, mail_from=MAIL_FROM, journal=journal)
+    await sender.send(make_order())
+    (envelope,) = smtp_sink.envelopes
+    (message,) = smtp_sink.messages
+    assert envelope.rcpt_tos == [RECIPIENT, journal]
+    assert journal not in message.as_string()  # no Bcc, To or Cc names it
+
+    smtp_sink.script("RCPT", "250 2.1.5 ok")  # the supplier's
+    smtp_sink.script("RCPT", "550 5.1.1 no such journal")
+    await sender.send(make_order())  # a journal refused is logged, the PO still goes
+    assert smtp_sink.envelopes[-1].rcpt_tos == [RECIPIENT]

@@ -25,6 +25,7 @@ from bot.web.supplier import MAX_BODY
 from core.approval import decisions
 from core.approval.decisions import Review
 from core.approval.policies import Verdict
+from core.drafting.drafts import DraftLine
 from core.jobs.answers import LineProposal, Reply
 from core.jobs.jobs import Stamp
 from core.outbox import calling_off
@@ -128,6 +129,28 @@ async def test_the_page_shows_the_po_with_its_headers_and_a_get_records_nothing(
     assert status_of(page) == "Awaiting your answer."
     assert page.text.count('data-testid="ack-line"') == 2
     assert await recorded(supplier.store) == before  # a mail scanner's GET changes nothing
+
+
+async def test_a_200_line_order_reaches_a_phone_in_under_30_kb(store, db_url):
+    settings = settings_for(db_url)
+    lines = tuple(
+        DraftLine(f"SKU-{n:03}", f"Item {n}, a description of ordinary length", 10 + n, 125_050)
+        for n in range(1, 201)
+    )
+    draft = make_draft(PO, lines=lines, delivery_date=(utcnow() + timedelta(days=21)).date())
+    effect = await suppliers.sent(store, draft, utcnow(), settings.rules())
+    url = "/s/" + sign_link(settings.secret, link_for(effect, 30))
+    app = build_web(settings, store, Heartbeats(), Metrics())
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://web"
+    ) as web:
+        squeezed = await web.get(url, headers={"Accept-Encoding": "gzip"})
+        plain = await web.get(url, headers={"Accept-Encoding": "identity"})
+    assert squeezed.text == plain.text and squeezed.text.count('data-testid="ack-line"') == 200
+    assert squeezed.headers["content-encoding"] == "gzip"
+    wire = int(squeezed.headers["content-length"])
+    assert wire < 30_000 < len(plain.content), (wire, len(plain.content))
+    assert "content-encoding" not in plain.headers
 
 
 async def test_the_style_sheet_is_versioned_and_kept_a_year(supplier):

@@ -415,3 +415,45 @@ def test_a_bad_ladder_setting_is_named(
 ) -> None:
     message = config_error(env, **{name: value})
     assert name in message and words in message
+
+
+def test_the_mailbox_is_off_without_imap_host_and_described_with_it(
+    env: pytest.MonkeyPatch,
+) -> None:
+    settings = load_settings()
+    assert settings.mailbox() is None and settings.mail_journal_bcc is None
+    assert settings.reconcile_grace() == timedelta(seconds=900)
+    env.setenv("IMAP_HOST", "imap.gmail.com")
+    env.setenv("IMAP_USERNAME", "orders@shop.pk")
+    env.setenv("IMAP_PASSWORD", "app password")
+    env.setenv("IMAP_SENT_FOLDER", "[Gmail]/Sent Mail")
+    env.setenv("MAIL_JOURNAL_BCC", "journal@shop.pk")
+    settings = load_settings()
+    config = settings.mailbox()
+    assert config is not None
+    assert (config.host, config.port, config.tls.value, config.password) == (
+        "imap.gmail.com",
+        993,
+        "tls",
+        "app password",
+    )
+    assert (config.sent_folder, config.inbox_folder, config.timeout) == (
+        "[Gmail]/Sent Mail",
+        "INBOX",
+        20.0,
+    )
+    assert settings.mail_journal_bcc == "journal@shop.pk"
+
+
+@pytest.mark.parametrize(
+    ("values", "reason"),
+    [
+        ({"IMAP_TLS": "ssl"}, "IMAP_TLS"),
+        ({"IMAP_PORT": "0"}, "IMAP_PORT"),
+        ({"IMAP_TIMEOUT_SECONDS": "0"}, "IMAP_TIMEOUT_SECONDS"),
+        ({"MAIL_JOURNAL_BCC": "not an address"}, "MAIL_JOURNAL_BCC: must be one plain ASCII"),
+        ({"MANZOORI_RECONCILE_GRACE_SECONDS": "-1"}, "MANZOORI_RECONCILE_GRACE_SECONDS"),
+    ],
+)
+def test_mailbox_settings_are_checked(env: pytest.MonkeyPatch, values, reason) -> None:
+    assert reason in config_error(env, **values)
