@@ -7,15 +7,17 @@ read once across a restart; IMAP down changes nothing but /healthz."""
 
 from __future__ import annotations
 
+import asyncio
 from email.message import EmailMessage
 
 import httpx
 import pytest
 
 from bot.words import reports
-from core.jobs.effects import EffectStatus
+from core.jobs.effects import EffectStatus, message_id
 from core.jobs.states import State
 from core.outbox import reconcile
+from tests.helpers import review as review_queue
 from tests.helpers.bot import ADMIN, PO, approved_and_sent, delivered, job_and_decisions, mail_bot
 from tests.helpers.dovecot import PASSWORD, USER, Dovecot
 from tests.helpers.factories import APPROVER_A, REQUESTER
@@ -204,3 +206,22 @@ async def test_imap_down_changes_nothing_but_healthz(botapi, db_url, store, smtp
             await run.mailbox.run_once()
             back = (await client.get(url)).json()
             assert back["status"] == "ok" and "mailbox" not in back
+
+
+async def test_manzoori_run_looks_at_the_mailbox_on_its_own(
+    botapi, db_url, store, smtp_sink, dovecot
+):
+    """The runners' loops as under `manzoori run`: the mailbox's pass every interval."""
+    [send] = (await review_queue.in_queue(store, State.UNKNOWN_OUTCOME))[1]
+    quick = {"manzoori_mailbox_check_seconds": 0.2}
+    async with mailbox_bot(botapi, db_url, smtp_sink, dovecot, loops=True, **quick) as run:
+        copy = EmailMessage()
+        copy["Message-ID"] = message_id(send.key, run.settings.mail_domain)
+        copy["Subject"] = "Purchase order"
+        copy.set_content("the PO")
+        dovecot.append("Sent", copy.as_bytes())
+        deadline = asyncio.get_running_loop().time() + 15
+        while (job := await review_queue.snapshot(run.store))[0].state is not State.SENT:
+            assert asyncio.get_running_loop().time() < deadline, job[0].state
+            await asyncio.sleep(0.05)
+    assert smtp_sink.messages == []  # settled, never sent again
