@@ -56,6 +56,16 @@ class WebAppScript(StrEnum):
     LOCAL = "local"  # bot/web/static's stand-in: initData from the URL fragment
 
 
+def _is_key(text: str) -> bool:
+    """Whether `text` is 32 bytes in URL-safe base64, as Fernet and the signing key want."""
+    try:
+        # Fernet itself wants URL-safe base64; the pattern rejects what b64decode would skip.
+        raw = base64.urlsafe_b64decode(text) if _KEY_PATTERN.fullmatch(text) else None
+    except (binascii.Error, ValueError):
+        raw = None
+    return raw is not None and len(raw) == _KEY_BYTES
+
+
 class Settings(BaseSettings):
     """Every setting the bot, the runner and the CLI read; a field is its env name, lower-cased."""
 
@@ -78,7 +88,9 @@ class Settings(BaseSettings):
         description="HMAC key that signs button tokens; 32 bytes in URL-safe base64 (44 chars)",
     )
     manzoori_data_key: SecretStr = Field(
-        description="Fernet key that seals stored fields; 32 bytes in URL-safe base64 (44 chars)",
+        description="Fernet keys that seal stored fields, newest first, comma-separated: the "
+        "first seals, all open (`manzoori keys rotate` re-seals with the first); each 32 bytes "
+        "in URL-safe base64 (44 chars)",
     )
     manzoori_admin_ids: Annotated[frozenset[int], NoDecode] = Field(
         frozenset(),
@@ -283,22 +295,32 @@ class Settings(BaseSettings):
             )
         return value
 
-    @field_validator("manzoori_secret_key", "manzoori_data_key")
+    @field_validator("manzoori_secret_key")
     @classmethod
     def _fernet_shaped(cls, value: SecretStr) -> SecretStr:
         text = value.get_secret_value().strip()
-        try:
-            # Fernet itself wants URL-safe base64; the pattern rejects what b64decode would skip.
-            raw = base64.urlsafe_b64decode(text) if _KEY_PATTERN.fullmatch(text) else None
-        except (binascii.Error, ValueError):
-            raw = None
-        if raw is None or len(raw) != _KEY_BYTES:
+        if not _is_key(text):
             # Never echo the value: it is a secret even when malformed.
             raise ValueError(
                 f"not {_KEY_BYTES} bytes of URL-safe base64 (44 characters); "
                 "make one with `manzoori init`"
             )
         return SecretStr(text)
+
+    @field_validator("manzoori_data_key")
+    @classmethod
+    def _fernet_keys(cls, value: SecretStr) -> SecretStr:
+        keys = [key.strip() for key in value.get_secret_value().split(",")]
+        for place, key in enumerate(keys, 1):
+            if not _is_key(key):
+                which = "" if len(keys) == 1 else f"key {place} of {len(keys)}: "
+                raise ValueError(
+                    f"{which}not {_KEY_BYTES} bytes of URL-safe base64 (44 characters); "
+                    "make one with `manzoori init`"
+                )
+        if len(set(keys)) != len(keys):
+            raise ValueError("a key is listed twice")
+        return SecretStr(",".join(keys))
 
     @field_validator("manzoori_admin_ids", mode="before")
     @classmethod

@@ -43,6 +43,13 @@ async def upgrade(engine: AsyncEngine, revision: str = "head") -> None:
         await conn.run_sync(lambda sync: command.upgrade(alembic_config(sync), revision))
 
 
+def head_revision() -> str | None:
+    """The newest revision the code knows."""
+    from alembic.script import ScriptDirectory
+
+    return ScriptDirectory.from_config(alembic_config()).get_current_head()
+
+
 async def current(engine: AsyncEngine) -> str | None:
     """The revision the database is at, or None before the first upgrade."""
     from alembic.runtime.migration import MigrationContext

@@ -373,7 +373,7 @@ def _busy_as_store_busy() -> Iterator[None]:
 class SqlStore:
     """Hands out SqlTx transactions on one engine; implements core.ports.Store."""
 
-    def __init__(self, engine: AsyncEngine, data_key: bytes | str) -> None:
+    def __init__(self, engine: AsyncEngine, data_key: bytes | str) -> None:  # keys, comma-separated
         self.engine = engine
         # SQLite's one writer at a time: this process's writers share transactions and their
         # COMMITs, each in a savepoint of its own (store/group_commit.py).
@@ -381,7 +381,7 @@ class SqlStore:
         # The same pool, every connection marked for store.engine's "begin" event as a
         # reader's once, rather than per read.
         self._reader = engine.execution_options(**{READING: True})
-        self._sealer = Sealer(data_key)
+        self.sealer = self._sealer = Sealer(data_key)  # its keys: store.resealing
         self._terms_cache: dict[str, Terms] = {}  # versions are immutable: safe to keep
 
     @asynccontextmanager

@@ -17,6 +17,7 @@ from bot.cli.common import JsonFlag, PoNumber, TelegramId, fail, need_note, stam
 from bot.cli.company import company_app
 from bot.cli.demo import demo
 from bot.cli.env_file import write_env_file
+from bot.cli.keys import keys_app, verify
 from bot.cli.mailbox import mailbox_app
 from bot.cli.policy import policy_app
 from bot.cli.purchasing import sheets_app, suppliers_app
@@ -51,6 +52,8 @@ app.add_typer(policy_app, name="policy")
 app.add_typer(company_app, name="company")
 app.add_typer(audit_app, name="audit")
 app.add_typer(mailbox_app, name="mailbox")
+app.add_typer(keys_app, name="keys")
+app.command("verify")(verify)
 app.command("purge")(purge)
 
 

@@ -457,3 +457,13 @@ def test_the_mailbox_is_off_without_imap_host_and_described_with_it(
 )
 def test_mailbox_settings_are_checked(env: pytest.MonkeyPatch, values, reason) -> None:
     assert reason in config_error(env, **values)
+
+
+def test_the_data_key_may_hold_several_keys_each_checked(env: pytest.MonkeyPatch) -> None:
+    new = Fernet.generate_key().decode()
+    env.setenv("MANZOORI_DATA_KEY", f" {new} , {DATA_KEY}")
+    assert load_settings().manzoori_data_key.get_secret_value() == f"{new},{DATA_KEY}"
+    reason = config_error(env, MANZOORI_DATA_KEY=f"{new},not-a-key")
+    assert "MANZOORI_DATA_KEY: key 2 of 2: not 32 bytes of URL-safe base64" in reason
+    assert "not-a-key" not in reason  # a secret, even when malformed
+    assert "listed twice" in config_error(env, MANZOORI_DATA_KEY=f"{new},{new}")
