@@ -85,7 +85,9 @@ class Settings(BaseSettings):
         description="SQLAlchemy URL; scheme sqlite+aiosqlite:// or postgresql+asyncpg://",
     )
     manzoori_secret_key: SecretStr = Field(
-        description="HMAC key that signs button tokens; 32 bytes in URL-safe base64 (44 chars)",
+        description="HMAC keys that sign buttons, invitations and supplier links, newest first, "
+        "comma-separated: the first signs, all are accepted until what they signed expires "
+        "(`manzoori keys status`); each 32 bytes in URL-safe base64 (44 chars)",
     )
     manzoori_data_key: SecretStr = Field(
         description="Fernet keys that seal stored fields, newest first, comma-separated: the "
@@ -295,19 +297,7 @@ class Settings(BaseSettings):
             )
         return value
 
-    @field_validator("manzoori_secret_key")
-    @classmethod
-    def _fernet_shaped(cls, value: SecretStr) -> SecretStr:
-        text = value.get_secret_value().strip()
-        if not _is_key(text):
-            # Never echo the value: it is a secret even when malformed.
-            raise ValueError(
-                f"not {_KEY_BYTES} bytes of URL-safe base64 (44 characters); "
-                "make one with `manzoori init`"
-            )
-        return SecretStr(text)
-
-    @field_validator("manzoori_data_key")
+    @field_validator("manzoori_secret_key", "manzoori_data_key")
     @classmethod
     def _fernet_keys(cls, value: SecretStr) -> SecretStr:
         keys = [key.strip() for key in value.get_secret_value().split(",")]
@@ -528,8 +518,15 @@ class Settings(BaseSettings):
 
     @property
     def secret(self) -> bytes:
-        """The 32 bytes of MANZOORI_SECRET_KEY, the HMAC key of buttons and invitations."""
-        return base64.urlsafe_b64decode(self.manzoori_secret_key.get_secret_value())
+        """The 32 bytes of MANZOORI_SECRET_KEY's first key: what signs buttons, invitations
+        and supplier links."""
+        return self.secrets[0]
+
+    @property
+    def secrets(self) -> tuple[bytes, ...]:
+        """Every MANZOORI_SECRET_KEY key, newest first: what a signature is checked against."""
+        keys = self.manzoori_secret_key.get_secret_value().split(",")
+        return tuple(base64.urlsafe_b64decode(key) for key in keys)
 
     @property
     def mail_domain(self) -> str:

@@ -1,5 +1,6 @@
 """Every sealed field, re-sealed with MANZOORI_DATA_KEY's first key, a batch at a time, while
-the bot runs (`manzoori keys rotate`); and the check that every one opens (`manzoori verify`).
+the bot runs (`manzoori keys rotate`); the check that every one opens (`manzoori verify`); and
+what MANZOORI_SECRET_KEY has signed that is still in use (`manzoori keys status`).
 
 Each batch is one short transaction. A field already sealed with the first key is left alone,
 so a rotation that stopped half way is simply run again. A field is replaced only if it still
@@ -10,10 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from sqlalchemy import Table, and_, func, literal, or_, select, tuple_, update
 
 from core.errors import SealedDataUnreadable
+from core.jobs.effects import EffectKind
+from core.jobs.states import State
 from store import schema
 from store.sealing import Sealer
 from store.sql import SqlStore
@@ -129,3 +133,34 @@ async def unopened(store: SqlStore, limit: int = 200) -> dict[str, int]:
 def sealed_columns() -> Sequence[tuple[str, str]]:
     """(table, column) of every sealed column listed here."""
     return [(s.table.name, c) for s in SEALED for c in s.columns]
+
+
+@dataclass(frozen=True)
+class Signed:
+    """The newest of what MANZOORI_SECRET_KEY has signed that is still in use, by kind: a
+    supplier link's e-mail, an open invitation's expiry, a card of a PO awaiting approval."""
+
+    link_sent_at: datetime | None
+    invite_expires_at: datetime | None
+    awaiting_since: datetime | None
+
+
+async def signed(store: SqlStore, now: datetime) -> Signed:
+    """What is signed and still in use at `now` (store.resealing.Signed)."""
+    effects, invites, jobs = schema.effects, schema.invites, schema.jobs
+    linked = [EffectKind.SEND_PO.value, EffectKind.REMIND_PO.value]
+    async with store.engine.connect() as conn:
+        link = await conn.scalar(
+            select(func.max(effects.c.created_at)).where(effects.c.kind.in_(linked))
+        )
+        invite = await conn.scalar(
+            select(func.max(invites.c.expires_at)).where(
+                invites.c.expires_at > now,
+                invites.c.used_at.is_(None),
+                invites.c.withdrawn_at.is_(None),
+            )
+        )
+        waiting = await conn.scalar(
+            select(func.max(jobs.c.updated_at)).where(jobs.c.state == State.AWAITING_APPROVAL.value)
+        )
+    return Signed(link, invite, waiting)

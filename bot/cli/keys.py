@@ -1,14 +1,18 @@
 """`manzoori keys rotate`: re-seal every sealed field with MANZOORI_DATA_KEY's first key, while
-the bot runs; and `manzoori verify`: the checks an IT person runs after a rotation or a restore
-(the schema at head, every sealed field opens, every job's state agrees with its trail)."""
+the bot runs; `manzoori keys status`: how many keys, and until when what an older signing key
+signed stays in use; and `manzoori verify`: the checks an IT person runs after a rotation or a
+restore (the schema at head, every sealed field opens, every job's state agrees with its
+trail)."""
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import Annotated
 
 import typer
 
 from bot.cli.common import fail, with_store
+from bot.clock import utcnow
 from bot.config import Settings
 from core.errors import DraftPurged, SealedDataUnreadable, StoredDataError
 from core.jobs.states import State
@@ -33,6 +37,47 @@ def rotate(
     for table, count in counts.items():
         typer.echo(f"{table}: {count} re-sealed")
     typer.echo(f"re-sealed {sum(counts.values())} fields with the first of the keys")
+
+
+@keys_app.command("status")
+def status() -> None:
+    """How many keys each variable holds, and until when what MANZOORI_SECRET_KEY's older keys
+    may have signed stays in use: after that, they can be removed."""
+
+    async def work(settings: Settings, store: SqlStore) -> list[str]:
+        now = utcnow()
+        found = await resealing.signed(store, now)
+        days = timedelta(days=settings.manzoori_supplier_link_days)
+        ttl = timedelta(seconds=settings.manzoori_approval_ttl_seconds)
+        until = {
+            "the newest supplier link": found.link_sent_at and found.link_sent_at + days,
+            "the newest open invitation": found.invite_expires_at,
+            "the newest card awaiting a decision": found.awaiting_since
+            and found.awaiting_since + ttl,
+        }
+        data, secrets = store.sealer.keys, len(settings.secrets)
+        lines = [
+            f"MANZOORI_DATA_KEY: {data} key{'s' if data > 1 else ''}; the first seals",
+            f"MANZOORI_SECRET_KEY: {secrets} key{'s' if secrets > 1 else ''}; the first signs",
+        ]
+        for what, when in until.items():
+            lines.append(f"{what} works until {_when(when, settings)}")
+        last = max((when for when in until.values() if when is not None), default=None)
+        if secrets > 1:
+            lines.append(
+                "the older MANZOORI_SECRET_KEY keys can be removed "
+                + (f"after {_when(last, settings)}" if last and last > now else "now")
+            )
+        return lines
+
+    for line in with_store(work):
+        typer.echo(line)
+
+
+def _when(moment: datetime | None, settings: Settings) -> str:
+    if moment is None:
+        return "— (none)"
+    return moment.astimezone(settings.tz).strftime("%Y-%m-%d %H:%M %Z")
 
 
 def verify() -> None:

@@ -147,7 +147,7 @@ async def release(update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
 def _verified(deps: Deps, data: str | None) -> Button | None:
     """The button of callback data that carries our tag (compared in constant time)."""
     try:
-        return verify_button(deps.settings.secret, data)
+        return verify_button(deps.settings.secrets, data)
     except InvalidToken:
         return None
 

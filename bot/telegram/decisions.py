@@ -233,7 +233,7 @@ async def checked_tap(update: Update, context: ContextTypes.DEFAULT_TYPE) -> Tap
     query, user, deps = update.callback_query, update.effective_user, deps_of(context)
     assert query is not None and user is not None
     try:
-        button = verify_button(deps.settings.secret, query.data)
+        button = verify_button(deps.settings.secrets, query.data)
     except InvalidToken:
         await answer_tap(query, NOT_VALID)
         return None

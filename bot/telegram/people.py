@@ -68,7 +68,7 @@ async def start(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         try:
             role = await people.redeem_invite(
                 deps.store,
-                deps.settings.secret,
+                deps.settings.secrets,
                 context.args[0],
                 user.id,
                 utcnow(),

@@ -384,7 +384,7 @@ class SupplierPages:
     buyer's time zone."""
 
     def __init__(self, settings: Settings, store: SqlStore) -> None:
-        self.store, self.secret, self.zone = store, settings.secret, settings.tz
+        self.store, self.secret, self.zone = store, settings.secrets, settings.tz
         self.rules = settings.rules()
 
     def routes(self) -> list[BaseRoute]:

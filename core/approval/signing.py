@@ -14,6 +14,7 @@ import hashlib
 import hmac
 import re
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
@@ -97,21 +98,32 @@ def uuid_text(raw: bytes) -> str:
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
+# MANZOORI_SECRET_KEY's keys, newest first: the first signs, every one is accepted, so what was
+# signed with an older key keeps working until it expires (`manzoori keys status`).
+Secrets = bytes | Sequence[bytes]
+
+
+def _keys(secret: Secrets) -> tuple[bytes, ...]:
+    return (secret,) if isinstance(secret, bytes) else tuple(secret)
+
+
 def seal(secret: bytes, purpose: bytes, body: bytes) -> str:
     """`body` and its tag under the key of `purpose`, as unpadded base64url."""
     return b64(body + mac(purpose_key(secret, purpose), body))
 
 
-def unseal(secret: bytes, purpose: bytes, token: str, size: int) -> bytes:
-    """The `size` bytes of body `seal` made `token` of, or InvalidToken if it is not that
-    long or its tag does not match; the tag is checked before anything is read."""
+def unseal(secret: Secrets, purpose: bytes, token: str, size: int) -> bytes:
+    """The `size` bytes of body `seal` made `token` of (under any of the keys), or
+    InvalidToken if it is not that long or no tag matches; the tag is checked before anything
+    is read."""
     raw = unb64(token)
     if len(raw) != size + TAG_BYTES:
         raise InvalidToken("wrong length")
     body, tag = raw[:size], raw[size:]
-    if not hmac.compare_digest(mac(purpose_key(secret, purpose), body), tag):
-        raise InvalidToken("tag does not match")
-    return body
+    for key in _keys(secret):
+        if hmac.compare_digest(mac(purpose_key(key, purpose), body), tag):
+            return body
+    raise InvalidToken("tag does not match")
 
 
 def sign_button(secret: bytes, button: Button) -> str:
@@ -131,13 +143,18 @@ def sign_button(secret: bytes, button: Button) -> str:
     return token
 
 
-def verify_button(secret: bytes, data: str | None) -> Button:
-    """The button behind callback data, or InvalidToken; the tag is checked first."""
+def verify_button(secret: Secrets, data: str | None) -> Button:
+    """The button behind callback data (signed with any of the keys), or InvalidToken; the
+    tag is checked first."""
     if not data or len(data.encode("utf-8", "replace")) > CALLBACK_LIMIT:
         raise InvalidToken("no callback data, or too long")
     body, _, tag = data.rpartition(".")
-    expected = b64(mac(purpose_key(secret, b"button"), body.encode("utf-8", "replace")))
-    if not hmac.compare_digest(expected.encode(), tag.encode("utf-8", "replace")):
+    signed = body.encode("utf-8", "replace")
+    given = tag.encode("utf-8", "replace")
+    if not any(
+        hmac.compare_digest(b64(mac(purpose_key(key, b"button"), signed)).encode(), given)
+        for key in _keys(secret)
+    ):
         raise InvalidToken("tag does not match")
     try:  # signed by us, so well formed; parse defensively all the same
         action, job, version, prefix = body.split(".")
@@ -170,7 +187,7 @@ def sign_invite(secret: bytes, role: Role, expires_at: datetime, nonce: bytes) -
     return code
 
 
-def verify_invite(secret: bytes, code: str | None, now: datetime) -> Invite:
+def verify_invite(secret: Secrets, code: str | None, now: datetime) -> Invite:
     """The invite behind a /start payload, or InvalidToken if forged, altered or expired."""
     if not code or len(code) > START_LIMIT:
         raise InvalidToken("no code, or too long")

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from core.approval.policies import DEFAULT_GROUP, GROUP_NAME, Policy, Role
-from core.approval.signing import Invite, sign_invite, verify_invite
+from core.approval.signing import Invite, Secrets, sign_invite, verify_invite
 from core.approval.standing import (
     alert_if_any_short,
     ask_new_approver,
@@ -129,7 +129,7 @@ async def create_invite(
 
 
 async def redeem_invite(
-    store: Store, secret: bytes, code: str, user_id: int, now: datetime, default: Policy
+    store: Store, secret: Secrets, code: str, user_id: int, now: datetime, default: Policy
 ) -> Role:
     """Register `user_id` with the invitation's role; refuse forged, expired or used codes.
     `default`: the configuration's approval policy, while none is imported."""

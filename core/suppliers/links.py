@@ -16,7 +16,7 @@ import struct
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from core.approval.signing import TAG_BYTES, seal, unseal, uuid_bytes, uuid_text
+from core.approval.signing import TAG_BYTES, Secrets, seal, unseal, uuid_bytes, uuid_text
 from core.drafting.drafts import HASH_PREFIX
 from core.errors import ExpiredToken, InvalidToken
 from core.jobs.effects import EffectKind
@@ -85,7 +85,7 @@ def sign_link(secret: bytes, link: SupplierLink) -> str:
     return seal(secret, b"supplier-link", body)
 
 
-def verify_link(secret: bytes, token: str | None, now: datetime) -> SupplierLink:
+def verify_link(secret: Secrets, token: str | None, now: datetime) -> SupplierLink:
     """The link behind a token, or InvalidToken if forged, altered or truncated, ExpiredToken
     (an InvalidToken) if its time is up. The tag is checked before anything is read."""
     if not token or len(token) > TOKEN_CHARACTERS:

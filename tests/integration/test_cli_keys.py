@@ -6,10 +6,12 @@ from __future__ import annotations
 
 from datetime import timedelta
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 from cryptography.fernet import Fernet
 
+from bot.clock import utcnow
 from core.approval.policies import ApprovalPolicy, Rules
 from store.sql import SqlStore
 from tests.helpers import suppliers
@@ -49,3 +51,27 @@ def test_rotate_then_verify_with_the_new_key_alone(db_url: str, tmp_path: Path) 
     )
     old = cli("verify", MANZOORI_DATA_KEY=OLD)
     assert old.returncode == 1 and "error: 3 findings" in old.stderr
+
+
+def test_status_says_until_when_an_older_signing_key_is_needed(db_url: str, tmp_path: Path):
+    sent_at = utcnow()
+
+    async def sent(store: SqlStore) -> None:
+        await grant_cast(store)
+        await with_terms(store)
+        await suppliers.sent(store, make_draft(), sent_at, RULES)
+
+    with_store(db_url, sent)
+    cli = Cli(tmp_path, base_env(db_url))
+    old = cli.env["MANZOORI_SECRET_KEY"]
+    said = ok(cli("keys", "status", MANZOORI_SECRET_KEY=f"{NEW},{old}")).splitlines()
+    until = (sent_at + timedelta(days=30)).astimezone(ZoneInfo("Asia/Karachi"))
+    stamp = until.strftime("%Y-%m-%d %H:%M PKT")
+    assert said == [
+        "MANZOORI_DATA_KEY: 1 key; the first seals",
+        "MANZOORI_SECRET_KEY: 2 keys; the first signs",
+        f"the newest supplier link works until {stamp}",
+        "the newest open invitation works until — (none)",
+        "the newest card awaiting a decision works until — (none)",
+        f"the older MANZOORI_SECRET_KEY keys can be removed after {stamp}",
+    ]

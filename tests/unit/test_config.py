@@ -467,3 +467,13 @@ def test_the_data_key_may_hold_several_keys_each_checked(env: pytest.MonkeyPatch
     assert "MANZOORI_DATA_KEY: key 2 of 2: not 32 bytes of URL-safe base64" in reason
     assert "not-a-key" not in reason  # a secret, even when malformed
     assert "listed twice" in config_error(env, MANZOORI_DATA_KEY=f"{new},{new}")
+
+
+def test_the_secret_key_may_hold_several_keys_the_first_signs(env: pytest.MonkeyPatch) -> None:
+    new = Fernet.generate_key().decode()
+    env.setenv("MANZOORI_SECRET_KEY", f"{new},{SECRET_KEY}")
+    settings = load_settings()
+    assert settings.secret == base64.urlsafe_b64decode(new)
+    assert settings.secrets == (settings.secret, base64.urlsafe_b64decode(SECRET_KEY))
+    reason = config_error(env, MANZOORI_SECRET_KEY=f"{new},short")
+    assert "MANZOORI_SECRET_KEY: key 2 of 2: not 32 bytes" in reason and "short" not in reason

@@ -138,3 +138,20 @@ def test_job_ids_must_be_uuids():
     with pytest.raises(ValueError):
         sign_button(SECRET, Button(ButtonAction.APPROVE, "not-a-uuid", 1, "cc905f2486c4"))
     assert uuid.UUID(JOB)
+
+
+def test_what_an_older_key_signed_works_while_it_is_listed_and_not_after():
+    old, new = SECRET, b"n" * 32
+    button = Button(ButtonAction.APPROVE, str(uuid.uuid4()), 3, "0123456789ab")
+    data = sign_button(old, button)
+    code = sign_invite(old, Role.APPROVER, NOW + timedelta(hours=1), b"123456789")
+    assert verify_button((new, old), data) == button  # the new key first, the old one after
+    assert verify_invite((new, old), code, NOW).role is Role.APPROVER
+    with pytest.raises(InvalidToken):
+        verify_button((new,), data)  # the old key removed
+    with pytest.raises(InvalidToken):
+        verify_invite((new,), code, NOW)
+    fresh = sign_button(new, button)
+    assert verify_button((new, old), fresh) == button
+    with pytest.raises(InvalidToken):
+        verify_button((old,), fresh)  # nor the other way round

@@ -128,3 +128,11 @@ def test_no_button_or_invite_passes_as_a_link():
     for token in (button, invite):
         with pytest.raises(InvalidToken):
             verify_link(SECRET, token, STAGED)
+
+
+def test_a_link_signed_with_an_older_key_works_while_that_key_is_listed():
+    link = link_for(effect(), 30)
+    token = sign_link(OTHER, link)  # the key before the rotation
+    assert verify_link((SECRET, OTHER), token, STAGED) == link
+    with pytest.raises(InvalidToken):
+        verify_link((SECRET,), token, STAGED)
