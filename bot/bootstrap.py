@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
+from bot import logs
 from bot.clock import Runtime
 from bot.config import Settings
 from bot.mailbox.imap import Mailbox
@@ -46,15 +47,20 @@ LONG_POLL_SECONDS = 10.0
 # httpx and httpcore log every request at INFO, and a Bot API request's URL holds the bot token
 # (`/bot<token>/sendMessage`): their warnings and errors are enough.
 _QUIET_LOGGERS = ("httpx", "httpcore")
-_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+_FORMAT = logs.TEXT
 # How often each process asks whether the daily purge is due: one read when it is not, and a
 # purge a few minutes late is no loss.
 PURGE_CHECK_SECONDS = 300.0
 
 
-def setup_logging(level: int = logging.INFO, fmt: str = _FORMAT) -> None:
-    """The one logging set-up: `level` to stderr, without the HTTP clients' request lines."""
-    logging.basicConfig(level=level, stream=sys.stderr, format=fmt)
+def setup_logging(level: int = logging.INFO, fmt: str = _FORMAT, *, as_json: bool = False) -> None:
+    """The one logging set-up: `level` to stderr, as text in `fmt` or one JSON object a line
+    (MANZOORI_LOG_FORMAT=json), each with the update and the PO it is about (bot.logs), and
+    without the HTTP clients' request lines."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logs.json_formatter() if as_json else logging.Formatter(fmt))
+    handler.addFilter(logs.Fields())
+    logging.basicConfig(level=level, handlers=[handler], force=True)
     for name in _QUIET_LOGGERS:
         logging.getLogger(name).setLevel(max(level, logging.WARNING))
 

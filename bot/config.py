@@ -56,6 +56,13 @@ class WebAppScript(StrEnum):
     LOCAL = "local"  # bot/web/static's stand-in: initData from the URL fragment
 
 
+class LogFormat(StrEnum):
+    """How log lines are written (MANZOORI_LOG_FORMAT)."""
+
+    TEXT = "text"
+    JSON = "json"
+
+
 def _is_key(text: str) -> bool:
     """Whether `text` is 32 bytes in URL-safe base64, as Fernet and the signing key want."""
     try:
@@ -279,6 +286,11 @@ class Settings(BaseSettings):
     )
     manzoori_mailbox_check_seconds: float = Field(
         60.0, gt=0, description="Seconds between two passes over the mailbox, per process; > 0"
+    )
+    manzoori_log_format: LogFormat = Field(
+        LogFormat.TEXT,
+        description="text: one readable line per event; json: one JSON object per line, with "
+        "update_id, po_number and job_id as fields",
     )
     manzoori_fault_point: FaultPoint | None = Field(
         None,

@@ -22,7 +22,7 @@ from bot.cli.mailbox import mailbox_app
 from bot.cli.policy import policy_app
 from bot.cli.purchasing import sheets_app, suppliers_app
 from bot.cli.retention import purge
-from bot.config import Settings
+from bot.config import LogFormat, Settings
 from bot.words import reports
 from bot.words.arguments import BIGINT_MAX
 from bot.words.cancelling import cancel_refusal
@@ -98,9 +98,9 @@ def runner(
     ] = None,
 ) -> None:
     """Run the outbox runner (migrations are not applied; see `run`)."""
-    bootstrap.setup_logging()
 
     async def work(settings: Settings, store: SqlStore) -> None:
+        bootstrap.setup_logging(as_json=settings.manzoori_log_format is LogFormat.JSON)
         outbox = bootstrap.build_runner(settings, store)
         if until_idle:
             try:
@@ -128,9 +128,9 @@ def run(
     (/healthz, /metrics, the webhook, the Mini App) until SIGINT/SIGTERM. A worker serves
     the front door only when WEB_PORT is set for it: several workers on one host would
     otherwise all claim the default port."""
-    bootstrap.setup_logging()
 
     async def work(settings: Settings, store: SqlStore) -> None:
+        bootstrap.setup_logging(as_json=settings.manzoori_log_format is LogFormat.JSON)
         if not worker and settings.telegram_bot_token is None:
             raise fail(
                 "TELEGRAM_BOT_TOKEN is required to run the bot (from @BotFather); "

@@ -12,6 +12,7 @@ from datetime import datetime, timedelta, tzinfo
 from enum import StrEnum
 from typing import Any
 
+from bot import logs
 from bot.clock import Runtime
 from bot.documents.pdf import render_po_pdf
 from bot.outbox.links import SupplierLinks
@@ -214,6 +215,7 @@ class OutboxRunner:
         try:
             async with self.sender.session() as session:
                 while (order := await queue.get()) is not None:
+                    logs.about(po_number=order.job.po_number, job_id=order.job.id)
                     result, error = await self._send(session, order)
                     free.release()
                     if error is None:

@@ -33,6 +33,7 @@ from telegram.ext import (
     filters,
 )
 
+from bot import logs
 from bot.clock import utcnow
 from bot.config import Settings
 from bot.files.parsing import SheetParser
@@ -103,6 +104,7 @@ async def claim(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     claimed later, in the transaction that records its decision (decisions.on_tap): one write
     per tap, and a refused one leaves no claim behind."""
     deps, user, query = deps_of(context), update.effective_user, update.callback_query
+    logs.handling(update.update_id)  # on every line this update's handlers log
     if query is not None:
         tap_arrived(deps)
     button = None if query is None else _verified(deps, query.data)

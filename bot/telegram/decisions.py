@@ -17,6 +17,7 @@ from functools import partial
 from telegram import CallbackQuery, ForceReply, Message, Update, User
 from telegram.ext import ContextTypes, filters
 
+from bot import logs
 from bot.clock import utcnow
 from bot.documents.copies import PREVIEW_LINES, approver_copy
 from bot.outbox.emails import render_csv
@@ -245,6 +246,8 @@ async def checked_tap(update: Update, context: ContextTypes.DEFAULT_TYPE) -> Tap
             job = None
         signed_for = await _hash_of(tx, job, button.draft_version) if job else ""
         tr = translator(language_of((await tx.languages([user.id])).get(user.id)))
+    if job is not None:
+        logs.about(po_number=job.po_number, job_id=job.id)
     if not roles:
         await turn_away(deps, update, user)
         return None

@@ -21,6 +21,7 @@ from datetime import timedelta, tzinfo
 from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup
 from telegram.constants import ParseMode
 
+from bot import logs
 from bot.clock import Runtime
 from bot.config import Settings
 from bot.telegram.cards import card_html, card_markup, outcome_html, po_markup
@@ -92,6 +93,7 @@ class NoticeRunner:
         for notice in claimed:
             if notice.key in carried:
                 continue
+            logs.about(job_id=notice.job_id)
             try:
                 await self._deliver(
                     await delivery.keep_lease(self.store, notice, self.runtime.now(), LEASE)

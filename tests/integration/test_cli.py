@@ -517,3 +517,24 @@ def test_init_writes_fresh_keys_and_never_overwrites_without_force(tmp_path):
 
     ok(cli("init", "--path", "manzoori.env", "--force"))
     assert set(env_keys(target).values()).isdisjoint(keys.values())
+
+
+def test_the_runner_logs_one_json_object_a_line_with_the_po(cli, db_url, smtp_sink):
+    po = "PO-2026-301"
+
+    async def setup(store: SqlStore) -> None:
+        await grant_cast(store)
+        await approved(store, po, utcnow())
+
+    with_store(db_url, setup)
+    done = cli(
+        "runner", "--until-idle", "--max-seconds", "20", SMTP_HOST=smtp_sink.host,
+        SMTP_PORT=smtp_sink.port, MANZOORI_POLL_SECONDS=0.1, MANZOORI_LOG_FORMAT="json",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in done.stderr.splitlines()]
+    job, _, _ = stored(db_url, po)
+    [sent] = [line for line in lines if line["message"].endswith("-> SENT")]
+    assert (sent["po_number"], sent["job_id"], sent["level"]) == (po, job.id, "INFO")
+    assert all({"time", "level", "logger", "message"} <= set(line) for line in lines)
+    assert "orders@supplier.example" not in done.stderr  # no addresses
