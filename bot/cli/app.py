@@ -13,6 +13,7 @@ import typer
 
 from bot import bootstrap
 from bot.cli.audit import audit_app
+from bot.cli.backups import backup, restore
 from bot.cli.common import JsonFlag, PoNumber, TelegramId, fail, need_note, stamp, with_store
 from bot.cli.company import company_app
 from bot.cli.demo import demo
@@ -54,6 +55,8 @@ app.add_typer(audit_app, name="audit")
 app.add_typer(mailbox_app, name="mailbox")
 app.add_typer(keys_app, name="keys")
 app.command("verify")(verify)
+app.command("backup")(backup)
+app.command("restore")(restore)
 app.command("purge")(purge)
 
 

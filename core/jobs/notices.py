@@ -30,11 +30,14 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import date, datetime
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.jobs.answers import Answer
 from core.jobs.jobs import Job
 from core.jobs.states import NEEDS_REVIEW, Action, State
+
+if TYPE_CHECKING:
+    from core.ports import Tx
 
 
 class NoticeKind(StrEnum):
@@ -149,6 +152,7 @@ TOLD_TO_REQUESTER = frozenset(
         Action.EXPIRE,
         Action.CANCEL,
         Action.MARK_UNKNOWN,
+        Action.HOLD_RESTORED,
         Action.FAIL_FINAL,
         Action.RECONCILE_FAILED,
     }
@@ -176,6 +180,13 @@ def is_moot(notice: Notice, job: Job) -> bool:
     if notice.event == COPY_MISSING:  # a person or the relay settled it since
         return job.state not in NEEDS_REVIEW
     return notice.event in NEEDS_REVIEW and job.state.value != notice.event
+
+
+async def settle(tx: Tx, notice: Notice, status: NoticeStatus, now: datetime, **more: Any) -> None:
+    """Record where the notice ended up and give up its lease."""
+    await tx.update_notice(
+        notice, status=status, lease_owner=None, lease_until=None, updated_at=now, **more
+    )
 
 
 def _fresh(now: datetime) -> dict[str, Any]:

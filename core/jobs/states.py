@@ -66,6 +66,8 @@ class Action(StrEnum):
     # it expires), the version the supplier has stands again
     SUPPLIER_PROPOSE = "supplier_propose"
     REJECT_PROPOSAL = "reject_proposal"
+    # a restore from a backup: an e-mail the snapshot shows unsettled may have left since
+    HOLD_RESTORED = "hold_restored"
 
 
 S, A = State, Action
@@ -136,6 +138,12 @@ TRANSITIONS: dict[tuple[State, Action], State] = {
     # rejected or expired, the PO is back where it was, SENT, at the version the supplier has
     (S.SENT, A.SUPPLIER_PROPOSE): S.AWAITING_APPROVAL,
     (S.AWAITING_APPROVAL, A.REJECT_PROPOSAL): S.SENT,
+    # restored from a backup: an e-mail owed or under way in the snapshot may have left after
+    # it was taken, so it is never sent blindly: a person (or the relay's copy) settles it
+    (S.APPROVED, A.HOLD_RESTORED): S.UNKNOWN_OUTCOME,
+    (S.SENDING, A.HOLD_RESTORED): S.UNKNOWN_OUTCOME,
+    (S.FAILED_RETRYABLE, A.HOLD_RESTORED): S.UNKNOWN_OUTCOME,
+    (S.CANCELLING, A.HOLD_RESTORED): S.CANCEL_UNKNOWN,
 }
 
 # Closed: nothing moves them, but for SENT's two ways out: an admin calling the PO off

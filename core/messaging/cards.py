@@ -22,9 +22,10 @@ from core.jobs.notices import (
     NoticeKind,
     NoticeStatus,
     card_edits_for,
+    settle,
 )
 from core.jobs.states import State
-from core.messaging.delivery import job_id_of, settle
+from core.messaging.delivery import job_id_of
 from core.people.users import called, name_of
 from core.ports import ReadTx, Store, Tx
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from core.approval.approval_policy import unreachable_groups
 from core.approval.policies import DEFAULT_GROUP, Policy, Role, Verdict
@@ -43,11 +43,12 @@ from core.jobs.notices import (
     fanned_out,
     is_moot,
     policy_of,
+    settle,
 )
 from core.jobs.retries import ErrorClass, RetryPolicy, decide
 from core.jobs.states import Action, State
 from core.people.users import name_of
-from core.ports import ReadTx, Store, Tx
+from core.ports import ReadTx, Store
 
 if TYPE_CHECKING:  # the store reads it; only its type is named here, below its layer
     from core.suppliers.replies import FiledMail
@@ -123,13 +124,6 @@ async def keep_lease(store: Store, notice: Notice, now: datetime, lease: timedel
         return notice
     async with store.begin() as tx:
         return await tx.update_notice(notice, lease_until=now + lease, updated_at=now)
-
-
-async def settle(tx: Tx, notice: Notice, status: NoticeStatus, now: datetime, **more: Any) -> None:
-    """Record where the notice ended up and give up its lease."""
-    await tx.update_notice(
-        notice, status=status, lease_owner=None, lease_until=None, updated_at=now, **more
-    )
 
 
 async def sent(store: Store, notice: Notice, message_id: int | None, now: datetime) -> None:

@@ -36,10 +36,10 @@ from core.jobs.notices import (
     digest_for,
     fanned_out,
     owed,
+    settle,
 )
 from core.jobs.states import State
 from core.messaging.cards import CardFacts, card_facts
-from core.messaging.delivery import settle
 from core.people.users import called
 from core.ports import ReadTx, Store, Tx
 

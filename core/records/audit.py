@@ -216,6 +216,8 @@ def send_result(event: AuditEvent) -> str | None:
     if action is Action.MARK_UNKNOWN:
         why = detail.get("class", "runner lost")
         return f"outcome unknown ({why}): to be reconciled"
+    if action is Action.HOLD_RESTORED:
+        return f"outcome unknown ({detail.get('reason', 'restored')}): to be reconciled"
     if action is Action.FAIL_RETRYABLE:  # only ever from SENDING
         retry = f", next try at {detail['retry_at']}" if "retry_at" in detail else ", to be retried"
         return _failure(detail) + retry
