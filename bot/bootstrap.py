@@ -31,6 +31,7 @@ from core.messaging import nudges
 from core.records import retention
 from core.records.retention import Purge
 from core.suppliers import chasing
+from store import backups
 from store.engine import make_engine
 from store.sql import SqlStore
 
@@ -51,6 +52,9 @@ _FORMAT = logs.TEXT
 # How often each process asks whether the daily purge is due: one read when it is not, and a
 # purge a few minutes late is no loss.
 PURGE_CHECK_SECONDS = 300.0
+# The daily backup (MANZOORI_BACKUP_DIR): its chore's name, how often, and how long one
+# process may take before another takes it over.
+BACKUP_CHORE, BACKUP_EVERY, BACKUP_LEASE = "backup", timedelta(days=1), timedelta(minutes=30)
 
 
 def setup_logging(level: int = logging.INFO, fmt: str = _FORMAT, *, as_json: bool = False) -> None:
@@ -168,6 +172,34 @@ class DailyPurge:
 
 
 @dataclass(frozen=True)
+class DailyBackup:
+    """The runner's daily backup into MANZOORI_BACKUP_DIR (store.backups), keeping the newest
+    MANZOORI_BACKUP_KEEP: one process a day takes it, under the chores' lease, whichever asks
+    first once it is due; a backup that died is taken over when its lease ends."""
+
+    settings: Settings
+    store: SqlStore
+    runtime: Runtime = field(default_factory=lambda: Runtime.of_process("backup"))
+
+    async def run_once(self) -> int:
+        """Back up if due; always 0, so the loop waits PURGE_CHECK_SECONDS before asking."""
+        folder = self.settings.manzoori_backup_dir
+        if folder is None:
+            return 0
+        now, owner = self.runtime.now(), self.runtime.owner
+        async with self.store.begin() as tx:
+            due_before, until = now - BACKUP_EVERY, now + BACKUP_LEASE
+            if not await tx.claim_chore(BACKUP_CHORE, owner, now, due_before, until):
+                return 0
+        manifest = await backups.backup(self.store.engine, folder, now)
+        gone = await asyncio.to_thread(backups.prune, folder, self.settings.manzoori_backup_keep)
+        async with self.store.begin() as tx:
+            await tx.finish_chore(BACKUP_CHORE, owner, now)
+        log.info("daily backup %s written; %d older removed", manifest.file, len(gone))
+        return 0
+
+
+@dataclass(frozen=True)
 class LadderSweep:
     """The reminder ladder's sweep (core.messaging.nudges) and the chase of silent suppliers
     (core.suppliers.chasing): each owes what is due, at most once every
@@ -281,8 +313,8 @@ async def _looping(run: Running) -> AsyncIterator[None]:
         run.heartbeats.expect(name)
         beat = functools.partial(run.heartbeats.beat, name)
         tasks.append(asyncio.create_task(run_forever(run_once, poll, stop, beat)))
-    purge = DailyPurge(run.settings, run.store)
-    tasks.append(asyncio.create_task(run_forever(purge.run_once, PURGE_CHECK_SECONDS, stop)))
+    for chore in (DailyPurge(run.settings, run.store), DailyBackup(run.settings, run.store)):
+        tasks.append(asyncio.create_task(run_forever(chore.run_once, PURGE_CHECK_SECONDS, stop)))
     ladder, every = LadderSweep(run.settings, run.store), run.settings.manzoori_ladder_check_seconds
     tasks.append(asyncio.create_task(run_forever(ladder.run_once, every, stop)))
     if run.mailbox is not None:  # no heartbeat: an IMAP outage is degraded, not unhealthy

@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable
 from datetime import timedelta
 from enum import StrEnum
+from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -286,6 +287,14 @@ class Settings(BaseSettings):
     )
     manzoori_mailbox_check_seconds: float = Field(
         60.0, gt=0, description="Seconds between two passes over the mailbox, per process; > 0"
+    )
+    manzoori_backup_dir: Path | None = Field(
+        None,
+        description="Where the runner writes a daily backup (`manzoori backup`), under a "
+        "lease, so one process a day does it; empty: no daily backup",
+    )
+    manzoori_backup_keep: int = Field(
+        14, ge=1, description="Daily backups kept in MANZOORI_BACKUP_DIR; integer >= 1"
     )
     manzoori_log_format: LogFormat = Field(
         LogFormat.TEXT,

@@ -275,3 +275,14 @@ async def _postgres_restore(engine: AsyncEngine, snapshot: Path, force: bool) ->
     _, errors = await process.communicate()
     if process.returncode != 0:
         raise BackupError(f"pg_restore failed: {errors.decode(errors='replace').strip()[:500]}")
+
+
+def prune(folder: Path, keep: int) -> list[Path]:
+    """Remove all but the newest `keep` snapshots in `folder` (and their manifests); the ones
+    removed. Snapshots are named by their time, so the names sort by age."""
+    snapshots = sorted(p for p in folder.glob("manzoori-*") if p.suffix in set(_SUFFIX.values()))
+    gone = snapshots[: max(len(snapshots) - keep, 0)]
+    for snapshot in gone:
+        snapshot.unlink(missing_ok=True)
+        manifest_of(snapshot).unlink(missing_ok=True)
+    return gone
