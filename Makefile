@@ -10,7 +10,7 @@ unexport PYTHONDONTWRITEBYTECODE
 # Extra pytest arguments, e.g. `make test PYTEST_ARGS="-k config -x"`.
 PYTEST_ARGS ?=
 
-.PHONY: uv install browser fonts imap check test test-fast bench demo clean messages
+.PHONY: uv install browser fonts imap proxy check test test-fast bench demo clean messages
 
 uv:
 	@command -v uv >/dev/null 2>&1 || python3 -m pip install --quiet uv \
@@ -52,6 +52,12 @@ IMAP_PACKAGES = dovecot-imapd
 imap:
 	$(call apt_install,$(IMAP_PACKAGES))
 
+# The HTTPS front (deploy/Caddyfile) is tested with Debian's Caddy, started by the test with
+# `tls internal` on ports of its own; the system service is not used.
+PROXY_PACKAGES = caddy
+proxy:
+	$(call apt_install,$(PROXY_PACKAGES))
+
 # The quality gates: lint, formatting, types (mypy's files are in pyproject.toml), and the
 # layers (import-linter's contracts, [tool.importlinter] in pyproject.toml). CI runs it. ruff
 # reads no cache: a cached verdict can pass what a fresh clone's ruff refuses.
@@ -63,13 +69,13 @@ check: install
 
 # Every test, with coverage of core/, store/ and bot/ and its floor ([tool.coverage.report]);
 # a run given PYTEST_ARGS (a subset, say) reports coverage without holding it to the floor.
-test: install browser fonts imap
+test: install browser fonts imap proxy
 	uv run pytest -q --cov --cov-report=term:skip-covered \
 		$(if $(strip $(PYTEST_ARGS)),--cov-fail-under=0) $(PYTEST_ARGS)
 
 # The suite without the slow tests (processes, the state machine), on SQLite only (the
 # PostgreSQL variants double it): a loop of under two minutes while working.
-test-fast: install browser fonts imap
+test-fast: install browser fonts imap proxy
 	TEST_POSTGRES_URL= uv run pytest -q -m "not slow" $(PYTEST_ARGS)
 
 # The benchmarks (bench/): lifecycle throughput, tap to answer, sheet intake and card fan-out

@@ -5,12 +5,16 @@ loopback only), and the folders INBOX and Sent. `stop()` and `start()` take it d
 it back on the same port and Maildir, as an outage would.
 
 As root (CI), Dovecot's processes run as Debian's `dovecot` and `dovenull` users and the mail
-belongs to `dovecot`; as anyone else, everything runs as that user.
+belongs to `dovecot`; as anyone else, everything runs as that user and its group. Nothing is
+chrooted (only root may chroot; the tests' loopback needs no jail). A failed login costs the
+next one nothing: the auth penalty (a delay of seconds per client IP, doubling with each
+failure) is off, so a test of a wrong password stays fast.
 """
 
 from __future__ import annotations
 
 import contextlib
+import grp
 import imaplib
 import os
 import pwd
@@ -20,7 +24,7 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 
@@ -64,6 +68,9 @@ class Dovecot:
         else:
             internal = login = pwd.getpwuid(os.geteuid()).pw_name
             mail_user = pwd.getpwuid(os.geteuid())
+        # The group of the internal sockets (stats, dict, hibernate): Debian's `dovecot` by
+        # default, which a user not in it cannot chown a socket to.
+        group = grp.getgrgid(mail_user.pw_gid).gr_name
         users = root / "users"
         users.write_text(f"{USER}:{{PLAIN}}{PASSWORD}::::::\n")
         users.chmod(0o644)
@@ -81,6 +88,7 @@ auth_failure_delay = 0
 mail_location = maildir:{root}/mail/%u
 first_valid_uid = {mail_user.pw_uid}
 default_internal_user = {internal}
+default_internal_group = {group}
 default_login_user = {login}
 passdb {{
   driver = passwd-file
@@ -91,12 +99,20 @@ userdb {{
   args = uid={mail_user.pw_uid} gid={mail_user.pw_gid} home={root}/home/%u
 }}
 service imap-login {{
+  chroot =
   inet_listener imap {{
     address = {self.host}
     port = {self.port}
   }}
   inet_listener imaps {{
     port = 0
+  }}
+}}
+service anvil {{
+  chroot =
+  # No process may reach the penalty socket, so auth runs without the penalty.
+  unix_listener anvil-auth-penalty {{
+    mode = 0
   }}
 }}
 service stats {{
@@ -135,12 +151,8 @@ namespace inbox {{
                     else ""
                 )
                 raise RuntimeError(f"dovecot exited at start: {error}\n{self.log}")
-            with (
-                contextlib.suppress(OSError),
-                socket.create_connection((self.host, self.port), 0.5) as s,
-            ):
-                if s.recv(64).startswith(b"* OK"):
-                    return
+            if self._greets():
+                return
             time.sleep(0.02)
         raise RuntimeError(f"dovecot did not greet on {self.port} in {START_TIMEOUT} s\n{self.log}")
 
@@ -190,12 +202,19 @@ namespace inbox {{
                 imap.logout()
 
     def append(
-        self, folder: str, raw: bytes, *, date: datetime | None = None, flags: str = ""
+        self,
+        folder: str,
+        raw: bytes,
+        *,
+        date: datetime | None = None,
+        flags: Sequence[str] = (),
     ) -> None:
-        """File `raw` in `folder`, as a relay files its copy or a supplier's reply arrives."""
+        """File `raw` in `folder` (INTERNALDATE `date`, now by default; `flags` such as
+        "\\Seen"), as a relay files its copy or a supplier's reply arrives."""
         with self.client() as imap:
             when = imaplib.Time2Internaldate(date.timestamp() if date else time.time())
-            status, data = imap.append(folder, f"({flags})" if flags else None, when, raw)
+            listed = f"({' '.join(flags)})" if flags else None
+            status, data = imap.append(folder, listed, when, raw)
             assert status == "OK", data
 
     def count(self, folder: str) -> int:
@@ -218,8 +237,8 @@ namespace inbox {{
 def dovecot() -> Iterator[Dovecot]:
     """A running Dovecot with an empty INBOX and Sent, removed after the test."""
     server = Dovecot()
-    server.start()
     try:
+        server.start()
         yield server
     finally:
         server.close()

@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 import imaplib
+import inspect
 import ssl
 
 import pytest
+from imap_tools import errors as imap_errors
 from imap_tools.errors import MailboxFolderSelectError, MailboxLoginError
 
-from bot.mailbox.imap import mapped
+from bot.mailbox.imap import _FAILURES, mapped
 
 
 @pytest.mark.parametrize(
@@ -33,3 +35,13 @@ def test_every_failure_is_mapped_by_the_table(error, called):
 
 def test_a_bug_is_not_mapped():
     assert mapped(KeyError("x")) is None and mapped(ValueError("x")) is None
+
+
+def test_every_exception_class_of_imap_tools_and_imaplib_is_mapped():
+    classes = {c for _, c in inspect.getmembers(imap_errors, inspect.isclass)}
+    classes |= {imaplib.IMAP4.error, imaplib.IMAP4.abort, imaplib.IMAP4.readonly}
+    exceptions = {c for c in classes if issubclass(c, Exception)}
+    assert imap_errors.MailboxLoginError in exceptions  # the scan itself found something
+    kinds = tuple(kind for kind, _ in _FAILURES)
+    unmapped = {c.__name__ for c in exceptions if not issubclass(c, kinds)}
+    assert unmapped == set()
