@@ -26,6 +26,7 @@ MODULES = {
     "bot": "bench.bot",
     "stack": "bench.stack",
     "documents": "bench.documents",
+    "backups": "bench.backups",
 }
 
 Run = Callable[[Context], Awaitable[list[Result]]]
