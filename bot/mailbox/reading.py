@@ -6,11 +6,13 @@ inscriptis (Apache-2.0; html2text is GPL-3.0), which lays out blocks and line br
 browser would and drops scripts and styles; the HTML itself is never kept or shown. The quoted
 original and the signature are cut by the rules below, which cover what Gmail, Outlook and
 the phones' mail apps write. Nothing here raises: a message that cannot be read is
-`readable=False`, known by its sender and size only.
+`readable=False`, known by its headers and size only.
 """
 
 from __future__ import annotations
 
+import codecs
+import email
 import email.policy
 import email.utils
 import re
@@ -18,46 +20,50 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from email import errors as mime_errors
 from email.message import EmailMessage, Message
-from typing import Any
 
 from inscriptis import get_text
 
 from core.suppliers.mail import EXCERPT_CHARS, MAX_MAIL_BYTES, Attachment, InboundMail
 
-# A multipart whose parts cannot be told apart: its text and attachments would be guesses.
-# (A missing header-body separator or a bad header is only noise: the parser recovers.)
+# A multipart whose parts cannot be found: no start boundary, no boundary parameter, or a
+# multipart the parser had to keep as one blob. Its text and attachments would be guesses.
+# A missing *close* boundary is not here: the parser has found every part by then, the last
+# one simply runs to the end (sloppy mailers do this), so the text is whole. Header defects
+# and a missing header-body separator are noise the parser recovers from.
 MALFORMED = (
     mime_errors.StartBoundaryNotFoundDefect,
     mime_errors.MultipartInvariantViolationDefect,
-    mime_errors.CloseBoundaryNotFoundDefect,
     mime_errors.NoBoundaryInMultipartDefect,
 )
 _MESSAGE_ID = re.compile(r"<([^<>\s]+)>")
-# Where the quoted original starts: "On … wrote:" (Gmail, Apple; the Gmail line may wrap before
+# Where the quoted original starts: "On … wrote:" (Gmail, Apple; Gmail wraps a long one before
 # "wrote:"), Outlook's separator and header block, a rule of underscores, a "> " block.
-_ON_WROTE = re.compile(r"^\s*On\b.{0,300}?\bwrote:\s*$", re.IGNORECASE | re.DOTALL)
+_ON_WROTE = re.compile(r"^\s*On\s.{0,300}\bwrote:\s*$", re.IGNORECASE)
 _ORIGINAL = re.compile(r"^\s*-{2,}\s*(Original Message|Forwarded message)\s*-{2,}", re.IGNORECASE)
-_HEADER_LINE = re.compile(r"^\s*\**(From|Sent|Date|To|Subject|Cc)\**\s*:", re.IGNORECASE)
+_FROM_LINE = re.compile(r"^\s*\**From\**\s*:", re.IGNORECASE)
+_SENT_LINE = re.compile(r"^\s*\**(Sent|Date)\**\s*:", re.IGNORECASE)
 _RULE = re.compile(r"^\s*_{10,}\s*$")
+# RFC 3676's "-- " (the trailing space is lost to line trimming, so "--" too).
 _SIGNATURE = re.compile(r"^--\s*$")
-_SENT_FROM = re.compile(
-    r"^\s*(Sent from (my|Mail for)\b|Get Outlook for\b|Sent via\b)", re.IGNORECASE
-)
+# Only at the end of the new words: "Sent from our warehouse on Monday" may be news.
+_SENT_FROM = re.compile(r"^\s*(Sent from\s|Get Outlook for\s)", re.IGNORECASE)
 
 
 def read_mail(raw: bytes, *, uid: int, size: int, truncated: bool = False) -> InboundMail:
     """`raw` (a whole message, or with `truncated` its header only) read; never raises."""
     try:
         message = email.message_from_bytes(raw, policy=email.policy.default)
+        if not isinstance(message, EmailMessage):  # the default policy always makes one
+            return _unreadable(uid, size)
+        head = _head(message, uid, size)
     except Exception:  # the parser is meant to recover from anything; if it does not, noted
         return _unreadable(uid, size)
-    assert isinstance(message, EmailMessage)
-    head = _head(message, uid, size)
     if truncated or size > MAX_MAIL_BYTES or _malformed(message):
         return head
     try:
-        text = _text(message)
-        attachments = tuple(_attachments(message))
+        body = message.get_body(preferencelist=("plain", "html"))
+        text = _text(body) if body is not None else ""
+        attachments = tuple(_attachments(message, body))
     except Exception:  # a part that cannot be decoded: the message is noted, not shown
         return head
     return replace(
@@ -76,8 +82,8 @@ def _unreadable(uid: int, size: int) -> InboundMail:
 def _head(message: EmailMessage, uid: int, size: int) -> InboundMail:
     """What the headers say, each read on its own: a garbled one is empty, not an error."""
     name, address = _sender(message)
-    return InboundMail(
-        uid=uid,
+    return replace(
+        _unreadable(uid, size),
         sender=address,
         sender_name=name,
         date=_date(message),
@@ -85,11 +91,6 @@ def _head(message: EmailMessage, uid: int, size: int) -> InboundMail:
         message_id=next(iter(_ids(_header(message, "Message-ID"))), ""),
         in_reply_to=_ids(_header(message, "In-Reply-To")),
         references=_ids(_header(message, "References")),
-        text="",
-        excerpt="",
-        attachments=(),
-        size=size,
-        readable=False,
     )
 
 
@@ -102,7 +103,10 @@ def _header(message: Message, name: str) -> str:
 
 
 def _sender(message: Message) -> tuple[str, str]:
-    name, address = email.utils.parseaddr(_header(message, "From"))
+    try:
+        name, address = email.utils.parseaddr(_header(message, "From"))
+    except Exception:  # parseaddr's own parser on hostile input
+        return "", ""
     return " ".join(name.split()), address.strip().lower()
 
 
@@ -112,7 +116,7 @@ def _date(message: Message) -> datetime | None:
         return None
     try:
         when = email.utils.parsedate_to_datetime(text)
-    except (TypeError, ValueError, IndexError, OverflowError):
+    except Exception:  # garbled: unknown, not an error
         return None
     return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
 
@@ -121,8 +125,8 @@ def _ids(text: str) -> tuple[str, ...]:
     """The Message-IDs a header names, without angle brackets; bare tokens if none has them."""
     found = _MESSAGE_ID.findall(text)
     if not found:
-        found = [token for token in text.split() if "@" in token]
-    return tuple(dict.fromkeys(found))
+        found = [token.strip("<>,;") for token in text.split()]
+    return tuple(dict.fromkeys(token for token in found if token))
 
 
 def _malformed(message: Message) -> bool:
@@ -133,68 +137,103 @@ def _malformed(message: Message) -> bool:
     )
 
 
-def _text(message: EmailMessage) -> str:
-    """The message's plain text: its text/plain body, else its HTML body as text."""
-    body = message.get_body(preferencelist=("plain", "html"))
-    if body is None:
-        return ""
-    content: Any = body.get_content()
-    if not isinstance(content, str):
-        return ""
+def _text(body: Message) -> str:
+    """The body part's plain text: as written, or its HTML turned into text."""
+    content = _decoded(body)
     if body.get_content_subtype() == "html":
         content = get_text(content)
-    return _tidy(content)
+    lines = content.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    return "\n".join(line.rstrip() for line in lines).strip("\n")
 
 
-def _tidy(text: str) -> str:
-    lines = [line.rstrip() for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
-    return "\n".join(lines).strip("\n")
+def _decoded(part: Message) -> str:
+    """A text part's characters: undecodable bytes replaced; an unknown charset read as UTF-8."""
+    payload = part.get_payload(decode=True)
+    if not isinstance(payload, bytes):
+        return ""
+    charset = part.get_content_charset() or "utf-8"
+    try:
+        codecs.lookup(charset)
+    except LookupError:  # "x-unknown", "unknown-8bit", a typo
+        charset = "utf-8"
+    return payload.decode(charset, errors="replace")
 
 
-def _attachments(message: EmailMessage) -> list[Attachment]:
+def _attachments(message: EmailMessage, body: Message | None) -> list[Attachment]:
+    """Every part but the body with a filename or marked an attachment, by name and size."""
     found = []
-    for part in message.iter_attachments():
-        name = part.get_filename() or ""
-        payload = part.get_payload(decode=True)
-        size = len(payload) if isinstance(payload, bytes) else 0
+    for part in _leaves(message):
+        if part is body:
+            continue
+        name = " ".join((part.get_filename() or "").split())
         if name or part.get_content_disposition() == "attachment":
-            found.append(Attachment(" ".join(name.split()) or "(unnamed)", size))
+            found.append(Attachment(name or "(unnamed)", _size(part)))
     return found
+
+
+def _leaves(part: Message) -> list[Message]:
+    """The parts that are not multiparts; an attached message is one part, not opened."""
+    if part.get_content_maintype() != "multipart":
+        return [part]
+    children = part.get_payload()
+    if not isinstance(children, list):
+        return []
+    return [leaf for child in children if isinstance(child, Message) for leaf in _leaves(child)]
+
+
+def _size(part: Message) -> int:
+    payload = part.get_payload(decode=True)
+    if isinstance(payload, bytes):
+        return len(payload)
+    inner = part.get_payload()  # an attached message (message/rfc822): its bytes
+    if isinstance(inner, list) and inner and isinstance(inner[0], Message):
+        return len(inner[0].as_bytes())
+    return 0
 
 
 def excerpt_of(text: str) -> str:
     """The new words of a reply: up to the quoted original or the signature, trimmed, at most
     EXCERPT_CHARS (cut at a word, with "…"); the text's start if that leaves nothing."""
-    lines = text.split("\n")
-    kept = _before_quote(lines)
-    words = _squeezed(kept) or _squeezed(lines)
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    words = _squeezed(_before_quote(lines)) or _squeezed(lines)
     if len(words) <= EXCERPT_CHARS:
         return words
     cut = words[:EXCERPT_CHARS]
-    space = cut.rfind(" ")
-    return (cut[:space] if space > EXCERPT_CHARS // 2 else cut).rstrip() + "…"
+    if words[EXCERPT_CHARS].isspace():  # the limit falls between two words
+        boundary = EXCERPT_CHARS
+    else:
+        boundary = max(cut.rfind(" "), cut.rfind("\n"))
+    # One word longer than half the excerpt (a URL, a token) is cut inside it.
+    return (cut[:boundary] if boundary > EXCERPT_CHARS // 2 else cut).rstrip() + "…"
 
 
 def _before_quote(lines: list[str]) -> list[str]:
+    """The lines above the first that starts the quoted original or the signature, less the
+    phone's or Outlook's trailing "Sent from my …" lines."""
+    kept = lines
     for index, line in enumerate(lines):
-        two = line + " " + (lines[index + 1] if index + 1 < len(lines) else "")
-        if line.startswith(">") or _RULE.match(line) or _ORIGINAL.match(line):
-            return lines[:index]
-        if _ON_WROTE.match(line) or (line.lstrip().startswith("On ") and _ON_WROTE.match(two)):
-            return lines[:index]
-        if _SIGNATURE.match(line) or _SENT_FROM.match(line):
-            return lines[:index]
-        if _HEADER_LINE.match(line) and line.lstrip().lower().startswith(("from", "*from")):
-            following = lines[index + 1 : index + 4]
-            if any(_HEADER_LINE.match(more) for more in following):
-                return lines[:index]
-    return lines
+        following = lines[index + 1 : index + 4]
+        if (
+            line.startswith(">")
+            or _RULE.match(line)
+            or _ORIGINAL.match(line)
+            or _SIGNATURE.match(line)
+            or _ON_WROTE.match(line)
+            or (_ON_WROTE.match(f"{line} {following[0]}") if following else False)
+            or (_FROM_LINE.match(line) and any(_SENT_LINE.match(more) for more in following))
+        ):
+            kept = lines[:index]
+            break
+    end = len(kept)
+    while end and (not kept[end - 1].strip() or _SENT_FROM.match(kept[end - 1])):
+        end -= 1
+    return kept[:end]
 
 
 def _squeezed(lines: list[str]) -> str:
-    """Lines trimmed, runs of blank lines made one, none at either end."""
+    """Lines right-trimmed, each run of blank lines made one, none at either end."""
     out: list[str] = []
-    for line in lines:
-        if line.strip() or (out and out[-1]):
-            out.append(line.strip() if not line.strip() else line.rstrip())
+    for line in (line.rstrip() for line in lines):
+        if line or (out and out[-1]):
+            out.append(line)
     return "\n".join(out).strip()
