@@ -63,7 +63,12 @@ async def _store_terms(
         if current is not None and await tx.terms_sha256(current) == sha:
             return TermsImport(version=current, created=False)
         version = version_id(sha, now)
-        if await tx.terms_sha256(version) == sha:  # in force earlier within this very second
+        if await tx.terms_sha256(version) == sha:  # stored earlier within this very second
+            # By a concurrent first import that committed after our first read (there was no
+            # head row to lock then), or in force earlier and since replaced: read the head
+            # again to tell the two apart.
+            if await tx.terms_version(for_update=True) == version:
+                return TermsImport(version=version, created=False)
             await tx.set_current_terms(version, now)
         else:
             await tx.insert_terms(replace(terms, version=version), sha, now, actor)
