@@ -22,6 +22,8 @@ from email import errors as mime_errors
 from email.message import EmailMessage, Message
 
 from inscriptis import get_text
+from inscriptis.css_profiles import CSS_PROFILES
+from inscriptis.model.config import ParserConfig
 
 from core.suppliers.mail import EXCERPT_CHARS, MAX_MAIL_BYTES, Attachment, InboundMail
 
@@ -36,9 +38,15 @@ MALFORMED = (
     mime_errors.NoBoundaryInMultipartDefect,
 )
 _MESSAGE_ID = re.compile(r"<([^<>\s]+)>")
-# Where the quoted original starts: "On … wrote:" (Gmail, Apple; Gmail wraps a long one before
-# "wrote:"), Outlook's separator and header block, a rule of underscores, a "> " block.
-_ON_WROTE = re.compile(r"^\s*On\s.{0,300}\bwrote:\s*$", re.IGNORECASE)
+# inscriptis's "strict" profile lays HTML out as a browser does; its default ("relaxed") indents
+# every <div> by two spaces and pads every <span>, and mail nests both deeply.
+_HTML = ParserConfig(css=CSS_PROFILES["strict"].copy())
+# Where the quoted original starts: "On <date>, <name> wrote:" (Gmail, Apple, Outlook mobile,
+# Thunderbird: a date always, so a digit), Outlook's separator and header block, a rule of
+# underscores, a "> " block. Gmail wraps a long attribution: the second line is "wrote:" alone
+# or ends the address ("<po@shop.pk> wrote:"), so "On Monday …" / "As you wrote:" stays.
+_ON_WROTE = re.compile(r"^\s*On\s(?=.*\d).{0,300}\bwrote:\s*$", re.IGNORECASE)
+_WROTE_WRAPPED = re.compile(r"^\s*(\S.*@.*\s)?wrote:\s*$", re.IGNORECASE)
 _ORIGINAL = re.compile(r"^\s*-{2,}\s*(Original Message|Forwarded message)\s*-{2,}", re.IGNORECASE)
 _FROM_LINE = re.compile(r"^\s*\**From\**\s*:", re.IGNORECASE)
 _SENT_LINE = re.compile(r"^\s*\**(Sent|Date)\**\s*:", re.IGNORECASE)
@@ -141,7 +149,7 @@ def _text(body: Message) -> str:
     """The body part's plain text: as written, or its HTML turned into text."""
     content = _decoded(body)
     if body.get_content_subtype() == "html":
-        content = get_text(content)
+        content = get_text(content, _HTML)
     lines = content.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     return "\n".join(line.rstrip() for line in lines).strip("\n")
 
@@ -219,7 +227,7 @@ def _before_quote(lines: list[str]) -> list[str]:
             or _ORIGINAL.match(line)
             or _SIGNATURE.match(line)
             or _ON_WROTE.match(line)
-            or (_ON_WROTE.match(f"{line} {following[0]}") if following else False)
+            or _wrapped_attribution(line, following[0] if following else "")
             or (_FROM_LINE.match(line) and any(_SENT_LINE.match(more) for more in following))
         ):
             kept = lines[:index]
@@ -228,6 +236,11 @@ def _before_quote(lines: list[str]) -> list[str]:
     while end and (not kept[end - 1].strip() or _SENT_FROM.match(kept[end - 1])):
         end -= 1
     return kept[:end]
+
+
+def _wrapped_attribution(line: str, following: str) -> bool:
+    """Gmail's "On <date>, <name> <address> wrote:" wrapped over this line and the next."""
+    return bool(_WROTE_WRAPPED.match(following) and _ON_WROTE.match(f"{line} {following}"))
 
 
 def _squeezed(lines: list[str]) -> str:

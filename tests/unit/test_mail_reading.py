@@ -68,6 +68,19 @@ def test_gmails_attribution_wrapped_before_wrote_is_cut_too() -> None:
         f"wrote:\n\n{QUOTED}"
     )
     assert read(mail(body)).excerpt == "Dispatch Monday."
+    wrapped_in_the_name = (
+        "Dispatch Monday.\nOn Fri, 4 Dec 2026 at 10:15, Hall Road Traders Purchasing\n"
+        f"Department <po@shop.pk> wrote:\n{QUOTED}"
+    )
+    assert read(mail(wrapped_in_the_name)).excerpt == "Dispatch Monday."
+
+
+def test_words_that_only_look_like_an_attribution_are_kept() -> None:
+    body = "Rate ok.\nOn Monday the truck leaves with 10 pieces.\nAs you wrote:\nthe rate is fine"
+    assert read(mail(body)).excerpt == body
+    assert excerpt_of("Rate ok.\nOn Monday, you wrote:\nthe rate") == (
+        "Rate ok.\nOn Monday, you wrote:\nthe rate"
+    )
 
 
 @pytest.mark.parametrize(
@@ -92,7 +105,7 @@ def test_gmails_attribution_wrapped_before_wrote_is_cut_too() -> None:
         ("Noted\n________________________________\nFrom: Manzoori", "Noted"),
         # the phone's line, at the end only
         ("Yes, tomorrow.\n\nSent from my Huawei phone", "Yes, tomorrow."),
-        ("Yes.\nGet Outlook for Android\n\nOn Fri, Manzoori wrote:\n> PO", "Yes."),
+        ("Yes.\nGet Outlook for Android\n\nOn Fri, Dec 4, 2026, Manzoori wrote:\n> PO", "Yes."),
         (
             "Sent from our godown today.\nArrives Monday.",
             "Sent from our godown today.\nArrives Monday.",
@@ -158,6 +171,20 @@ def test_html_only_mail_is_text_without_its_scripts_or_styles() -> None:
     assert got.text == "Rate & quantity\n\nline one\nline two"
     assert got.excerpt == got.text
     assert "<" not in got.text and "alert" not in got.text and "color" not in got.text
+
+
+def test_html_mails_nested_divs_and_spans_are_laid_out_as_a_browser_would() -> None:
+    html = (
+        '<div dir="ltr"><div><div>Rs<span>1,300</span> <span>each</span></div></div>'
+        '<div class="gmail_quote"><div class="gmail_attr">On Fri, 4 Dec 2026 at 10:15, '
+        "Manzoori &lt;po@shop.pk&gt; wrote:<br></div><blockquote>Dear supplier</blockquote>"
+        "</div></div>"
+    )
+    got = read(mail(None, html=html))
+    assert got.text == (
+        "Rs1,300 each\nOn Fri, 4 Dec 2026 at 10:15, Manzoori <po@shop.pk> wrote:\nDear supplier"
+    )
+    assert got.excerpt == "Rs1,300 each"
 
 
 def test_attachments_are_listed_by_name_and_size() -> None:
@@ -264,6 +291,40 @@ def test_a_long_reply_is_cut_at_a_word_with_an_ellipsis() -> None:
 def test_no_bytes_make_it_raise(raw: bytes) -> None:
     got = read_mail(raw, uid=1, size=len(raw))
     assert isinstance(got, InboundMail) and got.uid == 1 and got.size == len(raw)
+    assert "\r" not in got.text and len(got.excerpt) <= EXCERPT_CHARS + 1
+
+
+# Pieces of real MIME, so that the arbitrary messages reach the multipart parser, the transfer
+# decoders and the charsets, not only the header parser.
+MIME_PIECES = st.sampled_from(
+    [
+        b"From: =?utf-8?b?2LnZhNuM?= <ali@hallroad.pk>\r\n",
+        b"Date: Sat, 05 Dec 2026 10:05:00 +0500\r\n",
+        b"References: <a@x> <b@y>\r\n",
+        b'Content-Type: multipart/mixed; boundary="B"\r\n',
+        b"Content-Type: multipart/alternative; boundary=B\r\n",
+        b"Content-Type: text/html; charset=x-bogus\r\n",
+        b"Content-Type: text/plain; charset=utf-16\r\n",
+        b"Content-Type: message/rfc822\r\n",
+        b"Content-Transfer-Encoding: base64\r\n",
+        b"Content-Transfer-Encoding: quoted-printable\r\n",
+        b"Content-Disposition: attachment; filename*=utf-8''%D8%A8.pdf\r\n",
+        b"\r\n",
+        b"--B\r\n",
+        b"--B--\r\n",
+        b"<p>x<br><script>y</script>\r\n",
+        b"On Fri, 4 Dec 2026 at 10:15, M <m@x>\r\nwrote:\r\n> q\r\n",
+        b"2LnZhNuM=\r\n",
+        b"=D8=B9=\r\n",
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(MIME_PIECES, st.binary(max_size=20)), max_size=40).map(b"".join))
+def test_no_mime_like_message_makes_it_raise(raw: bytes) -> None:
+    got = read_mail(raw, uid=2, size=len(raw))
+    assert isinstance(got, InboundMail) and got.uid == 2
     assert "\r" not in got.text and len(got.excerpt) <= EXCERPT_CHARS + 1
 
 
