@@ -32,12 +32,11 @@ async def test_one_backup_a_day_across_processes_the_newest_kept(store, db_url, 
         await DailyBackup(settings, store, Runtime("host-a", at(later))).run_once()
     names = sorted(p.name for p in folder.iterdir())
     suffix = ".sqlite" if db_url.startswith("sqlite") else ".dump"
-    assert names == [
-        "manzoori-20261130T090100Z.json",
-        f"manzoori-20261130T090100Z{suffix}",
-        "manzoori-20261201T090200Z.json",
-        f"manzoori-20261201T090200Z{suffix}",
-    ]
+    assert names == sorted(  # ".dump" sorts before ".json", ".sqlite" after
+        f"manzoori-{day}{ending}"
+        for day in ("20261130T090100Z", "20261201T090200Z")
+        for ending in (".json", suffix)
+    )
 
 
 async def test_without_a_folder_nothing_is_written(store, db_url, tmp_path: Path):
