@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING
 from bot import logs
 from bot.clock import Runtime
 from bot.config import Settings
-from bot.mailbox.imap import Mailbox
 from bot.mailbox.runner import MailboxRunner
 from bot.outbox.runner import OutboxRunner
 from bot.outbox.smtp import SmtpSender, SmtpServer
@@ -141,6 +140,8 @@ def build_mailbox(
     config = settings.mailbox()
     if config is None:
         return None
+    from bot.mailbox.imap import Mailbox  # imap-tools, only where a mailbox is read
+
     trouble = functools.partial(heartbeats.trouble, "mailbox")
     return MailboxRunner(
         store,

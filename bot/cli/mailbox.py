@@ -10,7 +10,7 @@ import typer
 
 from bot.cli.common import fail
 from bot.config import Settings, load_settings
-from bot.mailbox.imap import Mailbox, MailboxError
+from bot.mailbox import MailboxError
 from core.errors import ConfigError
 
 mailbox_app = typer.Typer(no_args_is_help=True, help="The buyer's IMAP mailbox.")
@@ -40,6 +40,8 @@ def check() -> None:
 
 async def _look(settings: Settings) -> tuple[list[str], bool]:
     """What the mailbox holds, in lines, and whether a folder we need is missing."""
+    from bot.mailbox.imap import Mailbox  # imap-tools only for this command
+
     config = settings.mailbox()
     assert config is not None
     async with Mailbox(config).session() as session:

@@ -29,15 +29,12 @@ from typing import Any, TypeVar
 from imap_tools import MailBox, MailBoxStartTls, MailBoxUnencrypted
 from imap_tools.errors import ImapToolsError, MailboxLoginError
 
+from bot.mailbox import MailboxConfig, MailboxError
 from bot.outbox.smtp import TlsMode
 from core.outbox.evidence import SentCopy
 from core.suppliers.mail import MAX_MAIL_BYTES
 
 T = TypeVar("T")
-
-
-class MailboxError(Exception):
-    """The mailbox could not be reached, or refused us: logged, counted, never fatal."""
 
 
 # What each failure is called, most specific first: every error imap-tools, imaplib, ssl or the
@@ -66,23 +63,6 @@ def mapped(error: BaseException) -> MailboxError | None:
 def _short(error: BaseException) -> str:
     text = " ".join(str(error).split())
     return text if len(text) <= 200 else text[:199] + "…"
-
-
-@dataclass(frozen=True)
-class MailboxConfig:
-    """Where the mailbox is and how to log in (IMAP_* settings)."""
-
-    host: str
-    port: int
-    tls: TlsMode
-    username: str
-    password: str
-    sent_folder: str
-    inbox_folder: str
-    timeout: float
-
-    def __repr__(self) -> str:  # the password never in a log or a traceback
-        return f"MailboxConfig(host={self.host!r}, port={self.port}, tls={self.tls.value!r})"
 
 
 @dataclass(frozen=True)

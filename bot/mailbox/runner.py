@@ -18,11 +18,12 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from prometheus_client import Counter
 
 from bot.clock import Runtime
-from bot.mailbox.imap import FetchedMail, Mailbox, MailboxError, MailboxSession
+from bot.mailbox import MailboxError
 from bot.mailbox.reading import read_mail
 from core.jobs.effects import message_id
 from core.outbox import reconcile
@@ -30,6 +31,9 @@ from core.suppliers import replies
 from core.suppliers.mail import InboundMail
 from core.suppliers.replies import InboxBatch
 from store.sql import SqlStore
+
+if TYPE_CHECKING:  # imap-tools is imported where a mailbox is opened, not at start-up
+    from bot.mailbox.imap import FetchedMail, Mailbox, MailboxSession
 
 log = logging.getLogger(__name__)
 
@@ -107,16 +111,17 @@ class MailboxRunner:
 
     async def read_inbox(self, session: MailboxSession) -> None:
         """Read the inbox after its cursor, a batch at a time, and file what belongs to a PO."""
+        async with self.store.reading() as tx:
+            cursor = await tx.mailbox_cursor(self.inbox)
+        validity = await session.uid_validity(self.inbox)
+        after = replies.start_after(cursor, validity)
         for _ in range(FETCHES):
-            async with self.store.reading() as tx:
-                cursor = await tx.mailbox_cursor(self.inbox)
-            validity = await session.uid_validity(self.inbox)
-            after = replies.start_after(cursor, validity)
             fetched = await session.new_messages(self.inbox, after, BATCH)
             if not fetched:
                 return
             mails = [_read(one) for one in fetched]
-            batch = InboxBatch(self.inbox, validity, mails, max(one.uid for one in fetched))
+            after = max(one.uid for one in fetched)  # the cursor file_replies moves to
+            batch = InboxBatch(self.inbox, validity, mails, after)
             domain, now = self.domain, self.runtime.now()
             filed = await replies.file_replies(self.store, batch, domain, now)
             self.counters.replies.labels("filed").inc(filed)

@@ -21,7 +21,7 @@ from bot.telegram.cards import escaped, signed_markup
 from bot.telegram.context import Deps, answer_tap, deps_of
 from bot.telegram.decisions import NOT_VALID, checked_tap, deliver_now
 from bot.telegram.errors import classify
-from bot.telegram.review_texts import left_html, told
+from bot.telegram.review_texts import headed, left_html, told
 from bot.words.i18n import ENGLISH, N_, Translator, language_of, translator
 from bot.words.texts import local_time
 from core.approval.signing import ButtonAction
@@ -259,12 +259,7 @@ async def _outcome_html(deps: Deps, job_id: str, headline: str, tr: Translator) 
     async with deps.store.reading() as tx:
         job = await tx.job(job_id)
         draft = await tx.draft(job.id, job.draft_version) if job.draft_version else None
-    supplier = draft.supplier_name if draft else job.supplier_id or "-"
-    summary = (
-        f"<b>{escaped(job.po_number)}</b> v{job.draft_version} · {escaped(supplier)} · "
-        f"{escaped(format_pkr(job.total_paisa or 0))} · {escaped(job.state.value)}"
-    )
-    return f"{headline}\n🧾 {tr.ltr(summary)}"
+    return headed(headline, job, draft.supplier_name if draft else job.supplier_id or "-", tr)
 
 
 async def _edit(query: CallbackQuery, text: str) -> None:

@@ -11,6 +11,7 @@ from bot.telegram.cards import escaped
 from bot.words.i18n import ENGLISH, Translator
 from bot.words.texts import local_time
 from core.drafting.money import format_pkr
+from core.jobs.jobs import Job
 from core.jobs.states import State
 from core.outbox.reconcile import BY_RELAY
 from core.outbox.review import Choice, LeftQueue
@@ -37,8 +38,13 @@ def left_html(left: LeftQueue, tz: tzinfo, *, tr: Translator = ENGLISH) -> str:
         headline = tr("ℹ️ <b>Now {state}</b> by {name} at {at}", state=state, name=name, at=at)
     else:
         headline = tr("ℹ️ <b>Now {state}</b> at {at}", state=escaped(job.state.value), at=at)
+    return headed(headline, job, left.supplier, tr)
+
+
+def headed(headline: str, job: Job, supplier: str, tr: Translator) -> str:
+    """A queue message that can no longer be tapped: its headline, then the PO as it is."""
     summary = (
-        f"<b>{escaped(job.po_number)}</b> v{job.draft_version} · {escaped(left.supplier)} · "
+        f"<b>{escaped(job.po_number)}</b> v{job.draft_version} · {escaped(supplier)} · "
         f"{escaped(format_pkr(job.total_paisa or 0))} · {escaped(job.state.value)}"
     )
     return f"{headline}\n🧾 {tr.ltr(summary)}"

@@ -106,10 +106,8 @@ async def settle_by_copies(
     else, once `grace` has passed since it became ambiguous, recorded as missing (once)."""
     async with store.begin() as tx:
         job = await tx.job(send.job.id)
-        if job.state not in AMBIGUOUS or _unknown(job, await tx.effects_for(job.id)) is None:
-            return Finding.MOVED
-        effect = await tx.effect(send.effect.key)
-        if effect.status is not EffectStatus.UNKNOWN:
+        effect = _unknown(job, await tx.effects_for(job.id))  # None outside AMBIGUOUS
+        if effect is None or effect.key != send.effect.key:
             return Finding.MOVED
         stamp = Stamp(ACTOR, now)
         if copies:

@@ -22,7 +22,7 @@ from datetime import datetime
 from core.jobs import notices
 from core.jobs.effects import NOTES, OPEN_STATUSES, EffectKind, EffectStatus
 from core.jobs.jobs import Job, Stamp
-from core.jobs.notices import NoticeKind, NoticeStatus, settle
+from core.jobs.notices import Notice, NoticeKind, NoticeStatus, settle
 from core.jobs.sends import release
 from core.jobs.states import Action, State
 from core.jobs.transitions import move
@@ -67,8 +67,13 @@ async def hold_unsettled(store: Store, taken_at: datetime, now: datetime) -> Hel
         async with store.begin() as tx:
             current = await tx.job(job.id)
             stamp, why = Stamp(ACTOR, now), reason_of(taken_at)
-            effects = await tx.effects_for(job.id)
-            open_rows = [e for e in effects if e.status in OPEN_STATUSES]
+            # What the snapshot owed, read before the hold owes its own news (kept).
+            snapshot_notices = await tx.notices_for(job.id)
+            for notice in snapshot_notices:
+                if notice.status in _OWED and notice.kind not in _HARMLESS:
+                    await settle(tx, notice, NoticeStatus.CANCELLED, now)
+                    dropped += 1
+            open_rows = [e for e in await tx.effects_for(job.id) if e.status in OPEN_STATUSES]
             kind = _HELD.get(current.state)
             own = [e for e in open_rows if kind is not None and e.kind == kind]
             for effect in own:
@@ -83,21 +88,19 @@ async def hold_unsettled(store: Store, taken_at: datetime, now: datetime) -> Hel
                     event = f"{notices.NOTE_FAILED}:{effect.kind}"
                     await tx.insert_notice(notices.alert_for(current, now, event))
                     held_notes += 1
-            for notice in await tx.notices_for(job.id):
-                if notice.status in _OWED and notice.kind not in _HARMLESS:
-                    await settle(tx, notice, NoticeStatus.CANCELLED, now)
-                    dropped += 1
-            cards += await _cards_again(tx, current, taken_at, now)
+            cards += await _cards_again(tx, current, snapshot_notices, taken_at, now)
     return Held(tuple(pos), held_notes, dropped, cards)
 
 
-async def _cards_again(tx: Tx, job: Job, taken_at: datetime, now: datetime) -> int:
-    """A fresh card for each approver who was sent one of the waiting draft version."""
+async def _cards_again(
+    tx: Tx, job: Job, shown: list[Notice], taken_at: datetime, now: datetime
+) -> int:
+    """A fresh card for each approver who was sent one (`shown`) of the waiting version."""
     if job.state is not State.AWAITING_APPROVAL:
         return 0
     sent = {
         n.user_id
-        for n in await tx.notices_for(job.id)
+        for n in shown
         if n.kind is NoticeKind.CARD
         and n.draft_version == job.draft_version
         and n.status is NoticeStatus.SENT

@@ -4,7 +4,7 @@ what it cannot open."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
@@ -25,13 +25,19 @@ RULES = Rules(approval=ApprovalPolicy(ttl=timedelta(hours=24)), retry=FAST_RETRY
 NEW, OLD = Fernet.generate_key().decode(), DATA_KEY.decode()
 
 
-def test_rotate_then_verify_with_the_new_key_alone(db_url: str, tmp_path: Path) -> None:
-    async def sealed(store: SqlStore) -> None:
+def a_po_sent(db_url: str, at: datetime) -> None:
+    """The cast, the terms, and a PO e-mailed at `at`: a row in most sealed tables."""
+
+    async def sent(store: SqlStore) -> None:
         await grant_cast(store)
         await with_terms(store)
-        await suppliers.sent(store, make_draft(), T0, RULES)
+        await suppliers.sent(store, make_draft(), at, RULES)
 
-    with_store(db_url, sealed)
+    with_store(db_url, sent)
+
+
+def test_rotate_then_verify_with_the_new_key_alone(db_url: str, tmp_path: Path) -> None:
+    a_po_sent(db_url, T0)
     cli = Cli(tmp_path, base_env(db_url))
     before = cli("verify", MANZOORI_DATA_KEY=NEW)
     assert before.returncode == 1
@@ -55,13 +61,7 @@ def test_rotate_then_verify_with_the_new_key_alone(db_url: str, tmp_path: Path) 
 
 def test_status_says_until_when_an_older_signing_key_is_needed(db_url: str, tmp_path: Path):
     sent_at = utcnow()
-
-    async def sent(store: SqlStore) -> None:
-        await grant_cast(store)
-        await with_terms(store)
-        await suppliers.sent(store, make_draft(), sent_at, RULES)
-
-    with_store(db_url, sent)
+    a_po_sent(db_url, sent_at)
     cli = Cli(tmp_path, base_env(db_url))
     old = cli.env["MANZOORI_SECRET_KEY"]
     said = ok(cli("keys", "status", MANZOORI_SECRET_KEY=f"{NEW},{old}")).splitlines()

@@ -11,7 +11,8 @@ from email.message import EmailMessage
 
 import pytest
 
-from bot.mailbox.imap import Mailbox, MailboxConfig, MailboxError
+from bot.mailbox import MailboxConfig, MailboxError
+from bot.mailbox.imap import Mailbox
 from bot.outbox.smtp import TlsMode
 from core.outbox.evidence import SentCopy
 from core.suppliers.mail import MAX_MAIL_BYTES
