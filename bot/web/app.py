@@ -95,7 +95,7 @@ def build_web(
 
     routes: list[BaseRoute] = [Route("/healthz", healthz), Route("/metrics", metrics_text)]
     if telegram is not None and settings.webhook_url is not None:
-        routes.append(_webhook_route(settings, telegram))
+        routes.append(_webhook_route(settings, telegram, metrics))
     routes += miniapp_routes(settings, store, telegram)
     routes += supplier_routes(settings, store)
     secured = Middleware(SecureAnswers, script=settings.manzoori_webapp_script)
@@ -105,27 +105,37 @@ def build_web(
     return Starlette(routes=routes, middleware=[squeezed, secured])
 
 
-def _webhook_route(settings: Settings, telegram: Application) -> Route:  # type: ignore[type-arg]
+def _webhook_route(
+    settings: Settings,
+    telegram: Application,  # type: ignore[type-arg]
+    metrics: Metrics,
+) -> Route:
     """POSTs from Telegram, carrying WEBHOOK_SECRET in SECRET_HEADER (403 otherwise), onto the
-    bot's update queue; 200 once queued, as PTB's own webhook server answered."""
+    bot's update queue; 200 once queued, as PTB's own webhook server answered. Each post is
+    counted by outcome: behind a load balancer, each front door's count shows its share."""
     from telegram import Update
 
     assert settings.webhook_url is not None and settings.webhook_secret is not None
     secret = settings.webhook_secret.get_secret_value().encode()
+    counted = metrics.webhook_updates
 
     async def webhook(request: Request) -> Response:
         given = request.headers.get(SECRET_HEADER, "").encode()
         if not hmac.compare_digest(given, secret):
+            counted.labels("refused").inc()
             return PlainTextResponse("wrong secret token", 403)
         raw = await request.body()
         if len(raw) > MAX_UPDATE_BYTES:
+            counted.labels("unreadable").inc()
             return PlainTextResponse("update too large", 413)
         try:
             update = Update.de_json(_update_json(raw), telegram.bot)
         except Exception as error:  # PTB trips on a wrong shape in any way: AttributeError, …
             log.warning("webhook: an unreadable update (%s)", type(error).__name__)
+            counted.labels("unreadable").inc()
             return PlainTextResponse("not a Telegram update", 400)
         await telegram.update_queue.put(update)
+        counted.labels("queued").inc()
         return Response(status_code=200)
 
     path = urlsplit(settings.webhook_url).path or "/"

@@ -60,6 +60,13 @@ class Metrics:
             "Duration of one upload's parse in its worker (a sheet or a terms file)",
             _PARSE_BUCKETS,
         )
+        self.webhook_updates = Counter(
+            "manzoori_webhook_updates",
+            "Posts to this front door's webhook, by outcome (queued; refused: no or a wrong "
+            "secret; unreadable: not an update, or too large)",
+            ["outcome"],
+            registry=registry,
+        )
         self.telegram_errors = by_method(
             "manzoori_telegram_errors", "Bot API calls that failed, 429s included, by method"
         )

@@ -75,8 +75,13 @@ async def test_the_webhook_refuses_what_is_not_an_update(botapi, db_url):
         huge = b'{"update_id": 1, "x": "' + b"a" * 1_000_001 + b'"}'
         assert (await web.post(url, content=huge, headers=headers)).status_code == 413
         assert (await web.get(url, headers=headers)).status_code == 405
+        assert (await web.post(url, content=b"{}")).status_code == 403  # no secret
         health = await web.get(f"http://127.0.0.1:{port}/healthz")  # the same front door
+        metrics = (await web.get(f"http://127.0.0.1:{port}/metrics")).text
     assert health.status_code == 200
+    assert 'manzoori_webhook_updates_total{outcome="unreadable"} 2.0' in metrics
+    assert 'manzoori_webhook_updates_total{outcome="refused"} 1.0' in metrics
+    assert 'outcome="queued"' not in metrics  # nothing was
 
 
 @asynccontextmanager

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -24,13 +25,14 @@ PHONE = ViewportSize(width=390, height=844)
 SCALE = 2
 
 
-@pytest.fixture(name="phone")
-async def phone_fixture() -> AsyncIterator[BrowserContext]:
-    """A fresh, headless browser context at phone size with touch, closed after the test."""
+@asynccontextmanager
+async def phone_context(*args: str) -> AsyncIterator[BrowserContext]:
+    """A headless Chromium launched with the command-line `args`, and a fresh browser context
+    in it at phone size with touch; both closed when the block ends."""
     if not CHROMIUM.exists():
         pytest.fail(f"no Chromium at {CHROMIUM}: `make browser` installs Debian's chromium")
     async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=str(CHROMIUM))
+        browser = await playwright.chromium.launch(executable_path=str(CHROMIUM), args=args)
         try:
             context = await browser.new_context(
                 viewport=PHONE,
@@ -42,3 +44,10 @@ async def phone_fixture() -> AsyncIterator[BrowserContext]:
             await context.close()
         finally:
             await browser.close()
+
+
+@pytest.fixture(name="phone")
+async def phone_fixture() -> AsyncIterator[BrowserContext]:
+    """A fresh, headless browser context at phone size with touch, closed after the test."""
+    async with phone_context() as context:
+        yield context

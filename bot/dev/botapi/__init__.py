@@ -31,7 +31,8 @@ Usage (the ``botapi`` fixture of tests/helpers/botapi.py is ``with Emulator() as
 
 Public API:
 - ``Emulator(token=None, bot_username=..., callback_query_timeout=15.0, strict_ampersand=True,
-  first_update_id=1, webhook_retry_delay=0.2)``; ``start()``/``stop()`` or ``with``; ``token``,
+  first_update_id=1, webhook_retry_delay=0.2)``; ``start()``/``stop()`` or ``with``;
+  ``webhook_ca`` (the PEM file an https webhook's certificate must chain to); ``token``,
   ``bot_id``, ``port``, ``base_url``, ``base_file_url``, ``ptb_bot()``, ``application_builder()``.
 - users: ``user(id, first_name, username=None, *, started=False)`` -> ``EmulatedUser`` with
   ``send_text``, ``send_document(data, filename, mime_type, caption=)``,
@@ -72,9 +73,10 @@ Where it is stricter or looser than Telegram, on purpose:
   restores Telegram's leniency;
 - message ids count per chat, from 1 in every chat: the Bot API promises uniqueness only "inside
   this chat", so a bot that keys messages by id alone fails here;
-- webhooks go only to loopback addresses, over plain http and any port (Telegram wants https on
-  443, 80, 88 or 8443), so no test can send traffic off the machine; updates are POSTed one at a
-  time, oldest first, and a failed one is retried every ``webhook_retry_delay`` seconds;
+- webhooks go only to loopback addresses, over http or https (its certificate checked against
+  ``webhook_ca``) and any port (Telegram wants https on 443, 80, 88 or 8443), so no test can send
+  traffic off the machine; updates are POSTed one at a time, oldest first, and a failed one is
+  retried every ``webhook_retry_delay`` seconds;
 - a web_app button may also open plain http on a loopback host (Telegram wants https), as the
   bot's MANZOORI_PUBLIC_URL allows, so the Mini App can be opened on this machine; it is allowed
   in every chat because every chat is private, which is where Telegram allows it;

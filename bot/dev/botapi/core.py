@@ -53,6 +53,9 @@ class EmulatorCore:
         self.strict_ampersand = strict_ampersand
         self.webhook_retry_delay = webhook_retry_delay
         self.webhook_timeout = webhook_timeout
+        # The CA an https webhook's certificate must chain to (a PEM file: the test's own
+        # proxy's, say); None: the system's. Telegram checks it too, or takes a self-signed one.
+        self.webhook_ca: str | None = None
         self.port = 0
 
         self._lock = threading.RLock()

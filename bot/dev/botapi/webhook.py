@@ -66,6 +66,7 @@ class WebhookMixin(EmulatorCore):
                 headers=headers,
                 raise_error=False,
                 request_timeout=self.webhook_timeout,
+                ca_certs=self.webhook_ca,
             )
         finally:
             client.close()
