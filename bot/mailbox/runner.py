@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from prometheus_client import Counter
 
+from bot import logs
 from bot.clock import Runtime
 from bot.mailbox import MailboxError
 from bot.mailbox.reading import read_mail
@@ -98,16 +99,20 @@ class MailboxRunner:
         wanted = [(message_id(s.effect.key, domain).strip("<>"), s.effect.key) for s in sends]
         found = await session.find_copies(self.sent_folder, wanted)
         grace = self.grace
-        for send, (mid, _key) in zip(sends, wanted, strict=True):
-            copies = found.get(mid, [])
-            now = self.runtime.now()
-            finding = await reconcile.settle_by_copies(
-                self.store, send, self.sent_folder, copies, now, grace
-            )
-            self.counters.settled.labels(finding.value).inc()
-            if finding is reconcile.Finding.SENT:
-                log.info("%s settled as sent: %d copies in %s", send.effect.key, len(copies),
-                         self.sent_folder)  # fmt: skip
+        try:
+            for send, (mid, _key) in zip(sends, wanted, strict=True):
+                copies = found.get(mid, [])
+                logs.about(po_number=send.job.po_number, job_id=send.job.id)  # for each line
+                now = self.runtime.now()
+                finding = await reconcile.settle_by_copies(
+                    self.store, send, self.sent_folder, copies, now, grace
+                )
+                self.counters.settled.labels(finding.value).inc()
+                if finding is reconcile.Finding.SENT:
+                    log.info("%s settled as sent: %d copies in %s", send.effect.key,
+                             len(copies), self.sent_folder)  # fmt: skip
+        finally:
+            logs.about()  # what the pass logs next is about no PO
 
     async def read_inbox(self, session: MailboxSession) -> None:
         """Read the inbox after its cursor, a batch at a time, and file what belongs to a PO."""

@@ -8,11 +8,15 @@ read once across a restart; IMAP down changes nothing but /healthz."""
 from __future__ import annotations
 
 import asyncio
+import io
+import json
+import logging
 from email.message import EmailMessage
 
 import httpx
 import pytest
 
+from bot import logs
 from bot.words import reports
 from core.jobs.effects import EffectStatus, message_id
 from core.jobs.states import State
@@ -65,8 +69,14 @@ async def queue_item(botapi):
 
 
 async def test_a_late_250_with_its_copy_in_sent_is_settled_with_one_copy_at_the_relay(
-    botapi, db_url, store, smtp_sink, dovecot
+    botapi, db_url, store, smtp_sink, dovecot, caplog
 ):
+    caplog.set_level(logging.INFO, logger="bot.mailbox.runner")
+    lines = io.StringIO()  # the runner's lines as MANZOORI_LOG_FORMAT=json writes them
+    written = logging.StreamHandler(lines)
+    written.setFormatter(logs.json_formatter())
+    written.addFilter(logs.Fields())
+    logging.getLogger("bot.mailbox.runner").addHandler(written)
     botapi.user(ADMIN, "Ayesha", started=True)
     smtp_sink.script("DATA", "250 2.0.0 queued", delay=3)  # taken, but answered too late
     async with mailbox_bot(botapi, db_url, smtp_sink, dovecot, smtp_timeout_seconds=1) as run:
@@ -88,6 +98,9 @@ async def test_a_late_250_with_its_copy_in_sent_is_settled_with_one_copy_at_the_
             await run.outbox.run_once()
             await run.mailbox.run_once()
         assert len(smtp_sink.messages) == 1 and dovecot.count("Sent") == 1  # never again
+    logging.getLogger("bot.mailbox.runner").removeHandler(written)
+    [settled] = [json.loads(line) for line in lines.getvalue().splitlines() if "settled" in line]
+    assert (settled["po_number"], settled["job_id"]) == (PO, job.id)
 
 
 async def test_a_dropped_send_with_no_copy_waits_for_a_person_and_is_resent_once(
