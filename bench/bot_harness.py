@@ -35,27 +35,34 @@ PATIENCE = 120.0
 
 
 @asynccontextmanager
-async def bot_on(db: Database) -> AsyncIterator[tuple[Emulator, Running]]:
+async def bot_on(
+    db: Database, *, loops: bool = False, **settings: Any
+) -> AsyncIterator[tuple[Emulator, Running]]:
     """The application as `manzoori run` starts it (long polling) on a fresh `db`, against a
-    started emulator; the runners' passes are the benchmark's to drive. Everything is stopped
-    and disposed however the block ends, so benchmarks can follow one another."""
+    started emulator, with `settings` over the bench's; the runners' passes are the
+    benchmark's to drive, unless `loops`: then they run their own loops, as deployed.
+    Everything is stopped and disposed however the block ends, so benchmarks can follow one
+    another."""
     await (await migrated(db)).dispose()
     data_key = Fernet.generate_key()
     emulator = Emulator().start()
     try:
-        settings = Settings(
-            _env_file=None,  # pydantic-settings: this run reads no .env
-            database_url=db.url,
-            manzoori_secret_key=Fernet.generate_key().decode(),
-            manzoori_data_key=data_key.decode(),
-            manzoori_admin_ids=frozenset({ADMIN}),
-            telegram_bot_token=emulator.token,
-            telegram_api_url=f"http://127.0.0.1:{emulator.port}",
+        configured = Settings(
+            **{
+                "_env_file": None,  # pydantic-settings: this run reads no .env
+                "database_url": db.url,
+                "manzoori_secret_key": Fernet.generate_key().decode(),
+                "manzoori_data_key": data_key.decode(),
+                "manzoori_admin_ids": frozenset({ADMIN}),
+                "telegram_bot_token": emulator.token,
+                "telegram_api_url": f"http://127.0.0.1:{emulator.port}",
+                **settings,
+            }
         )
         emulator.user(ADMIN, "Admin", started=True)
         store = SqlStore(make_engine(db.url), data_key)
         try:
-            async with running(settings, store, loops=False, long_poll=LONG_POLL) as run:
+            async with running(configured, store, loops=loops, long_poll=LONG_POLL, web=web) as run:
                 yield emulator, run
         finally:
             await store.close()

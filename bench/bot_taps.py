@@ -56,7 +56,7 @@ class Taps:
     last_answer: float  # time.monotonic() of the last answer
 
 
-async def _open(run: Running, terms_version: str, count: int) -> list[Job]:
+async def open_jobs(run: Running, terms_version: str, count: int) -> list[Job]:
     """`count` POs waiting for approval, one line each, opened before any approver exists so
     that no card is owed yet (each approver is given one card of their own below)."""
     store, rules, now = run.store, run.settings.rules(), utcnow()
@@ -78,7 +78,7 @@ async def _open(run: Running, terms_version: str, count: int) -> list[Job]:
     return jobs
 
 
-async def _hand_cards(store: SqlStore, pairs: list[tuple[Job, int]]) -> None:
+async def hand_cards(store: SqlStore, pairs: list[tuple[Job, int]]) -> None:
     """Owe each approver the card of their PO, as ask_approvers owes one."""
     now = utcnow()
     async with store.begin() as tx:
@@ -86,14 +86,19 @@ async def _hand_cards(store: SqlStore, pairs: list[tuple[Job, int]]) -> None:
             await tx.insert_notice(notices.card_for(job, approver, now))
 
 
+def _delivered(card: Message | None) -> Message:
+    assert card is not None, "a card was not delivered"
+    return card
+
+
 def _reply(requester: EmulatedUser) -> Message | None:
     """The bot's answer to the sheet (the requester also hears of each approval meanwhile)."""
     return next((m for m in requester.messages() if SHEET_NAME in (m.text or "")), None)
 
 
-def _card(user: EmulatedUser, job: Job) -> Message:
-    """The card of this PO in the approver's chat."""
-    return next(m for m in user.messages() if m.text and job.po_number in m.text)
+def card_of(user: EmulatedUser, job: Job) -> Message | None:
+    """The card of this PO in the approver's chat, once delivered."""
+    return next((m for m in user.messages() if m.text and job.po_number in m.text), None)
 
 
 async def _burst(emulator: Emulator, cards: list[tuple[EmulatedUser, Message]]) -> Taps:
@@ -162,13 +167,13 @@ async def run_taps(db: Database, quick: bool) -> list[Result]:
         store = run.store
         version = await import_terms(store, rows)
         requester = (await people(emulator, store, Role.REQUESTER, [REQUESTER]))[0]
-        jobs = await _open(run, version, 2 * count)  # one card each per burst: idle, loaded
+        jobs = await open_jobs(run, version, 2 * count)  # one card each per burst: idle, loaded
         approvers = await people(emulator, store, Role.APPROVER, approver_ids(count))
         idle_jobs, loaded_jobs = jobs[:count], jobs[count:]
         pairs = [*zip(idle_jobs, approvers, strict=True), *zip(loaded_jobs, approvers, strict=True)]
-        await _hand_cards(store, [(job, approver.id) for job, approver in pairs])
+        await hand_cards(store, [(job, approver.id) for job, approver in pairs])
         await deliver_all(run)
-        cards = [(approver, _card(approver, job)) for job, approver in pairs]
+        cards = [(approver, _delivered(card_of(approver, job))) for job, approver in pairs]
         idle_cards, loaded_cards = cards[:count], cards[count:]
 
         idle = await _burst(emulator, idle_cards)

@@ -42,6 +42,12 @@ MEASURES = {
         "getUpdates to the bot's answerCallbackQuery; once idle, once while a requester's large "
         "sheet is being submitted."
     ),
+    "Approval to e-mail": (
+        "Approvers tap Approve on their cards one a second, through the real bot against the Bot "
+        "API emulator with its runners in their own loops, as `manzoori run` runs them: per "
+        "approval, the time from the tap to the SMTP server (another process) accepting the "
+        "PO's e-mail, its PDF made."
+    ),
     "Sheet intake": (
         "A requester sends a large CSV and XLSX sheet through the bot: seconds from the upload "
         "to the commit that writes the POs and their cards, and to the reply; the peak of this "

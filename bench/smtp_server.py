@@ -5,6 +5,8 @@ measures in its own process is the system's and not the server's.
 `PORT <n>` once it listens, then answers one line on stdout for each line on stdin:
 
     count   ->  "<accepted messages> <distinct Message-IDs>"
+    times   ->  a JSON list of [Subject, time.monotonic() when accepted], one per message
+                (the clock is the machine's, so the parent can compare it with its own)
     reset   ->  "ok", after forgetting every message accepted so far
 """
 
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import sys
 from dataclasses import dataclass
 from types import TracebackType
@@ -34,8 +37,12 @@ def main(argv: list[str] | None = None) -> None:
             if command == "count":
                 distinct = len({str(m["Message-ID"]) for m in list(sink.messages)})
                 print(f"{len(sink.messages)} {distinct}", flush=True)
+            elif command == "times":
+                taken = zip(list(sink.messages), list(sink.accepted_at), strict=False)
+                print(json.dumps([[str(m["Subject"]), at] for m, at in taken]), flush=True)
             elif command == "reset":
                 sink.messages.clear()
+                sink.accepted_at.clear()
                 sink.envelopes.clear()
                 sink.commands.clear()
                 print("ok", flush=True)
@@ -102,6 +109,10 @@ class SinkProcess:
         """What the server has accepted since the last reset."""
         messages, distinct = (await self._ask("count")).split()
         return Accepted(int(messages), int(distinct))
+
+    async def times(self) -> list[tuple[str, float]]:
+        """Each message accepted since the last reset: its Subject, and when (monotonic)."""
+        return [(subject, at) for subject, at in json.loads(await self._ask("times"))]
 
     async def reset(self) -> None:
         """Forget what was accepted, so the next flow's mail is counted alone."""

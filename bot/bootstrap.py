@@ -30,7 +30,7 @@ from core.messaging import nudges
 from core.records import retention
 from core.records.retention import Purge
 from core.suppliers import chasing
-from store import backups
+from store import backups, wakeups
 from store.engine import make_engine
 from store.sql import SqlStore
 
@@ -116,21 +116,35 @@ async def run_forever(
     poll: float,
     stop: asyncio.Event,
     beat: Callable[[], None] | None = None,
+    wake: asyncio.Event | None = None,
 ) -> None:
-    """Run passes until `stop` is set, sleeping `poll` seconds after a pass that found nothing;
-    a failing pass is logged and retried, so one bad row never stops a runner. `beat` is
-    called after each pass that completed (the heartbeat /healthz reads)."""
+    """Run passes until `stop` is set, waiting after a pass that found nothing until `poll`
+    seconds have passed or `wake` is set (store.wakeups: work for this runner committed); a
+    failing pass is logged and retried, so one bad row never stops a runner. `beat` is called
+    after each pass that completed (the heartbeat /healthz reads)."""
+    wake = wake or asyncio.Event()
     while not stop.is_set():
+        wake.clear()  # a commit from here on wakes the next wait
         try:
             claimed = await run_once()
             if beat is not None:
                 beat()
         except Exception:
             log.exception("%s failed; retrying after %.1fs", run_once.__qualname__, poll)
-            claimed = 0
+            await _first(poll, stop)  # a failing pass waits out its poll, however woken
+            continue
         if claimed == 0:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), timeout=poll)
+            await _first(poll, stop, wake)
+
+
+async def _first(seconds: float, *events: asyncio.Event) -> None:
+    """Wait until one of `events` is set, or `seconds` have passed."""
+    waits = [asyncio.ensure_future(event.wait()) for event in events]
+    try:
+        await asyncio.wait(waits, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiting in waits:
+            waiting.cancel()
 
 
 def build_mailbox(
@@ -306,14 +320,16 @@ async def _looping(run: Running) -> AsyncIterator[None]:
     """The outbox runner's loop, the notice runner's beside a bot, the daily purge's and the
     reminder ladder's sweep, until the block ends."""
     stop, poll = asyncio.Event(), run.settings.manzoori_poll_seconds
-    passes = {"outbox": run.outbox.run_once}
+    woken = run.store.wakeups  # and, on PostgreSQL, every other process's commits:
+    listening = wakeups.listening(run.settings.database_url, woken)
+    passes = {"outbox": (run.outbox.run_once, woken.event(wakeups.OUTBOX))}
     if run.notices is not None:
-        passes["notice"] = run.notices.run_once
+        passes["notice"] = (run.notices.run_once, woken.event(wakeups.NOTICES))
     tasks = []
-    for name, run_once in passes.items():
+    for name, (run_once, wake) in passes.items():
         run.heartbeats.expect(name)
         beat = functools.partial(run.heartbeats.beat, name)
-        tasks.append(asyncio.create_task(run_forever(run_once, poll, stop, beat)))
+        tasks.append(asyncio.create_task(run_forever(run_once, poll, stop, beat, wake)))
     for chore in (DailyPurge(run.settings, run.store), DailyBackup(run.settings, run.store)):
         tasks.append(asyncio.create_task(run_forever(chore.run_once, PURGE_CHECK_SECONDS, stop)))
     ladder, every = LadderSweep(run.settings, run.store), run.settings.manzoori_ladder_check_seconds
@@ -322,7 +338,8 @@ async def _looping(run: Running) -> AsyncIterator[None]:
         every = run.settings.manzoori_mailbox_check_seconds
         tasks.append(asyncio.create_task(run_forever(run.mailbox.run_once, every, stop)))
     try:
-        yield
+        async with listening:
+            yield
     finally:
         stop.set()
         await asyncio.gather(*tasks)

@@ -204,7 +204,10 @@ class Settings(BaseSettings):
         "connection (a dead runner's rows wait this long before recovery)",
     )
     manzoori_poll_seconds: float = Field(
-        2.0, gt=0, description="Seconds the runner sleeps when the outbox is empty; > 0"
+        2.0,
+        gt=0,
+        description="Seconds a runner waits when it has nothing to do, unless a commit that "
+        "gives it work wakes it first (store/wakeups.py); > 0",
     )
     manzoori_retry_base_seconds: float = Field(
         5.0, gt=0, description="First retry delay in seconds, doubled per attempt; > 0"

@@ -10,7 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from core.approval.policies import Role
 from core.jobs.notices import Notice, NoticeKind
-from store import schema
+from store import schema, wakeups
 from store.rows import notice_from_row, values_of
 from store.versioned import Lease, claim_rows, insert_or_keep, update_leased
 
@@ -33,6 +33,7 @@ class NoticeQueries:
 
     conn: AsyncConnection
     _postgres: bool
+    owed: set[str]
 
     async def holders(self, role: Role) -> list[int]:
         """Every user holding `role` now, by id."""
@@ -44,10 +45,12 @@ class NoticeQueries:
         stays as it is."""
         if notices:
             await self.conn.execute(_INSERT, [values_of(notice) for notice in notices])
+            self.owed.add(wakeups.NOTICES)
 
     async def owe_notice(self, notice: Notice) -> bool:
         """insert_notice, and whether it was new: False if a notice of that key was owed."""
         result = await self.conn.execute(_INSERT, values_of(notice))
+        self.owed.add(wakeups.NOTICES)
         return bool(result.rowcount)
 
     async def claim_notices_of(

@@ -9,7 +9,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, bindparam, delete, func, insert, or_, select
+from sqlalchemy import and_, bindparam, delete, func, insert, or_, select, text
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
@@ -28,7 +28,7 @@ from core.errors import (
 from core.jobs.effects import EffectStatus
 from core.jobs.jobs import AuditEvent, Document, Effect, Job, Stamp
 from core.jobs.states import State
-from store import schema
+from store import schema, wakeups
 from store.audit import AuditQueries
 from store.clients import ClientDecisionQueries
 from store.counts import CountQueries
@@ -68,6 +68,7 @@ _DECISIONS = (
 _INSERT_DECISION = insert(_decisions)
 _INSERT_AUDIT = insert(schema.audit_events)
 _INSERT_EFFECT = insert(_effects)
+_NOTIFY = text(f"SELECT pg_notify('{wakeups.CHANNEL}', :payload)")
 _DOCUMENT = select(schema.effect_documents).where(schema.effect_documents.c.key == bindparam("key"))
 _INSERT_DOCUMENT = insert(schema.effect_documents)
 _HAS_DOCUMENT = select(schema.effect_documents.c.key).where(
@@ -111,6 +112,8 @@ class SqlTx(
         self._sealer = sealer
         self._postgres = conn.dialect.name == "postgresql"
         self._reading = reading
+        # The runners this transaction gives work to (store.wakeups), woken once it commits.
+        self.owed: set[str] = set()
         self._terms_cache = terms_cache
 
     async def job(self, job_id: str) -> Job:
@@ -207,6 +210,7 @@ class SqlTx(
     async def insert_effect(self, effect: Effect) -> None:
         """Add an outbox row; its key is the primary key."""
         await self.conn.execute(_INSERT_EFFECT, values_of(effect))
+        self.owed.add(wakeups.OUTBOX)
 
     async def document(self, key: str) -> Document | None:
         """The PDF kept for an outbox row, opened and checked against its sha256."""
@@ -250,7 +254,10 @@ class SqlTx(
 
     async def update_effect(self, effect: Effect, **changes: Any) -> Effect:
         """Compare-and-set on (key, version); bump version; raise LeaseLost on a miss."""
-        return await update_leased(self.conn, _effects, effect, changes, "runner")
+        updated = await update_leased(self.conn, _effects, effect, changes, "runner")
+        if changes.get("status") == EffectStatus.PENDING:  # due again: a retry, Send again
+            self.owed.add(wakeups.OUTBOX)
+        return updated
 
     async def claim_due(
         self, now: datetime, owner: str, lease_until: datetime, limit: int
@@ -383,6 +390,7 @@ class SqlStore:
         self._reader = engine.execution_options(**{READING: True})
         self.sealer = self._sealer = Sealer(data_key)  # its keys: store.resealing
         self._terms_cache: dict[str, Terms] = {}  # versions are immutable: safe to keep
+        self.wakeups = wakeups.Wakeups()  # the runners' events, set as their work commits
 
     @asynccontextmanager
     async def begin(self) -> AsyncIterator[SqlTx]:
@@ -392,7 +400,12 @@ class SqlStore:
         moment (store.group_commit): an error rolls back this block's writes only."""
         with _busy_as_store_busy():
             async with self.group.transaction() if self.group else self.engine.begin() as conn:
-                yield SqlTx(conn, self._sealer, self._terms_cache)
+                tx = SqlTx(conn, self._sealer, self._terms_cache)
+                yield tx
+                # On PostgreSQL, delivered to the listeners if, and when, it commits.
+                if tx.owed and conn.dialect.name == "postgresql":
+                    await conn.execute(_NOTIFY, {"payload": ",".join(sorted(tx.owed))})
+        self.wakeups.fire(tx.owed)
 
     @asynccontextmanager
     async def reading(self) -> AsyncIterator[SqlTx]:

@@ -15,6 +15,7 @@ import asyncio
 import email
 import email.policy
 import threading
+import time
 from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -55,6 +56,7 @@ class SmtpSink:
     host: str = HOST
     port: int = 0
     messages: list[EmailMessage] = field(default_factory=list)
+    accepted_at: list[float] = field(default_factory=list)  # time.monotonic(), one per message
     # Messages received whole but answered with a failure at the end of DATA (a 451): what
     # an attempt the relay refused carried, for tests that compare it with the retry's.
     refused: list[EmailMessage] = field(default_factory=list)
@@ -145,6 +147,7 @@ class ScriptedHandler:
         if reply.accepts:
             self.sink.envelopes.append(envelope)
             self.sink.messages.append(parsed)
+            self.sink.accepted_at.append(time.monotonic())
         else:
             self.sink.refused.append(parsed)
         return await _answer(reply)
