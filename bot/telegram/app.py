@@ -270,7 +270,9 @@ def build_application(
         .base_file_url(f"{url}/file/bot")
         .rate_limiter(_paced(metrics))
         # Per person, taps apart (fairness.Shares); what it drops is said (tell_dropped).
-        .concurrent_updates(FairProcessor(partial(tell_dropped, deps)))
+        .concurrent_updates(
+            FairProcessor(partial(tell_dropped, deps), finished=deps.replies.finished)
+        )
         .build()
     )
     app.bot_data["deps"] = deps

@@ -62,6 +62,75 @@ class OneThread:
         return asyncio.get_running_loop().run_in_executor(self._executor, work)
 
 
+# How long the webhook holds a tap's POST open for the tap's answer (TapReplies): well under
+# Telegram's wait for a webhook, and long enough for a decision's commit under a burst.
+REPLY_WITHIN = 1.5
+# answerCallbackQuery's text limit: a longer answer would be dropped silently in a reply.
+TAP_ANSWER_LIMIT = 200
+
+
+@dataclass
+class Waiting:
+    """One tap's webhook POST, waiting for the tap's answer."""
+
+    query_id: str
+    ready: asyncio.Event = field(default_factory=asyncio.Event)
+    call: dict[str, str] | None = None
+    closed: bool = False
+
+
+class TapReplies:
+    """Taps answered in the webhook's HTTP response: Telegram executes one Bot API call a
+    webhook answers with, as if the bot had sent it, without the round trip from this server to
+    Telegram's. The webhook (bot.web.app) holds a tap's POST open for up to REPLY_WITHIN
+    seconds; an answer_tap within that time fills the response, a later one goes the ordinary
+    way. Both run in one event loop and neither awaits between looking and acting, so each tap
+    is answered exactly once. Per process: a tap is handled where its POST arrived."""
+
+    def __init__(self, within: float = REPLY_WITHIN) -> None:
+        self.within = within  # seconds a tap's response waits for its answer
+        self._waiting: dict[str, Waiting] = {}
+
+    def expect(self, query_id: str) -> Waiting:
+        """Hold tap `query_id`'s response open for its answer: called before it is queued."""
+        waiting = self._waiting[query_id] = Waiting(query_id)
+        return waiting
+
+    async def answer_of(self, waiting: Waiting) -> dict[str, str] | None:
+        """Wait up to `within` seconds for the tap's answer (answerCallbackQuery's parameters
+        with its "method"), or None: then its handler answers it the ordinary way."""
+        try:
+            async with asyncio.timeout(self.within):
+                await waiting.ready.wait()
+        except TimeoutError:
+            pass
+        finally:
+            if self._waiting.get(waiting.query_id) is waiting:  # not a repeat's, posted since
+                del self._waiting[waiting.query_id]
+            waiting.closed = True
+        return waiting.call
+
+    def finished(self, update: object) -> None:
+        """The handlers of `update` are done: if it is a tap whose response still waits, that
+        response goes now, without an answer (a repeat, ignored; a drop, answered already)."""
+        query = update.callback_query if isinstance(update, Update) else None
+        waiting = None if query is None else self._waiting.get(query.id)
+        if waiting is not None and not waiting.closed:
+            waiting.closed = True
+            waiting.ready.set()
+
+    def offer(self, query_id: str, text: str) -> bool:
+        """Put the answer to tap `query_id` in its webhook response if that is still open."""
+        waiting = self._waiting.get(query_id)
+        if waiting is None or waiting.closed or len(text) > TAP_ANSWER_LIMIT:
+            return False
+        waiting.call = {"method": "answerCallbackQuery", "callback_query_id": query_id}
+        waiting.call["text"] = text
+        waiting.closed = True  # one answer per tap
+        waiting.ready.set()
+        return True
+
+
 @dataclass(frozen=True)
 class Deps:
     """The settings, the store, the sheet parser, the CPU-work thread and this process's
@@ -74,6 +143,7 @@ class Deps:
     offload: OneThread = field(default_factory=OneThread)
     guards: Guards = field(default_factory=Guards)
     metrics: Metrics = field(default_factory=Metrics)  # the application's (bot/web/metrics.py)
+    replies: TapReplies = field(default_factory=TapReplies)  # taps answered in the webhook's
 
 
 def deps_of(context: ContextTypes.DEFAULT_TYPE) -> Deps:
@@ -187,29 +257,34 @@ async def _roles_and_language(deps: Deps, user_id: int) -> tuple[frozenset[Role]
     return roles, translator(language_of(chosen))
 
 
-# When the tap being handled reached the handlers, and the histogram its answer's latency goes
-# to: set by tap_arrived (app.claim, the first handler of every update), observed once by the
-# first answer_tap. PTB handles each update in a task of its own, so taps never share it.
-_TAP_ARRIVED: ContextVar[tuple[float, Histogram] | None] = ContextVar("tap_arrived", default=None)
+# When the tap being handled reached the handlers, the histogram its answer's latency goes to,
+# and where its webhook response waits: set by tap_arrived (app.claim, the first handler of
+# every update), taken by the first answer_tap. PTB handles each update in a task of its own,
+# so taps never share it.
+_TAP_ARRIVED: ContextVar[tuple[float, Histogram, TapReplies] | None] = ContextVar(
+    "tap_arrived", default=None
+)
 
 
 def tap_arrived(deps: Deps) -> None:
     """Start the clock of the tap this task handles (manzoori_tap_answer_seconds)."""
-    _TAP_ARRIVED.set((time.monotonic(), deps.metrics.tap_answer))
+    _TAP_ARRIVED.set((time.monotonic(), deps.metrics.tap_answer, deps.replies))
 
 
 async def answer_tap(query: CallbackQuery, text: str) -> None:
-    """Answer a tap; a query that is too old already timed out on the phone: nothing to do.
-    The first answer of a tap records its latency since tap_arrived."""
-    try:
-        await query.answer(text)
-    except BadRequest as error:  # too old, or answered already: nobody is waiting any more
-        log.info("tap not answered: %s", classify(error).detail)
-        return
+    """Answer a tap: in its webhook response while that waits (TapReplies), otherwise through
+    the Bot API; a query that is too old already timed out on the phone: nothing to do. The
+    first answer of a tap records its latency since tap_arrived."""
     arrived = _TAP_ARRIVED.get()
+    _TAP_ARRIVED.set(None)
+    if arrived is None or not arrived[2].offer(query.id, text):
+        try:
+            await query.answer(text)
+        except BadRequest as error:  # too old, or answered already: nobody is waiting any more
+            log.info("tap not answered: %s", classify(error).detail)
+            return
     if arrived is not None:
-        _TAP_ARRIVED.set(None)
-        started, latency = arrived
+        started, latency, _ = arrived
         latency.observe(time.monotonic() - started)
 
 

@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import logging
 from collections import OrderedDict, deque
-from collections.abc import Awaitable, Hashable, Iterator
+from collections.abc import Awaitable, Callable, Hashable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeGuard
@@ -85,10 +85,16 @@ class FairProcessor(BaseUpdateProcessor):
     so a waiting update holds no pool slot), then a slot of the pool of its kind: taps, files,
     or other messages. An update it drops goes to `dropped`, never silently."""
 
-    def __init__(self, dropped: Dropped, shares: Shares = Shares()) -> None:
+    def __init__(
+        self,
+        dropped: Dropped,
+        shares: Shares = Shares(),
+        finished: Callable[[object], None] | None = None,
+    ) -> None:
         super().__init__(BACKLOG)
         self.shares = shares
         self._dropped = dropped
+        self._finished = finished  # told of each tap whose handling ended (context.TapReplies)
         self._lanes: dict[Hashable, _Lane] = {}
         self._tapping = 0  # taps waiting or in flight
         self._taps_seen = 0  # taps ever started: a pause is a time in which this stays put
@@ -131,6 +137,8 @@ class FairProcessor(BaseUpdateProcessor):
             self._tapping -= 1
             if self._tapping == 0:
                 self._no_taps.set()
+            if self._finished is not None:
+                self._finished(update)
 
     async def _process(self, update: object, coroutine: Awaitable[Any]) -> None:
         key = _sender(update)

@@ -111,7 +111,8 @@ def _webhook_route(
     metrics: Metrics,
 ) -> Route:
     """POSTs from Telegram, carrying WEBHOOK_SECRET in SECRET_HEADER (403 otherwise), onto the
-    bot's update queue; 200 once queued, as PTB's own webhook server answered. Each post is
+    bot's update queue; 200 once queued, as PTB's own webhook server answered, but a tap's
+    answer, when it is ready within REPLY_WITHIN, as the response's Bot API call. Each post is
     counted by outcome: behind a load balancer, each front door's count shows its share."""
     from telegram import Update
 
@@ -134,9 +135,16 @@ def _webhook_route(
             log.warning("webhook: an unreadable update (%s)", type(error).__name__)
             counted.labels("unreadable").inc()
             return PlainTextResponse("not a Telegram update", 400)
-        await telegram.update_queue.put(update)
         counted.labels("queued").inc()
-        return Response(status_code=200)
+        if update.callback_query is None:
+            await telegram.update_queue.put(update)
+            return Response(status_code=200)
+        # A tap: its answer rides in this response if it is ready in time (TapReplies).
+        replies = telegram.bot_data["deps"].replies
+        waiting = replies.expect(update.callback_query.id)
+        await telegram.update_queue.put(update)
+        call = await replies.answer_of(waiting)
+        return Response(status_code=200) if call is None else JSONResponse(call)
 
     path = urlsplit(settings.webhook_url).path or "/"
     return Route(path, webhook, methods=["POST"])

@@ -3,13 +3,24 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 from cryptography.fernet import Fernet
 
 from bot.telegram.cards import APPROVE_TEXT
+from bot.telegram.context import REPLY_WITHIN
 from bot.telegram.notices import NoticeRunner
 from core.jobs.states import State
-from tests.helpers.bot import SHEET, deliveries_done, running_bot, said, with_terms
+from tests.helpers.bot import (
+    PO,
+    SHEET,
+    answer,
+    cards_out,
+    deliveries_done,
+    running_bot,
+    said,
+    with_terms,
+)
 from tests.helpers.factories import APPROVER_A, APPROVER_B, REQUESTER, T0
 from tests.helpers.net import free_port
 
@@ -71,7 +82,7 @@ async def test_two_webhook_processes_on_one_database_act_once(botapi, db_url, st
         ali_card, sana_card = await ali.next_message(), await sana.next_message()
         tap = ali.tap(ali_card, APPROVE_TEXT)  # the queue takes it to the second process
         repeat = await botapi.post_to_webhook(botapi.callback_query(tap).update_id, url=urls[0])
-        assert repeat.status == 200
+        assert repeat.status == 200  # whichever process took it first answered it
         await botapi.wait_for(lambda: botapi.message(APPROVER_B, sana_card.message_id).edited)
         await deliveries_done(one)  # both processes: one bot, so the same task names
         async with store.begin() as tx:
@@ -82,3 +93,35 @@ async def test_two_webhook_processes_on_one_database_act_once(botapi, db_url, st
         assert len(ali.messages()) == len(sana.messages()) == 1  # one card each, now edited
         assert sum("restock.csv" in (m.text or "") for m in requester.messages()) == 1
         assert len(botapi.calls_to("answerCallbackQuery")) == 1  # the repeat was not handled
+
+
+async def test_a_tap_is_answered_in_the_webhook_reply_or_else_the_ordinary_way(
+    botapi, db_url, store
+):
+    """Telegram executes a Bot API call a webhook answers with: a tap whose answer is ready in
+    time is answered there, without a request of ours; one that is not, the ordinary way.
+    Exactly one answer per tap either way."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/telegram/hook"
+    async with running_bot(botapi, db_url, webhook_url=url, webhook_secret=SECRET,
+                           web_listen="127.0.0.1", web_port=port) as run:  # fmt: skip
+        ali, ali_card, sana, sana_card = await cards_out(botapi, run)
+        tap = ali.tap(ali_card, APPROVE_TEXT)
+        assert await answer(botapi, tap) == "Approved — e-mailing the supplier."
+        [answered] = botapi.calls_to("answerCallbackQuery")
+        assert answered.in_reply and answered.params["callback_query_id"] == tap
+        assert [d.status for d in botapi.webhook_deliveries][-1] == 200
+        posted = time.monotonic()  # Telegram delivers the tap again: handled once, so ignored,
+        again = await botapi.post_to_webhook(botapi.callback_query(tap).update_id)
+        assert (again.status, again.body) == (200, b"")  # and answered at once, without a call
+        assert time.monotonic() - posted < REPLY_WITHIN
+
+        run.app.bot_data["deps"].replies.within = 0  # no answer is ever ready in time
+        late = sana.tap(sana_card, APPROVE_TEXT)
+        assert await answer(botapi, late) == f"Already decided: {PO} is approved."
+        await deliveries_done(run)
+    calls = botapi.calls_to("answerCallbackQuery")
+    assert [(c.in_reply, c.params["callback_query_id"]) for c in calls] == [
+        (True, tap),
+        (False, late),
+    ]

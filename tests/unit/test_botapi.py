@@ -9,12 +9,14 @@ import hashlib
 import hmac
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 from urllib.parse import parse_qs, parse_qsl
 
 import pytest
 import telegram
+import tornado.httpserver
+import tornado.web
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup, Update, WebAppInfo
 from telegram.error import (
     BadRequest,
@@ -655,3 +657,75 @@ async def test_webhook_failures_keep_the_update(botapi, bot: telegram.Bot) -> No
     await bot.delete_webhook()
     (update,) = await bot.get_updates()  # still there for polling
     assert update.update_id == sent.update_id
+
+
+@contextlib.asynccontextmanager
+async def webhook_server(
+    answer: Callable[[dict[str, Any]], Awaitable[dict[str, Any] | None]],
+) -> AsyncIterator[tuple[str, list[tuple[int, float, float]]]]:
+    """A webhook of the test's own on 127.0.0.1: each POST is answered with `answer(update)`
+    as its JSON body (None: an empty 200). Yields its URL and, per POST, the update id, when it
+    arrived and when it was answered."""
+    seen: list[tuple[int, float, float]] = []
+
+    class Hook(tornado.web.RequestHandler):
+        async def post(self) -> None:
+            update, began = json.loads(self.request.body), time.monotonic()
+            body = await answer(update)
+            seen.append((update["update_id"], began, time.monotonic()))
+            if body is not None:
+                self.set_header("Content-Type", "application/json")
+                self.finish(json.dumps(body))
+
+    port = free_port()
+    server = tornado.httpserver.HTTPServer(tornado.web.Application([(r"/hook", Hook)]))
+    server.listen(port, "127.0.0.1")
+    try:
+        yield f"http://127.0.0.1:{port}/hook", seen
+    finally:
+        server.stop()
+        await server.close_all_connections()
+
+
+async def test_a_call_in_the_webhook_answer_is_executed_and_a_bad_one_dropped(
+    botapi, bot: telegram.Bot
+) -> None:
+    async def answer(update: dict[str, Any]) -> dict[str, Any] | None:
+        query = update.get("callback_query")
+        if query is None:
+            return None
+        if query["data"] == "no":  # a query id Telegram never gave: dropped silently
+            return {"method": "answerCallbackQuery", "callback_query_id": "123", "text": "x"}
+        return {"method": "answerCallbackQuery", "callback_query_id": query["id"], "text": "OK"}
+
+    alice = botapi.user(ALICE, "Alice", started=True)
+    sent = await bot.send_message(ALICE, "Sure?", reply_markup=keyboard(("Yes", "y"), ("No", "no")))
+    async with webhook_server(answer) as (url, seen):
+        await bot.set_webhook(url)
+        yes = alice.tap(sent.message_id, "Yes")
+        assert (await botapi.wait_for(lambda: botapi.callback_answer(yes))).text == "OK"
+        no = alice.tap(sent.message_id, "No")
+        await botapi.wait_for(lambda: len(seen) == 2)
+        await botapi.wait_for(lambda: not botapi.pending_update_ids)  # delivered all the same
+    replies = botapi.calls_to("answerCallbackQuery")
+    assert [(c.in_reply, c.status) for c in replies] == [(True, 200), (True, 400)]
+    assert botapi.callback_answer(no) is None  # the phone still waits for an answer
+    assert not botapi.internal_errors
+
+
+async def test_webhook_posts_run_side_by_side_but_in_order_within_a_chat(
+    botapi, bot: telegram.Bot
+) -> None:
+    async def answer(update: dict[str, Any]) -> None:
+        await asyncio.sleep(0.3)  # a slow handler: what is in flight meanwhile shows
+
+    alice, bob = botapi.user(ALICE, "Alice"), botapi.user(ALICE + 1, "Bob")
+    async with webhook_server(answer) as (url, seen):
+        first, second = alice.send_text("one"), alice.send_text("two")
+        other = bob.send_text("hi")
+        await bot.set_webhook(url, max_connections=40)
+        await botapi.wait_for(lambda: len(seen) == 3, timeout=5)
+    spans = {update_id: (began, ended) for update_id, began, ended in seen}
+    one, two, hi = (spans[m.update_id] for m in (first, second, other))
+    assert two[0] >= one[1]  # Alice's second waited for her first
+    assert hi[0] < one[1]  # Bob's went while Alice's first was in flight

@@ -75,8 +75,10 @@ Where it is stricter or looser than Telegram, on purpose:
   this chat", so a bot that keys messages by id alone fails here;
 - webhooks go only to loopback addresses, over http or https (its certificate checked against
   ``webhook_ca``) and any port (Telegram wants https on 443, 80, 88 or 8443), so no test can send
-  traffic off the machine; updates are POSTed one at a time, oldest first, and a failed one is
-  retried every ``webhook_retry_delay`` seconds;
+  traffic off the machine; updates are POSTed oldest first, up to the webhook's max_connections
+  at once but one at a time per chat, and a failed one is retried every ``webhook_retry_delay``
+  seconds; the Bot API call a 2xx answer carries as its JSON body is executed as Telegram does
+  (logged with ``in_reply=True``; one that fails is dropped silently);
 - a web_app button may also open plain http on a loopback host (Telegram wants https), as the
   bot's MANZOORI_PUBLIC_URL allows, so the Mini App can be opened on this machine; it is allowed
   in every chat because every chat is private, which is where Telegram allows it;

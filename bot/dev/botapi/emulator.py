@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import json
 import re
 import threading
 import time
@@ -20,8 +21,8 @@ from .faults import FaultsMixin
 from .files import FilesMixin
 from .http import ApiHandler, FileHandler, NotFoundHandler
 from .inspection import InspectionMixin
-from .params import Params, canonical_name, scope_key
-from .snapshots import ApiCall
+from .params import Params, Result, canonical_name, scope_key
+from .snapshots import ApiCall, WebhookResponse
 from .state import UserRecord
 from .updates import UpdatesMixin
 from .users import EmulatedUser
@@ -190,8 +191,11 @@ class Emulator(FilesMixin, UpdatesMixin, WebhookMixin, FaultsMixin, InspectionMi
 
     # -- serving --------------------------------------------------------------------------------
 
-    async def serve(self, token: str, method: str, params: Params, handler: ApiHandler) -> Any:
-        """Serve one API request; returns the result or raises ApiError."""
+    async def serve(
+        self, token: str, method: str, params: Params, handler: ApiHandler | None
+    ) -> Any:
+        """Serve one API request (over HTTP from `handler`, or in a webhook's reply: None);
+        returns the result or raises ApiError."""
         if not TOKEN_RE.match(token):
             raise ApiError(404, "Not Found")
         if token != self.token:
@@ -208,6 +212,7 @@ class Emulator(FilesMixin, UpdatesMixin, WebhookMixin, FaultsMixin, InspectionMi
         if fault is not None and fault.error is not None and not fault.applied:
             raise fault.error
         if canonical == "getUpdates":
+            assert handler is not None  # a webhook's reply cannot be one (_execute_reply)
             result = await self._get_updates(params, handler)
         else:
             with self._lock:
@@ -231,6 +236,37 @@ class Emulator(FilesMixin, UpdatesMixin, WebhookMixin, FaultsMixin, InspectionMi
             self._calls[index] = ApiCall(
                 **{**old.__dict__, "finished": time.monotonic(), **changes}
             )
+
+    async def _execute_reply(self, answer: WebhookResponse) -> None:
+        """A webhook's 2xx answer may carry one Bot API call as its JSON body ({"method": …,
+        params…}); Telegram executes it as if the bot had sent it, and tells the bot nothing:
+        one it cannot execute is dropped silently. It is logged with in_reply=True."""
+        kind = answer.headers.get("Content-Type", "").split(";")[0].strip().lower()
+        if kind != "application/json" or not answer.body:
+            return
+        try:
+            body = json.loads(answer.body)
+        except ValueError:
+            return
+        if not isinstance(body, dict) or not isinstance(body.get("method"), str):
+            return
+        method = body.pop("method")
+        params = Params(body, {}, True)
+        canonical = canonical_name(method) or method
+        index = self.record_call(
+            ApiCall(canonical, params.logged(), {}, time.monotonic(), None, None, None, None,
+                    in_reply=True)
+        )  # fmt: skip
+        try:
+            if canonical == "getUpdates":
+                raise bad_request("getUpdates can't be a webhook's reply")
+            result = await self.serve(self.token, method, params, None)
+        except ApiError as exc:
+            self.finish_call(index, status=exc.code, description=exc.description)
+            return
+        if isinstance(result, Result):
+            result = result.value
+        self.finish_call(index, status=200, result=result)
 
     def record_internal_error(self, text: str) -> None:
         """Remember an emulator bug met while serving."""

@@ -138,7 +138,9 @@ class FileHandler(tornado.web.RequestHandler):
 
     def get(self, token: str, file_path: str) -> None:
         index = self.emu.record_call(
-            ApiCall("(download)", {"file_path": file_path}, {}, time.monotonic(), *[None] * 4)
+            ApiCall(
+                "(download)", {"file_path": file_path}, {}, time.monotonic(), None, None, None, None
+            )
         )
         try:
             data = self.emu.download(token, file_path)

@@ -186,6 +186,7 @@ class ApiCall:
     status: int | None
     description: str | None  # of an error answer
     result: Any
+    in_reply: bool = False  # carried in a webhook's answer, not a request of its own
 
     @property
     def ok(self) -> bool:

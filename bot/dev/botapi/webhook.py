@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import re
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import tornado.httpclient
@@ -16,6 +15,7 @@ from .core import EmulatorCore
 from .errors import bad_request
 from .params import Params, Result
 from .snapshots import WebhookDelivery, WebhookInfo, WebhookResponse
+from .state import PendingUpdate
 
 _DEFAULT = object()
 
@@ -36,7 +36,8 @@ class WebhookMixin(EmulatorCore):
         """POST one update to the webhook outside the queue and return the bot server's answer.
 
         `update` is an update's JSON or an update_id. `secret_token` defaults to the one set with
-        setWebhook; pass None to send no header, or another string to send a wrong one.
+        setWebhook; pass None to send no header, or another string to send a wrong one. A Bot
+        API call in a 2xx answer is executed, as Telegram does.
         """
         with self._lock:
             hook = self._webhook
@@ -52,9 +53,16 @@ class WebhookMixin(EmulatorCore):
             headers["X-Telegram-Bot-Api-Secret-Token"] = str(secret)
         assert self._loop is not None
         future = asyncio.run_coroutine_threadsafe(
-            self._http_post(target, json.dumps(body).encode(), headers), self._loop
+            self._posted(target, json.dumps(body).encode(), headers), self._loop
         )
         return await asyncio.wrap_future(future)
+
+    async def _posted(self, url: str, body: bytes, headers: dict[str, str]) -> WebhookResponse:
+        """POST an update as Telegram does: the call a 2xx answer carries is executed."""
+        answer = await self._http_post(url, body, headers)
+        if 200 <= answer.status < 300:
+            await self._execute_reply(answer)
+        return answer
 
     async def _http_post(self, url: str, body: bytes, headers: dict[str, str]) -> WebhookResponse:
         client = tornado.httpclient.AsyncHTTPClient(force_instance=True)
@@ -77,49 +85,62 @@ class WebhookMixin(EmulatorCore):
         )
 
     async def _webhook_sender(self) -> None:
-        """Send pending updates to the webhook one at a time, oldest first, retrying failures."""
+        """Send pending updates to the webhook as Telegram does: oldest first, up to the
+        webhook's max_connections at once but one at a time per chat (so a chat's updates
+        arrive in order), a failed one again after webhook_retry_delay; the Bot API call a
+        response carries is executed (_execute_reply)."""
+        flying: dict[int, asyncio.Task[None]] = {}
         while True:
             with self._lock:
                 hook = self._webhook
                 if hook is None:
                     self._webhook_task = None
                     return
-                pending = min(self._pending, key=lambda p: p.update_id, default=None)
+                for pending in _startable(self._pending, flying, hook.max_connections):
+                    self._handed_out.setdefault(pending.update_id, time.monotonic())
+                    flying[pending.update_id] = asyncio.ensure_future(self._deliver(pending, hook))
                 event = self._updates_event
-            if pending is None:
-                assert event is not None
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(event.wait(), 1.0)
-                continue
-            with self._lock:
-                self._handed_out.setdefault(pending.update_id, time.monotonic())
-            headers = {"Content-Type": "application/json"}
-            if hook.secret_token:
-                headers["X-Telegram-Bot-Api-Secret-Token"] = hook.secret_token
-            status: int | None
-            try:
-                answer = await self._http_post(
-                    hook.url, json.dumps(pending.payload).encode(), headers
-                )
-                status, reason = answer.status, f"{answer.status} {answer.reason}"
-            except ConnectionError as exc:
-                status, reason = None, str(exc)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # e.g. a URL tornado cannot use: report it like Telegram
-                status, reason = None, repr(exc)
-            with self._lock:
-                self._webhook_deliveries.append(
-                    WebhookDelivery(pending.update_id, status, reason, time.monotonic())
-                )
-                if status is not None and 200 <= status < 300:
-                    self._pending = [p for p in self._pending if p is not pending]
-                    continue
-                self._webhook_last_error = (
-                    int(self._wall()),
-                    f"Wrong response from the webhook: {reason}" if status is not None else reason,
-                )
-            await asyncio.sleep(self.webhook_retry_delay)
+            assert event is not None
+            woken = asyncio.ensure_future(event.wait())
+            await asyncio.wait([woken, *flying.values()], timeout=1.0,
+                               return_when=asyncio.FIRST_COMPLETED)  # fmt: skip
+            woken.cancel()
+            for update_id in [u for u, task in flying.items() if task.done()]:
+                flying.pop(update_id).result()  # an emulator bug surfaces here
+
+    async def _deliver(self, pending: PendingUpdate, hook: WebhookInfo) -> None:
+        """POST one update; on a 2xx it is delivered and its reply's call executed, otherwise
+        it is retried after webhook_retry_delay (its chat's later updates wait meanwhile)."""
+        headers = {"Content-Type": "application/json"}
+        if hook.secret_token:
+            headers["X-Telegram-Bot-Api-Secret-Token"] = hook.secret_token
+        status: int | None
+        try:
+            answer = await self._posted(hook.url, json.dumps(pending.payload).encode(), headers)
+            status, reason = answer.status, f"{answer.status} {answer.reason}"
+        except ConnectionError as exc:
+            status, reason = None, str(exc)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # e.g. a URL tornado cannot use: report it like Telegram
+            status, reason = None, repr(exc)
+        delivered = status is not None and 200 <= status < 300
+        with self._lock:
+            self._webhook_deliveries.append(
+                WebhookDelivery(pending.update_id, status, reason, time.monotonic())
+            )
+            if delivered:
+                self._pending = [p for p in self._pending if p is not pending]
+                return
+            self._webhook_last_error = (
+                int(self._wall()),
+                f"Wrong response from the webhook: {reason}" if status is not None else reason,
+            )
+        await asyncio.sleep(self.webhook_retry_delay)
+
+    if TYPE_CHECKING:  # the Emulator's (it serves the call)
+
+        async def _execute_reply(self, answer: WebhookResponse) -> None: ...
 
     def _ensure_webhook_sender(self) -> None:
         if self._webhook_task is None or self._webhook_task.done():
@@ -188,3 +209,35 @@ class WebhookMixin(EmulatorCore):
             if self._webhook_last_error is not None:
                 info["last_error_date"], info["last_error_message"] = self._webhook_last_error
         return info
+
+
+def _chat_of(payload: dict[str, Any]) -> int | None:
+    """The chat an update belongs to: its message's chat, or the user who tapped or asked."""
+    for value in payload.values():
+        if isinstance(value, dict):
+            chat = value.get("chat") or value.get("message", {}).get("chat") or value.get("from")
+            if isinstance(chat, dict) and isinstance(chat.get("id"), int):
+                return int(chat["id"])
+    return None
+
+
+def _startable(
+    pending: list[PendingUpdate], flying: dict[int, Any], connections: int
+) -> list[PendingUpdate]:
+    """The pending updates to POST now, oldest first: within `connections` in flight, and none
+    whose chat has an older update still undelivered."""
+    started: list[PendingUpdate] = []
+    waiting: set[int] = set()  # chats with an older update not yet delivered
+    room = connections - len(flying)
+    for update in sorted(pending, key=lambda p: p.update_id):
+        chat = _chat_of(update.payload)
+        if chat is not None and chat in waiting:
+            continue
+        if chat is not None:
+            waiting.add(chat)
+        if update.update_id in flying:
+            continue
+        if len(started) >= room:
+            break
+        started.append(update)
+    return started
