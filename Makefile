@@ -83,7 +83,7 @@ test-fast: install browser fonts imap proxy
 # Not part of `make test`: a benchmark is not a timed test. PostgreSQL rows use the `bench`
 # database on 127.0.0.1 (BENCH_POSTGRES_URL overrides; empty leaves PostgreSQL out), which the
 # bench wipes. `uv run python -m bench --quick` is a smoke run of seconds.
-bench: install
+bench: install browser fonts
 	uv run python -m bench
 
 demo: install fonts

@@ -26,6 +26,7 @@ MODULES = {
     "bot": "bench.bot",
     "stack": "bench.stack",
     "documents": "bench.documents",
+    "miniapp": "bench.miniapp_page",
     "backups": "bench.backups",
 }
 

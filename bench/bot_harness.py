@@ -36,11 +36,12 @@ PATIENCE = 120.0
 
 @asynccontextmanager
 async def bot_on(
-    db: Database, *, loops: bool = False, **settings: Any
+    db: Database, *, loops: bool = False, web: bool = False, **settings: Any
 ) -> AsyncIterator[tuple[Emulator, Running]]:
     """The application as `manzoori run` starts it (long polling) on a fresh `db`, against a
     started emulator, with `settings` over the bench's; the runners' passes are the
-    benchmark's to drive, unless `loops`: then they run their own loops, as deployed.
+    benchmark's to drive, unless `loops`: then they run their own loops, as deployed; `web`
+    serves the front door (a free `web_port` among the `settings`).
     Everything is stopped and disposed however the block ends, so benchmarks can follow one
     another."""
     await (await migrated(db)).dispose()

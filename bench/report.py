@@ -48,6 +48,12 @@ MEASURES = {
         "approval, the time from the tap to the SMTP server (another process) accepting the "
         "PO's e-mail, its PDF made."
     ),
+    "Mini App on a slow phone": (
+        "A 60-line PO's page opened from its card in Debian's Chromium at phone size, its "
+        "network emulated at 400 kbit/s each way with 400 ms latency, against the real bot's "
+        "front door: seconds until every line is shown and until Approve can be tapped, and "
+        "the bytes received; on a fresh phone, then again from its cache and kept copy."
+    ),
     "Sheet intake": (
         "A requester sends a large CSV and XLSX sheet through the bot: seconds from the upload "
         "to the commit that writes the POs and their cards, and to the reply; the peak of this "

@@ -235,6 +235,39 @@ async def test_an_approval_made_offline_is_queued_then_recorded_once(botapi, db_
     assert job.state is State.APPROVED and len(effects) == 1
 
 
+async def test_a_second_open_draws_the_kept_copy_at_once_but_acts_only_on_the_server_s(
+    botapi, db_url, store, phone
+):
+    """Over a slow link the API's answer is most of the wait: the page draws the copy kept on
+    the phone at once, its buttons off, and acts only on the server's copy, which here says
+    the PO was decided meanwhile."""
+    async with mini_app_bot(botapi, db_url) as run:
+        ali, card, sana, sana_card = await cards_out(botapi, run)
+        url = ali.open_web_app(card, REVIEW_TEXT)
+        await (await opened(phone, url, 1)).close()  # the first open keeps its copy
+        assert await answer(botapi, sana.tap(sana_card, APPROVE_TEXT)) == (
+            "Approved — e-mailing the supplier."
+        )
+        held = asyncio.Event()
+
+        async def slow_api(route):
+            await held.wait()  # the server's copy on its way, for as long as the test says
+            await route.continue_()
+
+        await phone.route("**/api/po/*", slow_api)
+        page = await phone.new_page()
+        await page.goto(url)
+        await expect(page.get_by_test_id("po-line")).to_have_count(1)  # drawn from the phone
+        await expect(page.get_by_test_id("approve")).to_be_disabled()
+        await expect(page.get_by_test_id("line-qty")).to_be_disabled()
+        assert await page.get_attribute("#app", "aria-busy") == "true"
+        held.set()
+        await expect(page.get_by_test_id("refusal")).to_contain_text("Already decided")
+        await expect(page.get_by_test_id("approve")).to_be_disabled()
+        assert await page.get_attribute("#app", "aria-busy") == "false"
+        assert await decisions_now(run) == 1
+
+
 async def test_a_queued_decision_the_server_refuses_is_dropped_and_its_refusal_shown(
     botapi, db_url, store, phone
 ):

@@ -4,7 +4,9 @@
 // textContent, never as HTML. Each API call carries Telegram's initData
 // (Authorization: tma …); there are no cookies.
 //
-// Offline: the PO last shown is kept in localStorage and shown again when the API cannot be
+// The PO last shown is kept in localStorage: the page draws it at once while the server's
+// copy is on its way (over a slow link the API's answer is most of the wait), its buttons off
+// until that copy replaces it, and shows it again, buttons on, when the API cannot be
 // reached. A decision goes into a queue in localStorage first, with an id made here
 // (crypto.randomUUID), and is sent from there: at once when online, else on the "online"
 // event or the retry timer. The server records one decision per id, however often it is
@@ -17,6 +19,7 @@
   const RETRY_MS = 5000; // the retry timer: a lost "online" event costs at most this
   const app = document.getElementById("app");
   let view = null; // the view JSON the server sent (or the one kept offline)
+  let provisional = false; // the view shown is the kept one, and the server's is on its way
   const quantities = new Map(); // line number -> the quantity the approver set
   let flushing = false;
 
@@ -70,6 +73,17 @@
     localStorage.setItem(QUEUE_KEY, JSON.stringify(items));
   }
 
+  // Whether the view shown may be changed and decided: the server allows it, and it is the
+  // server's copy, not the one kept on the device while that is on its way.
+  function open() {
+    return view.decision.allowed && !provisional;
+  }
+
+  function kept() {
+    const text = localStorage.getItem(VIEW_KEY);
+    return text ? JSON.parse(text) : null;
+  }
+
   async function load() {
     let response;
     try {
@@ -77,9 +91,9 @@
         headers: headers(), cache: "no-store",
       });
     } catch (error) {
-      const kept = localStorage.getItem(VIEW_KEY);
-      if (kept) {
-        view = JSON.parse(kept);
+      provisional = false;
+      view = kept();
+      if (view) {
         render();
         const notice = document.getElementById("offline");
         if (notice) notice.hidden = false;
@@ -88,6 +102,7 @@
       }
       return;
     }
+    provisional = false;
     const body = await response.json().catch(() => ({}));
     if (!response.ok) {
       failed(body.error || `HTTP ${response.status}`);
@@ -145,7 +160,7 @@
       el("div", { id: "status", testid: "decision-status", role: "status", "aria-live": "polite" }),
     ];
     app.replaceChildren(...parts.filter((part) => part !== null));
-    app.setAttribute("aria-busy", "false");
+    app.setAttribute("aria-busy", provisional ? "true" : "false");
     totals();
     tick();
     showQueued();
@@ -164,7 +179,7 @@
     const drop = el("button", {
       type: "button", className: "small danger", testid: "line-drop", text: labels.drop,
     });
-    if (!view.decision.allowed) qty.disabled = drop.disabled = true; // nothing to change
+    if (!open()) qty.disabled = drop.disabled = true; // nothing to change, or not yet
     const amounts = el("bdi", { dir: "ltr" });
     const item = el("li", { className: "line", testid: "po-line", "data-line": String(line.line) },
       el("div", { className: "what" },
@@ -231,9 +246,9 @@
       ? view.labels.new_total.replace("{amount}", rupees(paisa))
       : view.total_text;
     const button = document.querySelector('[data-testid="approve-with-changes"]');
-    if (button) button.disabled = !view.decision.allowed || !changed;
+    if (button) button.disabled = !open() || !changed;
     const approve = document.querySelector('[data-testid="approve"]');
-    if (approve) approve.disabled = !view.decision.allowed || changed;
+    if (approve) approve.disabled = !open() || changed;
   }
 
   // The PO as the supplier gets it, sent by the bot to this chat: an in-app browser cannot
@@ -277,7 +292,6 @@
   }
 
   function actions(labels) {
-    const allowed = view.decision.allowed;
     const approve = el("button", {
       type: "button", className: "primary", testid: "approve", text: labels.approve,
     });
@@ -292,7 +306,7 @@
     const reject = el("button", {
       type: "button", className: "danger", testid: "reject", text: labels.reject,
     });
-    for (const button of [approve, withChanges, reject]) if (!allowed) button.disabled = true;
+    for (const button of [approve, withChanges, reject]) if (!open()) button.disabled = true;
     // An approval that takes a category over its month needs a reason, as in the chat.
     const approval = (more) => {
       const why = reason.value.trim();
@@ -407,5 +421,10 @@
   window.addEventListener("online", flush);
   setInterval(flush, RETRY_MS);
   setInterval(tick, 1000);
+  view = kept();
+  if (view) {
+    provisional = true;
+    render(); // drawn from the device at once; load() replaces it
+  }
   load().then(flush);
 })();
