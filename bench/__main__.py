@@ -24,6 +24,7 @@ REPORT = ROOT / "docs" / "benchmarks.md"
 MODULES = {
     "lifecycle": "bench.lifecycle",
     "bot": "bench.bot",
+    "process": "bench.bot_process",
     "stack": "bench.stack",
     "documents": "bench.documents",
     "miniapp": "bench.miniapp_page",

@@ -42,6 +42,13 @@ MEASURES = {
         "getUpdates to the bot's answerCallbackQuery; once idle, once while a requester's large "
         "sheet is being submitted."
     ),
+    "Taps from outside": (
+        "The bot as its own process (`manzoori run`), as deployed, and the Bot API emulator in "
+        "another: approvers tap Approve on their cards all at once; per tap, from the update "
+        "leaving the emulator (its getUpdates answer, or its webhook POST) to the answer "
+        "reaching it. The floor, a bare python-telegram-bot application that only answers, runs "
+        "the same way in the same run; each subject's second burst is measured."
+    ),
     "Approval to e-mail": (
         "Approvers tap Approve on their cards one a second, through the real bot against the Bot "
         "API emulator with its runners in their own loops, as `manzoori run` runs them: per "
