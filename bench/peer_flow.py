@@ -5,8 +5,9 @@ prints one JSON object: how many lifecycles completed, the wall time and the CPU
 
 The flow is written the way the DBOS documentation teaches it: one `@DBOS.workflow` per purchase
 order whose steps are a datasource transaction that records the draft, a durable
-`DBOS.recv_async(topic="approval")`, a step that sends the PO e-mail (text body and CSV attachment)
-over a fresh SMTP connection with aiosmtplib, and a transaction that records it as sent. The
+`DBOS.recv_async(topic="approval")`, a step that sends the PO e-mail (text body, the PO's PDF
+rendered by manzoori's own code, as manzoori's outbox attaches it, and a CSV attachment) over a
+fresh SMTP connection with aiosmtplib, and a transaction that records it as sent. The
 application tables live in their own database, reached through the same drivers manzoori uses
 (aiosqlite, asyncpg); DBOS keeps its system database beside it (SQLite file or PostgreSQL database).
 
@@ -25,6 +26,7 @@ import sqlite3
 import sys
 import time
 from dataclasses import dataclass
+from datetime import date
 from email.message import EmailMessage
 from pathlib import Path
 from typing import Any
@@ -33,6 +35,10 @@ import aiosmtplib
 import sqlalchemy as sa
 from dbos import DBOS, AsyncSQLAlchemyDatasource, DBOSConfig
 from sqlalchemy.ext.asyncio import create_async_engine
+
+from bot.documents.pdf import render_po_pdf
+from core.drafting.drafts import Draft, DraftLine
+from core.purchasing.po_document import po_document
 
 APP_NAME = "manzoori-peer"
 MAIL_FROM = "purchasing@manzoori.example"
@@ -77,8 +83,24 @@ def total_pkr() -> int:
     return sum(quantity * price for _, _, quantity, price in LINES)
 
 
-def render_email(po_number: str, recipient: str) -> EmailMessage:
-    """The PO e-mail: a plain-text body and the lines as a CSV attachment."""
+def render_pdf(po_number: str, recipient: str) -> bytes:
+    """The PO's PDF, made by manzoori's renderer (bot.documents.pdf) from the same lines."""
+    draft = Draft(
+        po_number=po_number,
+        supplier_id="SUP-PEER",
+        supplier_name="Peer Supplies",
+        recipient_email=recipient,
+        terms_version="peer",
+        lines=tuple(DraftLine(sku, text, qty, price * 100) for sku, text, qty, price in LINES),
+    )
+    document = po_document(
+        draft, 1, company=None, issued=date.today(), approvals=(), key=po_number, approved=True
+    )
+    return render_po_pdf(document)
+
+
+def render_email(po_number: str, recipient: str, pdf: bytes) -> EmailMessage:
+    """The PO e-mail: a plain-text body, the PDF and the lines as a CSV attachment."""
     message = EmailMessage()
     message["From"] = MAIL_FROM
     message["To"] = recipient
@@ -91,6 +113,7 @@ def render_email(po_number: str, recipient: str) -> EmailMessage:
     message.set_content("\n".join(body))
     rows = ['"sku","description","quantity","unit_price_pkr","line_total_pkr"']
     rows += [f'"{s}","{t}","{q}","{p}","{q * p}"' for s, t, q, p in LINES]
+    message.add_attachment(pdf, maintype="application", subtype="pdf", filename=f"{po_number}.pdf")
     message.add_attachment("\r\n".join(rows) + "\r\n", subtype="csv", filename=f"{po_number}.csv")
     return message
 
@@ -113,7 +136,8 @@ def build_flow(ds: AsyncSQLAlchemyDatasource, smtp: tuple[str, int]) -> Any:
     @DBOS.step()
     async def send_po_email(po_number: str, supplier_email: str) -> str:
         """Step 3: one message per PO, over its own SMTP connection."""
-        message = render_email(po_number, supplier_email)
+        pdf = await asyncio.to_thread(render_pdf, po_number, supplier_email)  # as the outbox
+        message = render_email(po_number, supplier_email, pdf)
         await aiosmtplib.send(message, hostname=smtp[0], port=smtp[1], timeout=60)
         return str(message["Message-ID"])
 

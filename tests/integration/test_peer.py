@@ -17,7 +17,7 @@ pytestmark = pytest.mark.slow  # every test spawns a DBOS process
 N = 5  # enough for several workflows waiting at once; each run still takes seconds
 
 
-async def test_every_po_is_mailed_once_with_its_csv(tmp_path: Path) -> None:
+async def test_every_po_is_mailed_once_with_its_pdf_and_csv(tmp_path: Path) -> None:
     with running_sink() as sink:
         figures = await run_flow("sqlite", None, N, (sink.host, sink.port), str(tmp_path / "a.db"))
         messages = list(sink.messages)
@@ -26,9 +26,11 @@ async def test_every_po_is_mailed_once_with_its_csv(tmp_path: Path) -> None:
     subjects = sorted(str(message["Subject"]) for message in messages)
     assert subjects == [f"Purchase order PO-{i:06d} from Manzoori" for i in range(N)]
     for message in messages:
-        (attachment,) = message.iter_attachments()
-        assert attachment.get_content_type() == "text/csv"
-        assert attachment.get_content().startswith('"sku","description"')
+        pdf, csv = message.iter_attachments()  # the PDF made by manzoori's own renderer
+        assert pdf.get_content_type() == "application/pdf"
+        assert pdf.get_content().startswith(b"%PDF-")
+        assert csv.get_content_type() == "text/csv"
+        assert csv.get_content().startswith('"sku","description"')
 
 
 async def test_a_run_whose_mail_is_refused_is_not_reported(tmp_path: Path) -> None:
