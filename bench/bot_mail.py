@@ -42,7 +42,7 @@ async def run_mail(db: Database, quick: bool) -> list[Result]:
             run,
         ):
             version = await import_terms(run.store, 1)
-            jobs = await open_jobs(run, version, count)
+            jobs = await open_jobs(run.store, run.settings, version, count)
             approvers = await people(emulator, run.store, Role.APPROVER, approver_ids(count))
             await hand_cards(run.store, [(j, a.id) for j, a in zip(jobs, approvers, strict=True)])
             cards = [

@@ -15,7 +15,6 @@ import signal
 import sys
 import tempfile
 from dataclasses import dataclass
-from types import SimpleNamespace
 from typing import IO
 
 from cryptography.fernet import Fernet
@@ -165,8 +164,7 @@ async def _prepared(db: Database, count: int, data_key: bytes) -> None:
             manzoori_secret_key=Fernet.generate_key().decode(),
         )  # the defaults of `manzoori run`: its time zone and approval rules
         version = await import_terms(store, 1)
-        bare = SimpleNamespace(store=store, settings=settings)  # what open_jobs reads of a run
-        jobs = await open_jobs(bare, version, 2 * count)  # type: ignore[arg-type]
+        jobs = await open_jobs(store, settings, version, 2 * count)
         now = utcnow()
         async with store.begin() as tx:
             await tx.grant(REQUESTER, Role.REQUESTER, "bench", now)

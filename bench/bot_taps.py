@@ -28,8 +28,8 @@ from bench.bot_harness import (
 )
 from bench.common import Result
 from bench.databases import Database
-from bot.bootstrap import Running
 from bot.clock import utcnow
+from bot.config import Settings
 from bot.dev.botapi import EmulatedUser, Emulator, Message
 from bot.telegram.cards import APPROVE_TEXT
 from core.approval.opening import open_job
@@ -56,11 +56,13 @@ class Taps:
     last_answer: float  # time.monotonic() of the last answer
 
 
-async def open_jobs(run: Running, terms_version: str, count: int) -> list[Job]:
+async def open_jobs(
+    store: SqlStore, settings: Settings, terms_version: str, count: int
+) -> list[Job]:
     """`count` POs waiting for approval, one line each, opened before any approver exists so
     that no card is owed yet (each approver is given one card of their own below)."""
-    store, rules, now = run.store, run.settings.rules(), utcnow()
-    year = now.astimezone(run.settings.tz).year
+    rules, now = settings.rules(), utcnow()
+    year = now.astimezone(settings.tz).year
     jobs = []
     for n in range(1, count + 1):
         async with store.begin() as tx:
@@ -167,7 +169,9 @@ async def run_taps(db: Database, quick: bool) -> list[Result]:
         store = run.store
         version = await import_terms(store, rows)
         requester = (await people(emulator, store, Role.REQUESTER, [REQUESTER]))[0]
-        jobs = await open_jobs(run, version, 2 * count)  # one card each per burst: idle, loaded
+        jobs = await open_jobs(
+            store, run.settings, version, 2 * count
+        )  # one card each per burst: idle, loaded
         approvers = await people(emulator, store, Role.APPROVER, approver_ids(count))
         idle_jobs, loaded_jobs = jobs[:count], jobs[count:]
         pairs = [*zip(idle_jobs, approvers, strict=True), *zip(loaded_jobs, approvers, strict=True)]

@@ -66,36 +66,40 @@ async def listening(database_url: str, wakeups: Wakeups) -> AsyncIterator[None]:
 
 
 async def _listen(dsn: str, wakeups: Wakeups) -> None:
-    """Listen until cancelled, connecting again whenever the connection is lost."""
+    """Listen until cancelled; whatever ends a connection, or stops one being made, is logged
+    and followed by another after a capped, jittered backoff."""
 
     def notified(_conn: Any, _pid: int, _channel: str, payload: str) -> None:
         wakeups.fire(payload.split(","))
 
     failures = 0
     while True:
-        lost = asyncio.Event()
         try:
-            conn = await asyncpg.connect(dsn)
-        except (OSError, asyncpg.PostgresError) as error:
+            await _listen_once(dsn, wakeups, notified, again=failures > 0)
+            failures = 0  # it listened, then lost the connection
+        except Exception as error:  # refused, reset, timed out, closed: try again later
             failures += 1
-            delay = random.uniform(0, min(LAST_RETRY, FIRST_RETRY * 2**failures))  # noqa: S311
-            log.warning("wake-up listener cannot connect (%s); again in %.1fs", error, delay)
-            await asyncio.sleep(delay)
-            continue
-        try:
-            conn.add_termination_listener(functools.partial(_lost, lost))
-            await conn.add_listener(CHANNEL, notified)
-            if failures:
-                log.info("wake-up listener connected again")
-            failures = 0
-            # Work committed while no one listened waits no longer than this pass.
-            wakeups.fire((OUTBOX, NOTICES))
-            await lost.wait()
-            log.warning("wake-up listener lost its connection; connecting again")
-        finally:
-            with contextlib.suppress(Exception):
-                await conn.close(timeout=2)
-        await asyncio.sleep(random.uniform(0, FIRST_RETRY))  # noqa: S311
+            log.warning("wake-up listener: %s", error or type(error).__name__)
+        delay = random.uniform(0, min(LAST_RETRY, FIRST_RETRY * 2**failures))  # noqa: S311
+        await asyncio.sleep(delay)
+
+
+async def _listen_once(dsn: str, wakeups: Wakeups, notified: Any, *, again: bool) -> None:
+    """One connection: LISTEN on it until it is lost."""
+    lost = asyncio.Event()
+    conn = await asyncpg.connect(dsn)
+    try:
+        conn.add_termination_listener(functools.partial(_lost, lost))
+        await conn.add_listener(CHANNEL, notified)
+        if again:
+            log.info("wake-up listener connected again")
+        # Work committed while no one listened waits no longer than this pass.
+        wakeups.fire((OUTBOX, NOTICES))
+        await lost.wait()
+        log.warning("wake-up listener lost its connection; connecting again")
+    finally:
+        with contextlib.suppress(Exception):
+            await conn.close(timeout=2)
 
 
 def _lost(lost: asyncio.Event, _conn: Any) -> None:

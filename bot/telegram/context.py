@@ -124,8 +124,8 @@ class TapReplies:
         waiting = self._waiting.get(query_id)
         if waiting is None or waiting.closed or len(text) > TAP_ANSWER_LIMIT:
             return False
-        waiting.call = {"method": "answerCallbackQuery", "callback_query_id": query_id}
-        waiting.call["text"] = text
+        method = "answerCallbackQuery"
+        waiting.call = {"method": method, "callback_query_id": query_id, "text": text}
         waiting.closed = True  # one answer per tap
         waiting.ready.set()
         return True
@@ -143,7 +143,7 @@ class Deps:
     offload: OneThread = field(default_factory=OneThread)
     guards: Guards = field(default_factory=Guards)
     metrics: Metrics = field(default_factory=Metrics)  # the application's (bot/web/metrics.py)
-    replies: TapReplies = field(default_factory=TapReplies)  # taps answered in the webhook's
+    replies: TapReplies = field(default_factory=TapReplies)  # taps answered in webhook replies
 
 
 def deps_of(context: ContextTypes.DEFAULT_TYPE) -> Deps:
