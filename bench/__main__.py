@@ -29,6 +29,7 @@ MODULES = {
     "documents": "bench.documents",
     "miniapp": "bench.miniapp_page",
     "backups": "bench.backups",
+    "growth": "bench.growth",
 }
 
 Run = Callable[[Context], Awaitable[list[Result]]]

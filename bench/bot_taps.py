@@ -43,7 +43,10 @@ from store.sql import SqlStore
 SECTION = "Tap to answer"
 APPROVED = "Approved — e-mailing the supplier."  # bot.telegram.decisions' answer to a counted tap
 SHEET_NAME = "loaded.csv"
-IDLE_TARGET_MS, LOADED_TARGET_MS = 50.0, 250.0  # the issue's p99 targets
+# No target: issue 27 withdrew the absolute ones (50 and 250 ms) as below what the libraries
+# cost; its tap targets are ratios to the bare PTB floor, on the bot as its own process
+# (bench.bot_process). These rows, emulator and bot in one process, are context.
+CONTEXT = "context: emulator and bot in one process; the targets are on the process rows"
 
 
 @dataclass(frozen=True)
@@ -121,8 +124,8 @@ async def _burst(emulator: Emulator, cards: list[tuple[EmulatedUser, Message]]) 
     return Taps(latencies, approved, first, last)
 
 
-def _result(name: str, taps: Taps, target_ms: float, notes: str) -> Result:
-    """One row: p50, p99 and max against the p99 target."""
+def _result(name: str, taps: Taps, notes: str) -> Result:
+    """One row: p50, p99 and max; every tap must have been answered as approved."""
     p99 = percentile(taps.latencies_ms, 99)
     counted = len(taps.latencies_ms)
     return Result(
@@ -134,9 +137,9 @@ def _result(name: str, taps: Taps, target_ms: float, notes: str) -> Result:
             "p99 ms": f"{p99:.1f}",
             "max ms": f"{max(taps.latencies_ms):.1f}",
         },
-        target=f"p99 ≤ {target_ms:g} ms",
-        met=p99 <= target_ms and taps.approved == counted,
-        notes=notes
+        target="every tap approved",
+        met=taps.approved == counted,
+        notes=f"{notes}; {CONTEXT}"
         + ("" if taps.approved == counted else f"; only {taps.approved} answered as approved"),
     )
 
@@ -200,6 +203,6 @@ async def run_taps(db: Database, quick: bool) -> list[Result]:
     )
     label = f"{count} taps at once, {db.label}"
     return [
-        _result(label, idle, IDLE_TARGET_MS, "handed out by getUpdates → answerCallbackQuery"),
-        _result(f"{label}, {rows:,}-row sheet in flight", loaded, LOADED_TARGET_MS, during),
+        _result(label, idle, "handed out by getUpdates → answerCallbackQuery"),
+        _result(f"{label}, {rows:,}-row sheet in flight", loaded, during),
     ]

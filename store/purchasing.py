@@ -26,6 +26,9 @@ from store.versioned import head_version, set_head
 
 # Terms versions never change once stored, so a process may keep the last few in memory.
 TERMS_CACHE_SIZE = 4
+# Pairs one price-history query asks for: two IN lists of at most this many bound values,
+# well under either database's limit, for a terms import of thousands of SKUs.
+HISTORY_PAIRS = 500
 
 
 class PurchasingQueries:
@@ -239,11 +242,19 @@ class PurchasingQueries:
         self, pairs: Iterable[tuple[str, str]], *, excluding: str | None = None
     ) -> History:
         """For each (supplier, SKU) pair, the line of the last PO that was sent with it, and
-        when (SENT is final: its job's last change is its sending); `excluding` one job."""
-        pairs = list(pairs)
+        when (SENT is final: its job's last change is its sending); `excluding` one job.
+        Only the lines of the pairs asked for are read (the supplier and SKU index), a few
+        hundred pairs a query, so a year of POs costs a PO's view no more than a week's."""
         wanted = {(match_key(s), match_key(k)) for s, k in pairs}
-        if not wanted:
-            return {}
+        found: dict[tuple[str, str], PastLine] = {}
+        ordered = sorted(wanted)
+        for start in range(0, len(ordered), HISTORY_PAIRS):
+            found |= await self._history(ordered[start : start + HISTORY_PAIRS], excluding)
+        return found
+
+    async def _history(
+        self, pairs: list[tuple[str, str]], excluding: str | None
+    ) -> dict[tuple[str, str], PastLine]:
         lines, jobs = schema.order_lines, schema.jobs
         query = (
             select(
@@ -256,16 +267,18 @@ class PurchasingQueries:
             )
             .join(jobs, jobs.c.id == lines.c.job_id)
             .where(
+                # supplier ids and SKUs match without regard to case, as everywhere else; the
+                # pairs are match_key()s, so Python checks each row the database found
+                func.lower(lines.c.supplier_id).in_(sorted({s.lower() for s, _ in pairs})),
+                func.lower(lines.c.sku).in_(sorted({k.lower() for _, k in pairs})),
                 jobs.c.state == State.SENT.value,
                 lines.c.draft_version == jobs.c.draft_version,
-                # supplier ids match without regard to case, as everywhere else
-                func.lower(lines.c.supplier_id).in_(sorted({s.lower() for s, _ in pairs})),
             )
             .order_by(jobs.c.updated_at, jobs.c.id)
         )
         if excluding is not None:
             query = query.where(jobs.c.id != excluding)
-        found: dict[tuple[str, str], PastLine] = {}
+        wanted, found = set(pairs), {}
         for row in await self.conn.execute(query):
             pair = (match_key(row.supplier_id), match_key(row.sku))
             if pair in wanted:  # later rows overwrite: the last sent PO wins

@@ -20,6 +20,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    func,
 )
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator
@@ -88,6 +89,7 @@ jobs = Table(
     Index(None, "state", "decision_deadline"),
     Index(None, "approved_at"),
     Index(None, "state", "updated_at"),  # chasing silent suppliers reads the recently SENT
+    Index(None, "requester_id", "created_at"),  # a requester's /status
 )
 
 # Append-only: one row per version; the body is the canonical JSON, encrypted, because it
@@ -259,6 +261,7 @@ user_roles = Table(
     Column("role", String(16), primary_key=True),
     Column("granted_by", String(100), nullable=False),
     Column("granted_at", UtcDateTime, nullable=False),
+    Index(None, "role"),  # who holds a role: the people a card or an alert goes to
 )
 
 # Which approver groups of the approval policy a user is in (core.approval.policies.Policy.groups).
@@ -411,6 +414,13 @@ order_lines = Table(
     Column("gross_paisa", BigInteger),
     Index(None, "supplier_id", "sku"),
 )
+# The last price a SKU was sent at (store.purchasing.history) matches codes without regard to
+# case, as everywhere else.
+Index(
+    "ix_order_lines_supplier_key_sku_key",
+    func.lower(order_lines.c.supplier_id),
+    func.lower(order_lines.c.sku),
+)
 
 # Single-use invitations to a role: the signed code names the row; redeeming it sets used_by
 # with a compare-and-set, so a code forwarded to two people registers only the first.
@@ -474,6 +484,7 @@ notices = Table(
     Column("event", String(64), nullable=False),
     Index(None, "status", "next_attempt_at"),
     Index(None, "job_id"),
+    Index(None, "user_id", "message_id"),  # the card or news a reply or a tap answers
 )
 
 # Periodic work done once per period across every process (the daily purge): `done_at` says
