@@ -51,6 +51,13 @@ class ProblemCode(StrEnum):
     NOT_OFFERED = "not_offered"  # supplier, value, others
     ALREADY_ON_ROW = "already_on_row"  # sku, supplier, first
     OVER_BUDGET = "over_budget"  # month, category, budget, committed, uses, over (amounts)
+    # A request typed in a message (core.purchasing.typed): lines are the message's.
+    MESSAGE_TOO_LONG = "message_too_long"  # limit (characters)
+    TOO_MANY_LINES = "too_many_lines"  # limit
+    UNREADABLE_LINE = "unreadable_line"  # value, example
+    UNREADABLE_LINE_NEAR = "unreadable_line_near"  # value, example, suggestions
+    UNKNOWN_SKU_NEAR = "unknown_sku_near"  # value, suggestions
+    ALREADY_ON_LINE = "already_on_line"  # sku, supplier, first
     # Supplier terms (core.drafting.terms).
     TERMS_EMPTY = "terms_empty"  # ()
     NO_SUPPLIER_LINES = "no_supplier_lines"  # ()

@@ -70,6 +70,26 @@ PROBLEM_TEXTS: dict[ProblemCode, str] = {
         "Over the {month} budget for {category}: budget {budget}, committed {committed}, "
         "this sheet uses {uses}, over by {over}."
     ),
+    ProblemCode.MESSAGE_TOO_LONG: N_(
+        "The message is longer than {limit} characters; send the lines in smaller messages, "
+        "or as a sheet."
+    ),
+    ProblemCode.TOO_MANY_LINES: N_(
+        "The message has more than {limit} lines; send the rest in another message, or as a sheet."
+    ),
+    ProblemCode.UNREADABLE_LINE: N_(
+        "could not read {value} as a SKU and a quantity, such as {example}"
+    ),
+    ProblemCode.UNREADABLE_LINE_NEAR: N_(
+        "could not read {value} as a SKU and a quantity, such as {example}; "
+        "did you mean {suggestions}?"
+    ),
+    ProblemCode.UNKNOWN_SKU_NEAR: N_(
+        "{value} is not in the current supplier terms; did you mean {suggestions}?"
+    ),
+    ProblemCode.ALREADY_ON_LINE: N_(
+        "{sku} from {supplier} is already on line {first}; put the whole quantity on one line"
+    ),
     ProblemCode.TERMS_EMPTY: N_("the file is empty; the first line must be the header"),
     ProblemCode.NO_SUPPLIER_LINES: N_("the file has a header but no supplier lines"),
     ProblemCode.NOT_A_CODE: N_(
