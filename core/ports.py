@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from core.jobs.notices import Notice, NoticeKind
     from core.jobs.states import State
     from core.people.users import TelegramUser
+    from core.purchasing.summaries import SummaryState, TypedRequest
     from core.records.audit import Logged
     from core.suppliers.replies import Cursor, FiledMail
     from core.versions import FileKind
@@ -384,12 +385,23 @@ class Views(Protocol):
         """The language each of `user_ids` chose with /language; those who chose none are
         left out (the shell's default applies)."""
 
+    async def typed_request(self, request_id: str) -> TypedRequest | None:
+        """The typed request with that id, if it is still kept."""
+
 
 class ShellTx(Tx, Views, Protocol):
     """One transaction as the shell sees it: the use cases' port and the read side."""
 
     async def set_language(self, user_id: int, language: str, at: datetime) -> bool:
         """Keep the language a met user chose; False if the bot never met them."""
+
+    async def insert_typed_request(self, request: TypedRequest) -> None:
+        """Keep a typed request, its lines sealed; InsertConflict if its id is taken."""
+
+    async def settle_typed_request(
+        self, request_id: str, before: SummaryState, after: SummaryState, at: datetime
+    ) -> bool:
+        """Move a typed request from `before` to `after`; False if it was not in `before`."""
 
 
 class ShellReadTx(ReadTx, Views, Protocol):

@@ -43,6 +43,7 @@ SEALED = (
         ("terms_version", "supplier_id"),
         ("email_encrypted", "phone_encrypted"),
     ),
+    Sealed(schema.typed_requests, ("request_id",), ("lines_encrypted",)),
 )
 
 

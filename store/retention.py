@@ -28,6 +28,9 @@ def _stale(kind: Stale, before: datetime) -> tuple[Table, ColumnElement[bool]]:
     if kind is Stale.EXPIRED_INVITES:
         t = schema.invites
         return t, t.c.expires_at < before
+    if kind is Stale.TYPED_REQUESTS:
+        t = schema.typed_requests
+        return t, t.c.created_at < before
     t = schema.submissions
     return t, t.c.created_at < before
 

@@ -387,6 +387,20 @@ submissions = Table(
     Column("created_at", UtcDateTime, nullable=False),
 )
 
+# A typed request between its summary and Submit (core.purchasing.summaries): the lines are the
+# requester's words, sealed; the row is deleted 7 days after it was made (store.retention).
+typed_requests = Table(
+    "typed_requests",
+    metadata,
+    Column("request_id", String(36), primary_key=True),
+    Column("requester_id", BigInteger, nullable=False),
+    Column("lines_encrypted", LargeBinary, nullable=False),  # sealed JSON: lines, numbers
+    Column("state", String(16), nullable=False),
+    Column("created_at", UtcDateTime, nullable=False),
+    Column("settled_at", UtcDateTime),  # when it was submitted or cancelled
+    Index(None, "created_at"),
+)
+
 # PO serials per year; UPDATE ... RETURNING on this row hands out each number once.
 po_serials = Table(
     "po_serials",

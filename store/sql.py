@@ -50,6 +50,7 @@ from store.rows import (
 )
 from store.sealing import Sealer
 from store.suppliers import SupplierQueries
+from store.typed import TypedRequestQueries
 from store.versioned import Lease, claim_rows, compare_and_set, update_leased
 
 # The statements every use case runs, built once (building one costs more than running it).
@@ -97,6 +98,7 @@ class SqlTx(
     ClientDecisionQueries,
     SupplierQueries,
     MailboxQueries,
+    TypedRequestQueries,
 ):
     """One transaction on one connection; implements core.ports.Tx."""
 

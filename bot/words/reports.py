@@ -325,6 +325,7 @@ _KIND_NAMES = {
     Stale.DELIVERED_NOTICES.value: N_("delivered notices"),
     Stale.SUBMISSIONS.value: N_("sheet records"),
     Stale.EXPIRED_INVITES.value: N_("expired invitations"),
+    Stale.TYPED_REQUESTS.value: N_("typed requests"),
     STRANGER_NAMES: N_("names of people without a role"),
     JOBS: N_("closed jobs purged"),
     Removed.DRAFT_BODIES.value: N_("draft bodies"),

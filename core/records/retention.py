@@ -33,6 +33,9 @@ NOTICES_KEPT = timedelta(days=30)
 # An invitation's row outlives its expiry this long, so "which link did she use?" is answerable
 # for a while; the audit keeps its id, who made it and for which role.
 INVITES_KEPT = timedelta(days=30)
+# A typed request's summary is valid for a day (core.purchasing.summaries); its row, the
+# requester's words sealed, is kept a week, long enough to answer a late tap, then deleted.
+TYPED_REQUESTS_KEPT = timedelta(days=7)
 # A closed PO's personal data is kept this long by default (MANZOORI_RETENTION_DAYS): over a
 # year, so the yearly accounts and a supplier's late questions can still be answered.
 RETENTION_DAYS = 400
@@ -60,6 +63,7 @@ class Stale(StrEnum):
     DELIVERED_NOTICES = "delivered_notices"  # Telegram messages owed and delivered (or not)
     SUBMISSIONS = "submissions"  # sheet hashes and file names, for re-upload idempotency
     EXPIRED_INVITES = "expired_invites"  # invitations past their expiry, used or not
+    TYPED_REQUESTS = "typed_requests"  # typed requests' lines between summary and Submit
 
 
 class Removed(StrEnum):
@@ -94,6 +98,7 @@ class Retention:
             Stale.DELIVERED_NOTICES: self.notices,
             Stale.SUBMISSIONS: self.closed_jobs,  # a sheet's POs are closed by then
             Stale.EXPIRED_INVITES: INVITES_KEPT,
+            Stale.TYPED_REQUESTS: TYPED_REQUESTS_KEPT,
         }[kind]
         return now - kept
 

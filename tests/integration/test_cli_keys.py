@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 from pathlib import Path
+from uuid import uuid4
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -13,11 +14,13 @@ from cryptography.fernet import Fernet
 
 from bot.clock import utcnow
 from core.approval.policies import ApprovalPolicy, Rules
+from core.purchasing.requests import RequestLine
+from core.purchasing.summaries import TypedRequest
 from store.sql import SqlStore
 from tests.helpers import suppliers
 from tests.helpers.bot import with_terms
 from tests.helpers.cli import Cli, base_env, ok, with_store
-from tests.helpers.factories import FAST_RETRY, T0, make_draft
+from tests.helpers.factories import FAST_RETRY, REQUESTER, T0, make_draft
 from tests.helpers.store import DATA_KEY, grant_cast
 
 pytestmark = pytest.mark.slow  # every test spawns `manzoori` subprocesses
@@ -32,6 +35,9 @@ def a_po_sent(db_url: str, at: datetime) -> None:
         await grant_cast(store)
         await with_terms(store)
         await suppliers.sent(store, make_draft(), at, RULES)
+        async with store.begin() as tx:  # a typed request waiting for Submit
+            lines = (RequestLine("CBL-USBC-1M", 40, note="for Eid"),)
+            await tx.insert_typed_request(TypedRequest(str(uuid4()), REQUESTER, lines, (1,), at))
 
     with_store(db_url, sent)
 
@@ -50,13 +56,14 @@ def test_rotate_then_verify_with_the_new_key_alone(db_url: str, tmp_path: Path) 
         "supplier_answers: 0 re-sealed",
         "supplier_mail: 0 re-sealed",
         "terms_suppliers: 2 re-sealed",
-        "re-sealed 4 fields with the first of the keys",
+        "typed_requests: 1 re-sealed",
+        "re-sealed 5 fields with the first of the keys",
     ]
     assert ok(cli("verify", MANZOORI_DATA_KEY=NEW)).strip() == (
         "verified: schema at head, every sealed field opens, every state agrees"
     )
     old = cli("verify", MANZOORI_DATA_KEY=OLD)
-    assert old.returncode == 1 and "error: 3 findings" in old.stderr
+    assert old.returncode == 1 and "error: 4 findings" in old.stderr
 
 
 def test_status_says_until_when_an_older_signing_key_is_needed(db_url: str, tmp_path: Path):

@@ -18,6 +18,8 @@ from core.approval.policies import ApprovalPolicy, Rules
 from core.drafting.drafts import canonical_bytes
 from core.jobs.answers import Answer, Outcome, Reply
 from core.jobs.effects import message_id
+from core.purchasing.requests import RequestLine
+from core.purchasing.summaries import TypedRequest
 from core.suppliers.mail import InboundMail
 from core.suppliers.replies import InboxBatch, file_replies
 from store import resealing, schema
@@ -26,7 +28,7 @@ from store.resealing import reseal_all, unopened
 from store.sql import SqlStore
 from tests.helpers import suppliers
 from tests.helpers.bot import with_terms
-from tests.helpers.factories import FAST_RETRY, T0, make_draft
+from tests.helpers.factories import FAST_RETRY, REQUESTER, T0, make_draft
 from tests.helpers.store import DATA_KEY
 
 RULES = Rules(approval=ApprovalPolicy(ttl=timedelta(hours=24)), retry=FAST_RETRY)
@@ -52,6 +54,8 @@ async def everything_sealed(store: SqlStore) -> None:
             Outcome.STANDS, None, None,
         )  # fmt: skip
         await tx.insert_supplier_answer(declined)
+        lines = (RequestLine("TEA-500G", 3, note="عید کے لیے"),)
+        await tx.insert_typed_request(TypedRequest("r-1", REQUESTER, lines, (1,), T0))
 
 
 def keyed(db_url: str, keys: str) -> SqlStore:
@@ -80,6 +84,7 @@ async def test_a_rotation_reseals_everything_once_and_the_old_key_can_go(store, 
             "supplier_answers": 1,
             "supplier_mail": 1,
             "terms_suppliers": 2,  # good.csv's two suppliers, e-mail only
+            "typed_requests": 1,
         }
         assert set((await reseal_all(both)).values()) == {0}  # run again: nothing to do
     finally:
@@ -94,6 +99,8 @@ async def test_a_rotation_reseals_everything_once_and_the_old_key_can_go(store, 
             assert answer.reason == "no stock"
             [mail] = await tx.supplier_mails(job.id)
             assert mail.mail.sender == "orders@supplier.example"
+            typed = await tx.typed_request("r-1")
+            assert typed is not None and typed.lines[0].note == "عید کے لیے"
         assert await unopened(old) == counts  # the old key alone opens none of them
     finally:
         await new.close()

@@ -25,6 +25,8 @@ from core.errors import DraftPurged
 from core.jobs import closing
 from core.jobs.jobs import Stamp
 from core.jobs.states import State
+from core.purchasing.requests import RequestLine
+from core.purchasing.summaries import TypedRequest
 from core.records import retention
 from core.records.retention import PURGE_CHORE, PURGED, Purge, Retention
 from store import schema
@@ -75,6 +77,13 @@ async def people_and_updates(store):
         await tx.claim_update(1, T0)
         await tx.claim_update(2, NOW - timedelta(hours=47))  # younger than 48 h: kept
         await tx.insert_submission(1001, "a" * 64, "restock.csv", ["PO-2026-001"], T0)
+        lines = (RequestLine("TEA-500G", 3),)
+        await tx.insert_typed_request(
+            TypedRequest("old", 1001, lines, (1,), NOW - timedelta(days=8))
+        )
+        await tx.insert_typed_request(
+            TypedRequest("new", 1001, lines, (1,), NOW - timedelta(days=6))
+        )
         await tx.insert_invite(Invite("old", Role.APPROVER, T0 + timedelta(hours=72)), ADMIN, T0)
         await tx.insert_invite(Invite("new", Role.APPROVER, NOW + timedelta(hours=72)), ADMIN, NOW)
         t = schema.notices
@@ -92,6 +101,7 @@ EXPECTED = Counter(
         "delivered_notices": 1,
         "submissions": 1,
         "expired_invites": 1,
+        "typed_requests": 1,  # made 8 days ago; the one of 6 days stays
         "stranger_names": 1,
         "jobs": 2,
         "draft_bodies": 2,
@@ -116,6 +126,7 @@ async def test_a_dry_run_counts_what_the_purge_then_removes(store):
     assert await retention.survey(store, plan()) == EXPECTED
     assert await retention.survey(store, plan()) == EXPECTED  # the dry run changed nothing
     assert await count(store, schema.processed_updates) == 2
+    assert await count(store, schema.typed_requests) == 2
 
     assert await retention.run(store, plan()) == EXPECTED
     async with store.begin() as tx:
@@ -123,6 +134,8 @@ async def test_a_dry_run_counts_what_the_purge_then_removes(store):
             with pytest.raises(DraftPurged):
                 await tx.draft(job.id, 1)
         assert (await tx.draft(waiting.id, 1)).recipient_email == ADDRESS  # still waiting
+        assert await tx.typed_request("old") is None
+        assert await tx.typed_request("new") is not None
         assert [d.reason for d in await tx.decisions(rejected.id)] == [None]
         (effect,) = await tx.effects_for(cancelled.id)
         assert (effect.result, effect.last_error) == (None, None)

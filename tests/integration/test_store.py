@@ -36,7 +36,7 @@ async def approved(store, po="PO-2026-001"):
 
 async def test_migrations_build_exactly_the_declared_schema(store):
     head = ScriptDirectory.from_config(alembic_config()).get_current_head()
-    assert await current(store.engine) == head == "0019"  # the newest revision
+    assert await current(store.engine) == head == "0020"  # the newest revision
     async with store.engine.connect() as conn:
         diff = await conn.run_sync(
             lambda sync: compare_metadata(MigrationContext.configure(sync), metadata)
