@@ -190,6 +190,9 @@ class Settings(BaseSettings):
     manzoori_approval_ttl_seconds: int = Field(
         86400, gt=0, description="Seconds an approval stays valid; integer > 0"
     )
+    manzoori_typed_request_seconds: int = Field(
+        86400, gt=0, description="Seconds a typed request's Submit button works; integer > 0"
+    )
     manzoori_dual_approval_above_pkr: int = Field(
         500_000, ge=0, description="Totals above this many rupees need two approvers; integer >= 0"
     )

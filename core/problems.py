@@ -54,8 +54,8 @@ class ProblemCode(StrEnum):
     # A request typed in a message (core.purchasing.typed): lines are the message's.
     MESSAGE_TOO_LONG = "message_too_long"  # limit (characters)
     TOO_MANY_LINES = "too_many_lines"  # limit
-    UNREADABLE_LINE = "unreadable_line"  # value, example
-    UNREADABLE_LINE_NEAR = "unreadable_line_near"  # value, example, suggestions
+    UNREADABLE_LINE = "unreadable_line"  # value (the shell gives an example)
+    UNREADABLE_LINE_NEAR = "unreadable_line_near"  # value, suggestions
     UNKNOWN_SKU_NEAR = "unknown_sku_near"  # value, suggestions
     ALREADY_ON_LINE = "already_on_line"  # sku, supplier, first
     # Supplier terms (core.drafting.terms).

@@ -60,7 +60,7 @@ from bot.telegram.decisions import (
 from bot.telegram.fairness import FairProcessor
 from bot.telegram.language import CHOICE, language_command, on_language, speaking
 from bot.telegram.orders import export, history, sheet, status
-from bot.telegram.pending import on_resend_tap, on_text, pending_command
+from bot.telegram.pending import on_resend_tap, pending_command
 from bot.telegram.people import (
     away,
     back,
@@ -76,6 +76,8 @@ from bot.telegram.people import (
 )
 from bot.telegram.policy import policy_command, policy_file
 from bot.telegram.queue import on_queue_tap, queue_command
+from bot.telegram.typed import PATTERN as SUMMARY_TAP
+from bot.telegram.typed import on_summary_tap, on_text
 from bot.web.metrics import Metrics
 from bot.words.i18n import ENGLISH, N_, Translator
 from core.approval.signing import Button, verify_button
@@ -308,12 +310,15 @@ def build_application(
     # 🔁 on /pending's and the ladder's lists: a request's card again.
     app.add_handler(CallbackQueryHandler(on_resend_tap, pattern=r"^p\."))
     app.add_handler(CallbackQueryHandler(on_language, pattern=CHOICE))
+    # A typed request's summary: Submit, Cancel (bot.telegram.typed).
+    app.add_handler(CallbackQueryHandler(on_summary_tap, pattern=SUMMARY_TAP))
     app.add_handler(CallbackQueryHandler(on_tap))
     app.add_handler(MessageHandler(REASON_REPLY & ~filters.COMMAND, on_reason))
     app.add_handler(MessageHandler(COMPANY_FILE, company_file))  # before a policy's
     app.add_handler(MessageHandler(POLICY_FILE, policy_file))  # before a sheet's
     app.add_handler(MessageHandler(filters.Document.ALL, sheet))
-    # Free text never decides: an approver is shown the buttons that do (telegram.pending).
+    # Free text never decides: an approver is shown the buttons that do (telegram.pending); a
+    # requester's order lines get a summary with Submit and Cancel (telegram.typed).
     app.add_handler(MessageHandler(filters.TEXT & ~filters.COMMAND, on_text))
     app.add_handler(MessageHandler(filters.ALL, help_command))  # anything else: help
     app.add_error_handler(on_error)

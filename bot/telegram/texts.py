@@ -43,6 +43,10 @@ _ROLE_HELP = {
             "supplier_id, notes, ship_to, needed_by) and I draft one purchase order per "
             "supplier and branch."
         ),
+        N_(
+            "Or type the lines in a message, one SKU and quantity a line (CBL-USBC-1M 40): I "
+            "show what I read, with Submit and Cancel."
+        ),
         N_("/status: your recent purchase orders."),
     ],
     Role.APPROVER: [

@@ -212,6 +212,8 @@ _FIXED: dict[ProblemCode, dict[str, Value]] = {
     ProblemCode.DEFAULT_BRANCH_TWICE: {"key": "default = true"},
     ProblemCode.NO_DEFAULT_BRANCH: {"key": "default = true"},
     ProblemCode.NOT_TRUE_OR_FALSE: {"true": "true", "false": "false"},
+    ProblemCode.UNREADABLE_LINE: {"example": "CBL-USBC-1M 40"},
+    ProblemCode.UNREADABLE_LINE_NEAR: {"example": "CBL-USBC-1M 40"},
 }
 
 

@@ -43,6 +43,8 @@ class ButtonAction(StrEnum):
     SETTLED = "t"  # admin queue: a called-off PO's supplier was told another way
     CONFIRM_CANCEL = "x"  # /cancel's confirm card: cancel the PO (e-mail a sent one's supplier)
     KEEP = "k"  # /cancel's confirm card: keep the PO as it is
+    SUBMIT_REQUEST = "y"  # a typed request's summary: submit it (the "job" is the request's id)
+    CANCEL_REQUEST = "n"  # a typed request's summary: drop it
 
 
 @dataclass(frozen=True)

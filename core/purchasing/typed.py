@@ -44,8 +44,6 @@ MAX_DIGITS = 9
 # Suggestions offered for an unknown or unreadable SKU, and how alike they must be (0-100).
 SUGGESTIONS = 3
 SUGGESTION_CUTOFF = 60.0
-# The example a problem with an unreadable line gives.
-EXAMPLE = "CBL-USBC-1M 40"
 
 _DIGITS = str.maketrans("۰۱۲۳۴۵۶۷۸۹٠١٢٣٤٥٦٧٨٩", "01234567890123456789")
 _INVISIBLE = re.compile(f"[{''.join(sorted(INVISIBLE))}]")
@@ -190,7 +188,7 @@ def _branch_names(branches: Mapping[str, str]) -> dict[str, str]:
 
 def _unreadable(number: int, line: str, skus: Sequence[str]) -> Problem:
     """A line that is not an order line, with the SKUs its first word is most like."""
-    values: dict[str, str | int] = {"value": quote(line), "example": EXAMPLE}
+    values: dict[str, str | int] = {"value": quote(line)}
     first = line.split(" ", 1)[0] if line else ""
     near = suggest(first, skus) if _CODE_LIKE.match(first) else ()
     if near:

@@ -129,7 +129,8 @@ def test_every_problem_code_reads_in_urdu_without_an_english_sentence():
                                    "supplier", "others", "sku", "first", "month", "category",
                                    "budget", "committed", "uses", "over", "high", "low", "key",
                                    "bound", "choices", "group", "groups", "name", "rule",
-                                   "above", "most", "file", "byte", "branches")}  # fmt: skip
+                                   "above", "most", "file", "byte", "branches",
+                                   "suggestions")}  # fmt: skip
         said = problem_text(Problem(2, "c", code, {**wanted, **values}), tr=UR)
         assert english_runs(said) == [], (code, said)
         assert said != problem_text(Problem(2, "c", code, {**wanted, **values})) or code in (

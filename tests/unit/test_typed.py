@@ -106,7 +106,6 @@ def test_a_line_that_cannot_be_read_is_named_and_nothing_is_kept() -> None:
     ]
     assert typed.problems[0].values == {
         "value": '"PB-20K forty"',
-        "example": "CBL-USBC-1M 40",
         "suggestions": "PB-20K",
     }
 
