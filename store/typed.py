@@ -17,6 +17,9 @@ from core.purchasing.summaries import SummaryState, TypedRequest
 from store import schema
 from store.sealing import Sealer
 
+# What a cancelled request keeps of its lines: none.
+_NO_LINES = json.dumps({"lines": [], "numbers": []}).encode()
+
 
 def _line(line: RequestLine) -> dict[str, Any]:
     needed = line.needed_by.isoformat() if line.needed_by else None
@@ -85,11 +88,13 @@ class TypedRequestQueries:
         self, request_id: str, before: SummaryState, after: SummaryState, at: datetime
     ) -> bool:
         """Move a typed request from `before` to `after`; False if it was not in `before`
-        (another tap moved it first, or it is gone)."""
+        (another tap moved it first, or it is gone). A cancelled request's lines are removed
+        at once: only its id, requester, state and times stay, to answer a late tap."""
         t = schema.typed_requests
+        values: dict[str, Any] = {"state": after.value, "settled_at": at}
+        if after is SummaryState.CANCELLED:
+            values["lines_encrypted"] = self._sealer.seal(_NO_LINES)
         result = await self.conn.execute(
-            update(t)
-            .where(t.c.request_id == request_id, t.c.state == before.value)
-            .values(state=after.value, settled_at=at)
+            update(t).where(t.c.request_id == request_id, t.c.state == before.value).values(values)
         )
         return bool(result.rowcount)

@@ -133,7 +133,8 @@ async def on_summary_tap(update: Update, context: ContextTypes.DEFAULT_TYPE) -> 
     async with deps.store.reading() as tx:
         request = await tx.typed_request(button.job_id)
         tr = translator(language_of((await tx.languages([user.id])).get(user.id)))
-    if request is not None and not request.sheet().sha256.startswith(button.hash_prefix):
+    signed_for = request.sheet().sha256 if request and request.lines else button.hash_prefix
+    if not signed_for.startswith(button.hash_prefix):  # a cancelled request keeps no lines
         await answer_tap(query, tr(NOT_VALID))
         return
     found = standing(request, user.id, now, _valid_for(deps))

@@ -67,3 +67,13 @@ async def test_a_state_moves_once_however_many_try_at_once(store):
         )
     assert not cancelled  # submitted first: a Cancel after it changes nothing
     assert (await _read(store)).state is SummaryState.SUBMITTED
+
+
+async def test_a_cancelled_request_keeps_no_lines(store):
+    async with store.begin() as tx:
+        await tx.insert_typed_request(REQUEST)
+        assert await tx.settle_typed_request(
+            REQUEST.request_id, SummaryState.OPEN, SummaryState.CANCELLED, T0
+        )
+    cancelled = await _read(store)
+    assert (cancelled.state, cancelled.lines, cancelled.numbers) == (SummaryState.CANCELLED, (), ())
