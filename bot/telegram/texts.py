@@ -44,6 +44,7 @@ _ROLE_HELP = {
             "supplier and branch."
         ),
         N_("/status: your recent purchase orders."),
+        N_("/new: pick what you need from the catalogue, with a cart."),
     ],
     Role.APPROVER: [
         N_(
