@@ -221,10 +221,11 @@
     return el("li", { className: "line", testid: "catalog-item", "data-sku": item.sku },
       el("div", { className: "what" },
         el("bdi", { className: "sku mono", dir: "ltr", text: item.sku }), " ",
-        el("span", { text: item.description }),
-        item.category ? el("span", { className: "muted", text: ` · ${item.category}` }) : null,
+        el("bdi", { text: item.description }),
+        item.category ? el("span", { className: "muted", text: " · " }) : null,
+        item.category ? el("bdi", { className: "muted", text: item.category }) : null,
         el("div", { className: "muted small-text" },
-          el("span", { text: item.supplier }), " · ",
+          el("bdi", { text: item.supplier }), " · ",
           el("bdi", { dir: "ltr", testid: "item-price", text: rupees(item.price) }),
           limits(item) ? ` · ${limits(item)}` : "")),
       el("div", { className: "edit" }, add));
@@ -316,8 +317,9 @@
     return el("li", { className: "line cart-line", testid: "cart-line", "data-sku": line.sku },
       el("div", { className: "what" },
         el("bdi", { className: "sku mono", dir: "ltr", text: line.sku }), " ",
-        el("span", { text: item ? item.description : "" }),
-        el("div", { className: "muted", text: item ? item.supplier : line.supplier_id })),
+        el("bdi", { text: item ? item.description : "" }),
+        el("div", { className: "muted" },
+          el("bdi", { text: item ? item.supplier : line.supplier_id }))),
       el("div", { className: "edit" }, qty, remove),
       el("div", { className: "amounts" }, amount),
       el("div", { className: "note-field" }, note),
@@ -336,8 +338,8 @@
       sums.set(item.supplier, (sums.get(item.supplier) || 0) + amount);
     }
     node.replaceChildren(...[...sums].map(([supplier, paisa]) =>
-      el("li", { testid: "supplier-total" }, el("span", { text: `${supplier}: ` }),
-        el("bdi", { dir: "ltr", text: fill(labels.total, { amount: rupees(paisa) }) }))));
+      el("li", { testid: "supplier-total" }, el("bdi", { text: supplier }), " · ",
+        el("span", { text: fill(labels.total, { amount: rupees(paisa) }) }))));
     const button = document.querySelector('[data-testid="cart-submit"]');
     if (button) button.disabled = cart.lines.length === 0 || Boolean(read(SEND_KEY, null));
   }
@@ -375,7 +377,7 @@
       again.addEventListener("click", () => orderAgain(po));
       list.append(el("li", { testid: "recent-po", "data-po": po.po },
         el("bdi", { dir: "ltr", className: "mono", text: po.po }), " ",
-        el("span", { text: `${po.supplier} · ` }),
+        el("bdi", { text: po.supplier }), " · ",
         el("bdi", { dir: "ltr", text: `${po.total} · ${po.when}` }), " ", again));
     }
     return el("section", {}, el("h2", { text: labels.recent }), list);
