@@ -1,7 +1,8 @@
 """The catalogue on a slow phone: a requester opens the catalogue page of 5,000 SKUs in Debian's
 Chromium (`make browser`), at phone size, with Chromium's network emulation at 400 kbit/s each
 way and 400 ms latency, against the real bot's front door, and types a SKU: seconds from the
-tap to the first search result shown, and the catalogue's bytes on the wire (gzip) and in all.
+tap to the first search result shown, the slowest keystroke's search at a CPU four times
+slower, and the catalogue's bytes on the wire (gzip) and in all.
 A row of the "Mini App on a slow phone" section (bench/miniapp_page.py).
 `python -m bench.catalogue_page` prints the figures alone."""
 
@@ -34,9 +35,14 @@ REQUESTER = 10_001
 WANTED = 4_471  # the SKU typed: one offer, far down the list
 # Chromium's emulated link: 400 kbit/s each way (bytes per second) and 400 ms added latency.
 THROUGHPUT, LATENCY_MS = 400_000 / 8, 400
-# The issue's targets: the first search result within 5 s of the tap on that link, and the
-# catalogue at most 150 KB on the wire (a few seconds of it).
-FIRST_RESULT_S, CATALOGUE_KB = 5.0, 150.0
+# A cheap phone's CPU, as Chromium emulates it: four times slower than this machine's.
+CPU_SLOWDOWN = 4
+# The issue's targets: the first search result within 5 s of the tap on that link, the
+# catalogue at most 150 KB on the wire (a few seconds of it), and a keystroke's search and
+# drawing within 50 ms at the slowed CPU (a few frames: typing stays fluid).
+FIRST_RESULT_S, CATALOGUE_KB, KEYSTROKE_MS = 5.0, 150.0, 50.0
+# Keystrokes timed: a SKU typed letter by letter, each searching all 5,000 SKUs.
+TYPED = "cat-0447"
 
 
 @dataclass(frozen=True)
@@ -44,6 +50,7 @@ class Opened:
     """One open of the catalogue: seconds to the first search result, bytes received."""
 
     first_result: float
+    keystroke_ms: float  # the slowest keystroke's search and drawing, at CPU_SLOWDOWN
     catalogue: int  # the /api/catalogue answer, as encoded on the wire
     received: int  # everything the page loaded
 
@@ -79,11 +86,26 @@ async def _open(phone: Any, url: str) -> Opened:
     await expect(page.get_by_test_id("catalog-item")).to_have_count(1, timeout=10_000)
     first = time.monotonic() - started
     await page.wait_for_load_state("networkidle")
+    await cdp.send("Emulation.setCPUThrottlingRate", {"rate": CPU_SLOWDOWN})
+    slowest = await page.evaluate(
+        """(typed) => {
+            const box = document.querySelector('[data-testid="catalog-search"]');
+            let slowest = 0;
+            for (let n = 1; n <= typed.length; n++) {
+                const start = performance.now();
+                box.value = typed.slice(0, n);
+                box.dispatchEvent(new Event("input"));
+                slowest = Math.max(slowest, performance.now() - start);
+            }
+            return slowest;
+        }""",
+        TYPED,
+    )
     await page.close()
     catalogue = sum(
         size for rid, size in sizes.items() if urls.get(rid, "").endswith("/api/catalogue")
     )
-    return Opened(first, catalogue, sum(sizes.values()))
+    return Opened(first, slowest, catalogue, sum(sizes.values()))
 
 
 async def run_page(db: Database) -> list[Result]:
@@ -116,11 +138,14 @@ async def run_page(db: Database) -> list[Result]:
             f"catalogue of {SKUS:,} SKUs, first search result, {db.label}",
             {
                 "first result s": f"{opened.first_result:.2f}",
+                f"keystroke ms ({CPU_SLOWDOWN}× CPU)": f"{opened.keystroke_ms:.1f}",
                 "catalogue KB (gzip)": f"{opened.catalogue / 1000:.1f}",
                 "KB received": f"{opened.received / 1000:.1f}",
             },
-            target=f"≤ {FIRST_RESULT_S:g} s / ≤ {CATALOGUE_KB:g} KB",
-            met=opened.first_result <= FIRST_RESULT_S and opened.catalogue <= CATALOGUE_KB * 1000,
+            target=f"≤ {FIRST_RESULT_S:g} s / ≤ {KEYSTROKE_MS:g} ms / ≤ {CATALOGUE_KB:g} KB",
+            met=opened.first_result <= FIRST_RESULT_S
+            and opened.keystroke_ms <= KEYSTROKE_MS
+            and opened.catalogue <= CATALOGUE_KB * 1000,
             notes=f"Chromium at phone size, {link}; typed on the phone, searched there",
         )
     ]

@@ -186,6 +186,12 @@ async def test_a_cart_survives_a_reload_and_an_offline_submit_is_sent_once(
         assert await page.evaluate(f"localStorage.getItem('{key}')") is None
         await asyncio.sleep(2)  # no retry left over sends it again
         assert len(await jobs_of_bilal(run)) == 1
+        await phone.route("**/api/catalogue", lambda route: route.abort())
+        await page.reload()  # the server out of reach: the copy kept on the phone is shown
+        await expect(page.get_by_test_id("catalog-item")).to_have_count(50)
+        await expect(page.locator("#offline")).to_be_visible()
+        await expect(lines).to_have_count(0)  # the cart that was sent is not kept
+        await phone.unroute("**/api/catalogue")
         told = [m.text for m in bilal.messages() if "catalogue request" in m.text]
         assert len(told) == 1, told  # the chat is told once
         # The answer lost on the way back: the same cart comes again and is the same POs.

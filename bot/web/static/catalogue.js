@@ -27,6 +27,8 @@
   let byKey = new Map(); // "sku|supplier" (lower case) -> item
   let cart = { lines: [], branch: null, needed_by: null }; // lines: {sku, supplier_id, qty, note}
   let problems = new Map(); // cart line key -> the server's sentence
+  let rowsOf = new Map(); // item -> its row, drawn once and reused by every later search
+  let last = { words: [], found: items }; // the last search: a longer one narrows its matches
   let sending = false;
   let retryMs = RETRY_MIN_MS;
   let retryTimer = null;
@@ -103,6 +105,8 @@
       };
     });
     byKey = new Map(items.map((item) => [keyOf(item.sku, item.supplier_id), item]));
+    rowsOf = new Map();
+    last = { words: [], found: items };
   }
 
   async function load() {
@@ -181,20 +185,29 @@
           { category, left: rupees(left), budget: rupees(budget) }) }))));
   }
 
-  // Search as you type: every word must be in the item's haystack; SHOWN drawn at most.
+  // Whether a search for `words` can only match what a search for `before` matched: each
+  // earlier word is inside one of the new ones (typing on, not deleting).
+  function narrows(words, before) {
+    return before.every((old) => words.some((word) => word.includes(old)));
+  }
+
+  // Search as you type: every word must be in the item's haystack; SHOWN drawn at most, from
+  // rows made once. Typing on searches only the last search's matches.
   function results(text) {
     const words = text.trim().toLowerCase().split(/\s+/).filter(Boolean);
-    const found = [];
-    let count = 0;
-    for (const item of items) {
-      if (words.every((word) => item.hay.includes(word))) {
-        count += 1;
-        if (found.length < SHOWN) found.push(item);
-      }
-    }
+    const pool = narrows(words, last.words) ? last.found : items;
+    const matches = words.length
+      ? pool.filter((item) => words.every((word) => item.hay.includes(word)))
+      : items;
+    last = { words, found: matches };
+    const count = matches.length;
+    const found = matches.slice(0, SHOWN);
     const list = document.getElementById("results");
     const rows = document.createDocumentFragment();
-    for (const item of found) rows.append(itemRow(item));
+    for (const item of found) {
+      if (!rowsOf.has(item)) rowsOf.set(item, itemRow(item));
+      rows.append(rowsOf.get(item));
+    }
     list.replaceChildren(rows);
     const more = document.getElementById("more");
     if (count === 0) more.textContent = data.items.length ? labels.no_match : "";
