@@ -27,6 +27,7 @@ from tests.helpers.browser import phone_fixture  # noqa: F401 - provides the `ph
 from tests.helpers.catalogue import catalogue_terms, sku, with_catalogue
 from tests.helpers.factories import APPROVER_A, REQUESTER, T0
 from tests.helpers.net import free_port
+from tests.helpers.urdu import english_runs
 
 pytestmark = pytest.mark.slow  # a browser is a process
 SCREENSHOTS = os.environ.get("MANZOORI_SCREENSHOTS")
@@ -246,7 +247,7 @@ async def test_the_page_reads_right_to_left_in_urdu(botapi, db_url, store, phone
         async with run.store.begin() as tx:
             await tx.met(REQUESTER, "Bilal", T0, started=True)
             await tx.set_language(REQUESTER, "ur", T0)
-        _, urdu = await opened_from_new(botapi, phone)
+        bilal, urdu = await opened_from_new(botapi, phone)
         root = "[document.documentElement.dir, document.documentElement.lang]"
         assert await urdu.evaluate(root) == ["rtl", "ur"]
         for wanted, quantity in ((sku(12), "12"), (sku(31), "3")):
@@ -268,6 +269,13 @@ async def test_the_page_reads_right_to_left_in_urdu(botapi, db_url, store, phone
         assert await english.evaluate("document.documentElement.dir") == "ltr"
         await expect(english.get_by_test_id("cart-line")).to_have_count(2)
         await screenshot(english, "catalogue-en.png")
+        async with run.store.begin() as tx:  # the answers come in the sender's language
+            await tx.set_language(REQUESTER, "ur", T0)
+        await urdu.get_by_test_id("cart-submit").click()
+        status = urdu.get_by_test_id("cart-status")
+        await expect(status).to_contain_text("قبول ہو گئی")
+        answer = await bilal.next_message()
+        assert "قبول ہو گئی" in answer.text and english_runs(answer.text) == [], answer.text
 
 
 async def screenshot(page: Page, name: str) -> None:

@@ -17,12 +17,13 @@ from bot.config import Settings
 from bot.web.app import build_web
 from bot.web.health import Heartbeats
 from bot.web.metrics import Metrics
+from core.approval.approval_policy import import_policy
 from core.drafting.sheets import MAX_DATA_ROWS
 from store.sql import SqlStore
 from tests.helpers.bot import ADMIN
 from tests.helpers.bot import settings_for as base_settings
-from tests.helpers.catalogue import cart, price_paisa, sku, with_catalogue
-from tests.helpers.factories import APPROVER_A, OUTSIDER, REQUESTER
+from tests.helpers.catalogue import POLICY, cart, price_paisa, sku, with_catalogue
+from tests.helpers.factories import APPROVER_A, OUTSIDER, REQUESTER, T0
 from tests.helpers.miniapp import forged, init_data, tma
 
 TOKEN = "7000000001:AAexampleexampleexampleexampleexam"
@@ -207,3 +208,19 @@ async def test_a_catalogue_of_5000_skus_is_small_on_the_wire(web, store):
     assert len(answer.json()["items"]) == 5500
     wire = len(gzip.compress(answer.content))  # httpx has unzipped it; about what was sent
     assert wire < 150_000, wire
+
+
+async def test_a_hard_budget_refuses_the_whole_cart_with_its_figures(web, store):
+    await with_catalogue(store, 20)
+    hard = POLICY.replace(
+        'mode = "soft"\nover_budget_stage = { group = "managers" }', 'mode = "hard"'
+    )
+    hard = hard.replace("chargers = 600_000", "chargers = 100")
+    assert (await import_policy(store, hard, T0, "cli:test")).created
+    answer = await post(web, cart((sku(1), "SUP-HALL", 5)))  # a charger: Rs 595.28 with GST
+    assert answer.status_code == 422
+    [problem] = answer.json()["problems"]
+    assert (problem["line"], problem["sku"]) == (None, None)  # the whole cart, not a line
+    assert problem["text"].startswith("Over the ") and "chargers" in problem["text"]
+    budgets = (await web.get("/api/catalogue", headers=as_user(REQUESTER))).json()["budgets"]
+    assert ["chargers", 10_000, 10_000] in budgets
