@@ -81,18 +81,18 @@ async def start(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         async with deps.store.begin() as tx:  # they hold a role now: their name may be kept
             await tx.met(user.id, user.first_name, utcnow(), started=True)
         tr = await speaking(deps, user.id)
-        await _welcome(update, context, texts.registered(role, tr=tr), role is Role.REQUESTER)
+        await _welcome(update, context, texts.registered(role, tr=tr), tr, role is Role.REQUESTER)
         return
     roles, tr = await roles_of(deps, user.id), await speaking(deps, user.id)
     if not roles:
         await reply(update, texts.stranger(user.first_name, user.id))
         return
     text = texts.greeting(user.first_name, roles, tr=tr)
-    await _welcome(update, context, text, Role.REQUESTER in roles)
+    await _welcome(update, context, text, tr, Role.REQUESTER in roles)
 
 
 async def _welcome(
-    update: Update, context: ContextTypes.DEFAULT_TYPE, text: str, requester: bool
+    update: Update, context: ContextTypes.DEFAULT_TYPE, text: str, tr: Translator, requester: bool
 ) -> None:
     """/start's answer; a requester's with the catalogue's button, and the chat's menu
     button made to open it."""
@@ -101,7 +101,6 @@ async def _welcome(
     if not requester:
         await reply(update, text)
         return
-    tr = await speaking(deps, user.id)
     await reply(update, text, catalogue_markup(deps.settings, tr))
     await offer_menu_button(context.bot, deps.settings, user.id, tr)
 

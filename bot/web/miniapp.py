@@ -129,8 +129,8 @@ class MiniApp:
             Route("/api/po/{po}/decision", self.authenticated(self.decide), methods=["POST"]),
             Route("/api/po/{po}/pdf", self.authenticated(self.pdf), methods=["POST"]),
             Route(CATALOGUE_ROUTE, self.catalogue_page, methods=["GET"]),
-            Route("/api/catalogue", self.authenticated(self.catalogue), methods=["GET"]),
-            Route("/api/requests", self.authenticated(self.request), methods=["POST"]),
+            Route("/api/catalogue", self.authenticated(self.offers), methods=["GET"]),
+            Route("/api/requests", self.authenticated(self.submit), methods=["POST"]),
         ]
 
     async def page(self, request: Request) -> Response:
@@ -221,14 +221,14 @@ class MiniApp:
         await app.bot.send_document(viewer.user.id, pdf, filename=name)
         return self.json(body, status)
 
-    async def catalogue(self, request: Request, viewer: Viewer) -> Response:
+    async def offers(self, request: Request, viewer: Viewer) -> Response:
         """What a requester may order, for the page to keep and search on the phone."""
         if not viewer.roles & {Role.REQUESTER, Role.ADMIN}:
             return self.json({"error": viewer.tr(words.NOT_A_REQUESTER)}, 403)
         body = await catalogue.catalogue_json(self.store, self.settings, viewer.user.id, viewer.tr)
         return self.json(body)
 
-    async def request(self, request: Request, viewer: Viewer) -> Response:
+    async def submit(self, request: Request, viewer: Viewer) -> Response:
         """A cart, submitted as a sheet is; the chat is told as for a sheet (not again for a
         cart submitted before)."""
         tr = viewer.tr
