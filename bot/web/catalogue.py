@@ -47,7 +47,7 @@ async def catalogue_json(
     async with store.reading() as tx:
         terms = await tx.current_terms()
         company = await tx.current_company()
-        home = branches_for(company, await tx.branch_of(user_id)).home
+        home = branches_for(company, await tx.branch_of(user_id)).home or None
         budgets = await _budgets(tx, settings, now)
         recent = await _recent(tx, user_id)
     suppliers, items = _offers(terms)

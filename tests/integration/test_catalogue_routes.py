@@ -224,3 +224,12 @@ async def test_a_hard_budget_refuses_the_whole_cart_with_its_figures(web, store)
     assert problem["text"].startswith("Over the ") and "chargers" in problem["text"]
     budgets = (await web.get("/api/catalogue", headers=as_user(REQUESTER))).json()["budgets"]
     assert ["chargers", 10_000, 10_000] in budgets
+
+
+async def test_before_any_terms_the_catalogue_is_empty_and_says_why(web):
+    body = (await web.get("/api/catalogue", headers=as_user(REQUESTER))).json()
+    assert (body["items"], body["suppliers"], body["branches"], body["home"]) == ([], [], [], None)
+    assert body["terms"] is None and body["labels"]["no_terms"].startswith("No supplier terms")
+    refused = await post(web, cart(("CAT-00001", None, 2)))
+    assert refused.status_code == 422  # the sheet's own problem: nothing can be priced
+    assert refused.json()["problems"][0]["line"] is None
