@@ -3,6 +3,7 @@
 400 ms latency, against the real bot's front door. Per open: seconds until every line is shown
 (readable) and until Approve can be tapped (usable), and the bytes that crossed the network;
 first on a fresh phone, then again from the same phone, its cache and its kept copy of the PO.
+Its last row is the catalogue's (bench/catalogue_page.py): 5,000 SKUs, the first search result.
 `python -m bench.miniapp_page` prints the figures alone."""
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 from playwright.async_api import BrowserContext, async_playwright, expect
 
+from bench import catalogue_page
 from bench.bot_harness import bot_on, deliver_all, people
 from bench.common import Context, Result
 from bench.databases import Database, databases
@@ -175,7 +177,8 @@ async def run(ctx: Context) -> list[Result]:
     if not CHROMIUM.exists():
         raise SystemExit(f"bench: no Chromium at {CHROMIUM}: `make browser` installs it")
     [sqlite, *_] = databases(ctx.sqlite_dir, None, "miniapp")
-    return await run_page(sqlite)
+    [other, *_] = databases(ctx.sqlite_dir, None, "catalogue")
+    return await run_page(sqlite) + await catalogue_page.run_page(other)
 
 
 if __name__ == "__main__":

@@ -39,6 +39,7 @@ from bot.config import Settings
 from bot.files.parsing import SheetParser
 from bot.telegram.admin_files import COMPANY_FILE, POLICY_FILE
 from bot.telegram.calling_off import cancel_command, on_call_off_tap
+from bot.telegram.catalogue import new_command
 from bot.telegram.company import company_command, company_file
 from bot.telegram.context import (
     Deps,
@@ -292,6 +293,7 @@ def build_application(
         ("away", away),
         ("back", back),
         ("status", status),
+        ("new", new_command),
         ("history", history),
         ("export", export),
         ("queue", queue_command),

@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import TypeVar
 
 from prometheus_client import Histogram
-from telegram import CallbackQuery, Update, User
+from telegram import CallbackQuery, InlineKeyboardMarkup, Update, User
 from telegram.error import BadRequest
 from telegram.ext import ContextTypes
 
@@ -168,11 +168,14 @@ def chunks(text: str, limit: int = MESSAGE_LIMIT) -> list[str]:
     return [*pieces, current] if current else pieces
 
 
-async def reply(update: Update, text: str) -> None:
-    """Reply to the update's message, in as many messages as the text needs."""
+async def reply(update: Update, text: str, markup: InlineKeyboardMarkup | None = None) -> None:
+    """Reply to the update's message, in as many messages as the text needs; `markup`, if any,
+    under the last."""
     if update.effective_message is not None:
-        for piece in chunks(text):
-            await update.effective_message.reply_text(piece)
+        pieces = chunks(text)
+        for n, piece in enumerate(pieces, start=1):
+            last = markup if n == len(pieces) else None
+            await update.effective_message.reply_text(piece, reply_markup=last)
 
 
 async def record_claim(

@@ -10,6 +10,7 @@ from telegram import Document, Update
 from telegram.ext import ContextTypes
 
 from bot.clock import numbering, utcnow
+from bot.telegram.catalogue import catalogue_markup
 from bot.telegram.context import Deps, deps_of, held_roles, holding, reply, roles_of
 from bot.telegram.language import speaking
 from bot.telegram.texts import status_list, stranger
@@ -114,7 +115,8 @@ async def status(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
             if standing is not None:
                 suppliers[job.id] = standing[0]
     tr = await speaking(deps, user.id)
-    await reply(update, status_list(jobs, deps.settings.tz, suppliers, tr=tr))
+    text = status_list(jobs, deps.settings.tz, suppliers, tr=tr)
+    await reply(update, text, catalogue_markup(deps.settings, tr))
 
 
 async def history(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:

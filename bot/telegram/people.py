@@ -19,6 +19,7 @@ from telegram.ext import ContextTypes
 
 from bot.clock import utcnow
 from bot.telegram import texts
+from bot.telegram.catalogue import catalogue_markup, offer_menu_button
 from bot.telegram.context import Deps, deps_of, holding, reply, roles_of
 from bot.telegram.language import speaking
 from bot.words.arguments import parse_user_id
@@ -79,11 +80,29 @@ async def start(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
             return
         async with deps.store.begin() as tx:  # they hold a role now: their name may be kept
             await tx.met(user.id, user.first_name, utcnow(), started=True)
-        await reply(update, texts.registered(role, tr=await speaking(deps, user.id)))
+        tr = await speaking(deps, user.id)
+        await _welcome(update, context, texts.registered(role, tr=tr), tr, role is Role.REQUESTER)
         return
     roles, tr = await roles_of(deps, user.id), await speaking(deps, user.id)
-    text = texts.greeting(user.first_name, roles, tr=tr) if roles else None
-    await reply(update, text or texts.stranger(user.first_name, user.id))
+    if not roles:
+        await reply(update, texts.stranger(user.first_name, user.id))
+        return
+    text = texts.greeting(user.first_name, roles, tr=tr)
+    await _welcome(update, context, text, tr, Role.REQUESTER in roles)
+
+
+async def _welcome(
+    update: Update, context: ContextTypes.DEFAULT_TYPE, text: str, tr: Translator, requester: bool
+) -> None:
+    """/start's answer; a requester's with the catalogue's button, and the chat's menu
+    button made to open it."""
+    deps, user = deps_of(context), update.effective_user
+    assert user is not None
+    if not requester:
+        await reply(update, text)
+        return
+    await reply(update, text, catalogue_markup(deps.settings, tr))
+    await offer_menu_button(context.bot, deps.settings, user.id, tr)
 
 
 async def help_command(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:

@@ -48,6 +48,7 @@ _ROLE_HELP = {
             "show what I read, with Submit and Cancel."
         ),
         N_("/status: your recent purchase orders."),
+        N_("/new: pick what you need from the catalogue, with a cart."),
     ],
     Role.APPROVER: [
         N_(

@@ -8,6 +8,11 @@ it makes, each authenticated by Telegram's initData (bot/web/initdata.py).
     POST /api/po/{po}/decision    approve, approve with changes, or reject (decisions.py)
     POST /api/po/{po}/pdf         the bot sends the PO's PDF to the viewer's chat, as Details
                                   does: what the supplier gets (marked DRAFT until approved)
+    GET  /app/new                 the catalogue page: a requester's cart (issue 28)
+    GET  /api/catalogue           what the terms offer, branches, budgets, recent POs
+                                  (catalogue.py)
+    POST /api/requests            a cart submitted as a sheet (requests.py); the bot answers
+                                  in the requester's chat as for a sheet
 
 Every API call carries `Authorization: tma <initData>`: there are no cookies, and no GET
 changes anything. The user initData names is the only identity, with the roles the store and
@@ -19,13 +24,15 @@ put on by the front door's middleware (bot/web/security.py), which also answers 
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 from collections.abc import Awaitable, Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -33,23 +40,26 @@ from starlette.routing import BaseRoute, Route
 
 from bot.clock import utcnow
 from bot.config import Settings, WebAppScript
-from bot.web import decisions, initdata, views, words
+from bot.web import catalogue, decisions, initdata, requests, views, words
 from bot.web.security import NO_STORE
-from bot.web.urls import PAGE_ROUTE
+from bot.web.urls import CATALOGUE_ROUTE, PAGE_ROUTE
 from bot.words.i18n import Translator, language_of, translator
 from core.approval.policies import Role
+from core.drafting.sheets import MAX_SHEET_BYTES
 from store.sql import SqlStore
 
 if TYPE_CHECKING:
     from telegram.ext import Application
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 STATIC = Path(__file__).parent / "static"
 TELEGRAM_SCRIPT = "https://telegram.org/js/telegram-web-app.js"
 # The assets the page loads, by name, with their media types; nothing else is served.
 _ASSETS = {
     "miniapp.js": "text/javascript; charset=utf-8",
+    "catalogue.js": "text/javascript; charset=utf-8",
     "miniapp.css": "text/css; charset=utf-8",
     "telegram-web-app.js": "text/javascript; charset=utf-8",
 }
@@ -59,6 +69,8 @@ IMMUTABLE = "public, max-age=31536000, immutable"
 REVALIDATE = "no-cache"
 # A decision is a few hundred bytes; a 200-line edit a few kilobytes.
 MAX_BODY = 100_000
+# A cart is a sheet by other means: no larger than a sheet may be (10,000 lines with notes).
+MAX_CART_BODY = MAX_SHEET_BYTES
 
 
 @cache
@@ -99,11 +111,14 @@ class MiniApp:
             else f"/app/static/{version}/telegram-web-app.js"
         )
         shell = (STATIC / "index.html").read_text(encoding="utf-8")
-        self.shell = shell.format(
-            css=f"/app/static/{version}/miniapp.css",
-            js=f"/app/static/{version}/miniapp.js",
-            telegram=telegram_src,
-        ).encode()
+        self.shell, self.catalogue_shell = (
+            shell.format(
+                css=f"/app/static/{version}/miniapp.css",
+                js=f"/app/static/{version}/{script}",
+                telegram=telegram_src,
+            ).encode()
+            for script in ("miniapp.js", "catalogue.js")
+        )
 
     def routes(self) -> list[BaseRoute]:
         """The page, its assets and the API."""
@@ -113,12 +128,21 @@ class MiniApp:
             Route("/api/po/{po}", self.authenticated(self.view), methods=["GET"]),
             Route("/api/po/{po}/decision", self.authenticated(self.decide), methods=["POST"]),
             Route("/api/po/{po}/pdf", self.authenticated(self.pdf), methods=["POST"]),
+            Route(CATALOGUE_ROUTE, self.catalogue_page, methods=["GET"]),
+            Route("/api/catalogue", self.authenticated(self.offers), methods=["GET"]),
+            Route("/api/requests", self.authenticated(self.submit), methods=["POST"]),
         ]
 
     async def page(self, request: Request) -> Response:
         """The HTML shell; the page reads the PO number from its own path."""
         headers = {"Cache-Control": REVALIDATE}
         return Response(self.shell, media_type="text/html; charset=utf-8", headers=headers)
+
+    async def catalogue_page(self, request: Request) -> Response:
+        """The catalogue's HTML shell; everything in it comes from /api/catalogue."""
+        headers = {"Cache-Control": REVALIDATE}
+        shell = self.catalogue_shell
+        return Response(shell, media_type="text/html; charset=utf-8", headers=headers)
 
     async def asset(self, request: Request) -> Response:
         """A versioned asset; any other version or name is not found."""
@@ -172,13 +196,9 @@ class MiniApp:
     async def decide(self, request: Request, viewer: Viewer) -> Response:
         """A decision from the page, recorded through the same use cases as a tap; the notices
         it owes are delivered at once."""
-        if request.headers.get("Content-Type", "").split(";")[0].strip() != "application/json":
-            return self.json({"error": "send the decision as application/json"}, 415)
-        raw = b""
-        async for chunk in request.stream():  # a body past the limit is not read to its end
-            raw += chunk
-            if len(raw) > MAX_BODY:
-                return self.json({"error": "decision too large"}, 413)
+        raw = await _body(request, MAX_BODY, "decision")
+        if isinstance(raw, Response):
+            return raw
         answer = await decisions.record(
             self.store, self.settings, request.path_params["po"], raw, viewer.user.id, viewer.tr
         )
@@ -201,6 +221,56 @@ class MiniApp:
         await app.bot.send_document(viewer.user.id, pdf, filename=name)
         return self.json(body, status)
 
+    async def offers(self, request: Request, viewer: Viewer) -> Response:
+        """What a requester may order, for the page to keep and search on the phone."""
+        if not viewer.roles & {Role.REQUESTER, Role.ADMIN}:
+            return self.json({"error": viewer.tr(words.NOT_A_REQUESTER)}, 403)
+        body = await catalogue.catalogue_json(self.store, self.settings, viewer.user.id, viewer.tr)
+        return self.json(body)
+
+    async def submit(self, request: Request, viewer: Viewer) -> Response:
+        """A cart, submitted as a sheet is; the chat is told as for a sheet (not again for a
+        cart submitted before)."""
+        tr = viewer.tr
+        if Role.REQUESTER not in viewer.roles:
+            return self.json({"status": "refused", "message": tr(words.NOT_A_REQUESTER)}, 403)
+        raw = await _body(request, MAX_CART_BODY, "cart")
+        if isinstance(raw, Response):
+            return raw
+        try:
+            cart = requests.parse(raw)
+        except requests.BadCart as bad:
+            return self.json({"status": "invalid", "message": str(bad)}, 400)
+        app = self.telegram
+        deps = app.bot_data.get("deps") if app is not None else None
+        offload = deps.offload if deps is not None else _to_thread
+        guard = deps.guards.sheets.hold(viewer.user.id) if deps is not None else nullcontext(True)
+        with guard as mine:  # one sheet or cart of a person's at a time, as for sheets
+            if not mine:
+                return self.json({"status": "busy", "message": tr(words.IN_FLIGHT)}, 429)
+            answer = await requests.submit(
+                self.store, self.settings, viewer.user.id, cart, tr, offload
+            )
+        if answer.chat is not None:
+            self._tell(viewer.user.id, answer.chat)
+        return self.json(answer.body, answer.status)
+
+    def _tell(self, user_id: int, text: str) -> None:
+        """Send `text` to the user's chat beside the answer, as the bot answers a sheet."""
+        app = self.telegram
+        if app is None or not app.running:
+            return
+        from bot.telegram.context import chunks
+
+        async def tell() -> None:
+            try:
+                for piece in chunks(text):
+                    await app.bot.send_message(user_id, piece)
+            except Exception:  # the POs stand, and the page showed them
+                log.exception("the answer to a catalogue request was not sent to its chat")
+
+        app.create_task(tell(), name=f"deliver-request-{user_id}")
+
     def _deliver(self, job_id: str) -> None:
         """Deliver the job's owed notices now, beside the answer (a tap's deliver_now); the
         notice runner's next pass has whatever this misses, and all of it without a bot."""
@@ -216,6 +286,25 @@ class MiniApp:
                 log.exception("notices of job %s left to the background pass", job_id)
 
         app.create_task(deliver(), name=f"deliver-{job_id}")  # awaited when the bot stops
+
+
+async def _body(request: Request, limit: int, what: str) -> bytes | Response:
+    """The JSON body of a POST, or the answer refusing it: not JSON (415), or larger than
+    `limit` bytes (413, answered before the rest is read)."""
+    headers = {"Cache-Control": NO_STORE}
+    if request.headers.get("Content-Type", "").split(";")[0].strip() != "application/json":
+        return JSONResponse({"error": f"send the {what} as application/json"}, 415, headers)
+    raw = b""
+    async for chunk in request.stream():  # a body past the limit is not read to its end
+        raw += chunk
+        if len(raw) > limit:
+            return JSONResponse({"error": f"{what} too large"}, 413, headers)
+    return raw
+
+
+async def _to_thread(work: Callable[[], T], /) -> T:
+    """CPU work off the event loop, where no bot lends its worker thread."""
+    return await asyncio.to_thread(work)
 
 
 def miniapp_routes(

@@ -15,3 +15,11 @@ def page_path(po_number: str) -> str:
 def page_url(public_url: str, po_number: str) -> str:
     """The page's URL as Telegram opens it: below MANZOORI_PUBLIC_URL."""
     return public_url.rstrip("/") + page_path(po_number)
+
+
+CATALOGUE_ROUTE = "/app/new"
+
+
+def catalogue_url(public_url: str) -> str:
+    """The catalogue page's URL as Telegram opens it (/new, the menu button)."""
+    return public_url.rstrip("/") + CATALOGUE_ROUTE

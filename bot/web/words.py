@@ -53,3 +53,42 @@ LABELS = {
 # The answers to the PDF button (bot.web.miniapp.MiniApp.pdf).
 PDF_SENT = N_("The PDF is in your chat with the bot.")
 NO_BOT = N_("The bot is not running here, so it cannot send the PDF; try again shortly.")
+
+# The catalogue page (bot.web.catalogue, bot.web.requests): what a request from it is called
+# in the chat's answer, as a sheet is called by its file's name.
+CATALOGUE_REQUEST = N_("Your catalogue request")
+NOT_A_REQUESTER = N_("Only requesters can order from the catalogue.")
+NO_TERMS = N_("No supplier terms are in force yet: ask an admin to import them.")
+# The catalogue page's words: name -> (text, the placeholders the page fills in).
+CATALOGUE_LABELS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "title": (N_("New request"), ()),
+    "search": (N_("Search by SKU, description or category"), ()),
+    "no_match": (N_("Nothing in the catalogue matches."), ()),
+    "more": (N_("Showing {shown} of {count}: type more to narrow it down."), ("shown", "count")),
+    "add": (N_("Add"), ()),
+    "min_max": (N_("Min {min}, max {max}"), ("min", "max")),
+    "min_only": (N_("Min {min}"), ("min",)),
+    "lead": (N_("Lead time (days): {days}"), ("days",)),
+    "cart": (N_("Cart"), ()),
+    "cart_empty": (N_("The cart is empty: search above and add what you need."), ()),
+    "quantity": (N_("Quantity"), ()),
+    "note": (N_("Note for this line (optional)"), ()),
+    "remove": (N_("Remove"), ()),
+    "branch": (N_("Deliver to"), ()),
+    "needed_by": (N_("Needed by"), ()),
+    "total": (N_("Total: {amount}"), ("amount",)),
+    "submit": (N_("Send for approval"), ()),
+    "sending": (N_("Sending…"), ()),
+    "queued": (N_("Queued — not sent yet"), ()),
+    "sign_in_again": (N_("Queued — open the catalogue from the bot again to send it."), ()),
+    "offline": (N_("Offline: this is the catalogue as it was last loaded."), ()),
+    "budgets": (N_("Budget left this month"), ()),
+    "budget_line": (N_("{category}: {left} left of {budget}"), ("category", "left", "budget")),
+    "recent": (N_("Order again"), ()),
+    "order_again": (N_("Order again"), ()),
+    "loaded": (N_("{po} is in the cart at today's prices."), ("po",)),
+    "skipped": (N_("No longer offered, left out: {skus}"), ("skus",)),
+    "no_terms": (NO_TERMS, ()),
+}
+# A second cart while the first is still being checked (as a sheet's SHEET_IN_FLIGHT).
+IN_FLIGHT = N_("Your previous request is still being checked; this one is sent again shortly.")

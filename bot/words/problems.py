@@ -225,6 +225,11 @@ def problem_text(problem: Problem, *, tr: Translator = ENGLISH) -> str:
     return f"{_place(problem, tr)}: {said}"
 
 
+def problem_sentence(problem: Problem, *, tr: Translator = ENGLISH) -> str:
+    """What is wrong, without where: for a page that shows the problem beside its item."""
+    return _sentence(problem, tr)
+
+
 def problem_lines(
     problems: Iterable[Problem], *, limit: int = PROBLEMS_LISTED, tr: Translator = ENGLISH
 ) -> list[str]:

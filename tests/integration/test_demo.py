@@ -34,7 +34,10 @@ def test_demo_tells_the_whole_story_in_telegram(tmp_path):
     assert "Traceback" not in done.stderr and "ERROR" not in done.stderr, done.stderr
     out = done.stdout
     assert "bot → Ali (approver): Welcome! You are now registered as approver." in out
-    assert "bot → Bilal (requester): Welcome! You are now registered as requester." in out
+    assert (  # a requester's welcome carries the catalogue's button
+        "bot → Bilal (requester):\n    │ Welcome! You are now registered as requester. /help "
+        "shows what you can do.\n    │ [ 🛒 Catalogue ]"
+    ) in out
     assert "not registered. Your Telegram id is 4000004" in out  # the stranger, politely
     assert 'Row 3, quantity: "twelve" is not a whole number' in out  # the bad sheet, row by row
     assert "restock.csv accepted; 2 purchase orders drafted and sent for approval:" in out

@@ -553,6 +553,28 @@ async def test_commands_are_stored_per_scope(botapi, bot: telegram.Bot) -> None:
     assert await bot.get_my_commands() == ()
 
 
+async def test_menu_buttons_are_checked_and_kept_per_chat(botapi, bot: telegram.Bot) -> None:
+    alice = botapi.user(ALICE, "Alice")
+    alice.send_text("/start")
+    url = "https://po.example/app/new"
+    await bot.set_chat_menu_button(ALICE, telegram.MenuButtonWebApp("Catalogue", WebAppInfo(url)))
+    assert botapi.menu_button(ALICE) == {
+        "type": "web_app", "text": "Catalogue", "web_app": {"url": url},
+    }  # fmt: skip
+    shown = await bot.get_chat_menu_button(ALICE)
+    assert isinstance(shown, telegram.MenuButtonWebApp) and shown.web_app.url == url
+    assert alice.open_menu_app().startswith(f"{url}#tgWebAppData=")
+    assert botapi.menu_button(ALICE + 1) == {"type": "default"}  # another chat: untouched
+    plain = telegram.MenuButtonWebApp("Catalogue", WebAppInfo("http://po.example/app/new"))
+    with pytest.raises(BadRequest, match="only https links"):
+        await bot.set_chat_menu_button(ALICE, plain)
+    with pytest.raises(BadRequest, match=r"^Chat not found$"):
+        await bot.set_chat_menu_button(987654, telegram.MenuButtonCommands())
+    await bot.set_chat_menu_button(ALICE, telegram.MenuButtonDefault())
+    with pytest.raises(LookupError, match="opens no Mini App"):
+        alice.open_menu_app()
+
+
 # -- a whole Application ------------------------------------------------------------------------
 
 

@@ -77,6 +77,8 @@ class EmulatorCore:
         self._file_paths: dict[str, str] = {}  # file_path -> file_id
         self._file_counter = itertools.count(1)
         self._commands: dict[tuple[str, str], list[dict[str, str]]] = {}
+        # chat id (None: the bot's default) -> the MenuButton setChatMenuButton stored
+        self._menu_buttons: dict[int | None, dict[str, Any]] = {}
         self._calls: list[ApiCall] = []
         self._unimplemented: list[str] = []
         self._internal_errors: list[str] = []

@@ -26,6 +26,7 @@ from .snapshots import ApiCall, WebhookResponse
 from .state import UserRecord
 from .updates import UpdatesMixin
 from .users import EmulatedUser
+from .webapps import check_web_app
 from .webhook import WebhookMixin
 
 if TYPE_CHECKING:
@@ -319,6 +320,37 @@ class Emulator(FilesMixin, UpdatesMixin, WebhookMixin, FaultsMixin, InspectionMi
     def _m_deleteMyCommands(self, p: Params) -> bool:
         self._commands.pop(_commands_key(p), None)
         return True
+
+    # -- the menu button ------------------------------------------------------------------------
+
+    def _m_setChatMenuButton(self, p: Params) -> bool:
+        """A private chat's menu button (or, without chat_id, the default), checked as
+        Telegram checks it: a MenuButton object of a known type; a web_app one with a text and
+        a Web App URL the inline keyboard would take (webapps.check_web_app)."""
+        chat_id = self._chat(p).id if p.has("chat_id") else None
+        button = p.json_value("menu_button", "can't parse menu button JSON object")
+        if button is None:
+            button = {"type": "default"}
+        if not isinstance(button, dict):
+            raise bad_request("can't parse menu button JSON object")
+        kind = button.get("type")
+        if kind in ("default", "commands"):
+            stored: dict[str, Any] = {"type": kind}
+        elif kind == "web_app":
+            text = button.get("text")
+            if not isinstance(text, str) or not text.strip():
+                raise bad_request("menu button text must be non-empty")
+            check_web_app(button)
+            stored = {"type": kind, "text": text, "web_app": {"url": button["web_app"]["url"]}}
+        else:
+            raise bad_request("unsupported menu button type")
+        self._menu_buttons[chat_id] = stored
+        return True
+
+    def _m_getChatMenuButton(self, p: Params) -> dict[str, Any]:
+        chat_id = self._chat(p).id if p.has("chat_id") else None
+        found = self._menu_buttons.get(chat_id) or self._menu_buttons.get(None)
+        return copy.deepcopy(found or {"type": "default"})
 
 
 def _commands_key(p: Params) -> tuple[str, str]:

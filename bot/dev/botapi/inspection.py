@@ -112,6 +112,12 @@ class InspectionMixin(EmulatorCore):
         with self._lock:
             return copy.deepcopy(self._commands.get((scope_key(scope), language_code), []))
 
+    def menu_button(self, chat_id: int) -> dict[str, Any]:
+        """The menu button a chat shows: its own (setChatMenuButton), else the default."""
+        with self._lock:
+            found = self._menu_buttons.get(chat_id) or self._menu_buttons.get(None)
+            return copy.deepcopy(found or {"type": "default"})
+
     @property
     def webhook(self) -> WebhookInfo | None:
         """The webhook set, or None."""

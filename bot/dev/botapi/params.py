@@ -127,6 +127,8 @@ _METHODS = {
         "setMyCommands",
         "getMyCommands",
         "deleteMyCommands",
+        "setChatMenuButton",
+        "getChatMenuButton",
     )
 }
 

@@ -131,6 +131,14 @@ class EmulatedUser:
                 raise LookupError(f"button {button_text!r} opens no Mini App: {button.raw}")
             return webapps.launch_url(button.web_app, self.web_app_data(age=age))
 
+    def open_menu_app(self, *, age: float = 0) -> str:
+        """Open the Mini App of this chat's menu button (setChatMenuButton), as the client
+        does when the button beside the message field is tapped."""
+        button = self.emu.menu_button(self.id)
+        if button["type"] != "web_app":
+            raise LookupError(f"the menu button of chat {self.id} opens no Mini App: {button}")
+        return webapps.launch_url(button["web_app"]["url"], self.web_app_data(age=age))
+
     def web_app_data(self, *, age: float = 0, token: str | None = None) -> str:
         """The initData Telegram gives this user's Mini App, signed `age` seconds ago with the
         bot's token (or `token`: another bot's)."""
