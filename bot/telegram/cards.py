@@ -18,7 +18,7 @@ from bot.telegram.texts import supplier_notice
 from bot.web.urls import page_url
 from bot.words.flags import day_text, flag_text
 from bot.words.i18n import ENGLISH, N_, Translator
-from bot.words.texts import DAY_MONTH, local_time
+from bot.words.texts import DAY_MONTH, evidence_source, local_time
 from core.approval.budgets import CategoryMonth
 from core.approval.policies import Decision, Verdict
 from core.approval.signing import Button, ButtonAction, sign_button
@@ -310,14 +310,14 @@ def _lines(draft: Draft, limit: int, tr: Translator) -> list[str]:
 
 def _evidence(facts: CardFacts, tz: tzinfo, tr: Translator) -> list[str]:
     job, draft = facts.job, facts.draft
-    terms, sheet = escaped(draft.terms_version), escaped(cut(facts.sheet_name, 60))
-    if facts.terms_imported_at is None:
-        source = tr("📎 Terms {terms}; sheet {sheet}", terms=terms, sheet=sheet)
-    else:
-        at = escaped(local_time(facts.terms_imported_at, tz))
-        source = tr(
-            "📎 Terms {terms} (imported {at}); sheet {sheet}", terms=terms, at=at, sheet=sheet
-        )
+    at = facts.terms_imported_at
+    source = evidence_source(
+        escaped(draft.terms_version),
+        escaped(local_time(at, tz)) if at is not None else None,
+        facts.sheet_name,
+        lambda name: escaped(cut(name, 60)),
+        tr=tr,
+    )
     deadline = job.decision_deadline
     draft_line = tr(
         "Draft v{version} · {hash}",

@@ -21,7 +21,7 @@ from bot.web.decisions import refusal
 from bot.web.words import LABELS, NOT_FOUND, PDF_SENT
 from bot.words.flags import flag_text
 from bot.words.i18n import Translator
-from bot.words.texts import DATE_AND_TIME, DAY_MONTH, NO_PDF_PREVIEW, local_time
+from bot.words.texts import DATE_AND_TIME, DAY_MONTH, NO_PDF_PREVIEW, evidence_source, local_time
 from core.approval.policies import Role, Verdict
 from core.drafting.money import format_pkr
 from core.errors import DraftPurged, ReadRefused, UnknownJob
@@ -149,14 +149,14 @@ def _signed(percent: Decimal) -> str:
 
 def _evidence(view: PoView, tz: tzinfo, tr: Translator) -> list[str]:
     """Where the draft comes from: the terms, the sheet, the requester, the policy."""
-    terms, sheet = flatten(view.terms_version), flatten(view.sheet_name)[:60]
-    if view.terms_imported_at is None:
-        source = tr("📎 Terms {terms}; sheet {sheet}", terms=terms, sheet=sheet)
-    else:
-        at = local_time(view.terms_imported_at, tz)
-        source = tr(
-            "📎 Terms {terms} (imported {at}); sheet {sheet}", terms=terms, at=at, sheet=sheet
-        )
+    at = view.terms_imported_at
+    source = evidence_source(
+        flatten(view.terms_version),
+        local_time(at, tz) if at is not None else None,
+        view.sheet_name,
+        lambda name: flatten(name)[:60],
+        tr=tr,
+    )
     policy = tr(
         "Policy {version}, rule {rule}",
         version=flatten(view.policy_version or "default"),

@@ -8,7 +8,7 @@ goes through core.texts.flatten where it enters a sentence, so none can add a li
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, tzinfo
 from enum import Enum
 from typing import Any, Protocol
@@ -27,6 +27,7 @@ from core.jobs.jobs import Job
 from core.jobs.states import State
 from core.problems import Problem
 from core.purchasing.new_terms import Superseded, TermsImport
+from core.purchasing.requests import Source
 from core.purchasing.submissions import Submission
 from core.texts import flatten
 from core.versions import FileKind
@@ -72,6 +73,30 @@ TIMESTAMP = "%Y-%m-%d %H:%M:%S %Z"  # 2026-11-29 21:27:05 PKT
 def local_time(moment: datetime, tz: tzinfo, fmt: str = DATE_AND_TIME) -> str:
     """A UTC moment as a person in `tz` reads it, in one of the formats above."""
     return moment.astimezone(tz).strftime(fmt)
+
+
+def evidence_source(
+    terms: str,
+    imported_at: str | None,
+    sheet_name: str,
+    shown: Callable[[str], str],
+    *,
+    tr: Translator = ENGLISH,
+) -> str:
+    """The evidence line naming the terms a draft was priced on (and when they were imported)
+    and where its lines came from: a sheet by its file name (as `shown` makes it safe), or a
+    request typed in a message or picked in the catalogue (core.purchasing.requests)."""
+    if sheet_name == Source.TYPED:
+        source = tr("typed in a message")
+    elif sheet_name == Source.CATALOGUE:
+        source = tr("picked in the catalogue")
+    else:
+        source = tr("sheet {sheet}", sheet=shown(sheet_name))
+    if imported_at is None:
+        return tr("📎 Terms {terms}; {source}", terms=terms, source=source)
+    return tr(
+        "📎 Terms {terms} (imported {at}); {source}", terms=terms, at=imported_at, source=source
+    )
 
 
 def _plural(count: int, noun: str) -> str:

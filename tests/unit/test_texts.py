@@ -5,11 +5,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 from bot.words import texts
+from bot.words.i18n import Language, translator
 from core.drafting.drafts import Draft, DraftLine
 from core.jobs.jobs import WORKFLOW_VERSION, Job
 from core.jobs.states import State
 from core.purchasing.submissions import Submission
 from tests.helpers.factories import T0
+from tests.helpers.urdu import english_runs
 
 DRAFT = Draft(
     po_number="PO-2026-0007",
@@ -57,3 +59,21 @@ def test_a_new_submission_lists_pos_with_masked_recipient_and_flags():
         "PO-2026-0007  Hall Road Traders (or***@hallroad.example)  1 line  Rs 4,500.00",
     ]
     assert "orders@" not in text
+
+
+def test_the_evidence_names_where_the_lines_came_from() -> None:
+    def shown(name: str) -> str:
+        return f"<{name}>"
+
+    assert texts.evidence_source("t1", None, "restock.csv", shown) == (
+        "📎 Terms t1; sheet <restock.csv>"
+    )
+    assert texts.evidence_source("t1", "1 Dec", "typed request", shown) == (
+        "📎 Terms t1 (imported 1 Dec); typed in a message"
+    )
+    assert texts.evidence_source("t1", None, "catalogue request", shown) == (
+        "📎 Terms t1; picked in the catalogue"
+    )
+    urdu = translator(Language.UR)
+    line = texts.evidence_source("t1", None, "catalogue request", shown, tr=urdu)
+    assert english_runs(line) == [] and "t1" in line
