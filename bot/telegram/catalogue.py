@@ -31,7 +31,9 @@ NEW_PROMPT = N_("Pick what you need from the catalogue; the bot answers here as 
 NO_PUBLIC_URL = N_(
     "The catalogue needs the bot's web address, which is not set here: send a restock sheet."
 )
-NOT_A_REQUESTER = N_("/new is for requesters; you are not one.")
+NOT_A_REQUESTER = N_("/new is for requesters and admins; you are neither.")
+# Who may order: requesters, and admins (core.purchasing.submissions.submit_sheet).
+ORDERING = frozenset({Role.REQUESTER, Role.ADMIN})
 
 
 def catalogue_markup(settings: Settings, tr: Translator) -> InlineKeyboardMarkup | None:
@@ -57,8 +59,8 @@ async def offer_menu_button(bot: Bot, settings: Settings, chat_id: int, tr: Tran
 
 
 async def new_command(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-    """/new: the button that opens the catalogue, for a requester."""
-    allowed = await holding(update, context, Role.REQUESTER, NOT_A_REQUESTER)
+    """/new: the button that opens the catalogue, for a requester or an admin."""
+    allowed = await holding(update, context, ORDERING, NOT_A_REQUESTER)
     if allowed is None:
         return
     deps, user = allowed

@@ -292,16 +292,21 @@ async def answer_tap(query: CallbackQuery, text: str) -> None:
 
 
 async def holding(
-    update: Update, context: ContextTypes.DEFAULT_TYPE, role: Role, refusal: str
+    update: Update,
+    context: ContextTypes.DEFAULT_TYPE,
+    role: Role | frozenset[Role],
+    refusal: str,
 ) -> tuple[Deps, User] | None:
-    """The deps and the sender if they hold `role`; otherwise the refusal (an English msgid,
-    marked with bot.words.i18n.N_) is sent in their language, and None."""
+    """The deps and the sender if they hold `role` (or one of the roles); otherwise the
+    refusal (an English msgid, marked with bot.words.i18n.N_) is sent in their language, and
+    None."""
     deps, user = deps_of(context), update.effective_user
     assert user is not None
+    wanted = {role} if isinstance(role, Role) else role
     async with deps.store.reading() as tx:
-        roles = held_roles(deps, user.id, await tx.roles(user.id))
-        chosen = None if role in roles else (await tx.languages([user.id])).get(user.id)
-    if role in roles:
+        held = bool(held_roles(deps, user.id, await tx.roles(user.id)) & wanted)
+        chosen = None if held else (await tx.languages([user.id])).get(user.id)
+    if held:
         return deps, user
     await reply(update, translator(language_of(chosen))(refusal))
     return None

@@ -232,7 +232,7 @@ class MiniApp:
         """A cart, submitted as a sheet is; the chat is told as for a sheet (not again for a
         cart submitted before)."""
         tr = viewer.tr
-        if Role.REQUESTER not in viewer.roles:
+        if not viewer.roles & {Role.REQUESTER, Role.ADMIN}:
             return self.json({"status": "refused", "message": tr(words.NOT_A_REQUESTER)}, 403)
         raw = await _body(request, MAX_CART_BODY, "cart")
         if isinstance(raw, Response):
@@ -249,7 +249,13 @@ class MiniApp:
             if not mine:
                 return self.json({"status": "busy", "message": tr(words.IN_FLIGHT)}, 429)
             answer = await requests.submit(
-                self.store, self.settings, viewer.user.id, cart, tr, offload
+                self.store,
+                self.settings,
+                viewer.user.id,
+                cart,
+                tr,
+                offload,
+                admin=Role.ADMIN in viewer.roles,
             )
         if answer.chat is not None:
             self._tell(viewer.user.id, answer.chat)

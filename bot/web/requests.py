@@ -136,8 +136,11 @@ async def submit(
     cart: Cart,
     tr: Translator,
     offload: Offload,
+    *,
+    admin: bool = False,
 ) -> Answer:
-    """The cart submitted as a sheet by the requester: its POs, or its problems by item."""
+    """The cart submitted as a sheet by the requester (or an admin: core.purchasing.
+    submissions.submit_sheet): its POs, or its problems by item."""
     now = utcnow()
     sheet = request_sheet(Source.CATALOGUE, cart.request_id, cart.lines)
     try:
@@ -149,6 +152,7 @@ async def submit(
             settings.rules(),
             numbering(now, settings.tz),
             offload=offload,
+            admin=admin,
         )
     except NotARequester:
         return Answer(403, {"status": "refused", "message": tr(NOT_A_REQUESTER)})

@@ -57,7 +57,7 @@ NO_BOT = N_("The bot is not running here, so it cannot send the PDF; try again s
 # The catalogue page (bot.web.catalogue, bot.web.requests): what a request from it is called
 # in the chat's answer, as a sheet is called by its file's name.
 CATALOGUE_REQUEST = N_("Your catalogue request")
-NOT_A_REQUESTER = N_("Only requesters can order from the catalogue.")
+NOT_A_REQUESTER = N_("Only requesters and admins can order from the catalogue.")
 NO_TERMS = N_("No supplier terms are in force yet: ask an admin to import them.")
 # The catalogue page's words: name -> (text, the placeholders the page fills in).
 CATALOGUE_LABELS: dict[str, tuple[str, tuple[str, ...]]] = {

@@ -40,6 +40,8 @@ async def test_a_requester_finds_the_catalogue_under_start_status_new_and_the_me
         await all_handled(botapi, run)  # whatever those updates did is done
         assert botapi.menu_button(APPROVER_A) == {"type": "default"}
         admin = botapi.user(ADMIN, "Ayesha")
+        admin.send_text("/new")  # an admin may order too
+        assert (await admin.next_message()).button(OPEN_CATALOGUE).web_app == page
         admin.send_text("/invite requester")
         code = (await admin.next_message()).text.splitlines()[-1].rsplit("=", 1)[1]
         newcomer = botapi.user(NEWCOMER, "Zain")

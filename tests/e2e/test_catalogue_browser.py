@@ -299,6 +299,6 @@ async def test_someone_who_is_not_a_requester_is_refused_on_the_page(botapi, db_
         url = catalogue_url(run.settings.manzoori_public_url)
         await page.goto(webapps.launch_url(url, ali.web_app_data()))
         await expect(page.get_by_test_id("load-error")).to_have_text(
-            "Only requesters can order from the catalogue."
+            "Only requesters and admins can order from the catalogue."
         )
         assert await jobs_of_bilal(run) == []

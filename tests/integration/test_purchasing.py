@@ -466,6 +466,18 @@ async def test_only_requesters_may_submit(store):
     }
 
 
+async def test_admins_may_order_as_requesters_do(store):
+    await imported(store)
+    async with store.begin() as tx:
+        await tx.grant(OTHER_REQUESTER, Role.ADMIN, "test", T0)
+    granted = await submitted(store, MIXED, requester=OTHER_REQUESTER)
+    vouched = await submissions.submit_sheet(  # MANZOORI_ADMIN_IDS: the shell vouches
+        store, 424242, MIXED, T0, RULES, Numbering(2026, new_id), admin=True
+    )
+    assert {j.requester_id for j in granted} == {OTHER_REQUESTER}
+    assert {j.requester_id for j, _ in vouched.orders} == {424242}
+
+
 async def test_a_sheet_with_any_problem_makes_nothing_and_uses_no_number(store):
     await imported(store)
     bad = sheet(
