@@ -74,9 +74,11 @@ test: install browser fonts imap proxy
 		$(if $(strip $(PYTEST_ARGS)),--cov-fail-under=0) $(PYTEST_ARGS)
 
 # The suite without the slow tests (processes, the state machine), on SQLite only (the
-# PostgreSQL variants double it): a loop of under two minutes while working.
+# PostgreSQL variants double it): a loop of under two minutes while working, on both cores
+# (pytest-xdist; 165 s on one). The slow tests wait on real time and stay one at a time in
+# `make test`.
 test-fast: install browser fonts imap proxy
-	TEST_POSTGRES_URL= uv run pytest -q -m "not slow" $(PYTEST_ARGS)
+	TEST_POSTGRES_URL= uv run pytest -q -m "not slow" -n 2 $(PYTEST_ARGS)
 
 # The benchmarks (bench/): lifecycle throughput, tap to answer, sheet intake and card fan-out
 # against their targets; one table, printed and written to docs/benchmarks.md.
