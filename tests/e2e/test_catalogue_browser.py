@@ -294,7 +294,7 @@ async def test_someone_who_is_not_a_requester_is_refused_on_the_page(botapi, db_
         await with_catalogue(run.store, 10, budgets=False)
         ali = await approver_ready(botapi, run)
         ali.send_text("/new")
-        assert await said(ali) == "/new is for requesters; you are not one."
+        assert await said(ali) == "/new is for requesters and admins; you are neither."
         page = await phone.new_page()
         url = catalogue_url(run.settings.manzoori_public_url)
         await page.goto(webapps.launch_url(url, ali.web_app_data()))
