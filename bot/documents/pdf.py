@@ -9,12 +9,20 @@ the same bytes."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
+import tempfile
+import threading
 import unicodedata
+from collections.abc import Iterator
 from datetime import UTC, date, datetime, time
+from functools import cache
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
+from fontTools import subset
+from fontTools.ttLib import TTFont
 from fpdf import FPDF, FontFace
 from fpdf.enums import (
     Align,
@@ -33,6 +41,22 @@ from core.drafting.money import format_pkr
 from core.errors import ConfigError
 from core.purchasing.po_document import PoDocument, Signature
 
+# What most POs are written in: Basic Latin, Latin-1 and Latin Extended-A and -B, general
+# punctuation, currency signs, letterlike symbols, arrows, mathematical operators and
+# geometric shapes. A document whose every character Noto Sans draws from these is set in a
+# copy of the font cut down to them once per process (bot.documents.pdf._latin_fonts): fpdf2
+# parses and subsets a font for every document, and a tenth of the glyphs is a fraction of that
+# work. Any other character (Urdu, Greek, Cyrillic…) sets the document in the whole fonts.
+_LATIN = frozenset(
+    chain(
+        range(0x20, 0x7F),
+        range(0xA0, 0x250),
+        range(0x2000, 0x2070),
+        range(0x20A0, 0x20D0),
+        range(0x2100, 0x2300),
+        range(0x25A0, 0x2600),
+    )
+)
 # Debian's fonts-noto-core puts them here; `make fonts` installs it.
 FONT_DIR = Path("/usr/share/fonts/truetype/noto")
 SANS = "NotoSans"
@@ -103,7 +127,7 @@ class _PoPdf(FPDF):
         self.set_margins(_MARGIN, _MARGIN, _MARGIN)
         self.set_auto_page_break(True, margin=_FOOTER_ROOM)
         self.urdu = any(_ARABIC_SCRIPT.search(text) for text in _texts(doc))
-        _add_fonts(self, urdu=self.urdu)
+        _add_fonts(self, doc, urdu=self.urdu)
         # Shaping (HarfBuzz) joins and orders Urdu; Latin text needs none of it, and it is half
         # of a table's render time, so a document without Arabic script is set without it.
         self.set_text_shaping(self.urdu)
@@ -158,20 +182,69 @@ class _PoPdf(FPDF):
             self.cell(self.w / 2 - self.r_margin, 5, page, align="R")
 
 
-def _add_fonts(pdf: FPDF, *, urdu: bool) -> None:
-    """Noto Sans, and Noto Nastaliq Urdu as its fallback when the document has Arabic script."""
+def _add_fonts(pdf: FPDF, doc: PoDocument, *, urdu: bool) -> None:
+    """Noto Sans (its Latin cut when that draws the whole document), and Noto Nastaliq Urdu as
+    its fallback when the document has Arabic script."""
     missing = [name for name in _FONT_FILES.values() if not (FONT_DIR / name).is_file()]
     if missing:
         raise ConfigError(
             f"the PO's PDF needs fonts missing from {FONT_DIR}: {', '.join(missing)}; "
             "`make fonts` installs them (Debian's fonts-noto-core)"
         )
+    latin = _latin_fonts(FONT_DIR)[0] if not urdu and _latin_only(doc) else {}
     for (family, style), name in _FONT_FILES.items():
         # fpdf2 embeds each font added, used or not (9 KB for the Urdu ones): only if needed.
         if family == SANS or urdu:
-            pdf.add_font(family, style, str(FONT_DIR / name))
+            pdf.add_font(family, style, str(latin.get(style, FONT_DIR / name)))
     if urdu:
         pdf.set_fallback_fonts([URDU])
+
+
+def _latin_only(doc: PoDocument) -> bool:
+    """Whether the Latin cut of Noto Sans draws every character of the document."""
+    drawn = _latin_fonts(FONT_DIR)[1]
+    return all(ord(char) in drawn for text in _strings(doc) for char in text)
+
+
+def _strings(value: object) -> Iterator[str]:
+    """Every string in a document, its lines, parties and signatures included."""
+    if isinstance(value, str):
+        yield value
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for field in dataclasses.fields(value):
+            yield from _strings(getattr(value, field.name))
+    elif isinstance(value, tuple | list):
+        for item in value:
+            yield from _strings(item)
+
+
+_CUTTING = threading.Lock()
+
+
+@cache
+def _latin_fonts(font_dir: Path) -> tuple[dict[str, Path], frozenset[int]]:
+    """Noto Sans regular and bold cut down to `_LATIN`, written once per process to a temporary
+    folder removed at exit, by style; and the characters they draw."""
+    with _CUTTING:
+        folder = tempfile.TemporaryDirectory(prefix="manzoori-fonts-")
+        _FOLDERS.append(folder)  # kept, so the folder lasts as long as the process
+        paths: dict[str, Path] = {}
+        drawn: set[int] = set()
+        for (family, style), name in _FONT_FILES.items():
+            if family != SANS:
+                continue
+            options = subset.Options(notdef_outline=True, layout_features=[])
+            font = TTFont(font_dir / name, recalcTimestamp=False)
+            cutter = subset.Subsetter(options)
+            cutter.populate(unicodes=_LATIN)
+            cutter.subset(font)
+            paths[style] = Path(folder.name) / name
+            font.save(paths[style])
+            drawn |= set(font.getBestCmap())
+        return paths, frozenset(drawn)
+
+
+_FOLDERS: list[tempfile.TemporaryDirectory[str]] = []
 
 
 def _texts(doc: PoDocument) -> list[str]:

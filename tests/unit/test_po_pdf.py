@@ -8,6 +8,7 @@ supplier's link is printed and clickable on page 1 of a PO that has one, and on 
 from __future__ import annotations
 
 import io
+import logging
 from datetime import UTC, date, datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -390,3 +391,19 @@ def test_a_linked_po_gives_the_same_bytes_each_time_and_its_own_for_another_link
     assert first == render_po_pdf(document)
     assert first != render_po_pdf(_document(link=LINK[:-1] + "R"))
     assert len(first) < 150 * 1024
+
+
+def test_a_latin_po_misses_no_glyph_and_other_scripts_get_the_whole_font(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Latin POs are set in Noto Sans cut down to Latin once per process; a character the cut
+    lacks (Greek here) sets the document in the whole font, so nothing prints as a blank box."""
+    link = "https://manzoori.example.pk/s/PO-2026-0042/0123456789abcdef"
+    greek = DraftLine("CBL-USBC-1M", "Καλώδιο USB-C, 1 m — ±5 %", 120, 45_000)
+    with caplog.at_level(logging.WARNING, logger="fpdf"):
+        latin = render_po_pdf(_document(approved=False, link=link))
+        other = render_po_pdf(_document((greek, CHARGER), link=link))
+    assert not [r for r in caplog.records if "missing" in r.getMessage()]
+    assert DRAFT_MARK in " ".join(_page_texts(latin))
+    assert "Καλώδιο USB-C, 1 m — ±5 %" in " ".join(_page_texts(other))
+    assert po_pdf._latin_only(_document()) and not po_pdf._latin_only(_document((greek,)))
