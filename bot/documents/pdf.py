@@ -33,6 +33,7 @@ from fpdf.enums import (
     XPos,
     YPos,
 )
+from fpdf.fonts import TTFFont
 from fpdf.line_break import TextLine
 
 from bot.documents.qr import draw_qr
@@ -196,6 +197,12 @@ def _add_fonts(pdf: FPDF, doc: PoDocument, *, urdu: bool) -> None:
         # fpdf2 embeds each font added, used or not (9 KB for the Urdu ones): only if needed.
         if family == SANS or urdu:
             pdf.add_font(family, style, str(latin.get(style, FONT_DIR / name)))
+    for font in pdf.fonts.values():
+        assert isinstance(font, TTFFont)  # only these fonts are added
+        # The subset embedded at output keeps each glyph's outline as it is, and so its stored
+        # bounding box: recalculating them would decompile and recompile every glyph kept, a
+        # fifth of the render.
+        font.ttfont.recalcBBoxes = False
     if urdu:
         pdf.set_fallback_fonts([URDU])
 
