@@ -10,40 +10,30 @@ import gzip
 import json
 import re
 import threading
-from collections.abc import AsyncIterator
 from functools import partial
 
 import httpx
 import pytest
 
-from bot.config import Settings
 from bot.telegram.app import build_application
 from bot.web.app import build_web
 from bot.web.health import Heartbeats
 from bot.web.metrics import Metrics
 from core.approval.approval_policy import import_policy
 from core.drafting.sheets import MAX_DATA_ROWS
-from store.sql import SqlStore
 from tests.helpers.bot import ADMIN
-from tests.helpers.bot import settings_for as base_settings
 from tests.helpers.catalogue import POLICY, cart, price_paisa, sku, with_catalogue
 from tests.helpers.factories import APPROVER_A, OUTSIDER, REQUESTER, T0
-from tests.helpers.miniapp import forged, init_data, tma
+from tests.helpers.miniapp import (
+    TOKEN,
+    forged,
+    init_data,
+    miniapp_client,  # noqa: F401 - provides the `web` fixture
+    tma,
+)
+from tests.helpers.miniapp import miniapp_settings as settings_for
 
-TOKEN = "7000000001:AAexampleexampleexampleexampleexam"
 JSON = {"Content-Type": "application/json"}
-
-
-def settings_for(db_url: str, **values: object) -> Settings:
-    return base_settings(db_url, telegram_bot_token=TOKEN, **values)
-
-
-@pytest.fixture
-async def web(store: SqlStore, db_url: str) -> AsyncIterator[httpx.AsyncClient]:
-    app = build_web(settings_for(db_url), store, Heartbeats(), Metrics())
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://web") as client:
-        yield client
 
 
 def as_user(user_id: int) -> dict[str, str]:
