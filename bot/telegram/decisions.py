@@ -233,10 +233,8 @@ async def checked_tap(update: Update, context: ContextTypes.DEFAULT_TYPE) -> Tap
     stranger (for an Approve tap, app.claim leaves that check to this read)."""
     query, user, deps = update.callback_query, update.effective_user, deps_of(context)
     assert query is not None and user is not None
-    try:
-        button = verify_button(deps.settings.secrets, query.data)
-    except InvalidToken:
-        await answer_tap(query, NOT_VALID)
+    button = await signed_button(query, deps)
+    if button is None:
         return None
     async with deps.store.reading() as tx:
         roles = held_roles(deps, user.id, await tx.roles(user.id))
@@ -255,6 +253,16 @@ async def checked_tap(update: Update, context: ContextTypes.DEFAULT_TYPE) -> Tap
         await answer_tap(query, tr(NOT_VALID))
         return None
     return Tap(query, user, deps, button, job, signed_for, tr)
+
+
+async def signed_button(query: CallbackQuery, deps: Deps) -> Button | None:
+    """The button in a tap's callback data, its signature checked before any database work;
+    None, with the tap answered "not valid", for forged, altered or malformed data."""
+    try:
+        return verify_button(deps.settings.secrets, query.data)
+    except InvalidToken:
+        await answer_tap(query, NOT_VALID)
+        return None
 
 
 async def _hash_of(tx: ShellReadTx, job: Job, version: int) -> str:

@@ -26,7 +26,7 @@ from telegram.ext import ContextTypes
 
 from bot.clock import numbering, utcnow
 from bot.telegram.context import Deps, answer_tap, chunks, deps_of, held_roles, reply
-from bot.telegram.decisions import NOT_VALID
+from bot.telegram.decisions import NOT_VALID, signed_button
 from bot.telegram.errors import classify
 from bot.telegram.language import speaking
 from bot.telegram.pending import on_text as today
@@ -34,9 +34,9 @@ from bot.words import texts, typed_texts
 from bot.words.i18n import Translator, language_of, translator
 from bot.words.texts import local_time
 from core.approval.policies import Role
-from core.approval.signing import Button, ButtonAction, sign_button, verify_button
+from core.approval.signing import Button, ButtonAction, sign_button
 from core.drafting.drafts import HASH_PREFIX
-from core.errors import InvalidToken, NotARequester
+from core.errors import NotARequester
 from core.messaging.delivery import Failure
 from core.problems import Problem
 from core.purchasing import submissions
@@ -124,10 +124,8 @@ async def on_summary_tap(update: Update, context: ContextTypes.DEFAULT_TYPE) -> 
     """Submit or Cancel on a typed request's summary; every tap answered once."""
     query, user, deps = update.callback_query, update.effective_user, deps_of(context)
     assert query is not None and user is not None
-    try:
-        button = verify_button(deps.settings.secrets, query.data)
-    except InvalidToken:
-        await answer_tap(query, NOT_VALID)
+    button = await signed_button(query, deps)
+    if button is None:
         return
     now = utcnow()
     async with deps.store.reading() as tx:

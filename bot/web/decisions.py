@@ -15,7 +15,6 @@ again after a lost answer is the same decision), and refuses it if the draft cha
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from datetime import datetime
@@ -24,6 +23,7 @@ from typing import Any
 from bot.clock import utcnow
 from bot.config import Settings
 from bot.telegram.decisions import EXPIRED, pending_answer, refused_text
+from bot.web.bodies import json_object
 from bot.web.words import CHANGED, EDIT_REFUSED, NOT_FOUND, REASON_FOR_BUDGET
 from bot.words.i18n import Translator
 from core.approval import decisions
@@ -39,7 +39,6 @@ from core.errors import (
     ReasonRequired,
 )
 from core.jobs.jobs import Job
-from core.nesting import MAX_DEPTH, Syntax, too_deep
 from core.ports import Store
 from core.purchasing import edits
 from core.purchasing.edits import Edit, Edited, LineChange
@@ -80,18 +79,9 @@ class Answer:
 
 def parse(raw: bytes) -> Asked:
     """The decision in a request body; BadDecision saying what is wrong."""
-    try:
-        text = raw.decode("utf-8")  # as the page sends it (RFC 8259: JSON exchanged is UTF-8)
-    except UnicodeDecodeError:
-        raise BadDecision("the body is not UTF-8") from None
-    if too_deep(text, Syntax.JSON) is not None:  # before json, whose recursion it exhausts
-        raise BadDecision(f"the body nests deeper than {MAX_DEPTH}")
-    try:
-        body = json.loads(text)
-    except ValueError:
-        raise BadDecision("the body is not JSON") from None
-    if not isinstance(body, dict):
-        raise BadDecision("the body is not a JSON object")
+    body = json_object(raw)
+    if isinstance(body, str):
+        raise BadDecision(body)
     client_id, version, digest = body.get("id"), body.get("draft_version"), body.get("draft_hash")
     if not isinstance(client_id, str) or not _ID.fullmatch(client_id):
         raise BadDecision("id must be 1-64 characters of A-Z a-z 0-9 _ -")

@@ -40,7 +40,7 @@ from starlette.routing import BaseRoute, Route
 
 from bot.clock import utcnow
 from bot.config import Settings, WebAppScript
-from bot.web import catalogue, decisions, initdata, requests, views, words
+from bot.web import bodies, catalogue, decisions, initdata, requests, views, words
 from bot.web.security import NO_STORE
 from bot.web.urls import CATALOGUE_ROUTE, PAGE_ROUTE
 from bot.words.i18n import Translator, language_of, translator
@@ -196,7 +196,7 @@ class MiniApp:
     async def decide(self, request: Request, viewer: Viewer) -> Response:
         """A decision from the page, recorded through the same use cases as a tap; the notices
         it owes are delivered at once."""
-        raw = await _body(request, MAX_BODY, "decision")
+        raw = await bodies.read(request, MAX_BODY, "decision")
         if isinstance(raw, Response):
             return raw
         answer = await decisions.record(
@@ -234,7 +234,7 @@ class MiniApp:
         tr = viewer.tr
         if not viewer.roles & {Role.REQUESTER, Role.ADMIN}:
             return self.json({"status": "refused", "message": tr(words.NOT_A_REQUESTER)}, 403)
-        raw = await _body(request, MAX_CART_BODY, "cart")
+        raw = await bodies.read(request, MAX_CART_BODY, "cart")
         if isinstance(raw, Response):
             return raw
         try:
@@ -292,20 +292,6 @@ class MiniApp:
                 log.exception("notices of job %s left to the background pass", job_id)
 
         app.create_task(deliver(), name=f"deliver-{job_id}")  # awaited when the bot stops
-
-
-async def _body(request: Request, limit: int, what: str) -> bytes | Response:
-    """The JSON body of a POST, or the answer refusing it: not JSON (415), or larger than
-    `limit` bytes (413, answered before the rest is read)."""
-    headers = {"Cache-Control": NO_STORE}
-    if request.headers.get("Content-Type", "").split(";")[0].strip() != "application/json":
-        return JSONResponse({"error": f"send the {what} as application/json"}, 415, headers)
-    raw = b""
-    async for chunk in request.stream():  # a body past the limit is not read to its end
-        raw += chunk
-        if len(raw) > limit:
-            return JSONResponse({"error": f"{what} too large"}, 413, headers)
-    return raw
 
 
 async def _to_thread(work: Callable[[], T], /) -> T:

@@ -16,7 +16,6 @@ the POs the first one made, `repeated`, and the page shows them as made.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, replace
 from datetime import date
@@ -24,6 +23,7 @@ from typing import Any
 
 from bot.clock import numbering, utcnow
 from bot.config import Settings
+from bot.web.bodies import json_object
 from bot.web.words import CATALOGUE_REQUEST, NOT_A_REQUESTER
 from bot.words import texts
 from bot.words.i18n import Translator
@@ -32,7 +32,6 @@ from core.company.company import BRANCH_ID
 from core.drafting.money import format_pkr
 from core.drafting.sheets import MAX_DATA_ROWS, MAX_NOTE, MAX_QUANTITY
 from core.errors import NotARequester
-from core.nesting import MAX_DEPTH, Syntax, too_deep
 from core.ports import Offload, Store
 from core.purchasing import submissions
 from core.purchasing.requests import RequestLine, Source, as_lines, request_sheet
@@ -70,18 +69,9 @@ class Answer:
 
 def parse(raw: bytes) -> Cart:
     """The cart in a request body; BadCart saying what is wrong."""
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise BadCart("the body is not UTF-8") from None
-    if too_deep(text, Syntax.JSON) is not None:  # before json, whose recursion it exhausts
-        raise BadCart(f"the body nests deeper than {MAX_DEPTH}")
-    try:
-        body = json.loads(text)
-    except ValueError:
-        raise BadCart("the body is not JSON") from None
-    if not isinstance(body, dict):
-        raise BadCart("the body is not a JSON object")
+    body = json_object(raw)
+    if isinstance(body, str):
+        raise BadCart(body)
     request_id, items = body.get("id"), body.get("lines")
     if not isinstance(request_id, str) or not _ID.fullmatch(request_id):
         raise BadCart("id must be 8-64 characters of A-Z a-z 0-9 _ -")

@@ -5,41 +5,35 @@ answered with a clear 4xx, never a 500."""
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import json
 import re
-from collections.abc import AsyncIterator
+import threading
+from functools import partial
 
 import httpx
 import pytest
 
-from bot.config import Settings
+from bot.telegram.app import build_application
 from bot.web.app import build_web
 from bot.web.health import Heartbeats
 from bot.web.metrics import Metrics
 from core.approval.approval_policy import import_policy
 from core.drafting.sheets import MAX_DATA_ROWS
-from store.sql import SqlStore
 from tests.helpers.bot import ADMIN
-from tests.helpers.bot import settings_for as base_settings
 from tests.helpers.catalogue import POLICY, cart, price_paisa, sku, with_catalogue
 from tests.helpers.factories import APPROVER_A, OUTSIDER, REQUESTER, T0
-from tests.helpers.miniapp import forged, init_data, tma
+from tests.helpers.miniapp import (
+    TOKEN,
+    forged,
+    init_data,
+    miniapp_client,  # noqa: F401 - provides the `web` fixture
+    tma,
+)
+from tests.helpers.miniapp import miniapp_settings as settings_for
 
-TOKEN = "7000000001:AAexampleexampleexampleexampleexam"
 JSON = {"Content-Type": "application/json"}
-
-
-def settings_for(db_url: str, **values: object) -> Settings:
-    return base_settings(db_url, telegram_bot_token=TOKEN, **values)
-
-
-@pytest.fixture
-async def web(store: SqlStore, db_url: str) -> AsyncIterator[httpx.AsyncClient]:
-    app = build_web(settings_for(db_url), store, Heartbeats(), Metrics())
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://web") as client:
-        yield client
 
 
 def as_user(user_id: int) -> dict[str, str]:
@@ -193,6 +187,58 @@ async def test_bad_input_is_a_clear_4xx_and_creates_nothing(web, store, body, st
     assert said in (reply.get("message") or reply.get("error"))
     async with store.reading() as tx:
         assert await tx.jobs_of(REQUESTER, 10) == []
+
+
+async def test_a_second_cart_while_the_first_is_checked_is_busy_then_goes_through(store, db_url):
+    """A person has one sheet or cart checked at a time (the bot's guards.sheets): a second
+    cart while the first is in the intake is a 429 that stores nothing, and goes through once
+    the first is answered."""
+    await with_catalogue(store, 40)
+    settings = settings_for(db_url)
+    telegram = build_application(settings, store)  # never started: its Deps are what counts
+    deps = telegram.bot_data["deps"]
+    app = build_web(settings, store, Heartbeats(), Metrics(), telegram)
+    # The first cart's checking waits its turn on the bot's one CPU thread, which another
+    # person's sheet holds until `checked` is set: the first cart is in the intake till then.
+    checked = threading.Event()
+    ahead = deps.offload(partial(checked.wait, 30))
+    try:
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://web"
+        ) as web:
+            first = asyncio.create_task(post(web, cart((sku(1), "SUP-HALL", 4))))
+            for _ in range(500):  # the first cart takes the requester's slot
+                if len(deps.guards.sheets) or first.done():
+                    break
+                await asyncio.sleep(0.01)
+            assert not first.done() and len(deps.guards.sheets) == 1
+            second = cart((sku(2), "SUP-SADDAR", 3))
+            busy = await asyncio.wait_for(post(web, second), 10)  # not queued behind the first
+            assert busy.status_code == 429, busy.text
+            assert busy.json() == {
+                "status": "busy",
+                "message": "Your previous request is still being checked; "
+                "this one is sent again shortly.",
+            }
+            async with store.reading() as tx:
+                assert await tx.jobs_of(REQUESTER, 10) == []
+            checked.set()
+            await ahead
+            made = await asyncio.wait_for(first, 30)
+            assert made.status_code == 200, made.text
+            assert len(deps.guards.sheets) == 0  # the slot is free again
+            again = await post(web, second)
+    finally:
+        checked.set()
+    assert again.status_code == 200, again.text
+    assert again.json()["status"] == "made" and not again.json()["repeated"]
+    [po] = again.json()["orders"]
+    async with store.reading() as tx:
+        jobs = await tx.jobs_of(REQUESTER, 10)
+        job = await tx.job_by_po(po["po"])
+        draft = await tx.draft(job.id, 1)
+    assert len(jobs) == 2  # the first cart's PO and the second's, nothing of the refusal
+    assert [(line.sku, line.quantity) for line in draft.lines] == [(sku(2), 3)]
 
 
 async def test_wrong_type_and_no_init_data_are_refused(web):

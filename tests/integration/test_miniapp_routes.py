@@ -7,14 +7,12 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import AsyncIterator
 from datetime import timedelta
 
 import httpx
 import pytest
 
 from bot.clock import utcnow
-from bot.config import Settings
 from bot.web.app import build_web
 from bot.web.health import Heartbeats
 from bot.web.metrics import Metrics
@@ -31,24 +29,17 @@ from core.suppliers.links import link_for
 from store.engine import make_engine
 from store.sql import SqlStore
 from tests.helpers import suppliers
-from tests.helpers.bot import settings_for as base_settings
 from tests.helpers.factories import APPROVER_A, APPROVER_B, OUTSIDER, REQUESTER, make_draft, new_job
-from tests.helpers.miniapp import OTHER_BOT_TOKEN, forged, init_data, tma
+from tests.helpers.miniapp import (
+    OTHER_BOT_TOKEN,
+    TOKEN,
+    forged,
+    init_data,
+    miniapp_client,  # noqa: F401 - provides the `web` fixture
+    tma,
+)
+from tests.helpers.miniapp import miniapp_settings as settings_for
 from tests.helpers.store import DATA_KEY
-
-TOKEN = "7000000001:AAexampleexampleexampleexampleexam"
-
-
-def settings_for(db_url: str, **values: object) -> Settings:
-    return base_settings(db_url, telegram_bot_token=TOKEN, **values)
-
-
-@pytest.fixture
-async def web(store: SqlStore, db_url: str) -> AsyncIterator[httpx.AsyncClient]:
-    app = build_web(settings_for(db_url), store, Heartbeats(), Metrics())
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://web") as client:
-        yield client
 
 
 async def opened(store: SqlStore) -> Job:
