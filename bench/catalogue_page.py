@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from playwright.async_api import async_playwright, expect
+from playwright.async_api import expect
 
 from bench.bot_harness import bot_on, people
 from bench.common import Context, Result
@@ -26,7 +26,7 @@ from bot.files.sheets import read_csv_text
 from bot.web.urls import catalogue_url
 from core.approval.policies import Role
 from core.purchasing import new_terms
-from tests.helpers.browser import CHROMIUM, PHONE, SCALE
+from tests.helpers.browser import CHROMIUM, phone_context
 from tests.helpers.catalogue import catalogue_terms, sku
 
 SECTION = "Mini App on a slow phone"
@@ -122,15 +122,8 @@ async def run_page(db: Database) -> list[Result]:
         assert (await new_terms.import_terms(run.store, table, utcnow(), "bench")).created
         [requester] = await people(emulator, run.store, Role.REQUESTER, [REQUESTER])
         url = webapps.launch_url(catalogue_url(public), requester.web_app_data())
-        async with async_playwright() as playwright:
-            browser = await playwright.chromium.launch(executable_path=str(CHROMIUM))
-            try:
-                phone = await browser.new_context(
-                    viewport=PHONE, device_scale_factor=SCALE, is_mobile=True, has_touch=True
-                )
-                opened = await _open(phone, url)
-            finally:
-                await browser.close()
+        async with phone_context() as phone:
+            opened = await _open(phone, url)
     link = f"{THROUGHPUT * 8 / 1000:g} kbit/s, {LATENCY_MS} ms"
     return [
         Result(

@@ -14,7 +14,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from playwright.async_api import BrowserContext, async_playwright, expect
+from playwright.async_api import BrowserContext, expect
 
 from bench import catalogue_page
 from bench.bot_harness import bot_on, deliver_all, people
@@ -32,7 +32,7 @@ from core.drafting.intake import po_number
 from core.jobs import notices
 from core.jobs.jobs import NewJob
 from core.purchasing import new_terms
-from tests.helpers.browser import CHROMIUM, PHONE, SCALE
+from tests.helpers.browser import CHROMIUM, phone_context
 
 SECTION = "Mini App on a slow phone"
 LINES = 60
@@ -131,16 +131,9 @@ async def run_page(db: Database) -> list[Result]:
     }
     async with bot_on(db, web=True, **front) as (emulator, run):
         url = await _po_with_card(run, emulator)
-        async with async_playwright() as playwright:
-            browser = await playwright.chromium.launch(executable_path=str(CHROMIUM))
-            try:
-                phone = await browser.new_context(
-                    viewport=PHONE, device_scale_factor=SCALE, is_mobile=True, has_touch=True
-                )
-                first = await _open(phone, url)
-                again = await _open(phone, url)
-            finally:
-                await browser.close()
+        async with phone_context() as phone:
+            first = await _open(phone, url)
+            again = await _open(phone, url)
     link = f"{THROUGHPUT * 8 / 1000:g} kbit/s, {LATENCY_MS} ms"
     return [
         Result(

@@ -2,8 +2,10 @@
 it makes, each authenticated by Telegram's initData (bot/web/initdata.py).
 
     GET  /app/po/{po}             the page: a static HTML shell, no data in it
-    GET  /app/static/{v}/{name}   its script and style sheet; `v` is their content's hash, so
-                                  they are cached for a year and a new release is a new URL
+    GET  /app/static/{v}/{name}   its scripts (common.js, the helpers both pages share, then
+                                  the page's own) and style sheet; `v` is their content's
+                                  hash, so they are cached for a year and a new release is a
+                                  new URL
     GET  /api/po/{po}             the PO as the viewer sees it, in their language (views.py)
     POST /api/po/{po}/decision    approve, approve with changes, or reject (decisions.py)
     POST /api/po/{po}/pdf         the bot sends the PO's PDF to the viewer's chat, as Details
@@ -58,6 +60,7 @@ STATIC = Path(__file__).parent / "static"
 TELEGRAM_SCRIPT = "https://telegram.org/js/telegram-web-app.js"
 # The assets the page loads, by name, with their media types; nothing else is served.
 _ASSETS = {
+    "common.js": "text/javascript; charset=utf-8",  # both pages' helpers, before their script
     "miniapp.js": "text/javascript; charset=utf-8",
     "catalogue.js": "text/javascript; charset=utf-8",
     "miniapp.css": "text/css; charset=utf-8",
@@ -114,6 +117,7 @@ class MiniApp:
         self.shell, self.catalogue_shell = (
             shell.format(
                 css=f"/app/static/{version}/miniapp.css",
+                common=f"/app/static/{version}/common.js",
                 js=f"/app/static/{version}/{script}",
                 telegram=telegram_src,
             ).encode()

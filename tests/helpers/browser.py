@@ -28,7 +28,8 @@ SCALE = 2
 @asynccontextmanager
 async def phone_context(*args: str) -> AsyncIterator[BrowserContext]:
     """A headless Chromium launched with the command-line `args`, and a fresh browser context
-    in it at phone size with touch; both closed when the block ends."""
+    in it at phone size with touch; both closed when the block ends. The benches' phone
+    (bench/miniapp_page.py, bench/catalogue_page.py) is this one too."""
     if not CHROMIUM.exists():
         pytest.fail(f"no Chromium at {CHROMIUM}: `make browser` installs Debian's chromium")
     async with async_playwright() as playwright:

@@ -54,6 +54,10 @@ async def test_the_page_is_a_shell_of_versioned_assets_under_a_strict_policy(web
     [script] = re.findall(r'src="(/app/static/[0-9a-f]{12}/catalogue\.js)"', page.text)
     asset = await web.get(script)
     assert asset.status_code == 200 and "immutable" in asset.headers["cache-control"]
+    [common] = re.findall(r'src="(/app/static/[0-9a-f]{12}/common\.js)"', page.text)
+    assert page.text.index(common) < page.text.index(script)  # its helpers first
+    shared = await web.get(common)
+    assert shared.status_code == 200 and "immutable" in shared.headers["cache-control"]
 
 
 async def test_a_requester_reads_offers_branches_budgets_compact_and_gzipped(web, store):

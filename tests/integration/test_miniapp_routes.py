@@ -86,6 +86,17 @@ async def test_the_page_is_a_shell_with_a_strict_policy_and_versioned_assets(web
     assert (await web.get(stale)).status_code == 404  # an old release's URL
     assert (await web.get(script.replace("miniapp.js", "../config.py"))).status_code == 404
     assert (await web.post("/app/po/PO-2026-001")).status_code == 405
+    # The helpers both pages share: same origin (script-src 'self'), versioned like the rest,
+    # kept a year, gzipped, and run before the page's own script (both deferred, in order).
+    [common] = re.findall(r'src="(/app/static/[0-9a-f]{12}/common\.js)"', page.text)
+    assert common.split("/")[3] == script.split("/")[3]
+    assert page.text.index(common) < page.text.index(script)
+    shared = await web.get(common, headers={"Accept-Encoding": "gzip"})
+    assert shared.status_code == 200
+    assert shared.headers["cache-control"] == "public, max-age=31536000, immutable"
+    assert shared.headers["content-type"].startswith("text/javascript")
+    assert shared.headers["content-encoding"] == "gzip"
+    assert "withTax" in shared.text
 
 
 async def test_the_local_stand_in_replaces_telegrams_script_only_on_loopback(store, db_url):

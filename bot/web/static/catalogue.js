@@ -3,6 +3,7 @@
 // cart sent as a request (the same intake as a restock sheet). Every text comes from the
 // server in the viewer's language; every value is set with textContent, never as HTML. Each
 // API call carries Telegram's initData (Authorization: tma …); there are no cookies.
+// The helpers both pages share (el, headers, rupees, withTax) are common.js's, loaded first.
 //
 // The catalogue is loaded once (GET /api/catalogue) and kept in localStorage, so the page is
 // drawn at once next time and still shows it offline; search runs over it here, on a
@@ -12,6 +13,7 @@
 // online, else on the "online" event or the retry timer, with backoff, and always the same
 // id and lines, which the server makes into one submission however often they arrive.
 (() => {
+  const { el, headers, rupees, withTax } = window.Manzoori;
   const tg = window.Telegram.WebApp;
   const who = (tg.initDataUnsafe && tg.initDataUnsafe.user && tg.initDataUnsafe.user.id) || 0;
   const DATA_KEY = `manzoori.catalogue.${who}`;
@@ -33,39 +35,8 @@
   let retryMs = RETRY_MIN_MS;
   let retryTimer = null;
 
-  function el(tag, attrs = {}, ...children) {
-    const node = document.createElement(tag);
-    for (const [name, value] of Object.entries(attrs)) {
-      if (name === "text") node.textContent = value;
-      else if (name === "testid") node.dataset.testid = value;
-      else if (name === "className") node.className = value;
-      else node.setAttribute(name, value);
-    }
-    for (const child of children) if (child !== null && child !== undefined) node.append(child);
-    return node;
-  }
-
   function fill(text, values) {
     return text.replace(/\{(\w+)\}/g, (whole, name) => (name in values ? values[name] : whole));
-  }
-
-  function headers(more = {}) {
-    return { Authorization: `tma ${tg.initData}`, ...more };
-  }
-
-  function rupees(paisa) {
-    const amount = (paisa / 100).toLocaleString("en-US", {
-      minimumFractionDigits: 2, maximumFractionDigits: 2,
-    });
-    return `Rs ${amount}`;
-  }
-
-  // A line's amount with its sales tax, rounded half up to the paisa as the server does
-  // (core.drafting.drafts.sales_tax); BigInt, since amount x rate can pass 2**53.
-  function withTax(amount, basisPoints) {
-    if (!basisPoints) return amount;
-    const tax = (BigInt(amount) * BigInt(basisPoints) + 5000n) / 10000n;
-    return amount + Number(tax);
   }
 
   function keyOf(sku, supplier) {

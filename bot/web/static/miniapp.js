@@ -3,6 +3,7 @@
 // server in the viewer's language (the page has no catalogue); every value is set with
 // textContent, never as HTML. Each API call carries Telegram's initData
 // (Authorization: tma …); there are no cookies.
+// The helpers both pages share (el, headers, rupees, withTax) are common.js's, loaded first.
 //
 // The PO last shown is kept in localStorage: the page draws it at once while the server's
 // copy is on its way (over a slow link the API's answer is most of the wait), its buttons off
@@ -12,6 +13,7 @@
 // event or the retry timer. The server records one decision per id, however often it is
 // sent, so a queued decision is never shown as approved until the server said so.
 (() => {
+  const { el, headers, rupees, withTax } = window.Manzoori;
   const tg = window.Telegram.WebApp;
   const po = decodeURIComponent(location.pathname.split("/").filter(Boolean).pop() || "");
   const VIEW_KEY = `manzoori.view.${po}`;
@@ -22,37 +24,6 @@
   let provisional = false; // the view shown is the kept one, and the server's is on its way
   const quantities = new Map(); // line number -> the quantity the approver set
   let flushing = false;
-
-  function el(tag, attrs = {}, ...children) {
-    const node = document.createElement(tag);
-    for (const [name, value] of Object.entries(attrs)) {
-      if (name === "text") node.textContent = value;
-      else if (name === "testid") node.dataset.testid = value;
-      else if (name === "className") node.className = value;
-      else node.setAttribute(name, value);
-    }
-    for (const child of children) if (child !== null && child !== undefined) node.append(child);
-    return node;
-  }
-
-  function headers(more = {}) {
-    return { Authorization: `tma ${tg.initData}`, ...more };
-  }
-
-  function rupees(paisa) {
-    const amount = (paisa / 100).toLocaleString("en-US", {
-      minimumFractionDigits: 2, maximumFractionDigits: 2,
-    });
-    return `Rs ${amount}`;
-  }
-
-  // A line's amount with its sales tax, rounded half up to the paisa as the server does
-  // (core.drafting.drafts.sales_tax); BigInt, since amount x rate can pass 2**53.
-  function withTax(amount, basisPoints) {
-    if (!basisPoints) return amount;
-    const tax = (BigInt(amount) * BigInt(basisPoints) + 5000n) / 10000n;
-    return amount + Number(tax);
-  }
 
   function status(text, kind = "") {
     const node = document.getElementById("status");
