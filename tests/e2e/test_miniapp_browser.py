@@ -50,6 +50,8 @@ pytestmark = pytest.mark.slow  # a browser is a process
 SCREENSHOTS = os.environ.get("MANZOORI_SCREENSHOTS")
 REPO = Path(__file__).resolve().parents[2]
 QUEUED = "Queued — not sent yet"
+# Ali's queue of decisions on the phone (miniapp.js keeps one per Telegram user).
+ALI_QUEUE = f"manzoori.queue.{APPROVER_A}"
 
 
 @asynccontextmanager
@@ -215,24 +217,54 @@ async def test_an_approval_made_offline_is_queued_then_recorded_once(botapi, db_
         await expect(page.get_by_test_id("approve")).to_be_disabled()
         await expect(page.get_by_test_id("line-qty")).to_be_disabled()
         # The answer lost on the way back: the same decision comes again from the queue.
-        queued = await page.evaluate("localStorage.getItem('manzoori.queue')")
+        queued = await page.evaluate("(key) => localStorage.getItem(key)", ALI_QUEUE)
         assert queued == "[]"
         await page.evaluate(
-            """(body) => {
+            """([key, body]) => {
                 const labels = {queued: "q", sign_in_again: "s"};
                 const po = location.pathname.split("/").pop();
-                localStorage.setItem("manzoori.queue",
+                localStorage.setItem(key,
                     JSON.stringify([{po, decision: JSON.parse(body), labels}]));
                 document.querySelector('[data-testid="decision-status"]').textContent = "";
                 window.dispatchEvent(new Event("online"));
             }""",
-            sent[-1],
+            [ALI_QUEUE, sent[-1]],
         )
         await expect(status).to_have_text("Approved — e-mailing the supplier.")  # as the first
-        await page.wait_for_function("localStorage.getItem('manzoori.queue') === '[]'")
+        await page.wait_for_function("(key) => localStorage.getItem(key) === '[]'", arg=ALI_QUEUE)
         job, decided, effects = await job_and_decisions(run)
     assert [d.reviewer_id for d in decided] == [APPROVER_A]  # once, however often it came
     assert job.state is State.APPROVED and len(effects) == 1
+
+
+async def test_a_decision_queued_on_a_shared_phone_goes_only_as_the_person_who_made_it(
+    botapi, db_url, store, phone
+):
+    """Two Telegram accounts on one phone share the Mini App's storage: Ali's decision queued
+    offline is not sent by Sana's page, with her initData, nor does her page draw his copy."""
+    async with mini_app_bot(botapi, db_url) as run:
+        _, ali, ali_card, sana, sana_card = await long_po_out(botapi, run, 2)
+        page = await opened(phone, ali.open_web_app(ali_card, REVIEW_TEXT), 2)
+        await phone.set_offline(True)
+        await page.get_by_test_id("approve").click()
+        await expect(page.get_by_test_id("decision-status")).to_have_text(QUEUED)
+        await page.close()
+        await phone.set_offline(False)
+        posts: list[str] = []
+        theirs = await phone.new_page()
+        theirs.on("request", lambda r: posts.append(r.url) if r.method == "POST" else None)
+        await theirs.goto(sana.open_web_app(sana_card, REVIEW_TEXT))
+        await expect(theirs.get_by_test_id("approve")).to_be_enabled()  # the server's copy
+        await theirs.evaluate("() => window.dispatchEvent(new Event('online'))")
+        await asyncio.sleep(0.5)
+        assert posts == [] and await decisions_now(run) == 0
+        assert await theirs.evaluate("(key) => localStorage.getItem(key)", ALI_QUEUE) != "[]"
+        await theirs.close()
+        again = await opened(phone, ali.open_web_app(ali_card, REVIEW_TEXT), 2)
+        await again.wait_for_function("(key) => localStorage.getItem(key) === '[]'", arg=ALI_QUEUE)
+        await deliveries_done(run)
+        _, decided, _ = await job_and_decisions(run)
+    assert [d.reviewer_id for d in decided] == [APPROVER_A]
 
 
 async def test_a_second_open_draws_the_kept_copy_at_once_but_acts_only_on_the_server_s(
@@ -279,21 +311,22 @@ async def test_a_queued_decision_the_server_refuses_is_dropped_and_its_refusal_s
         posts: list[int] = []
         page.on("response", lambda r: posts.append(r.status) if "/decision" in r.url else None)
         await page.evaluate(
-            """() => {
+            """(key) => {
                 let changes = [{line: 1, quantity: 0}];
                 for (let n = 0; n < 3000; n++) changes = [changes];  // the issue's 3 KB of [
                 const po = location.pathname.split("/").pop();
                 const decision = {id: "deep-1", verdict: "approve", draft_version: 1,
                                   draft_hash: "0".repeat(64), changes};
-                localStorage.setItem("manzoori.queue", JSON.stringify(
+                localStorage.setItem(key, JSON.stringify(
                     [{po, decision, labels: {queued: "q", sign_in_again: "s"}}]));
                 window.dispatchEvent(new Event("online"));
-            }"""
+            }""",
+            ALI_QUEUE,
         )
         status = page.get_by_test_id("decision-status")
         await expect(status).to_have_text("the body nests deeper than 16")
         await expect(status).to_have_class("refused")
-        await page.wait_for_function("localStorage.getItem('manzoori.queue') === '[]'")
+        await page.wait_for_function("(key) => localStorage.getItem(key) === '[]'", arg=ALI_QUEUE)
         assert posts == [400]  # answered once, for good: nothing left to send again
         await expect(page.get_by_test_id("approve")).to_be_enabled()  # the PO still waits
         assert await decisions_now(run) == 0

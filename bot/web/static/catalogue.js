@@ -13,9 +13,9 @@
 // online, else on the "online" event or the retry timer, with backoff, and always the same
 // id and lines, which the server makes into one submission however often they arrive.
 (() => {
-  const { el, headers, rupees, withTax } = window.Manzoori;
+  const { el, headers, rupees, viewer, withTax } = window.Manzoori;
   const tg = window.Telegram.WebApp;
-  const who = (tg.initDataUnsafe && tg.initDataUnsafe.user && tg.initDataUnsafe.user.id) || 0;
+  const who = viewer();
   const DATA_KEY = `manzoori.catalogue.${who}`;
   const CART_KEY = `manzoori.cart.${who}`;
   const SEND_KEY = `manzoori.request.${who}`;

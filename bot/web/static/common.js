@@ -1,7 +1,8 @@
 "use strict";
 // What both Mini App pages (miniapp.js, catalogue.js) draw and count with, loaded before
-// either: one element maker, the API's headers, rupees, and the sales-tax rounding, so the
-// rule the server rounds by lives in one place in the browser. window.Manzoori holds them.
+// either: one element maker, the viewer, the API's headers, rupees, and the sales-tax
+// rounding, so the rule the server rounds by lives in one place in the browser.
+// window.Manzoori holds them.
 window.Manzoori = Object.freeze({
   // An element with its attributes (text, testid and className by their properties; the
   // rest as attributes) and its children; a value is never parsed as HTML.
@@ -15,6 +16,14 @@ window.Manzoori = Object.freeze({
     }
     for (const child of children) if (child !== null && child !== undefined) node.append(child);
     return node;
+  },
+
+  // The Telegram user the page was opened by, or 0. What a page keeps on the device is kept
+  // per user: two Telegram accounts on one phone share the Mini App's storage, and a decision
+  // queued by one must never be sent with the other's initData.
+  viewer() {
+    const data = window.Telegram.WebApp.initDataUnsafe;
+    return (data && data.user && data.user.id) || 0;
   },
 
   // An API call's headers: Telegram's initData (Authorization: tma …), and `more`.

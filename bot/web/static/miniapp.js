@@ -3,21 +3,24 @@
 // server in the viewer's language (the page has no catalogue); every value is set with
 // textContent, never as HTML. Each API call carries Telegram's initData
 // (Authorization: tma …); there are no cookies.
-// The helpers both pages share (el, headers, rupees, withTax) are common.js's, loaded first.
+// The helpers both pages share (el, viewer, headers, rupees, withTax) are common.js's,
+// loaded first.
 //
-// The PO last shown is kept in localStorage: the page draws it at once while the server's
-// copy is on its way (over a slow link the API's answer is most of the wait), its buttons off
-// until that copy replaces it, and shows it again, buttons on, when the API cannot be
-// reached. A decision goes into a queue in localStorage first, with an id made here
-// (crypto.randomUUID), and is sent from there: at once when online, else on the "online"
-// event or the retry timer. The server records one decision per id, however often it is
-// sent, so a queued decision is never shown as approved until the server said so.
+// The PO last shown is kept in localStorage, per Telegram user: the page draws it at once
+// while the server's copy is on its way (over a slow link the API's answer is most of the
+// wait), its buttons off until that copy replaces it, and shows it again, buttons on, when
+// the API cannot be reached. A decision goes into its maker's queue in localStorage first,
+// with an id made here (crypto.randomUUID), and is sent from there: at once when online,
+// else on the "online" event or the retry timer. The server records one decision per id,
+// however often it is sent, so a queued decision is never shown as approved until the server
+// said so.
 (() => {
-  const { el, headers, rupees, withTax } = window.Manzoori;
+  const { el, headers, rupees, viewer, withTax } = window.Manzoori;
   const tg = window.Telegram.WebApp;
   const po = decodeURIComponent(location.pathname.split("/").filter(Boolean).pop() || "");
-  const VIEW_KEY = `manzoori.view.${po}`;
-  const QUEUE_KEY = "manzoori.queue";
+  const who = viewer(); // the kept view and the queue are this person's alone
+  const VIEW_KEY = `manzoori.view.${who}.${po}`;
+  const QUEUE_KEY = `manzoori.queue.${who}`;
   const RETRY_MS = 5000; // the retry timer: a lost "online" event costs at most this
   const app = document.getElementById("app");
   let view = null; // the view JSON the server sent (or the one kept offline)
