@@ -20,7 +20,7 @@ from bot import logs
 from bot.clock import Runtime
 from bot.config import Settings
 from bot.mailbox.runner import MailboxRunner
-from bot.outbox.runner import OutboxRunner
+from bot.outbox.runner import PAUSE_SECONDS, SENDS_PER_CONNECTION, OutboxRunner
 from bot.outbox.smtp import SmtpSender, SmtpServer
 from bot.web.app import build_web, serving_web
 from bot.web.health import Heartbeats
@@ -97,18 +97,28 @@ def build_sender(settings: Settings, metrics: Metrics | None = None) -> SmtpSend
 
 
 def build_runner(
-    settings: Settings, store: SqlStore, metrics: Metrics | None = None
+    settings: Settings,
+    store: SqlStore,
+    metrics: Metrics | None = None,
+    pause: Callable[[float], Awaitable[None]] | None = None,
 ) -> OutboxRunner:
     """An outbox runner sending through SMTP under the configured lease and policies; the PDF
-    it makes for a send carries the supplier's link when MANZOORI_PUBLIC_URL is set."""
+    it makes for a send carries the supplier's link when MANZOORI_PUBLIC_URL is set. Beside a
+    bot, `pause` waits for a pause in its taps (OutboxRunner.pause)."""
+    lease = settings.manzoori_lease_seconds
+    # The renders of a claim wait for the taps within half the time its lease leaves beside
+    # its sends (the renders themselves take some of the rest).
+    spare = lease - settings.smtp_timeout_seconds * SENDS_PER_CONNECTION
     return OutboxRunner(
         store,
         build_sender(settings, metrics),
         settings.rules(),
-        lease=timedelta(seconds=settings.manzoori_lease_seconds),
+        lease=timedelta(seconds=lease),
         connections=settings.manzoori_smtp_connections,
         fault_point=settings.manzoori_fault_point,
         links=settings.supplier_links(),
+        pause=pause,
+        render_wait=min(PAUSE_SECONDS, spare / 2),
     )
 
 
@@ -278,14 +288,17 @@ async def running(
     async with contextlib.AsyncExitStack() as stack:
         app, notices = None, None
         heartbeats, metrics = Heartbeats(), Metrics()
-        outbox = build_runner(settings, store, metrics)
+        pause = None
         if bot:
             from bot.telegram.app import build_application
+            from bot.telegram.fairness import taps_paused
             from bot.telegram.notices import NoticeRunner
 
             app = build_application(settings, store, metrics)
             await stack.enter_async_context(_serving(app, settings, long_poll))
             notices = NoticeRunner(store, app.bot, settings)
+            pause = functools.partial(taps_paused, app)
+        outbox = build_runner(settings, store, metrics, pause)
         if web or (app is not None and settings.webhook_url is not None):
             front = build_web(settings, store, heartbeats, metrics, app)
             await stack.enter_async_context(serving_web(front, settings))

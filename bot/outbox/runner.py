@@ -7,7 +7,7 @@ import logging
 import os
 import signal
 from asyncio import Semaphore
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta, tzinfo
 from enum import StrEnum
 from typing import Any
@@ -39,6 +39,10 @@ CONNECTIONS = 10
 # MANZOORI_LEASE_SECONDS > SMTP_TIMEOUT_SECONDS x this: every claimed row is sent inside its
 # lease.
 SENDS_PER_CONNECTION = 3
+# Seconds a runner beside a bot waits for a pause in its taps before a claim, and at most in
+# all before the renders of one claim (OutboxRunner.pause): longer than a burst of a hundred
+# taps takes to answer, short beside anyone watching for the e-mail.
+PAUSE_SECONDS = 2.0
 # Claims one busy pass makes before it ends, so that expiry, new terms and recovery still run
 # every few hundred sends while the outbox stays full.
 PASS_CLAIMS = 10
@@ -65,12 +69,15 @@ async def make_documents(
     zone: tzinfo,
     now: Callable[[], datetime],
     links: SupplierLinks | None = None,
+    before_render: Callable[[], Awaitable[None]] | None = None,
 ) -> None:
     """Make the PO documents these rows' e-mails carry and have none yet: once per row,
-    before its first attempt, rendered off the event loop, dated and signed in `zone`, with
-    the supplier's link of a send-po row's e-mail when `links` makes them; every attempt after
-    sends the bytes kept then (core.outbox.dispatch.keep_document)."""
+    before its first attempt, rendered off the event loop (after `before_render`), dated and
+    signed in `zone`, with the supplier's link of a send-po row's e-mail when `links` makes
+    them; every attempt after sends the bytes kept then (core.outbox.dispatch.keep_document)."""
     for effect in await dispatch.documents_owed(store, effects):
+        if before_render is not None:
+            await before_render()
         at = now()
         sends = effect.kind == EffectKind.SEND_PO
         link = links.url(effect) if links is not None and sends else ""
@@ -99,6 +106,8 @@ class OutboxRunner:
         fault_point: FaultPoint | None = None,
         runtime: Runtime | None = None,
         links: SupplierLinks | None = None,
+        pause: Callable[[float], Awaitable[None]] | None = None,
+        render_wait: float = PAUSE_SECONDS,
     ) -> None:
         if connections < 1:
             raise ValueError("a runner needs at least one connection")
@@ -108,6 +117,14 @@ class OutboxRunner:
         self.fault_point = fault_point
         self.runtime = runtime or Runtime.of_process()
         self.owner = self.runtime.owner
+        # Beside a bot, a wait for a pause in its taps (fairness.taps_paused), given the most
+        # seconds to wait: rendering a PO's PDF takes the CPU a burst of taps needs for its
+        # answers, and an e-mail that leaves a second later goes unnoticed where a spinner
+        # does not. Waited for before each claim for up to PAUSE_SECONDS, and before each
+        # render for at most `render_wait` seconds in all per claim, which must fit in what the
+        # lease leaves beside the sends (bootstrap.build_runner).
+        self.pause, self.render_wait = pause, render_wait
+        self._pause_until = 0.0  # the event loop's time the renders of this claim wait until
 
     @property
     def batch(self) -> int:
@@ -129,7 +146,7 @@ class OutboxRunner:
         for item in await new_terms.apply_terms(self.store, now, self.rules):
             log.info("%s re-drafted on new terms: now %s", item.po_number, item.job.state.value)
         await dispatch.recover_stalled(self.store, now, self.sender.provider_idempotent)
-        claimed = await dispatch.claim(self.store, now, self.owner, self.lease, self.batch)
+        claimed = await self._claim()
         if not claimed:
             return 0
         self._fault(FaultPoint.AFTER_CLAIM)
@@ -196,14 +213,27 @@ class OutboxRunner:
             if total < claims * self.batch or claims == PASS_CLAIMS:
                 return total
             # A full claim: more is likely due, and claimed now it keeps every connection busy.
-            now = self.runtime.now()
-            claimed = await dispatch.claim(self.store, now, self.owner, self.lease, self.batch)
+            claimed = await self._claim()
             total, claims = total + len(claimed), claims + 1
+
+    async def _claim(self) -> list[Effect]:
+        """Lease the next batch of due rows, once the bot's taps pause (self.pause)."""
+        if self.pause is not None:
+            await self.pause(PAUSE_SECONDS)
+            self._pause_until = asyncio.get_running_loop().time() + self.render_wait
+        now = self.runtime.now()
+        return await dispatch.claim(self.store, now, self.owner, self.lease, self.batch)
+
+    async def _before_render(self) -> None:
+        """Wait for a pause in the bot's taps, within what is left of this claim's wait."""
+        left = self._pause_until - asyncio.get_running_loop().time()
+        if self.pause is not None and left > 0:
+            await self.pause(left)
 
     async def _make_documents(self, effects: list[Effect]) -> None:
         """The PO documents of these rows' e-mails, made if not yet (make_documents)."""
         zone, now = self.rules.approval.zone, self.runtime.now
-        await make_documents(self.store, effects, zone, now, self.links)
+        await make_documents(self.store, effects, zone, now, self.links, self._before_render)
 
     async def _work(
         self,

@@ -22,7 +22,7 @@ from bot.clock import utcnow
 from bot.documents.copies import PREVIEW_LINES, approver_copy
 from bot.outbox.emails import render_csv
 from bot.telegram.context import Deps, answer_tap, deps_of, held_roles, record_claim, turn_away
-from bot.telegram.fairness import FairProcessor
+from bot.telegram.fairness import taps_paused
 from bot.telegram.notices import NoticeRunner
 from bot.words.i18n import ENGLISH, N_, Language, Translator, language_of, translator
 from bot.words.texts import NO_PDF_PREVIEW, TIME_OF_DAY, local_time
@@ -496,9 +496,8 @@ def deliver_now(context: ContextTypes.DEFAULT_TYPE, deps: Deps, job_id: str) -> 
 
     async def deliver() -> None:
         try:
-            processor = context.application.update_processor
-            if isinstance(processor, FairProcessor):  # after the burst of taps this is in
-                await processor.between_taps(DELIVERY_PATIENCE)
+            # After the burst of taps this is in.
+            await taps_paused(context.application, DELIVERY_PATIENCE)
             # Not urgent, though started by a tap: the next taps' writes go first.
             with urgent_writes(False):
                 await NoticeRunner(deps.store, context.bot, deps.settings).run_once(job_id)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Hashable, Iterator
 from contextlib import contextmanager
@@ -20,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeGuard
 
 from telegram import Update
-from telegram.ext import BaseUpdateProcessor
+from telegram.ext import Application, BaseUpdateProcessor
 
 from store.group_commit import urgent as urgent_writes
 
@@ -98,6 +99,7 @@ class FairProcessor(BaseUpdateProcessor):
         self._lanes: dict[Hashable, _Lane] = {}
         self._tapping = 0  # taps waiting or in flight
         self._taps_seen = 0  # taps ever started: a pause is a time in which this stays put
+        self._last_tap_ended = -math.inf  # the event loop's time when the last tap ended
         self._no_taps = asyncio.Event()
         self._no_taps.set()
         self._taps = asyncio.BoundedSemaphore(shares.taps)
@@ -113,7 +115,11 @@ class FairProcessor(BaseUpdateProcessor):
         """Return once no tap waits or is being handled and none came for Shares.pause
         seconds, or after `patience` seconds: work nobody watches (the card edits a tap owes)
         goes in the pauses between bursts of taps, and so never delays their answers, yet is
-        not put off forever by a steady stream."""
+        not put off forever by a steady stream. When the last tap ended longer ago than
+        that, it returns at once."""
+        quiet = asyncio.get_running_loop().time() - self._last_tap_ended
+        if self._tapping == 0 and quiet >= self.shares.pause:
+            return
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(patience):
                 while True:
@@ -135,6 +141,7 @@ class FairProcessor(BaseUpdateProcessor):
             await self._process(update, coroutine)
         finally:
             self._tapping -= 1
+            self._last_tap_ended = asyncio.get_running_loop().time()
             if self._tapping == 0:
                 self._no_taps.set()
             if self._finished is not None:
@@ -366,3 +373,11 @@ class Guards:
     # user id -> (time.monotonic(), the read of their roles and translator) of senders whose
     # updates were dropped (context.tell_dropped), for OVERRUN_MEMORY seconds
     overrun: Lru = field(default_factory=lambda: Lru(STRANGER_CAP))
+
+
+async def taps_paused(app: Application[Any, Any, Any, Any, Any, Any], patience: float) -> None:
+    """Return once `app`'s taps pause (FairProcessor.between_taps) or after `patience`
+    seconds; at once when it does not process updates with a FairProcessor."""
+    processor = app.update_processor
+    if isinstance(processor, FairProcessor):
+        await processor.between_taps(patience)

@@ -13,7 +13,7 @@ from sqlalchemy import select
 
 from bot.clock import Runtime
 from bot.dev.smtp import running_sink
-from bot.outbox.runner import PASS_CLAIMS, SENDS_PER_CONNECTION, OutboxRunner
+from bot.outbox.runner import PASS_CLAIMS, PAUSE_SECONDS, SENDS_PER_CONNECTION, OutboxRunner
 from bot.outbox.smtp import SmtpSender, SmtpServer
 from core.approval import decisions, opening
 from core.approval.decisions import Review
@@ -91,6 +91,29 @@ async def test_approved_job_is_sent_once(store, sink):
     assert ids(sink) == [message_id(effect.key, DOMAIN)]
     assert effect.result["message_id"] == message_id(effect.key, DOMAIN)
     assert "orders@supplier.example" not in str(effect.result)
+
+
+async def test_a_pass_beside_a_bot_claims_nothing_until_its_taps_pause(store, sink):
+    clock = Clock()
+    job = await approved_job(store)
+    runner, paused, waits = runner_for(store, sink, clock), asyncio.Event(), []
+
+    async def pause(seconds):  # the bot's taps: a burst until `paused` is set
+        waits.append(seconds)
+        await paused.wait()
+
+    runner.pause = pause
+    sending = asyncio.create_task(runner.run_once())
+    await asyncio.sleep(0.2)
+    _, [effect] = await current(store, job)
+    assert not sending.done() and effect.status is EffectStatus.PENDING and effect.attempts == 0
+    assert effect.lease_owner is None  # nothing leased while it waits: no lease runs down
+    paused.set()
+    assert await asyncio.wait_for(sending, 10) == 1
+    job, [effect] = await current(store, job)
+    assert job.state is State.SENT and ids(sink) == [message_id(effect.key, DOMAIN)]
+    assert waits[0] == PAUSE_SECONDS  # before the claim
+    assert len(waits) == 2 and 0 < waits[1] <= runner.render_wait  # before its render: the rest
 
 
 async def test_451_is_retried_with_backoff_and_sent_once(store, sink):

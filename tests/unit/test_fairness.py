@@ -281,6 +281,24 @@ async def test_work_between_taps_waits_until_no_tap_waits_or_is_handled() -> Non
     await asyncio.gather(*taps, chat, delivery)
 
 
+async def test_work_between_taps_waits_out_the_pause_after_a_tap_not_after_a_quiet_spell() -> None:
+    processor, handlers = fair(pause=0.2), Handlers()
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    await processor.between_taps(60)  # no tap yet: at once
+    assert loop.time() - started < 0.1
+    answered = submit(processor, handlers, tap(1, 1))
+    await settle()
+    handlers.finish(1)
+    await answered
+    started = loop.time()
+    await processor.between_taps(60)  # a tap just ended: the pause, in case more come
+    assert loop.time() - started >= 0.2
+    started = loop.time()
+    await processor.between_taps(60)  # a pause since: at once
+    assert loop.time() - started < 0.1
+
+
 async def test_work_between_taps_goes_ahead_after_its_patience() -> None:
     processor, handlers = fair(pause=0), Handlers()
     steady = submit(processor, handlers, tap(1, 1))
