@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import shutil
 import subprocess
 from collections.abc import AsyncIterator
@@ -12,22 +11,25 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
+from bench.databases import reachable
 from store.engine import make_engine
 from store.migrate import upgrade
 from store.schema import metadata
 from store.sql import SqlStore
 from tests.helpers.botapi import botapi_fixture  # noqa: F401 - provides the `botapi` fixture
 from tests.helpers.dovecot import dovecot  # noqa: F401 - provides the `dovecot` fixture
-from tests.helpers.store import DATA_KEY, grant_cast
+from tests.helpers.store import DATA_KEY, POSTGRES_URL, grant_cast
 
-POSTGRES_URL = os.environ.get("TEST_POSTGRES_URL")
 _TABLES = ", ".join(metadata.tables)  # every table, so no test sees another's rows
 _pg_ready = False
 _sqlite_template: Path | None = None
 
 
 async def _reset_postgres(url: str) -> None:
-    """Once per session: a clean public schema, migrated to head."""
+    """Once per session: a clean public schema, migrated to head; a worker's database made
+    first if it is not there yet."""
+    if not await reachable(url):  # made, if a worker's database is not there yet
+        raise RuntimeError(f"PostgreSQL at {url} is not usable")
     engine = make_engine(url)
     async with engine.begin() as conn:
         await conn.execute(text("DROP SCHEMA public CASCADE"))

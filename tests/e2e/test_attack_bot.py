@@ -24,7 +24,8 @@ from tests.helpers.bot import TERMS, YEAR, answer, said
 from tests.helpers.cli import base_env
 from tests.helpers.factories import APPROVER_A, REQUESTER, T0
 
-pytestmark = pytest.mark.slow  # spawns `manzoori run`
+# spawns `manzoori run`; answers are timed
+pytestmark = [pytest.mark.slow, pytest.mark.timed]
 
 CORPUS = Path(__file__).parent.parent / "corpus" / "files"
 # The workbook that aborted the interpreter, and the one that asked for 8 GB: each refused

@@ -136,6 +136,7 @@ async def test_a_new_draft_supersedes_the_delivered_cards(botapi, db_url, store)
 
 
 @pytest.mark.slow  # waits on real time
+@pytest.mark.timed
 async def test_the_sweep_expires_a_request_within_seconds_and_says_so_everywhere(
     botapi, db_url, store
 ):
@@ -157,6 +158,7 @@ async def test_the_sweep_expires_a_request_within_seconds_and_says_so_everywhere
 
 
 @pytest.mark.slow  # waits on real time
+@pytest.mark.timed
 async def test_a_tap_after_the_deadline_is_refused_before_any_sweep(botapi, db_url, store):
     async with running_bot(botapi, db_url, manzoori_approval_ttl_seconds=1) as run:
         ali, ali_card, _sana, sana_card = await cards_out(botapi, run)

@@ -9,7 +9,8 @@ from core.jobs.states import State
 from tests.helpers.bot import answer, cards_out, job_and_decisions, running_bot, timed
 from tests.helpers.factories import APPROVER_A, REQUESTER
 
-pytestmark = pytest.mark.slow  # waits on real time: seconds of sweeps, pacing and timeouts
+# waits on real time: seconds of sweeps, pacing and timeouts; answers are timed
+pytestmark = [pytest.mark.slow, pytest.mark.timed]
 
 # Longer than any answer may take here, shorter than PTB's timeouts for an upload.
 STALL = 2.0

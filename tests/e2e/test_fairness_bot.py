@@ -40,7 +40,8 @@ from tests.helpers.bot import (
 )
 from tests.helpers.factories import APPROVER_A, APPROVER_B, OUTSIDER, REQUESTER, T0
 
-pytestmark = pytest.mark.slow  # waits on real time: seconds of sweeps, pacing and timeouts
+# waits on real time: seconds of sweeps, pacing and timeouts; answers are timed
+pytestmark = [pytest.mark.slow, pytest.mark.timed]
 
 # Longer than any prompt answer takes here, short enough for a quick test.
 STALL = 2.0

@@ -31,7 +31,8 @@ from tests.helpers.bot import (
 from tests.helpers.factories import APPROVER_A, APPROVER_B, T0
 from tests.helpers.urdu import english_heard
 
-pytestmark = pytest.mark.slow  # waits on real time: seconds of sweeps, pacing and timeouts
+# waits on real time: seconds of sweeps, pacing and timeouts; answers are timed
+pytestmark = [pytest.mark.slow, pytest.mark.timed]
 
 SECONDS = {
     "manzoori_working_hours": "Mon-Sun 00:00-24:00",

@@ -27,7 +27,8 @@ from tests.helpers.bot import (
 )
 from tests.helpers.factories import APPROVER_A, APPROVER_B, REQUESTER, T0
 
-pytestmark = pytest.mark.slow  # waits on real time: seconds of sweeps, pacing and timeouts
+# waits on real time: seconds of sweeps, pacing and timeouts; answers are timed
+pytestmark = [pytest.mark.slow, pytest.mark.timed]
 
 SECOND_PO = PO[:-1] + "2"
 TWO_SUPPLIERS = b"sku,quantity,notes\nCBL-USBC-1M,20,\nTEA-500G,3,for Eid\n"

@@ -187,6 +187,7 @@ async def test_an_ambiguous_send_is_settled_by_the_link_with_one_copy_at_the_rel
 
 
 @pytest.mark.slow  # waits on real time: one-second rungs
+@pytest.mark.timed
 async def test_a_silent_supplier_is_reminded_once_and_the_team_told_across_a_restart(
     botapi, db_url, store, smtp_sink
 ):

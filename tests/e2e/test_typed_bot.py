@@ -214,6 +214,7 @@ async def test_an_approvers_ok_is_neither_a_request_nor_a_decision(botapi, db_ur
 
 
 @pytest.mark.slow  # waits on real time: a two-second validity
+@pytest.mark.timed
 async def test_submit_after_the_validity_is_refused(botapi, db_url, store):
     await with_terms(store)
     async with running_bot(botapi, db_url, manzoori_typed_request_seconds=2):

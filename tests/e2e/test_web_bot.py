@@ -108,6 +108,7 @@ HUNG_FOR = 3.0  # the SMTP timeout: how long the stuck send holds the e-mail run
 
 
 @pytest.mark.slow  # waits out a real SMTP timeout
+@pytest.mark.timed
 async def test_healthz_turns_503_when_the_e_mail_runner_stops_making_passes(botapi, db_url, store):
     port = free_port()
     async with hung_smtp_server() as smtp_port:

@@ -17,9 +17,9 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from bench.databases import reachable
+from tests.helpers.store import POSTGRES_URL
 
 ROOT = Path(__file__).resolve().parents[2]
-POSTGRES_URL = os.environ.get("TEST_POSTGRES_URL")
 # The sections bench.lifecycle always prints; bench.bot's join them when that module is there.
 LIFECYCLE_SECTIONS = ("Lifecycle throughput", "Commit floor", "DBOS peer", "200 ms SMTP relay")
 # A figure: a count, a rate, a share or a ratio ("48.1", "2000", "1,000", "13%", "1.25×").

@@ -325,6 +325,7 @@ async def test_mark_sent_from_the_queue_cancels_the_po_and_tells_its_people(stor
 
 
 @pytest.mark.slow  # waits on real time
+@pytest.mark.timed
 async def test_a_late_answer_to_the_cancellation_is_unknown_and_never_resent(store, sink):
     clock = Clock()
     await sent(store, sink, clock)

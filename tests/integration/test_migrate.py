@@ -4,7 +4,6 @@ database, each `manzoori db upgrade` waits for the one before it instead of fail
 from __future__ import annotations
 
 import asyncio
-import os
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -19,8 +18,8 @@ from store import schema
 from store.engine import make_engine
 from store.migrate import alembic_config, current, upgrade
 from tests.helpers.cli import Cli, base_env, ok
+from tests.helpers.store import BASE_POSTGRES_URL
 
-POSTGRES_URL = os.environ.get("TEST_POSTGRES_URL")
 # As many processes as a small deployment starts at once: the bot, the runner, a cron job.
 STARTS = 3
 
@@ -36,15 +35,15 @@ async def _admin(url: str, statement: str) -> None:
 @pytest.fixture
 def fresh_postgres() -> Iterator[str]:
     """A new, empty PostgreSQL database beside the test one, dropped afterwards."""
-    if not POSTGRES_URL:
+    if not BASE_POSTGRES_URL:
         pytest.skip("TEST_POSTGRES_URL is not set")
-    base = make_url(POSTGRES_URL)
+    base = make_url(BASE_POSTGRES_URL)
     name = f"{base.database}_migrate_{uuid.uuid4().hex[:8]}"
-    asyncio.run(_admin(POSTGRES_URL, f'CREATE DATABASE "{name}"'))
+    asyncio.run(_admin(BASE_POSTGRES_URL, f'CREATE DATABASE "{name}"'))
     try:
         yield base.set(database=name).render_as_string(hide_password=False)
     finally:
-        asyncio.run(_admin(POSTGRES_URL, f'DROP DATABASE "{name}" WITH (FORCE)'))
+        asyncio.run(_admin(BASE_POSTGRES_URL, f'DROP DATABASE "{name}" WITH (FORCE)'))
 
 
 async def _revision(url: str) -> str | None:

@@ -276,6 +276,7 @@ def _runner(store, sink, at):
 
 
 @pytest.mark.slow  # waits out a real SMTP timeout or late answer
+@pytest.mark.timed
 async def test_send_again_after_an_unknown_outcome_mails_the_supplier_once_with_the_same_key(
     store, smtp_sink
 ):

@@ -194,6 +194,7 @@ async def test_550_is_final(store, sink):
 
 
 @pytest.mark.slow  # waits on real time
+@pytest.mark.timed
 async def test_late_answer_after_data_is_unknown_and_never_resent(store, sink):
     clock = Clock()
     job = await approved_job(store)
@@ -218,6 +219,7 @@ async def test_late_answer_after_data_is_unknown_and_never_resent(store, sink):
 
 
 @pytest.mark.slow  # waits on real time
+@pytest.mark.timed
 async def test_reconcile_not_sent_sends_once_with_the_same_message_id(store, sink):
     clock = Clock()
     job = await approved_job(store)
@@ -412,6 +414,7 @@ async def approved_jobs(store, count):
 
 
 @pytest.mark.slow  # waits out a real SMTP timeout or late answer
+@pytest.mark.timed
 @timed
 async def test_a_pass_sends_over_several_reused_connections_at_once(store):
     delay, connections, count = 0.5, 4, 12
@@ -449,6 +452,7 @@ async def test_a_busy_pass_claims_again_over_the_same_connection_up_to_its_cap(s
 
 
 @pytest.mark.slow  # waits out a real SMTP timeout or late answer
+@pytest.mark.timed
 async def test_silence_after_data_on_one_send_leaves_the_others_sent(store, sink):
     jobs = await approved_jobs(store, 3)
     # whichever message reaches DATA first gets its 250 too late for the 0.5 s timeout

@@ -282,6 +282,7 @@ async def test_a_refusal_is_classified_by_its_reply_code(
 
 
 @pytest.mark.slow  # waits out a real SMTP timeout or late answer
+@pytest.mark.timed
 async def test_silence_after_data_is_ambiguous(smtp_sink: SmtpSink) -> None:
     smtp_sink.script("DATA", "250 2.0.0 Ok: queued", delay=FAST * 4)
     with pytest.raises(AmbiguousSendError):
@@ -292,6 +293,7 @@ async def test_silence_after_data_is_ambiguous(smtp_sink: SmtpSink) -> None:
 
 
 @pytest.mark.slow  # waits out a real SMTP timeout or late answer
+@pytest.mark.timed
 async def test_timeout_bounds_the_whole_send_not_each_command(smtp_sink: SmtpSink) -> None:
     # Each answer comes within the timeout, together they do not: the send must stop in time,
     # before DATA, so nothing was delivered and a retry is safe.
@@ -305,6 +307,7 @@ async def test_timeout_bounds_the_whole_send_not_each_command(smtp_sink: SmtpSin
 
 
 @pytest.mark.slow  # waits out a real SMTP timeout or late answer
+@pytest.mark.timed
 async def test_a_slow_quit_after_250_is_still_a_success(smtp_sink: SmtpSink) -> None:
     smtp_sink.script("QUIT", "221 Bye", delay=FAST * 4)
     result = await make_sender(smtp_sink, timeout=FAST).send(make_order())
@@ -314,6 +317,7 @@ async def test_a_slow_quit_after_250_is_still_a_success(smtp_sink: SmtpSink) -> 
 
 
 @pytest.mark.slow  # waits out a real SMTP timeout or late answer
+@pytest.mark.timed
 async def test_a_paced_sink_answers_every_data_late_but_a_script_first(
     smtp_sink: SmtpSink,
 ) -> None:
@@ -397,6 +401,7 @@ async def test_a_refusal_keeps_the_connection_for_the_next_message(
 
 
 @pytest.mark.slow  # waits out a real SMTP timeout or late answer
+@pytest.mark.timed
 async def test_silence_after_data_drops_the_connection_and_the_next_goes_on_a_new_one(
     smtp_sink: SmtpSink,
 ) -> None:
@@ -429,6 +434,7 @@ async def test_an_odd_reply_to_data_drops_the_connection(smtp_sink: SmtpSink) ->
 
 
 @pytest.mark.slow  # waits out a real SMTP timeout or late answer
+@pytest.mark.timed
 async def test_a_connection_the_server_closed_while_idle_is_replaced_once() -> None:
     first, second = orders(2)
     # aiosmtpd closes a connection that says nothing for `timeout` seconds, as relays do.

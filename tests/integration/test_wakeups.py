@@ -83,7 +83,8 @@ async def test_another_process_hears_the_commit_and_goes_on_hearing_after_a_cut(
             cut = await conn.execute(
                 text(
                     "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                    "WHERE query LIKE 'LISTEN %manzoori_wakeups%' AND pid <> pg_backend_pid()"
+                    "WHERE query LIKE 'LISTEN %manzoori_wakeups%' AND pid <> pg_backend_pid() "
+                    "AND datname = current_database()"
                 )
             )
             assert cut.scalars().all() == [True]
