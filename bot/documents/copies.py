@@ -9,7 +9,6 @@ from datetime import datetime, tzinfo
 from functools import partial
 from typing import TypeVar
 
-from bot.documents.pdf import render_po_pdf
 from core.jobs.effects import send_po_key
 from core.jobs.jobs import Job
 from core.ports import Store
@@ -29,6 +28,8 @@ async def approver_copy(
 ) -> bytes:
     """The PDF of `job`'s draft `version` as an approver should read it; rendering runs
     through `offload` (the CPU-work thread), never on the event loop."""
+    from bot.documents.pdf import render_po_pdf  # see bot.documents.PDF_RENDERER
+
     async with store.reading() as tx:
         draft_hash = job.draft_hash if version == job.draft_version else None
         if draft_hash is not None:

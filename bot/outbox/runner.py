@@ -14,7 +14,6 @@ from typing import Any
 
 from bot import logs
 from bot.clock import Runtime
-from bot.documents.pdf import render_po_pdf
 from bot.outbox.links import SupplierLinks
 from core.approval.policies import Rules
 from core.errors import AmbiguousSendError, LeaseLost, SendError
@@ -75,6 +74,8 @@ async def make_documents(
     before its first attempt, rendered off the event loop (after `before_render`), dated and
     signed in `zone`, with the supplier's link of a send-po row's e-mail when `links` makes
     them; every attempt after sends the bytes kept then (core.outbox.dispatch.keep_document)."""
+    from bot.documents.pdf import render_po_pdf  # see bot.documents.PDF_RENDERER
+
     for effect in await dispatch.documents_owed(store, effects):
         if before_render is not None:
             await before_render()
