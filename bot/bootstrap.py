@@ -54,6 +54,10 @@ _FORMAT = logs.TEXT
 # How often each process asks whether the daily purge is due: one read when it is not, and a
 # purge a few minutes late is no loss.
 PURGE_CHECK_SECONDS = 300.0
+# Seconds without a tap after which the outbox beside a bot renders and sends (OutboxRunner.
+# pause): long enough to see a burst's next taps coming, short beside the e-mail's wait, which
+# follows every approval tap.
+OUTBOX_QUIET = 0.01
 # The daily backup (MANZOORI_BACKUP_DIR): its chore's name, how often, and how long one
 # process may take before another takes it over.
 BACKUP_CHORE, BACKUP_EVERY, BACKUP_LEASE = "backup", timedelta(days=1), timedelta(minutes=30)
@@ -287,7 +291,8 @@ async def running(
     the bot takes a webhook, then the runners' loops unless `loops` is False (a test drives
     their passes itself); when the block ends, stop the loops, the web server, then the bot.
     Migrations are the caller's."""
-    importlib.import_module(PDF_RENDERER)  # now, not in the first send (bot.documents)
+    # Now, not in the first send: the renderer's import and its fonts (bot.documents).
+    await asyncio.to_thread(importlib.import_module(PDF_RENDERER).prepare)
     async with contextlib.AsyncExitStack() as stack:
         app, notices = None, None
         heartbeats, metrics = Heartbeats(), Metrics()
@@ -300,7 +305,7 @@ async def running(
             app = build_application(settings, store, metrics)
             await stack.enter_async_context(_serving(app, settings, long_poll))
             notices = NoticeRunner(store, app.bot, settings)
-            pause = functools.partial(taps_paused, app)
+            pause = functools.partial(taps_paused, app, quiet=OUTBOX_QUIET)
         outbox = build_runner(settings, store, metrics, pause)
         if web or (app is not None and settings.webhook_url is not None):
             front = build_web(settings, store, heartbeats, metrics, app)

@@ -3,7 +3,7 @@
 PDF_RENDERER names the module that renders it. fpdf2 and fontTools take about a second to
 import, which no CLI command but those that send or show a PO needs: the two places that
 render (bot.outbox.runner.make_documents, bot.documents.copies.approver_copy) import it when
-first called, and a long-running process (bot.bootstrap.running) imports it as it starts, so
-that its first send waits for no import."""
+first called, and a long-running process (bot.bootstrap.running) imports it and makes its
+fonts ready (pdf.prepare) as it starts, so that its first send waits for neither."""
 
 PDF_RENDERER = "bot.documents.pdf"

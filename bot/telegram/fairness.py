@@ -111,21 +111,22 @@ class FairProcessor(BaseUpdateProcessor):
         """Senders with an update waiting or in flight (the others cost no memory)."""
         return len(self._lanes)
 
-    async def between_taps(self, patience: float) -> None:
-        """Return once no tap waits or is being handled and none came for Shares.pause
-        seconds, or after `patience` seconds: work nobody watches (the card edits a tap owes)
-        goes in the pauses between bursts of taps, and so never delays their answers, yet is
-        not put off forever by a steady stream. When the last tap ended longer ago than
-        that, it returns at once."""
-        quiet = asyncio.get_running_loop().time() - self._last_tap_ended
-        if self._tapping == 0 and quiet >= self.shares.pause:
+    async def between_taps(self, patience: float, quiet: float | None = None) -> None:
+        """Return once no tap waits or is being handled and none came for `quiet` seconds
+        (Shares.pause unless given), or after `patience` seconds: work nobody watches (the
+        card edits a tap owes) goes in the pauses between bursts of taps, and so never delays
+        their answers, yet is not put off forever by a steady stream. When the last tap ended
+        longer ago than that, it returns at once."""
+        quiet = self.shares.pause if quiet is None else quiet
+        since = asyncio.get_running_loop().time() - self._last_tap_ended
+        if self._tapping == 0 and since >= quiet:
             return
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(patience):
                 while True:
                     await self._no_taps.wait()
                     seen = self._taps_seen
-                    await asyncio.sleep(self.shares.pause)
+                    await asyncio.sleep(quiet)
                     if self._tapping == 0 and self._taps_seen == seen:
                         return
 
@@ -375,9 +376,11 @@ class Guards:
     overrun: Lru = field(default_factory=lambda: Lru(STRANGER_CAP))
 
 
-async def taps_paused(app: Application[Any, Any, Any, Any, Any, Any], patience: float) -> None:
-    """Return once `app`'s taps pause (FairProcessor.between_taps) or after `patience`
-    seconds; at once when it does not process updates with a FairProcessor."""
+async def taps_paused(
+    app: Application[Any, Any, Any, Any, Any, Any], patience: float, quiet: float | None = None
+) -> None:
+    """Return once `app`'s taps pause (FairProcessor.between_taps, `quiet` seconds) or after
+    `patience` seconds; at once when it does not process updates with a FairProcessor."""
     processor = app.update_processor
     if isinstance(processor, FairProcessor):
-        await processor.between_taps(patience)
+        await processor.between_taps(patience, quiet)
