@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import importlib
 import logging
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -20,7 +19,6 @@ from typing import TYPE_CHECKING
 from bot import logs
 from bot.clock import Runtime
 from bot.config import Settings
-from bot.documents import PDF_RENDERER
 from bot.mailbox.runner import MailboxRunner
 from bot.outbox.runner import PAUSE_SECONDS, SENDS_PER_CONNECTION, OutboxRunner
 from bot.outbox.smtp import SmtpSender, SmtpServer
@@ -291,8 +289,9 @@ async def running(
     the bot takes a webhook, then the runners' loops unless `loops` is False (a test drives
     their passes itself); when the block ends, stop the loops, the web server, then the bot.
     Migrations are the caller's."""
-    # Now, not in the first send: the renderer's import and its fonts (bot.documents).
-    await asyncio.to_thread(importlib.import_module(PDF_RENDERER).prepare)
+    from bot.documents import pdf  # now, not in the first send: see bot.documents
+
+    await asyncio.to_thread(pdf.prepare)  # the fonts too
     async with contextlib.AsyncExitStack() as stack:
         app, notices = None, None
         heartbeats, metrics = Heartbeats(), Metrics()

@@ -28,7 +28,7 @@ async def approver_copy(
 ) -> bytes:
     """The PDF of `job`'s draft `version` as an approver should read it; rendering runs
     through `offload` (the CPU-work thread), never on the event loop."""
-    from bot.documents.pdf import render_po_pdf  # see bot.documents.PDF_RENDERER
+    from bot.documents.pdf import render_po_pdf  # on first use: see bot.documents
 
     async with store.reading() as tx:
         draft_hash = job.draft_hash if version == job.draft_version else None

@@ -127,8 +127,9 @@ class _PoPdf(FPDF):
         self.doc = doc
         self.set_margins(_MARGIN, _MARGIN, _MARGIN)
         self.set_auto_page_break(True, margin=_FOOTER_ROOM)
-        self.urdu = any(_ARABIC_SCRIPT.search(text) for text in _texts(doc))
-        _add_fonts(self, doc, urdu=self.urdu)
+        texts = list(_strings(doc))
+        self.urdu = any(_ARABIC_SCRIPT.search(text) for text in texts)
+        _add_fonts(self, texts, urdu=self.urdu)
         # Shaping (HarfBuzz) joins and orders Urdu; Latin text needs none of it, and it is half
         # of a table's render time, so a document without Arabic script is set without it.
         self.set_text_shaping(self.urdu)
@@ -187,20 +188,25 @@ def prepare() -> None:
     """Make now what a process's first document would otherwise wait for: the Latin cut of
     Noto Sans (_latin_fonts), half a second. Without the fonts it does nothing: a render
     says what is missing."""
-    if all((FONT_DIR / name).is_file() for name in _FONT_FILES.values()):
+    if not _missing_fonts():
         _latin_fonts(FONT_DIR)
 
 
-def _add_fonts(pdf: FPDF, doc: PoDocument, *, urdu: bool) -> None:
-    """Noto Sans (its Latin cut when that draws the whole document), and Noto Nastaliq Urdu as
-    its fallback when the document has Arabic script."""
-    missing = [name for name in _FONT_FILES.values() if not (FONT_DIR / name).is_file()]
+def _missing_fonts() -> list[str]:
+    """The font files the PDF needs that FONT_DIR does not hold."""
+    return [name for name in _FONT_FILES.values() if not (FONT_DIR / name).is_file()]
+
+
+def _add_fonts(pdf: FPDF, texts: list[str], *, urdu: bool) -> None:
+    """Noto Sans (its Latin cut when that draws every one of the document's `texts`), and Noto
+    Nastaliq Urdu as its fallback when the document has Arabic script."""
+    missing = _missing_fonts()
     if missing:
         raise ConfigError(
             f"the PO's PDF needs fonts missing from {FONT_DIR}: {', '.join(missing)}; "
             "`make fonts` installs them (Debian's fonts-noto-core)"
         )
-    latin = _latin_fonts(FONT_DIR)[0] if not urdu and _latin_only(doc) else {}
+    latin = _latin_fonts(FONT_DIR)[0] if not urdu and _latin_only(texts) else {}
     for (family, style), name in _FONT_FILES.items():
         # fpdf2 embeds each font added, used or not (9 KB for the Urdu ones): only if needed.
         if family == SANS or urdu:
@@ -215,10 +221,10 @@ def _add_fonts(pdf: FPDF, doc: PoDocument, *, urdu: bool) -> None:
         pdf.set_fallback_fonts([URDU])
 
 
-def _latin_only(doc: PoDocument) -> bool:
-    """Whether the Latin cut of Noto Sans draws every character of the document."""
+def _latin_only(texts: list[str]) -> bool:
+    """Whether the Latin cut of Noto Sans draws every character of `texts`."""
     drawn = _latin_fonts(FONT_DIR)[1]
-    return all(ord(char) in drawn for text in _strings(doc) for char in text)
+    return all(ord(char) in drawn for text in texts for char in text)
 
 
 def _strings(value: object) -> Iterator[str]:
@@ -260,16 +266,6 @@ def _latin_fonts(font_dir: Path) -> tuple[dict[str, Path], frozenset[int]]:
 
 
 _FOLDERS: list[tempfile.TemporaryDirectory[str]] = []
-
-
-def _texts(doc: PoDocument) -> list[str]:
-    """The document's words that come from people and files, any of which may be Urdu."""
-    texts = [doc.buyer.name, doc.buyer.address, doc.supplier_name, doc.payment_terms]
-    if doc.ship_to is not None:
-        texts += [doc.ship_to.name, doc.ship_to.address]
-    texts += [text for line in doc.lines for text in (line.description, line.note)]
-    texts += [text for signature in doc.approvals for text in (signature.name, signature.stage)]
-    return texts
 
 
 def _right_to_left(text: str) -> bool:

@@ -74,7 +74,7 @@ async def make_documents(
     before its first attempt, rendered off the event loop (after `before_render`), dated and
     signed in `zone`, with the supplier's link of a send-po row's e-mail when `links` makes
     them; every attempt after sends the bytes kept then (core.outbox.dispatch.keep_document)."""
-    from bot.documents.pdf import render_po_pdf  # see bot.documents.PDF_RENDERER
+    from bot.documents.pdf import render_po_pdf  # on first use: see bot.documents
 
     for effect in await dispatch.documents_owed(store, effects):
         if before_render is not None:
