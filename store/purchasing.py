@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, Literal
 
-from sqlalchemy import Select, bindparam, func, insert, select, update
+from sqlalchemy import func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -29,57 +29,6 @@ TERMS_CACHE_SIZE = 4
 # Pairs one price-history query asks for: two IN lists of at most this many bound values,
 # well under either database's limit, for a terms import of thousands of SKUs.
 HISTORY_PAIRS = 500
-
-
-def _last_sent(excluding: bool) -> Select[Any]:
-    """The price history's statement: of the sent lines of the suppliers and SKUs asked for
-    (the supplier and SKU index), only the newest of each pair as stored, oldest first. Each
-    spelling of a pair is ranked apart, since match_key() is Python's: the spellings' newest
-    are compared in Python, and the last wins. Without the ranking every line a SKU was ever
-    sent on came back, and a year of weekly POs was fifty rows to a PO's view, not one."""
-    lines, jobs = schema.order_lines, schema.jobs
-    newest = func.row_number().over(
-        partition_by=(lines.c.supplier_id, lines.c.sku),
-        order_by=(jobs.c.updated_at.desc(), jobs.c.id.desc()),
-    )
-    ranked = (
-        select(
-            lines.c.supplier_id,
-            lines.c.sku,
-            lines.c.quantity,
-            lines.c.unit_price_paisa,
-            jobs.c.po_number,
-            jobs.c.updated_at,  # SENT is final: the job's last change is its sending
-            jobs.c.id.label("job_id"),
-            newest.label("newest"),
-        )
-        .join(jobs, jobs.c.id == lines.c.job_id)
-        .where(
-            func.lower(lines.c.supplier_id).in_(bindparam("suppliers", expanding=True)),
-            func.lower(lines.c.sku).in_(bindparam("skus", expanding=True)),
-            jobs.c.state == State.SENT.value,
-            lines.c.draft_version == jobs.c.draft_version,
-        )
-    )
-    if excluding:
-        ranked = ranked.where(jobs.c.id != bindparam("excluding"))
-    last = ranked.subquery()
-    return (
-        select(
-            last.c.supplier_id,
-            last.c.sku,
-            last.c.quantity,
-            last.c.unit_price_paisa,
-            last.c.po_number,
-            last.c.updated_at,
-        )
-        .where(last.c.newest == 1)
-        .order_by(last.c.updated_at, last.c.job_id)
-    )
-
-
-# Built once, with and without a job left out (building one costs more than running it).
-_LAST_SENT = {excluding: _last_sent(excluding) for excluding in (False, True)}
 
 
 class PurchasingQueries:
@@ -295,8 +244,7 @@ class PurchasingQueries:
         """For each (supplier, SKU) pair, the line of the last PO that was sent with it, and
         when (SENT is final: its job's last change is its sending); `excluding` one job.
         Only the lines of the pairs asked for are read (the supplier and SKU index), a few
-        hundred pairs a query, and only the newest of each comes back: a SKU sent every week
-        for a year is one row to a PO's view, not fifty."""
+        hundred pairs a query, so a year of POs costs a PO's view no more than a week's."""
         wanted = {(match_key(s), match_key(k)) for s, k in pairs}
         found: dict[tuple[str, str], PastLine] = {}
         ordered = sorted(wanted)
@@ -307,16 +255,31 @@ class PurchasingQueries:
     async def _history(
         self, pairs: list[tuple[str, str]], excluding: str | None
     ) -> dict[tuple[str, str], PastLine]:
-        # supplier ids and SKUs match without regard to case, as everywhere else; the pairs are
-        # match_key()s, so Python checks each row the database found
-        values: dict[str, Any] = {
-            "suppliers": sorted({s.lower() for s, _ in pairs}),
-            "skus": sorted({k.lower() for _, k in pairs}),
-        }
+        lines, jobs = schema.order_lines, schema.jobs
+        query = (
+            select(
+                lines.c.supplier_id,
+                lines.c.sku,
+                lines.c.quantity,
+                lines.c.unit_price_paisa,
+                jobs.c.po_number,
+                jobs.c.updated_at,
+            )
+            .join(jobs, jobs.c.id == lines.c.job_id)
+            .where(
+                # supplier ids and SKUs match without regard to case, as everywhere else; the
+                # pairs are match_key()s, so Python checks each row the database found
+                func.lower(lines.c.supplier_id).in_(sorted({s.lower() for s, _ in pairs})),
+                func.lower(lines.c.sku).in_(sorted({k.lower() for _, k in pairs})),
+                jobs.c.state == State.SENT.value,
+                lines.c.draft_version == jobs.c.draft_version,
+            )
+            .order_by(jobs.c.updated_at, jobs.c.id)
+        )
         if excluding is not None:
-            values["excluding"] = excluding
+            query = query.where(jobs.c.id != excluding)
         wanted, found = set(pairs), {}
-        for row in await self.conn.execute(_LAST_SENT[excluding is not None], values):
+        for row in await self.conn.execute(query):
             pair = (match_key(row.supplier_id), match_key(row.sku))
             if pair in wanted:  # later rows overwrite: the last sent PO wins
                 found[pair] = PastLine(

@@ -15,7 +15,7 @@ import uuid
 from datetime import timedelta, timezone
 
 import pytest
-from sqlalchemy import event, select, text
+from sqlalchemy import select, text
 from sqlalchemy.exc import DBAPIError
 
 from bot.clock import Runtime
@@ -30,7 +30,7 @@ from core.drafting.drafts import Flag
 from core.drafting.flags import FlagCode
 from core.drafting.intake import NO_TERMS
 from core.drafting.tables import Row, Table
-from core.drafting.terms import REQUIRED, match_key
+from core.drafting.terms import REQUIRED
 from core.errors import DraftChanged, NotARequester
 from core.jobs.effects import EffectStatus
 from core.jobs.jobs import WORKFLOW_VERSION
@@ -606,37 +606,6 @@ async def test_the_last_sent_po_is_the_one_compared_with(store, smtp_sink):
     preview = await submissions.preview_sheet(store, sheet((CBL, "12", "SUP-A", "")), RULES)
     [(_, draft)] = preview.orders
     assert draft.flags == (Flag(FlagCode.PRICE_CHANGED, CBL, (26_000, 27_000), second.po_number),)
-
-
-async def test_the_price_history_reads_one_line_per_sku_however_often_it_was_sent(store, smtp_sink):
-    """The database answers with the last sent line of each SKU, not with every PO it was
-    ever sent on: a PO's view (the Mini App, a card) reads as few rows on a year of weekly
-    orders as on a week's."""
-    await imported(store)
-    sent = []
-    for n, at in enumerate((T0, T1, T2)):
-        [job] = await submitted(store, sheet((CBL, str(10 + n), "SUP-A", "")), at=at)
-        await send(store, smtp_sink, job, at=at)
-        sent.append(job)
-    ran = []
-
-    def seen(_conn, _cursor, statement, parameters, *_):
-        if "order_lines" in statement:
-            ran.append((statement, parameters))
-
-    event.listen(store.engine.sync_engine, "before_cursor_execute", seen)
-    try:
-        async with store.reading() as tx:
-            history = await tx.history([("SUP-A", CBL), ("SUP-A", ADP)], excluding=sent[0].id)
-    finally:
-        event.remove(store.engine.sync_engine, "before_cursor_execute", seen)
-    [last] = history.values()
-    assert list(history) == [(match_key("SUP-A"), match_key(CBL))]
-    assert (last.po_number, last.quantity) == (sent[-1].po_number, 12)
-    [(statement, parameters)] = ran
-    async with store.engine.connect() as conn:
-        rows = (await conn.exec_driver_sql(statement, parameters)).all()
-    assert len(rows) == 1, rows  # three POs sent CBL: only the last one's line comes back
 
 
 async def test_price_history_ignores_the_case_of_supplier_ids(store, smtp_sink):
