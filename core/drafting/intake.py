@@ -7,7 +7,7 @@ functions re-draft a waiting PO when a new terms version changes one of its line
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta
 
 from core.drafting.drafts import Draft, DraftLine, Flag
@@ -208,7 +208,7 @@ def build_draft(
     # imported policy, whose stages the card shows instead.
     if dual_above_paisa is not None and draft.total_paisa > dual_above_paisa:
         flags.append(Flag(FlagCode.DUAL_APPROVAL, "", (draft.total_paisa, dual_above_paisa)))
-    return Draft(**{**draft.__dict__, "flags": ordered(flags)})
+    return replace(draft, flags=ordered(flags))
 
 
 def delivery_date(lines: Sequence[OrderLine], today: date | None) -> date | None:

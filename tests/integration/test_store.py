@@ -16,12 +16,13 @@ from sqlalchemy.exc import DBAPIError, IntegrityError, StatementError
 from core.approval import decisions, opening
 from core.approval.decisions import Review
 from core.approval.policies import Rules, Verdict
-from core.drafting.drafts import canonical_bytes
+from core.drafting.drafts import DraftLine, canonical_bytes, draft_hash
 from core.errors import LeaseLost, StaleJob, StoredDataError
 from core.jobs.effects import EffectStatus
 from core.jobs.states import State
 from store.migrate import alembic_config, current
 from store.schema import metadata
+from store.sql import _OPEN_ON_LOOP
 from tests.helpers.factories import APPROVER_A, T0, make_draft, new_job
 
 
@@ -125,7 +126,25 @@ async def test_concurrent_claims_never_share_a_row(store):
     assert {e.lease_owner for batch in batches for e in batch} <= {"r0", "r1", "r2", "r3"}
 
 
-async def test_a_draft_altered_behind_the_stores_back_is_refused(store, db_url):
+# A draft long enough to be opened off the event loop (store.sql._OPEN_ON_LOOP).
+LONG_LINES = tuple(
+    DraftLine(f"SKU-{n:05d}", f"Item {n}", 1, 1_000, "a note long enough ".ljust(100, "x"))
+    for n in range(1_000)
+)
+
+
+async def test_a_long_draft_is_opened_whole_and_checked(store):
+    draft = make_draft(lines=LONG_LINES)
+    assert len(canonical_bytes(draft)) > 2 * _OPEN_ON_LOOP  # sealed, longer still
+    job = await opening.open_job(store, new_job(), draft, T0, Rules())
+    async with store.reading() as tx:
+        again = await tx.draft(job.id, 1)
+    assert again == draft
+    assert draft_hash(again) == draft_hash(draft) == job.draft_hash
+
+
+@pytest.mark.parametrize("forged_lines", [None, LONG_LINES], ids=["short", "long"])
+async def test_a_draft_altered_behind_the_stores_back_is_refused(store, db_url, forged_lines):
     job = await approved(store)
     disable = (
         "ALTER TABLE drafts DISABLE TRIGGER drafts_append_only"
@@ -133,7 +152,8 @@ async def test_a_draft_altered_behind_the_stores_back_is_refused(store, db_url):
         else "DROP TRIGGER drafts_no_update"
     )
     async with store.begin() as tx:
-        forged = tx._sealer.seal(canonical_bytes(make_draft(quantity=99)))
+        lines = {"lines": forged_lines} if forged_lines else {}
+        forged = tx._sealer.seal(canonical_bytes(make_draft(quantity=99, **lines)))
         await tx.conn.execute(text(disable))
         await tx.conn.execute(text("UPDATE drafts SET body_encrypted = :b"), {"b": forged})
     with pytest.raises(StoredDataError, match="does not match its hash"):
