@@ -114,6 +114,7 @@ def test_a_hanging_worker_is_killed_at_the_timeout() -> None:
 
 
 @respawns
+@pytest.mark.timed  # one turn of the loop within 50 ms: not beside another test's CPU work
 def test_waiting_for_a_worker_leaves_the_event_loop_free() -> None:
     parser = SheetParser(limits=Limits(timeout=1.0))
 
