@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from dataclasses import replace
 from datetime import datetime, timedelta
 
@@ -22,6 +23,7 @@ from core.jobs.effects import EffectStatus
 from core.jobs.states import State
 from store.migrate import alembic_config, current
 from store.schema import metadata
+from store.sealing import Sealer
 from store.sql import _OPEN_ON_LOOP
 from tests.helpers.factories import APPROVER_A, T0, make_draft, new_job
 
@@ -133,14 +135,25 @@ LONG_LINES = tuple(
 )
 
 
-async def test_a_long_draft_is_opened_whole_and_checked(store):
+async def test_a_long_draft_is_opened_whole_and_checked_off_the_loop(store, monkeypatch):
     draft = make_draft(lines=LONG_LINES)
     assert len(canonical_bytes(draft)) > 2 * _OPEN_ON_LOOP  # sealed, longer still
-    job = await opening.open_job(store, new_job(), draft, T0, Rules())
+    long = await opening.open_job(store, new_job(), draft, T0, Rules())
+    short = await opening.open_job(store, new_job(), make_draft("PO-2026-002"), T0, Rules())
+    opened_in = []
+    sealer_open = Sealer.open
+
+    def open_noting_the_thread(sealer, token):
+        opened_in.append(threading.current_thread() is threading.main_thread())
+        return sealer_open(sealer, token)
+
+    monkeypatch.setattr(Sealer, "open", open_noting_the_thread)
     async with store.reading() as tx:
-        again = await tx.draft(job.id, 1)
+        again = await tx.draft(long.id, 1)
+        await tx.draft(short.id, 1)
     assert again == draft
-    assert draft_hash(again) == draft_hash(draft) == job.draft_hash
+    assert draft_hash(again) == draft_hash(draft) == long.draft_hash
+    assert opened_in == [False, True]  # the long one in a thread; the loop kept the short one
 
 
 @pytest.mark.parametrize("forged_lines", [None, LONG_LINES], ids=["short", "long"])
