@@ -9,7 +9,9 @@ the same bytes."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import io
 import re
 import tempfile
 import threading
@@ -33,7 +35,7 @@ from fpdf.enums import (
     XPos,
     YPos,
 )
-from fpdf.fonts import TTFFont
+from fpdf.fonts import SubsetMap, TTFFont
 from fpdf.line_break import TextLine
 
 from bot.documents.qr import draw_qr
@@ -210,15 +212,64 @@ def _add_fonts(pdf: FPDF, texts: list[str], *, urdu: bool) -> None:
     for (family, style), name in _FONT_FILES.items():
         # fpdf2 embeds each font added, used or not (9 KB for the Urdu ones): only if needed.
         if family == SANS or urdu:
-            pdf.add_font(family, style, str(latin.get(style, FONT_DIR / name)))
-    for font in pdf.fonts.values():
-        assert isinstance(font, TTFFont)  # only these fonts are added
+            key = f"{family.lower()}{style}"  # as add_font() names it
+            parsed = _parsed_font(latin.get(style, FONT_DIR / name), style)
+            pdf.fonts[key] = parsed.for_document(key, len(pdf.fonts) + 1)
+    if urdu:
+        pdf.set_fallback_fonts([URDU])
+
+
+@dataclasses.dataclass(frozen=True)
+class _ParsedFont:
+    """A font file as fpdf2 2.8.9's FPDF.add_font() reads it, once per process: parsing it
+    (fontTools, its glyph names made from its cmap) was a seventh of a render. Nothing here is
+    written to after _parsed_font() made it, so documents rendered in several threads at once
+    share it; each gets its own TTFFont from for_document()."""
+
+    template: TTFFont  # what add_font() makes; never added to a document, never output
+    data: bytes  # the file
+    glyph_order: tuple[str, ...]  # its glyphs' names, in order
+
+    def for_document(self, key: str, index: int) -> TTFFont:
+        """What FPDF.add_font() would make as a document's font `key`, the `index`th it adds:
+        the template's read-only parts (metrics, cmap, glyph ids…) shared, and a fresh copy of
+        what a document writes to. fpdf2 2.8.9 writes the glyphs a document uses to `subset` and
+        `missing_glyphs`, the largest size to `biggest_size_pt`, missing characters' default
+        width to `cw` (a defaultdict), the object's name and number to `desc`; at output it
+        subsets `ttfont` in place, then closes it and drops `_hbfont` (HarfBuzz's font, whose
+        size shaping sets)."""
+        font = copy.copy(self.template)
+        font.fontkey, font.i = key, index
+        font.cw = copy.copy(self.template.cw)
+        font.desc = copy.copy(self.template.desc)
+        font.missing_glyphs = []
+        font.biggest_size_pt = 0
+        font._hbfont = None  # loaded from the file on first use, as add_font()'s is
+        # A TTFont over the bytes in memory reads its tables as output's subsetting asks for
+        # them; given the glyph order, it need not make glyph names from the cmap again.
+        ttfont = TTFont(io.BytesIO(self.data), recalcTimestamp=False, lazy=True)
+        ttfont.setGlyphOrder(list(self.glyph_order))
         # The subset embedded at output keeps each glyph's outline as it is, and so its stored
         # bounding box: recalculating them would decompile and recompile every glyph kept, a
         # fifth of the render.
-        font.ttfont.recalcBBoxes = False
-    if urdu:
-        pdf.set_fallback_fonts([URDU])
+        ttfont.recalcBBoxes = False
+        font.ttfont = ttfont
+        font.subset = SubsetMap(font)
+        return font
+
+
+_PARSING = threading.Lock()
+
+
+@cache
+def _parsed_font(path: Path, style: str) -> _ParsedFont:
+    """The font file at `path` parsed once per process (by path: `_latin_fonts` writes each cut
+    to its own)."""
+    with _PARSING:
+        template = TTFFont(FPDF(), path, "", style)
+        glyph_order = tuple(template.ttfont.getGlyphOrder())
+        template.close()
+        return _ParsedFont(template, path.read_bytes(), glyph_order)
 
 
 def _latin_only(texts: list[str]) -> bool:

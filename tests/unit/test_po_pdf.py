@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import io
 import logging
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, date, datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -422,3 +424,33 @@ def test_prepare_cuts_the_latin_fonts_once_and_without_the_fonts_does_nothing(
     assert po_pdf._latin_fonts.cache_info().currsize == 1
     cut = po_pdf._latin_fonts(po_pdf.FONT_DIR)[0]
     assert set(cut) == {"", "B"} and all(path.is_file() for path in cut.values())
+
+
+def _fresh_render(document: PoDocument) -> bytes:
+    """`document` rendered with every font parsed anew, as a process's first render does."""
+    po_pdf._parsed_font.cache_clear()
+    return render_po_pdf(document)
+
+
+def test_documents_sharing_the_parsed_fonts_each_print_their_own_glyphs() -> None:
+    """Fonts are parsed once per process and shared: what one document writes to its fonts
+    (the glyphs it uses) shows in no other, one after another or in two threads at once."""
+    documents = (
+        _document(),
+        _document((URDU_LINE, GLASS), supplier_name=URDU_SUPPLIER),
+        _document((POWER_BANK,), approved=False, approvals=(), link="https://x.example/s/Qz"),
+        _document((URDU_LINE,), branch_id="hallroad"),
+    )
+    fresh = [_fresh_render(document) for document in documents]
+    assert len(set(fresh)) == len(documents)
+    assert [render_po_pdf(document) for document in documents * 2] == fresh * 2
+
+    def render_each(picked: tuple[PoDocument, ...]) -> list[bytes]:
+        start.wait()
+        return [render_po_pdf(document) for document in picked * 3]
+
+    start = threading.Barrier(2)
+    with ThreadPoolExecutor(2) as pool:
+        evens, odds = pool.map(render_each, (documents[::2], documents[1::2]))
+    assert evens == fresh[::2] * 3
+    assert odds == fresh[1::2] * 3
