@@ -29,6 +29,7 @@ from fpdf import FPDF, FontFace
 from fpdf.enums import (
     Align,
     CellBordersLayout,
+    MethodReturnValue,
     TableBordersLayout,
     VAlign,
     WrapMode,
@@ -36,7 +37,8 @@ from fpdf.enums import (
     YPos,
 )
 from fpdf.fonts import SubsetMap, TTFFont
-from fpdf.line_break import TextLine
+from fpdf.line_break import BREAKING_SPACE_SYMBOLS_STR, Fragment, TextLine
+from fpdf.util import Padding
 
 from bot.documents.qr import draw_qr
 from core.drafting.drafts import DraftLine
@@ -101,6 +103,15 @@ _DRAFT_RED = (176, 0, 32)
 _DRAFT_FILL = (253, 236, 238)
 _WATERMARK = (228, 228, 228)
 
+# multi_cell()'s options its one-line printing follows (any other is left to fpdf2), the
+# characters fpdf2's line breaking treats specially, and a margin (mm) for the rounding of a
+# line's width made of its characters' widths one by one.
+_ONE_LINE_OPTIONS = frozenset(
+    ("align", "border", "fill", "link", "markdown", "max_line_height", "new_x", "new_y")
+) | frozenset(("output", "padding", "print_sh", "wrapmode"))
+_SPECIAL = re.compile("[\n\r\f\u00a0\u00ad]")
+_ROUNDING = 0.001
+
 # The page count's placeholder, switched on only while a footer is drawn: fpdf2 substitutes the
 # alias wherever it is printed, and a description may contain any text.
 _PAGES_ALIAS = "{nb}"
@@ -154,6 +165,100 @@ class _PoPdf(FPDF):
         if not self.current_font_is_set_on_page and self.current_font is not None:
             self._out(self._set_font_for_page(self.current_font, self.font_size_pt))
         return super()._render_styled_text_line(text_line, *args, **kwargs)
+
+    def multi_cell(  # type: ignore[override]
+        self, w: float, h: float | None = None, text: str = "", **options: Any
+    ) -> Any:
+        """FPDF.multi_cell(), printing a text that surely fits on one line as fpdf2 2.8.9 would,
+        without its line breaking: that weighs each character and the line so far, one by one,
+        and was two fifths of a render, most of it the lines' table (FPDF.table() prints each
+        cell with multi_cell(), twice). Anything else is left to fpdf2."""
+        line = self._one_line(w, text, options) if set(options) <= _ONE_LINE_OPTIONS else None
+        if line is None:
+            return super().multi_cell(w, h, text, **options)
+        # What fpdf2 2.8.9's multi_cell() does with a single line and neither border nor fill.
+        line_height = self.font_size if h is None else h
+        padding = Padding.new(options.get("padding", 0))
+        new_x = XPos.coerce(options.get("new_x", XPos.RIGHT))
+        new_y = YPos.coerce(options.get("new_y", YPos.NEXT))
+        prev_y = self.y
+        self.x += padding.left
+        self.y += padding.top
+        page_break = self._perform_page_break_if_need_be(line_height + padding.bottom)
+        if page_break:
+            self.y += padding.top
+        self._render_styled_text_line(
+            line,
+            h=line_height,
+            new_x=new_x,
+            new_y=new_y,
+            border=0,
+            fill=False,
+            link=options.get("link"),
+            padding=Padding(0, padding.right, 0, padding.left),
+            prevent_font_change=False,
+        )
+        if page_break and new_y == YPos.TOP:
+            prev_y = self.y
+        if new_y == YPos.TOP:
+            self.y = prev_y
+        elif new_y == YPos.NEXT:
+            self.y += padding.bottom
+        if new_x == XPos.RIGHT:
+            self.x += padding.right
+        elif new_x == XPos.LEFT:
+            self.x -= padding.left
+        output = MethodReturnValue.coerce(options.get("output", MethodReturnValue.PAGE_BREAK))
+        results: list[bool | float] = []
+        if output & MethodReturnValue.PAGE_BREAK:
+            results.append(page_break)
+        if output & MethodReturnValue.HEIGHT:
+            results.append(line_height + padding.top + padding.bottom)
+        return results[0] if len(results) == 1 else tuple(results)
+
+    def _one_line(self, w: float, text: str, options: dict[str, Any]) -> TextLine | None:
+        """The line fpdf2 2.8.9's line breaking makes of `text` in a multi_cell() of width `w`
+        with these `options`, when it is the only one: plain text (no shaping, no markdown, no
+        character spacing or stretching, no character that breaks, joins or hyphenates
+        specially) in a single font, narrower than the room by more than rounding. Else None."""
+        align = Align.coerce(options.get("align", Align.J))
+        output = MethodReturnValue.coerce(options.get("output", MethodReturnValue.PAGE_BREAK))
+        if (
+            not text
+            or self.text_shaping
+            or options.get("markdown")
+            or options.get("border")
+            or options.get("fill")
+            or align == Align.X
+            or output & MethodReturnValue.LINES
+            or self.char_spacing
+            or self.font_stretching != 100
+            or not self.page
+            or _SPECIAL.search(text)
+        ):
+            return None
+        fragments = self._preload_font_styles(self.normalize_text(text), False)
+        if len(fragments) != 1 or type(fragments[0]) is not Fragment:
+            return None
+        (fragment,) = fragments
+        if w == 0:
+            w = self.w - self.r_margin - self.x
+        padding = Padding.new(options.get("padding", 0))
+        width = w - padding.right - padding.left
+        room = width - self.c_margin * ((not padding.left) + (not padding.right))
+        line = fragment.clone(characters=list(fragment.characters), link=fragment.link)
+        text_width = line.get_width(initial_cs=False)
+        if not 0 < text_width < room - _ROUNDING:
+            return None
+        spaces = sum(text.count(space) for space in BREAKING_SPACE_SYMBOLS_STR)
+        return TextLine(
+            fragments=[line],
+            text_width=text_width,
+            number_of_spaces=spaces,
+            align=Align.L if align == Align.J else align,
+            height=fragment.font_size,
+            max_width=width,
+        )
 
     def header(self) -> None:
         """The DRAFT watermark under everything else, and after page 1 a running head."""

@@ -454,3 +454,20 @@ def test_documents_sharing_the_parsed_fonts_each_print_their_own_glyphs() -> Non
         evens, odds = pool.map(render_each, (documents[::2], documents[1::2]))
     assert evens == fresh[::2] * 3
     assert odds == fresh[1::2] * 3
+
+
+def test_one_line_texts_print_as_fpdf2_would_print_them(
+    monkeypatch: pytest.MonkeyPatch, long_draft: bytes
+) -> None:
+    """multi_cell() prints a text that fits on one line without fpdf2's line breaking: the
+    bytes are those fpdf2's own multi_cell() gives, table, blocks and link alike."""
+    link = "https://manzoori.example.pk/s/PO-2026-0042/0123456789abcdef"
+    documents = (
+        _document(link=link),
+        _document((CABLE, GLASS), approved=False, approvals=(), branch_id="hallroad"),
+        _document(_many_lines(200), approved=False, approvals=()),
+    )
+    fast = [render_po_pdf(document) for document in documents]
+    assert fast[2] == long_draft
+    monkeypatch.setattr(po_pdf._PoPdf, "_one_line", lambda *_: None)
+    assert [render_po_pdf(document) for document in documents] == fast
