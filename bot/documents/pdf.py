@@ -358,11 +358,18 @@ class _ParsedFont:
         # bounding box: recalculating them would decompile and recompile every glyph kept, a
         # fifth of the render.
         ttfont.recalcBBoxes = False
+        # fpdf2 2.8.9 drops these tables from the font it embeds, but fontTools' subsetter
+        # (4.68) reads them whole before it does: most of an Urdu render, Nastaliq's being
+        # large. Shaping reads the file (HarfBuzz), not this TTFont.
+        for tag in _LAYOUT_TABLES:
+            if tag in ttfont:
+                del ttfont[tag]
         font.ttfont = ttfont
         font.subset = SubsetMap(font)
         return font
 
 
+_LAYOUT_TABLES = ("GDEF", "GPOS", "GSUB")
 _PARSING = threading.Lock()
 
 
