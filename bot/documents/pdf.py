@@ -15,6 +15,7 @@ import io
 import re
 import tempfile
 import threading
+import types
 import unicodedata
 from collections.abc import Iterator
 from datetime import UTC, date, datetime, time
@@ -172,7 +173,8 @@ class _PoPdf(FPDF):
         """FPDF.multi_cell(), printing a text that surely fits on one line as fpdf2 2.8.9 would,
         without its line breaking: that weighs each character and the line so far, one by one,
         and was two fifths of a render, most of it the lines' table (FPDF.table() prints each
-        cell with multi_cell(), twice). Anything else is left to fpdf2."""
+        cell with multi_cell() twice: measuring, then printing). Anything else is left to
+        fpdf2."""
         line = self._one_line(w, text, options) if set(options) <= _ONE_LINE_OPTIONS else None
         if line is None:
             return super().multi_cell(w, h, text, **options)
@@ -187,17 +189,29 @@ class _PoPdf(FPDF):
         page_break = self._perform_page_break_if_need_be(line_height + padding.bottom)
         if page_break:
             self.y += padding.top
-        self._render_styled_text_line(
-            line,
-            h=line_height,
-            new_x=new_x,
-            new_y=new_y,
-            border=0,
-            fill=False,
-            link=options.get("link"),
-            padding=Padding(0, padding.right, 0, padding.left),
-            prevent_font_change=False,
-        )
+        if self._writing() or (new_x, new_y) != (XPos.RIGHT, YPos.TOP):
+            self._render_styled_text_line(
+                line,
+                h=line_height,
+                new_x=new_x,
+                new_y=new_y,
+                border=0,
+                fill=False,
+                link=options.get("link"),
+                padding=Padding(0, padding.right, 0, padding.left),
+                prevent_font_change=False,
+            )
+        else:
+            # Measuring, as FPDF.table() does every cell before printing any (to the right, at
+            # the top): printing would go nowhere. What stays of it is the glyphs it adds to the
+            # font's subset, in order, and the position (FPDF._render_styled_text_line()).
+            (fragment,) = line.fragments
+            assert isinstance(fragment.font, TTFFont)
+            pick = fragment.font.subset.pick
+            for char in fragment.characters:
+                pick(ord(char))
+            self._lasth = line_height
+            self.x += line.max_width or 0
         if page_break and new_y == YPos.TOP:
             prev_y = self.y
         if new_y == YPos.TOP:
@@ -215,6 +229,12 @@ class _PoPdf(FPDF):
         if output & MethodReturnValue.HEIGHT:
             results.append(line_height + padding.top + padding.bottom)
         return results[0] if len(results) == 1 else tuple(results)
+
+    def _writing(self) -> bool:
+        """Whether what is printed now goes into the document: fpdf2 2.8.9's
+        FPDF._disable_writing(), which FPDF.table() measures its cells in, replaces the method
+        _out() with a function that drops it."""
+        return isinstance(self._out, types.MethodType)
 
     def _one_line(self, w: float, text: str, options: dict[str, Any]) -> TextLine | None:
         """The line fpdf2 2.8.9's line breaking makes of `text` in a multi_cell() of width `w`
