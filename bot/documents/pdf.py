@@ -104,13 +104,13 @@ _DRAFT_RED = (176, 0, 32)
 _DRAFT_FILL = (253, 236, 238)
 _WATERMARK = (228, 228, 228)
 
-# multi_cell()'s options its one-line printing follows (any other is left to fpdf2), the
+# multi_cell()'s options its printing of unwrapped lines follows (any other is left to fpdf2), the
 # characters fpdf2's line breaking treats specially, and a margin (mm) for the rounding of a
 # line's width made of its characters' widths one by one.
-_ONE_LINE_OPTIONS = frozenset(
+_UNWRAPPED_OPTIONS = frozenset(
     ("align", "border", "fill", "link", "markdown", "max_line_height", "new_x", "new_y")
 ) | frozenset(("output", "padding", "print_sh", "wrapmode"))
-_SPECIAL = re.compile("[\n\r\f\u00a0\u00ad]")
+_SPECIAL = re.compile("[\r\f\u00a0\u00ad]")
 _ROUNDING = 0.001
 
 # The page count's placeholder, switched on only while a footer is drawn: fpdf2 substitutes the
@@ -170,48 +170,62 @@ class _PoPdf(FPDF):
     def multi_cell(  # type: ignore[override]
         self, w: float, h: float | None = None, text: str = "", **options: Any
     ) -> Any:
-        """FPDF.multi_cell(), printing a text that surely fits on one line as fpdf2 2.8.9 would,
-        without its line breaking: that weighs each character and the line so far, one by one,
-        and was two fifths of a render, most of it the lines' table (FPDF.table() prints each
-        cell with multi_cell() twice: measuring, then printing). Anything else is left to
-        fpdf2."""
-        line = self._one_line(w, text, options) if set(options) <= _ONE_LINE_OPTIONS else None
-        if line is None:
+        """FPDF.multi_cell(), printing a text whose every line surely fits (no line to wrap) as
+        fpdf2 2.8.9 would, without its line breaking: that weighs each character and the line
+        so far, one by one, and was two fifths of a render, most of it the lines' table
+        (FPDF.table() prints each cell with multi_cell() twice: measuring, then printing).
+        Anything else is left to fpdf2."""
+        lines = self._unwrapped(w, text, options) if set(options) <= _UNWRAPPED_OPTIONS else None
+        if lines is None:
             return super().multi_cell(w, h, text, **options)
-        # What fpdf2 2.8.9's multi_cell() does with a single line and neither border nor fill.
-        line_height = self.font_size if h is None else h
+        # What fpdf2 2.8.9's multi_cell() does with these lines, neither border nor fill.
+        h = self.font_size if h is None else h
+        max_line_height = options.get("max_line_height")
+        line_height = h if max_line_height is None or len(lines) == 1 else min(h, max_line_height)
         padding = Padding.new(options.get("padding", 0))
         new_x = XPos.coerce(options.get("new_x", XPos.RIGHT))
         new_y = YPos.coerce(options.get("new_y", YPos.NEXT))
+        # Measuring, as FPDF.table() does every cell before printing any (to the right, at the
+        # top): printing would go nowhere. What stays of it is the glyphs it adds to the font's
+        # subset, in order, and the position (FPDF._render_styled_text_line()).
+        measuring = not self._writing() and (new_x, new_y) == (XPos.RIGHT, YPos.TOP)
         prev_y = self.y
         self.x += padding.left
         self.y += padding.top
-        page_break = self._perform_page_break_if_need_be(line_height + padding.bottom)
-        if page_break:
-            self.y += padding.top
-        if self._writing() or (new_x, new_y) != (XPos.RIGHT, YPos.TOP):
-            self._render_styled_text_line(
-                line,
-                h=line_height,
-                new_x=new_x,
-                new_y=new_y,
-                border=0,
-                fill=False,
-                link=options.get("link"),
-                padding=Padding(0, padding.right, 0, padding.left),
-                prevent_font_change=False,
-            )
-        else:
-            # Measuring, as FPDF.table() does every cell before printing any (to the right, at
-            # the top): printing would go nowhere. What stays of it is the glyphs it adds to the
-            # font's subset, in order, and the position (FPDF._render_styled_text_line()).
-            (fragment,) = line.fragments
-            assert isinstance(fragment.font, TTFFont)
-            pick = fragment.font.subset.pick
-            for char in fragment.characters:
-                pick(ord(char))
-            self._lasth = line_height
-            self.x += line.max_width or 0
+        page_break = False
+        for index, line in enumerate(lines):
+            if self._perform_page_break_if_need_be(h + padding.bottom):
+                page_break = True
+                self.y += padding.top
+            last = index == len(lines) - 1
+            if measuring:
+                (fragment,) = line.fragments
+                assert isinstance(fragment.font, TTFFont)
+                pick = fragment.font.subset.pick
+                for char in fragment.characters:
+                    pick(ord(char))
+                self._lasth = line_height
+                if last:
+                    self.x += line.max_width or 0
+                else:
+                    self.y += line_height
+            else:
+                self._render_styled_text_line(
+                    line,
+                    h=line_height,
+                    new_x=new_x if last else XPos.LEFT,
+                    new_y=new_y if last else YPos.NEXT,
+                    border=0,
+                    fill=False,
+                    link=options.get("link"),
+                    padding=Padding(0, padding.right, 0, padding.left),
+                    prevent_font_change=False,
+                )
+        total_height = line_height * len(lines)
+        if total_height < h:
+            if new_y == YPos.NEXT:
+                self.y += h - total_height
+            total_height = h
         if page_break and new_y == YPos.TOP:
             prev_y = self.y
         if new_y == YPos.TOP:
@@ -227,7 +241,7 @@ class _PoPdf(FPDF):
         if output & MethodReturnValue.PAGE_BREAK:
             results.append(page_break)
         if output & MethodReturnValue.HEIGHT:
-            results.append(line_height + padding.top + padding.bottom)
+            results.append(total_height + padding.top + padding.bottom)
         return results[0] if len(results) == 1 else tuple(results)
 
     def _writing(self) -> bool:
@@ -236,11 +250,12 @@ class _PoPdf(FPDF):
         _out() with a function that drops it."""
         return isinstance(self._out, types.MethodType)
 
-    def _one_line(self, w: float, text: str, options: dict[str, Any]) -> TextLine | None:
-        """The line fpdf2 2.8.9's line breaking makes of `text` in a multi_cell() of width `w`
-        with these `options`, when it is the only one: plain text (no shaping, no markdown, no
-        character spacing or stretching, no character that breaks, joins or hyphenates
-        specially) in a single font, narrower than the room by more than rounding. Else None."""
+    def _unwrapped(self, w: float, text: str, options: dict[str, Any]) -> list[TextLine] | None:
+        """The lines fpdf2 2.8.9's line breaking makes of `text` in a multi_cell() of width `w`
+        with these `options`, when it breaks them only at the text's line breaks: plain text
+        (no shaping, no markdown, no character spacing or stretching, no character that
+        breaks, joins or hyphenates specially) in a single font, each line non-empty and
+        narrower than the room by more than rounding. Else None."""
         align = Align.coerce(options.get("align", Align.J))
         output = MethodReturnValue.coerce(options.get("output", MethodReturnValue.PAGE_BREAK))
         if (
@@ -266,19 +281,25 @@ class _PoPdf(FPDF):
         padding = Padding.new(options.get("padding", 0))
         width = w - padding.right - padding.left
         room = width - self.c_margin * ((not padding.left) + (not padding.right))
-        line = fragment.clone(characters=list(fragment.characters), link=fragment.link)
-        text_width = line.get_width(initial_cs=False)
-        if not 0 < text_width < room - _ROUNDING:
-            return None
-        spaces = sum(text.count(space) for space in BREAKING_SPACE_SYMBOLS_STR)
-        return TextLine(
-            fragments=[line],
-            text_width=text_width,
-            number_of_spaces=spaces,
-            align=Align.L if align == Align.J else align,
-            height=fragment.font_size,
-            max_width=width,
-        )
+        pieces = "".join(fragment.characters).split("\n")
+        lines: list[TextLine] = []
+        for index, piece in enumerate(pieces):
+            line = fragment.clone(characters=list(piece), link=fragment.link)
+            text_width = line.get_width(initial_cs=False)
+            if not 0 < text_width < room - _ROUNDING:
+                return None
+            lines.append(
+                TextLine(
+                    fragments=[line],
+                    text_width=text_width,
+                    number_of_spaces=sum(piece.count(s) for s in BREAKING_SPACE_SYMBOLS_STR),
+                    align=Align.L if align == Align.J else align,
+                    height=fragment.font_size,
+                    max_width=width,
+                    trailing_nl=index < len(pieces) - 1,
+                )
+            )
+        return lines
 
     def header(self) -> None:
         """The DRAFT watermark under everything else, and after page 1 a running head."""

@@ -456,11 +456,12 @@ def test_documents_sharing_the_parsed_fonts_each_print_their_own_glyphs() -> Non
     assert odds == fresh[1::2] * 3
 
 
-def test_one_line_texts_print_as_fpdf2_would_print_them(
+def test_texts_with_no_line_to_wrap_print_as_fpdf2_would_print_them(
     monkeypatch: pytest.MonkeyPatch, long_draft: bytes
 ) -> None:
-    """multi_cell() prints a text that fits on one line without fpdf2's line breaking: the
-    bytes are those fpdf2's own multi_cell() gives, table, blocks and link alike."""
+    """multi_cell() prints a text none of whose lines needs wrapping without fpdf2's line
+    breaking: the bytes are those fpdf2's own multi_cell() gives, table (a line's note and
+    date under its description too), blocks and link alike."""
     link = "https://manzoori.example.pk/s/PO-2026-0042/0123456789abcdef"
     documents = (
         _document(link=link),
@@ -469,5 +470,5 @@ def test_one_line_texts_print_as_fpdf2_would_print_them(
     )
     fast = [render_po_pdf(document) for document in documents]
     assert fast[2] == long_draft
-    monkeypatch.setattr(po_pdf._PoPdf, "_one_line", lambda *_: None)
+    monkeypatch.setattr(po_pdf._PoPdf, "_unwrapped", lambda *_: None)
     assert [render_po_pdf(document) for document in documents] == fast
