@@ -334,10 +334,11 @@ class _PoPdf(FPDF):
 
 def prepare() -> None:
     """Make now what a process's first document would otherwise wait for: the Latin cut of
-    Noto Sans (_latin_fonts), half a second. Without the fonts it does nothing: a render
-    says what is missing."""
+    Noto Sans (_latin_fonts), half a second, parsed (_parsed_font). Without the fonts it does
+    nothing: a render says what is missing."""
     if not _missing_fonts():
-        _latin_fonts(FONT_DIR)
+        for style, path in _latin_fonts(FONT_DIR)[0].items():
+            _parsed_font(path, style)
 
 
 def _missing_fonts() -> list[str]:

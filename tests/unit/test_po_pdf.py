@@ -412,18 +412,23 @@ def test_a_latin_po_misses_no_glyph_and_other_scripts_get_the_whole_font(
     assert po_pdf._latin_only(english) and not po_pdf._latin_only(mixed)
 
 
-def test_prepare_cuts_the_latin_fonts_once_and_without_the_fonts_does_nothing(
+def test_prepare_cuts_and_parses_the_latin_fonts_once_and_without_the_fonts_does_nothing(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setattr(po_pdf, "FONT_DIR", tmp_path)  # no fonts here: nothing to cut, no error
     po_pdf._latin_fonts.cache_clear()
+    po_pdf._parsed_font.cache_clear()
     po_pdf.prepare()
     assert po_pdf._latin_fonts.cache_info().currsize == 0
+    assert po_pdf._parsed_font.cache_info().currsize == 0
     monkeypatch.undo()
     po_pdf.prepare()
     assert po_pdf._latin_fonts.cache_info().currsize == 1
     cut = po_pdf._latin_fonts(po_pdf.FONT_DIR)[0]
     assert set(cut) == {"", "B"} and all(path.is_file() for path in cut.values())
+    assert po_pdf._parsed_font.cache_info().currsize == 2
+    render_po_pdf(_document())  # a Latin PO: set in the cut, parsed already
+    assert po_pdf._parsed_font.cache_info().misses == 2
 
 
 def _fresh_render(document: PoDocument) -> bytes:
