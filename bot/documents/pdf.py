@@ -9,10 +9,13 @@ the same bytes."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import io
 import re
 import tempfile
 import threading
+import types
 import unicodedata
 from collections.abc import Iterator
 from datetime import UTC, date, datetime, time
@@ -27,14 +30,16 @@ from fpdf import FPDF, FontFace
 from fpdf.enums import (
     Align,
     CellBordersLayout,
+    MethodReturnValue,
     TableBordersLayout,
     VAlign,
     WrapMode,
     XPos,
     YPos,
 )
-from fpdf.fonts import TTFFont
-from fpdf.line_break import TextLine
+from fpdf.fonts import SubsetMap, TTFFont
+from fpdf.line_break import BREAKING_SPACE_SYMBOLS_STR, Fragment, TextLine
+from fpdf.util import Padding
 
 from bot.documents.qr import draw_qr
 from core.drafting.drafts import DraftLine
@@ -99,6 +104,15 @@ _DRAFT_RED = (176, 0, 32)
 _DRAFT_FILL = (253, 236, 238)
 _WATERMARK = (228, 228, 228)
 
+# multi_cell()'s options its printing of unwrapped lines follows (any other is left to fpdf2), the
+# characters fpdf2's line breaking treats specially, and a margin (mm) for the rounding of a
+# line's width made of its characters' widths one by one.
+_UNWRAPPED_OPTIONS = frozenset(
+    ("align", "border", "fill", "link", "markdown", "max_line_height", "new_x", "new_y")
+) | frozenset(("output", "padding", "print_sh", "wrapmode"))
+_SPECIAL = re.compile("[\r\f\u00a0\u00ad]")
+_ROUNDING = 0.001
+
 # The page count's placeholder, switched on only while a footer is drawn: fpdf2 substitutes the
 # alias wherever it is printed, and a description may contain any text.
 _PAGES_ALIAS = "{nb}"
@@ -153,6 +167,140 @@ class _PoPdf(FPDF):
             self._out(self._set_font_for_page(self.current_font, self.font_size_pt))
         return super()._render_styled_text_line(text_line, *args, **kwargs)
 
+    def multi_cell(  # type: ignore[override]
+        self, w: float, h: float | None = None, text: str = "", **options: Any
+    ) -> Any:
+        """FPDF.multi_cell(), printing a text whose every line surely fits (no line to wrap) as
+        fpdf2 2.8.9 would, without its line breaking: that weighs each character and the line
+        so far, one by one, and was two fifths of a render, most of it the lines' table
+        (FPDF.table() prints each cell with multi_cell() twice: measuring, then printing).
+        Anything else is left to fpdf2."""
+        lines = self._unwrapped(w, text, options) if set(options) <= _UNWRAPPED_OPTIONS else None
+        if lines is None:
+            return super().multi_cell(w, h, text, **options)
+        # What fpdf2 2.8.9's multi_cell() does with these lines, neither border nor fill.
+        h = self.font_size if h is None else h
+        max_line_height = options.get("max_line_height")
+        line_height = h if max_line_height is None or len(lines) == 1 else min(h, max_line_height)
+        padding = Padding.new(options.get("padding", 0))
+        new_x = XPos.coerce(options.get("new_x", XPos.RIGHT))
+        new_y = YPos.coerce(options.get("new_y", YPos.NEXT))
+        # Measuring, as FPDF.table() does every cell before printing any (to the right, at the
+        # top): printing would go nowhere. What stays of it is the glyphs it adds to the font's
+        # subset, in order, and the position (FPDF._render_styled_text_line()).
+        measuring = not self._writing() and (new_x, new_y) == (XPos.RIGHT, YPos.TOP)
+        prev_y = self.y
+        self.x += padding.left
+        self.y += padding.top
+        page_break = False
+        for index, line in enumerate(lines):
+            if self._perform_page_break_if_need_be(h + padding.bottom):
+                page_break = True
+                self.y += padding.top
+            last = index == len(lines) - 1
+            if measuring:
+                (fragment,) = line.fragments
+                assert isinstance(fragment.font, TTFFont)
+                pick = fragment.font.subset.pick
+                for char in fragment.characters:
+                    pick(ord(char))
+                self._lasth = line_height
+                if last:
+                    self.x += line.max_width or 0
+                else:
+                    self.y += line_height
+            else:
+                self._render_styled_text_line(
+                    line,
+                    h=line_height,
+                    new_x=new_x if last else XPos.LEFT,
+                    new_y=new_y if last else YPos.NEXT,
+                    border=0,
+                    fill=False,
+                    link=options.get("link"),
+                    padding=Padding(0, padding.right, 0, padding.left),
+                    prevent_font_change=False,
+                )
+        total_height = line_height * len(lines)
+        if total_height < h:
+            if new_y == YPos.NEXT:
+                self.y += h - total_height
+            total_height = h
+        if page_break and new_y == YPos.TOP:
+            prev_y = self.y
+        if new_y == YPos.TOP:
+            self.y = prev_y
+        elif new_y == YPos.NEXT:
+            self.y += padding.bottom
+        if new_x == XPos.RIGHT:
+            self.x += padding.right
+        elif new_x == XPos.LEFT:
+            self.x -= padding.left
+        output = MethodReturnValue.coerce(options.get("output", MethodReturnValue.PAGE_BREAK))
+        results: list[bool | float] = []
+        if output & MethodReturnValue.PAGE_BREAK:
+            results.append(page_break)
+        if output & MethodReturnValue.HEIGHT:
+            results.append(total_height + padding.top + padding.bottom)
+        return results[0] if len(results) == 1 else tuple(results)
+
+    def _writing(self) -> bool:
+        """Whether what is printed now goes into the document: fpdf2 2.8.9's
+        FPDF._disable_writing(), which FPDF.table() measures its cells in, replaces the method
+        _out() with a function that drops it."""
+        return isinstance(self._out, types.MethodType)
+
+    def _unwrapped(self, w: float, text: str, options: dict[str, Any]) -> list[TextLine] | None:
+        """The lines fpdf2 2.8.9's line breaking makes of `text` in a multi_cell() of width `w`
+        with these `options`, when it breaks them only at the text's line breaks: plain text
+        (no shaping, no markdown, no character spacing or stretching, no character that
+        breaks, joins or hyphenates specially) in a single font, each line non-empty and
+        narrower than the room by more than rounding. Else None."""
+        align = Align.coerce(options.get("align", Align.J))
+        output = MethodReturnValue.coerce(options.get("output", MethodReturnValue.PAGE_BREAK))
+        if (
+            not text
+            or self.text_shaping
+            or options.get("markdown")
+            or options.get("border")
+            or options.get("fill")
+            or align == Align.X
+            or output & MethodReturnValue.LINES
+            or self.char_spacing
+            or self.font_stretching != 100
+            or not self.page
+            or _SPECIAL.search(text)
+        ):
+            return None
+        fragments = self._preload_font_styles(self.normalize_text(text), False)
+        if len(fragments) != 1 or type(fragments[0]) is not Fragment:
+            return None
+        (fragment,) = fragments
+        if w == 0:
+            w = self.w - self.r_margin - self.x
+        padding = Padding.new(options.get("padding", 0))
+        width = w - padding.right - padding.left
+        room = width - self.c_margin * ((not padding.left) + (not padding.right))
+        pieces = "".join(fragment.characters).split("\n")
+        lines: list[TextLine] = []
+        for index, piece in enumerate(pieces):
+            line = fragment.clone(characters=list(piece), link=fragment.link)
+            text_width = line.get_width(initial_cs=False)
+            if not 0 < text_width < room - _ROUNDING:
+                return None
+            lines.append(
+                TextLine(
+                    fragments=[line],
+                    text_width=text_width,
+                    number_of_spaces=sum(piece.count(s) for s in BREAKING_SPACE_SYMBOLS_STR),
+                    align=Align.L if align == Align.J else align,
+                    height=fragment.font_size,
+                    max_width=width,
+                    trailing_nl=index < len(pieces) - 1,
+                )
+            )
+        return lines
+
     def header(self) -> None:
         """The DRAFT watermark under everything else, and after page 1 a running head."""
         self.alias_nb_pages("")  # see _PAGES_ALIAS: the body's text is printed as it is
@@ -186,10 +334,11 @@ class _PoPdf(FPDF):
 
 def prepare() -> None:
     """Make now what a process's first document would otherwise wait for: the Latin cut of
-    Noto Sans (_latin_fonts), half a second. Without the fonts it does nothing: a render
-    says what is missing."""
+    Noto Sans (_latin_fonts), half a second, parsed (_parsed_font). Without the fonts it does
+    nothing: a render says what is missing."""
     if not _missing_fonts():
-        _latin_fonts(FONT_DIR)
+        for style, path in _latin_fonts(FONT_DIR)[0].items():
+            _parsed_font(path, style)
 
 
 def _missing_fonts() -> list[str]:
@@ -210,15 +359,71 @@ def _add_fonts(pdf: FPDF, texts: list[str], *, urdu: bool) -> None:
     for (family, style), name in _FONT_FILES.items():
         # fpdf2 embeds each font added, used or not (9 KB for the Urdu ones): only if needed.
         if family == SANS or urdu:
-            pdf.add_font(family, style, str(latin.get(style, FONT_DIR / name)))
-    for font in pdf.fonts.values():
-        assert isinstance(font, TTFFont)  # only these fonts are added
+            key = f"{family.lower()}{style}"  # as add_font() names it
+            parsed = _parsed_font(latin.get(style, FONT_DIR / name), style)
+            pdf.fonts[key] = parsed.for_document(key, len(pdf.fonts) + 1)
+    if urdu:
+        pdf.set_fallback_fonts([URDU])
+
+
+@dataclasses.dataclass(frozen=True)
+class _ParsedFont:
+    """A font file as fpdf2 2.8.9's FPDF.add_font() reads it, once per process: parsing it
+    (fontTools, its glyph names made from its cmap) was a seventh of a render. Nothing here is
+    written to after _parsed_font() made it, so documents rendered in several threads at once
+    share it; each gets its own TTFFont from for_document()."""
+
+    template: TTFFont  # what add_font() makes; never added to a document, never output
+    data: bytes  # the file
+    glyph_order: tuple[str, ...]  # its glyphs' names, in order
+
+    def for_document(self, key: str, index: int) -> TTFFont:
+        """What FPDF.add_font() would make as a document's font `key`, the `index`th it adds:
+        the template's read-only parts (metrics, cmap, glyph ids…) shared, and a fresh copy of
+        what a document writes to. fpdf2 2.8.9 writes the glyphs a document uses to `subset` and
+        `missing_glyphs`, the largest size to `biggest_size_pt`, missing characters' default
+        width to `cw` (a defaultdict), the object's name and number to `desc`; at output it
+        subsets `ttfont` in place, then closes it and drops `_hbfont` (HarfBuzz's font, whose
+        size shaping sets)."""
+        font = copy.copy(self.template)
+        font.fontkey, font.i = key, index
+        font.cw = copy.copy(self.template.cw)
+        font.desc = copy.copy(self.template.desc)
+        font.missing_glyphs = []
+        font.biggest_size_pt = 0
+        font._hbfont = None  # loaded from the file on first use, as add_font()'s is
+        # A TTFont over the bytes in memory reads its tables as output's subsetting asks for
+        # them; given the glyph order, it need not make glyph names from the cmap again.
+        ttfont = TTFont(io.BytesIO(self.data), recalcTimestamp=False, lazy=True)
+        ttfont.setGlyphOrder(list(self.glyph_order))
         # The subset embedded at output keeps each glyph's outline as it is, and so its stored
         # bounding box: recalculating them would decompile and recompile every glyph kept, a
         # fifth of the render.
-        font.ttfont.recalcBBoxes = False
-    if urdu:
-        pdf.set_fallback_fonts([URDU])
+        ttfont.recalcBBoxes = False
+        # fpdf2 2.8.9 drops these tables from the font it embeds, but fontTools' subsetter
+        # (4.68) reads them whole before it does: most of an Urdu render, Nastaliq's being
+        # large. Shaping reads the file (HarfBuzz), not this TTFont.
+        for tag in _LAYOUT_TABLES:
+            if tag in ttfont:
+                del ttfont[tag]
+        font.ttfont = ttfont
+        font.subset = SubsetMap(font)
+        return font
+
+
+_LAYOUT_TABLES = ("GDEF", "GPOS", "GSUB")
+_PARSING = threading.Lock()
+
+
+@cache
+def _parsed_font(path: Path, style: str) -> _ParsedFont:
+    """The font file at `path` parsed once per process (by path: `_latin_fonts` writes each cut
+    to its own)."""
+    with _PARSING:
+        template = TTFFont(FPDF(), path, "", style)
+        glyph_order = tuple(template.ttfont.getGlyphOrder())
+        template.close()
+        return _ParsedFont(template, path.read_bytes(), glyph_order)
 
 
 def _latin_only(texts: list[str]) -> bool:

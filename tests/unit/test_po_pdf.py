@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import io
 import logging
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, date, datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -410,15 +412,68 @@ def test_a_latin_po_misses_no_glyph_and_other_scripts_get_the_whole_font(
     assert po_pdf._latin_only(english) and not po_pdf._latin_only(mixed)
 
 
-def test_prepare_cuts_the_latin_fonts_once_and_without_the_fonts_does_nothing(
+def test_prepare_cuts_and_parses_the_latin_fonts_once_and_without_the_fonts_does_nothing(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setattr(po_pdf, "FONT_DIR", tmp_path)  # no fonts here: nothing to cut, no error
     po_pdf._latin_fonts.cache_clear()
+    po_pdf._parsed_font.cache_clear()
     po_pdf.prepare()
     assert po_pdf._latin_fonts.cache_info().currsize == 0
+    assert po_pdf._parsed_font.cache_info().currsize == 0
     monkeypatch.undo()
     po_pdf.prepare()
     assert po_pdf._latin_fonts.cache_info().currsize == 1
     cut = po_pdf._latin_fonts(po_pdf.FONT_DIR)[0]
     assert set(cut) == {"", "B"} and all(path.is_file() for path in cut.values())
+    assert po_pdf._parsed_font.cache_info().currsize == 2
+    render_po_pdf(_document())  # a Latin PO: set in the cut, parsed already
+    assert po_pdf._parsed_font.cache_info().misses == 2
+
+
+def _fresh_render(document: PoDocument) -> bytes:
+    """`document` rendered with every font parsed anew, as a process's first render does."""
+    po_pdf._parsed_font.cache_clear()
+    return render_po_pdf(document)
+
+
+def test_documents_sharing_the_parsed_fonts_each_print_their_own_glyphs() -> None:
+    """Fonts are parsed once per process and shared: what one document writes to its fonts
+    (the glyphs it uses) shows in no other, one after another or in two threads at once."""
+    documents = (
+        _document(),
+        _document((URDU_LINE, GLASS), supplier_name=URDU_SUPPLIER),
+        _document((POWER_BANK,), approved=False, approvals=(), link="https://x.example/s/Qz"),
+        _document((URDU_LINE,), branch_id="hallroad"),
+    )
+    fresh = [_fresh_render(document) for document in documents]
+    assert len(set(fresh)) == len(documents)
+    assert [render_po_pdf(document) for document in documents * 2] == fresh * 2
+
+    def render_each(picked: tuple[PoDocument, ...]) -> list[bytes]:
+        start.wait()
+        return [render_po_pdf(document) for document in picked * 3]
+
+    start = threading.Barrier(2)
+    with ThreadPoolExecutor(2) as pool:
+        evens, odds = pool.map(render_each, (documents[::2], documents[1::2]))
+    assert evens == fresh[::2] * 3
+    assert odds == fresh[1::2] * 3
+
+
+def test_texts_with_no_line_to_wrap_print_as_fpdf2_would_print_them(
+    monkeypatch: pytest.MonkeyPatch, long_draft: bytes
+) -> None:
+    """multi_cell() prints a text none of whose lines needs wrapping without fpdf2's line
+    breaking: the bytes are those fpdf2's own multi_cell() gives, table (a line's note and
+    date under its description too), blocks and link alike."""
+    link = "https://manzoori.example.pk/s/PO-2026-0042/0123456789abcdef"
+    documents = (
+        _document(link=link),
+        _document((CABLE, GLASS), approved=False, approvals=(), branch_id="hallroad"),
+        _document(_many_lines(200), approved=False, approvals=()),
+    )
+    fast = [render_po_pdf(document) for document in documents]
+    assert fast[2] == long_draft
+    monkeypatch.setattr(po_pdf._PoPdf, "_unwrapped", lambda *_: None)
+    assert [render_po_pdf(document) for document in documents] == fast
