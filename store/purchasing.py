@@ -8,7 +8,8 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, Literal
 
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import ColumnElement, String, any_, bindparam, func, insert, select, update
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -257,6 +258,8 @@ class PurchasingQueries:
         self, pairs: list[tuple[str, str]], excluding: str | None
     ) -> dict[tuple[str, str], PastLine]:
         lines, jobs = schema.order_lines, schema.jobs
+        supplier_keys = sorted({s.lower() for s, _ in pairs})
+        sku_keys = sorted({k.lower() for _, k in pairs})
         query = (
             select(
                 lines.c.supplier_id,
@@ -270,8 +273,15 @@ class PurchasingQueries:
             .where(
                 # supplier ids and SKUs match without regard to case, as everywhere else; the
                 # pairs are match_key()s, so Python checks each row the database found
-                func.lower(lines.c.supplier_id).in_(sorted({s.lower() for s, _ in pairs})),
-                func.lower(lines.c.sku).in_(sorted({k.lower() for _, k in pairs})),
+                *(
+                    _any_of(func.lower(lines.c.supplier_id), supplier_keys),
+                    _any_of(func.lower(lines.c.sku), sku_keys),
+                )
+                if self._postgres
+                else (
+                    func.lower(lines.c.supplier_id).in_(supplier_keys),
+                    func.lower(lines.c.sku).in_(sku_keys),
+                ),
                 jobs.c.state == State.SENT.value,
                 lines.c.draft_version == jobs.c.draft_version,
             )
@@ -279,14 +289,14 @@ class PurchasingQueries:
         )
         if excluding is not None:
             query = query.where(jobs.c.id != excluding)
-        wanted, found = set(pairs), {}
-        for row in await self.conn.execute(query):
-            pair = (match_key(row.supplier_id), match_key(row.sku))
+        wanted: set[tuple[str, str]] = set(pairs)
+        last: dict[tuple[str, str], tuple[str, int, int, datetime]] = {}
+        rows = (await self.conn.execute(query)).tuples()
+        for supplier_id, sku, quantity, price, po_number, sent_at in rows:
+            pair = (match_key(supplier_id), match_key(sku))
             if pair in wanted:  # later rows overwrite: the last sent PO wins
-                found[pair] = PastLine(
-                    row.po_number, row.unit_price_paisa, row.quantity, row.updated_at
-                )
-        return found
+                last[pair] = (po_number, price, quantity, sent_at)
+        return {pair: PastLine(*line) for pair, line in last.items()}
 
     async def committed_spend(
         self, start: datetime, end: datetime, excluding: str | None = None
@@ -313,6 +323,13 @@ class PurchasingQueries:
         if excluding is not None:
             query = query.where(jobs.c.id != excluding)
         return {str(c): int(paisa) for c, paisa in await self.conn.execute(query)}
+
+
+def _any_of(key: ColumnElement[str], values: list[str]) -> ColumnElement[bool]:
+    """`key = ANY(:values)` with the values as one array parameter (PostgreSQL): the same test
+    as IN, without SQLAlchemy rendering (and casting) one placeholder per value on every
+    execution, which cost 150 ms of the loop for a 10,000-line sheet's price history."""
+    return key == any_(bindparam(None, values, type_=postgresql.ARRAY(String), unique=True))
 
 
 _ORDER_LINE_COLUMNS = (
