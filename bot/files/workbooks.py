@@ -304,7 +304,12 @@ class _SheetScan:
         """Follow rows and cells; an <f>, <v> or <is> belongs to the cell just opened."""
         # No `end` is defined, so expat never calls back for ends: that is the speed.
         if tag in _CELL_TAGS:
-            self._row, self._column = _position(attributes.get("r"), self._row, self._column + 1)
+            reference = attributes.get("r")
+            if reference is None:
+                self._column += 1
+            else:  # _position, inlined: this runs for every cell of the sheet
+                letters = reference.rstrip("0123456789")
+                self._row, self._column = int(reference[len(letters) :]), _column_number(letters)
             self._length = 0
             if attributes.get("t") == "s":
                 self.shared_cells += 1
@@ -315,7 +320,14 @@ class _SheetScan:
             if "ref" in attributes:
                 self.ranges.append(_range(attributes["ref"]))
         elif tag in _VALUE_TAGS:  # a cell with only a style holds nothing
-            self._stretch()
+            row = self._row  # _stretch, inlined: this runs for every filled cell
+            if row != self._filled_row:
+                self._filled_row = row
+                self.filled_rows += 1
+            if row > self.last_row:
+                self.last_row = row
+            if self._column > self.last_column:
+                self.last_column = self._column
         elif tag in _ROW_TAGS:  # `r` may be left out: then it is the next row
             self._row, self._column = int(attributes.get("r") or self._row + 1), 0
             self._length = 0
@@ -391,14 +403,19 @@ def _xlsx_rows(grid: Sequence[Sequence[Cell]], scan: _SheetScan) -> Iterator[Row
     """Rows that hold a value or a formula, numbered as the sheet numbers them."""
     # calamine leaves out a formula cell whose cached value is empty, even in a row of its own;
     # such rows come from the XML scan so the caller can still report the formula.
+    computed = bool(scan.formulas or scan.ranges)  # most sheets have no formula at all
     for number in sorted(set(range(1, len(grid) + 1)).union(scan.formulas)):
         values = grid[number - 1] if number <= len(grid) else ()
         cells: list[Cell] = [None if value == "" else value for value in values]
-        columns = scan.formula_columns(number)
+        columns = scan.formula_columns(number) if computed else _NO_COLUMNS
         if columns:
             cells.extend([None] * (max(columns) + 1 - len(cells)))
-        if columns or any(_filled(cell) for cell in cells):
+        # The first cell is filled in most rows: the rest need not be looked at then.
+        if columns or (cells and _filled(cells[0])) or any(_filled(cell) for cell in cells):
             yield Row(number, tuple(cells), frozenset(columns))
+
+
+_NO_COLUMNS: frozenset[int] = frozenset()
 
 
 def _filled(cell: Cell) -> bool:

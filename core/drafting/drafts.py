@@ -149,7 +149,9 @@ class Draft:
 
     @functools.cached_property
     def total_paisa(self) -> int:
-        """What the PO costs, sales tax included: what approval rules and budgets use."""
+        """What the PO costs, sales tax included: what approval rules and budgets use. Summed
+        once per draft (and shared by its renumbered copies): routing, the job row and the
+        stored draft each ask for it inside the write transaction."""
         return self.subtotal_paisa + self.gst_paisa
 
     def renumbered(self, po_number: str) -> Draft:
@@ -162,8 +164,9 @@ class Draft:
         for name in _FIELDS:
             object.__setattr__(twin, name, getattr(self, name))
         object.__setattr__(twin, "po_number", po_number)
-        if "_bulk" in self.__dict__:
-            twin.__dict__["_bulk"] = self._bulk  # functools.cached_property's own slot
+        for shared in ("_bulk", "subtotal_paisa", "gst_paisa", "total_paisa"):  # cached_property
+            if shared in self.__dict__:
+                twin.__dict__[shared] = self.__dict__[shared]
         return twin
 
     # A draft is immutable, so its canonical bytes and hash are computed once per object: a

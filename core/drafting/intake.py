@@ -7,7 +7,7 @@ functions re-draft a waiting PO when a new terms version changes one of its line
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
 from core.drafting.drafts import Draft, DraftLine, Flag
@@ -180,35 +180,38 @@ def build_draft(
     for line in lines:
         flags += _line_flags(line, terms, history)
         flags += _too_soon(line, today)
-    draft = Draft(
+    drafted = tuple(
+        DraftLine(
+            o.offer.sku,
+            o.offer.description,
+            o.item.quantity,
+            o.offer.unit_price_paisa,
+            o.item.note,
+            o.offer.category,
+            o.offer.gst_basis_points,
+            o.item.needed_by,
+        )
+        for o in lines
+    )
+    # The default policy's "two approvers above the limit", shown as a flag; None under an
+    # imported policy, whose stages the card shows instead. The total is Draft.total_paisa's,
+    # summed here so that the draft is made (and its lines checked) once, with its flags.
+    total = sum(line.gross_paisa for line in drafted)
+    if dual_above_paisa is not None and total > dual_above_paisa:
+        flags.append(Flag(FlagCode.DUAL_APPROVAL, "", (total, dual_above_paisa)))
+    return Draft(
         po_number=number,
         supplier_id=order.supplier.supplier_id,
         supplier_name=order.supplier.name,
         recipient_email=order.supplier.email,
         terms_version=terms.version,
-        lines=tuple(
-            DraftLine(
-                o.offer.sku,
-                o.offer.description,
-                o.item.quantity,
-                o.offer.unit_price_paisa,
-                o.item.note,
-                o.offer.category,
-                o.offer.gst_basis_points,
-                o.item.needed_by,
-            )
-            for o in lines
-        ),
+        lines=drafted,
+        flags=ordered(flags),
         company_version=company_version,
         branch_id=order.branch_id,
         payment_terms=order.supplier.payment_terms,
         delivery_date=delivery_date(lines, today),
     )
-    # The default policy's "two approvers above the limit", shown as a flag; None under an
-    # imported policy, whose stages the card shows instead.
-    if dual_above_paisa is not None and draft.total_paisa > dual_above_paisa:
-        flags.append(Flag(FlagCode.DUAL_APPROVAL, "", (draft.total_paisa, dual_above_paisa)))
-    return replace(draft, flags=ordered(flags))
 
 
 def delivery_date(lines: Sequence[OrderLine], today: date | None) -> date | None:

@@ -11,13 +11,13 @@ import math
 import re
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
+from typing import NamedTuple
 
 from core.drafting.tables import (
     OVERSIZE,
     Cell,
     Row,
     Table,
-    cell,
     column_letter,
     quote,
     read_header,
@@ -94,15 +94,35 @@ def read_items(table: Table) -> tuple[list[Item], list[Problem]]:
         return [], [Problem(0, None, ProblemCode.NO_ROWS)]
     if len(rows) > MAX_DATA_ROWS:  # a reader that does not cut at the limit
         return [], [TOO_MANY_ROWS]
+    # A row holds a stray cell only if it reaches a column without a header: most rows end
+    # before the first such column, and need no look at their cells.
+    covered = next(i for i in range(len(columns) + 1) if i not in columns.values())
+    indexes = _Columns(
+        columns["sku"],
+        columns["quantity"],
+        *(columns.get(name) for name in ("supplier_id", "notes", "ship_to", "needed_by")),
+    )
     items = []
     for row in rows:
-        row_problems = _formulas(row, columns)
-        item = _read_row(row, columns, row_problems, table.decimal_comma)
-        row_problems += stray_cells(row, columns)
+        row_problems = _formulas(row, columns) if row.formulas else []
+        item = _read_row(row, indexes, row_problems, table.decimal_comma)
+        if len(row.cells) > covered:
+            row_problems += stray_cells(row, columns)
         if item is not None:
             items.append(item)
         problems.extend(row_problems)
     return items, problems
+
+
+class _Columns(NamedTuple):
+    """The index of each column a sheet row is read from; None for an absent optional one."""
+
+    sku: int
+    quantity: int
+    supplier_id: int | None
+    notes: int | None
+    ship_to: int | None
+    needed_by: int | None
 
 
 def _formulas(row: Row, columns: dict[str, int]) -> list[Problem]:
@@ -114,21 +134,28 @@ def _formulas(row: Row, columns: dict[str, int]) -> list[Problem]:
 
 
 def _read_row(
-    row: Row, columns: dict[str, int], problems: list[Problem], decimal_comma: bool
+    row: Row, columns: _Columns, problems: list[Problem], decimal_comma: bool
 ) -> Item | None:
     """The row as an item if it names a SKU, even with other problems, so that the SKU is
     checked against the terms too and the requester sees everything wrong at once."""
+    cells, formulas, width = row.cells, row.formulas, len(row.cells)
 
-    def value(name: str) -> Cell:
-        index = columns.get(name)
-        return None if index in row.formulas else cell(row, index)  # a formula is no value
+    def value(index: int | None) -> Cell:
+        # a formula is no value; a short row or an absent column holds nothing
+        if index is None or index >= width or index in formulas:
+            return None
+        return cells[index]
 
-    sku, supplier, note = _plain(value("sku")), _plain(value("supplier_id")), _plain(value("notes"))
-    raw_quantity = value("quantity")
+    sku = _plain(value(columns.sku))
+    supplier, note = _plain(value(columns.supplier_id)), _plain(value(columns.notes))
+    raw_quantity = value(columns.quantity)
     quantity = whole_number(raw_quantity, decimal_comma)
-    if not sku and columns["sku"] not in row.formulas:
+    if not sku and columns.sku not in formulas:
         problems.append(Problem(row.number, "sku", ProblemCode.EMPTY))
-    if columns["quantity"] in row.formulas:
+    # A whole number is never blank, a date or a time: those checks are for the rest.
+    if quantity is not None and 1 <= quantity <= MAX_QUANTITY:
+        pass
+    elif columns.quantity in formulas:
         pass  # reported as a formula already
     elif not text_of(raw_quantity).strip():
         problems.append(Problem(row.number, "quantity", ProblemCode.EMPTY))
@@ -148,10 +175,11 @@ def _read_row(
     if len(note) > MAX_NOTE:
         values = {"length": len(note), "limit": MAX_NOTE}
         problems.append(Problem(row.number, "notes", ProblemCode.TOO_LONG, values))
-    ship_to = _plain(value("ship_to")).lower()
-    needed_by = _date(value("needed_by"))
-    if needed_by is None and text_of(value("needed_by")).strip():
-        values = {"value": quote(value("needed_by"))}
+    ship_to = _plain(value(columns.ship_to)).lower()
+    raw_date = value(columns.needed_by)
+    needed_by = None if raw_date is None else _date(raw_date)
+    if needed_by is None and text_of(raw_date).strip():
+        values = {"value": quote(raw_date)}
         problems.append(Problem(row.number, "needed_by", ProblemCode.NOT_A_DATE, values))
     if not sku:
         return None
@@ -185,6 +213,15 @@ def _date(value: Cell) -> date | None:
         return None
 
 
+# Whitespace and control characters; of the printable characters, it matches the space alone.
+_BLANKS = re.compile(r"[\s\x00-\x1f\x7f]+")
+
+
 def _plain(value: Cell) -> str:
     """Cell text with runs of whitespace and control characters made one space."""
-    return re.sub(r"[\s\x00-\x1f\x7f]+", " ", text_of(value)).strip()
+    if value is None:
+        return ""
+    text = text_of(value)
+    if text.isprintable() and "  " not in text:  # nothing to replace: most cells
+        return text.strip()
+    return _BLANKS.sub(" ", text).strip()

@@ -156,6 +156,10 @@ MAX_NUMBER_TEXT = 24
 OVERSIZE: int = 10**MAX_NUMBER_TEXT
 
 
+_WHOLE = re.compile(r"[+-]?(\d{1,3}(,\d{3})+|\d+)(\.0*)?")
+_AMOUNT = re.compile(r"[+-]?(\d{1,3}(,\d{3})+|\d+)(\.\d+)?")
+
+
 def whole_number(cell: Cell, decimal_comma: bool = False) -> int | None:
     """The cell as a whole number, or None: "12", " 12 ", 12, 12.0 and "1,200" are whole
     ("1.200" where the decimal mark is a comma); a digit string too long to be a real number
@@ -168,8 +172,11 @@ def whole_number(cell: Cell, decimal_comma: bool = False) -> int | None:
         return int(cell) if cell.is_integer() else None
     if not isinstance(cell, str):
         return None  # a date or a time is never a quantity
-    text = _point_decimal(cell.strip(), decimal_comma)
-    if not re.fullmatch(r"[+-]?(\d{1,3}(,\d{3})+|\d+)(\.0*)?", text):
+    text = cell.strip()
+    if text.isascii() and text.isdigit() and len(text) <= MAX_NUMBER_TEXT:
+        return int(text)  # plain digits, as most quantities are typed
+    text = _point_decimal(text, decimal_comma)
+    if not _WHOLE.fullmatch(text):
         return None
     if len(text) > MAX_NUMBER_TEXT:
         return -OVERSIZE if text.startswith("-") else OVERSIZE
@@ -184,7 +191,7 @@ def rupees_to_paisa(cell: Cell, decimal_comma: bool = False) -> int | None:
         text = _point_decimal(cell.strip(), decimal_comma)
     else:
         text = repr(cell) if isinstance(cell, float) else str(cell)
-    if not re.fullmatch(r"[+-]?(\d{1,3}(,\d{3})+|\d+)(\.\d+)?", text):
+    if not _AMOUNT.fullmatch(text):
         return None
     if len(text) > MAX_NUMBER_TEXT:
         return -OVERSIZE if text.startswith("-") else OVERSIZE

@@ -217,8 +217,9 @@ async def _plan(
             )
             for n, order in enumerate(orders, start=1)
         ]
-        for draft in drafts:  # their bytes made here, not in the write transaction
+        for draft in drafts:  # their bytes and totals made here, not in the write transaction
             canonical_bytes(draft)  # (Draft.renumbered shares them with the numbered copy)
+            draft.total_paisa  # noqa: B018 - a cached property, computed here to be kept
         return drafts
 
     return await offload(price), []

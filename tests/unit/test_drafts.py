@@ -447,9 +447,11 @@ def test_property_renumbered_is_the_draft_under_another_number(
     or not the draft's own bytes were made before."""
     if made:
         canonical_bytes(draft)
+        assert draft.total_paisa == draft.subtotal_paisa + draft.gst_paisa
     twin = draft.renumbered(number)
     expected = dataclasses.replace(draft, po_number=number)
     assert twin == expected and hash(twin) == hash(expected)
+    assert twin.total_paisa == expected.total_paisa == sum(line.gross_paisa for line in twin.lines)
     assert canonical_bytes(twin) == canonical_bytes(expected)
     assert draft_hash(twin) == draft_hash(expected)
     assert draft.po_number != number or draft_hash(twin) == draft_hash(draft)

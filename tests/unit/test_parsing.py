@@ -58,6 +58,14 @@ def _lie_about_rows(data: bytes) -> Table:
     return Table([Row(1, ("sku",))])  # type: ignore[arg-type]  # a list, not a tuple
 
 
+def _lie_about_cells(data: bytes) -> Table:
+    return Table((Row(1, ("sku",)), Row(2, ("A-1", ["a", "list"]))))  # type: ignore[arg-type]
+
+
+def _lie_about_formulas(data: bytes) -> Table:
+    return Table((Row(1, ("sku",), frozenset({0})), Row(2, ("A-1",), frozenset({"B"}))))  # type: ignore[arg-type]
+
+
 def _answer_too_much(data: bytes) -> Table:
     return Table((Row(1, ("x" * (MAX_RESULT_BYTES + 1),)),))
 
@@ -96,6 +104,8 @@ def test_the_readers_refusal_comes_back_as_its_sentence() -> None:
         (_spin, Limits(cpu_seconds=1)),  # SIGXCPU from RLIMIT_CPU
         (_crash, None),  # any unexpected exception
         (_lie_about_rows, None),  # an answer that is not a table as a reader builds one
+        (_lie_about_cells, None),  # a cell no reader makes (a list: pickle builds it freely)
+        (_lie_about_formulas, None),  # a formula column that is not a column number
         (_answer_too_much, None),  # an answer over the size cap
     ],
 )

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 from datetime import date
+from decimal import Decimal
 
 import pytest
 
 from bot.words.problems import problem_lines, problem_text
+from core.drafting.sheets import _BLANKS, _plain
 from core.drafting.tables import (
+    _WHOLE,
+    MAX_NUMBER_TEXT,
+    OVERSIZE,
     Row,
     column_letter,
     neutralise,
@@ -43,6 +48,30 @@ from core.problems import Problem, ProblemCode
 )
 def test_whole_number(cell, expected):
     assert whole_number(cell) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "0",
+        "007",
+        "1" * MAX_NUMBER_TEXT,
+        "1" * (MAX_NUMBER_TEXT + 1),
+        "\u0661\u0662",
+        "\u00b2",
+        "1\u00a0",
+    ],
+)
+def test_plain_digits_read_as_the_pattern_reads_them(text):
+    """Plain ASCII digits take a short cut; it gives what the general reading gives, and other
+    digits (Arabic-Indic, superscript) and over-long strings go the general way."""
+    general = _WHOLE.fullmatch(text.strip())
+    if general is None:
+        assert whole_number(text) is None
+    elif len(text.strip()) > MAX_NUMBER_TEXT:
+        assert whole_number(text) == OVERSIZE
+    else:
+        assert whole_number(text) == int(Decimal(text.strip())) == int(text)
 
 
 @pytest.mark.parametrize(
@@ -124,3 +153,12 @@ def test_problem_lines_orders_by_row_and_caps_the_list():
     whole = Problem(0, None, ProblemCode.NO_ROWS)
     assert problem_lines([whole]) == ["The sheet has a header but no rows to order."]
     assert problem_lines(problems[:2], limit=1)[-1] == "… and 1 more problem"
+
+
+def test_the_only_printable_blank_is_the_space():
+    """_plain passes printable text without a double space by unchanged (but stripped): that
+    holds because no printable character but the space is whitespace or a control."""
+    blanks = [c for c in map(chr, range(0x110000)) if _BLANKS.fullmatch(c)]
+    assert [c for c in blanks if c.isprintable()] == [" "]
+    for text in ["a  b", " a\tb ", "a\u00a0b", "a\u2028b", "x\x7fy", "plain", "", "TRUE"]:
+        assert _plain(text) == _BLANKS.sub(" ", text).strip()
