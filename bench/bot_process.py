@@ -245,9 +245,12 @@ def _row(name: str, burst: Burst, target: str, met: bool | None, notes: str) -> 
 async def run(ctx: Context) -> list[Result]:
     """The floor once, then `manzoori run` long polling and in webhook mode on each database."""
     count = QUICK_TAPS if ctx.quick else TAPS
+    # A smoke run starts each kind of process once: one floor, one database.
+    concurrency = FLOOR_CONCURRENCY[:1] if ctx.quick else FLOOR_CONCURRENCY
+    dbs = databases(ctx.sqlite_dir, ctx.postgres_url, "bot-process")
     rows: list[Result] = []
     floors = []
-    for concurrent in FLOOR_CONCURRENCY:
+    for concurrent in concurrency:
         async with EmulatorProcess() as emu:
             await emu.ask(f"users {FIRST} {count}")
             floors.append(await floor(emu, count, concurrent))
@@ -260,7 +263,7 @@ async def run(ctx: Context) -> list[Result]:
         )  # fmt: skip
     bare = min(floors, key=lambda burst: burst.p99)  # the stricter floor
     async with SinkProcess() as sink:
-        for db in databases(ctx.sqlite_dir, ctx.postgres_url, "bot-process"):
+        for db in dbs[:1] if ctx.quick else dbs:
             for webhook in (False, True):
                 async with EmulatorProcess() as emu:
                     for first, many in ((FIRST, count), (ADMIN, 1), (REQUESTER, 1)):

@@ -188,7 +188,7 @@ def _row(name: str, empty: list[float], big: list[float], label: str, extra: str
 
 async def run_growth(empty_db: Database, grown_db: Database, quick: bool) -> list[Result]:
     """Every row on one kind of database."""
-    count, rounds, terms = (2_000, 6, 200) if quick else (100_000, 100, 1_000)
+    count, rounds, terms = (500, 4, 100) if quick else (100_000, 100, 1_000)
     sides: list[Side] = []
     async with contextlib.AsyncExitStack() as stack:
         sink = await stack.enter_async_context(SinkProcess())

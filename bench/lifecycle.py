@@ -20,11 +20,11 @@ RELAY = "200 ms SMTP relay"
 
 # The N (at least 2,000) and a smoke run's; the relay's N is smaller because each send
 # waits 200 ms: at the target's 40 sends/s, 300 take under 8 s.
-N_FULL, N_QUICK = 2_000, 100
+N_FULL, N_QUICK = 2_000, 30
 # The peer's N: its rate is as steady as manzoori's, and at its 15-25 lifecycles/s on two cores
 # 2,000 would take minutes per database, most of the bench's time.
-PEER_N_FULL, PEER_N_QUICK = 1_000, 100
-RELAY_N_FULL, RELAY_N_QUICK = 300, 50
+PEER_N_FULL, PEER_N_QUICK = 1_000, 30
+RELAY_N_FULL, RELAY_N_QUICK = 300, 15
 # Seconds the floor commits for: long enough for thousands of commits, short beside the rest.
 FLOOR_SECONDS_FULL, FLOOR_SECONDS_QUICK = 2.0, 0.3
 RELAY_DELAY_SECONDS = 0.2  # "a real relay that answers in 200–500 ms": its fast end

@@ -62,7 +62,7 @@ def test_quick_bench_prints_every_section_with_numbers() -> None:
         env=env,
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=1200,  # a hang guard: about 100 s alone, several times that beside the suite
         check=False,
     )
     assert done.returncode == 0, done.stderr
