@@ -307,30 +307,32 @@ class _SheetScan:
             reference = attributes.get("r")
             if reference is None:
                 self._column += 1
-            else:  # _position, inlined: this runs for every cell of the sheet
-                letters = reference.rstrip("0123456789")
-                self._row, self._column = int(reference[len(letters) :]), _column_number(letters)
+            else:
+                self._row, self._column = _position(reference)
             self._length = 0
             if attributes.get("t") == "s":
                 self.shared_cells += 1
-            if "cm" in attributes:  # cell metadata: Excel's mark of a dynamic-array formula
-                self._formula()
+            if "cm" not in attributes:  # cell metadata: Excel's mark of a dynamic-array formula
+                return
+            self.formulas.setdefault(self._row, set()).add(self._column - 1)
         elif tag in _FORMULA_TAGS:  # also a shared formula's bare <f t="shared" si="0"/>
-            self._formula()
+            self.formulas.setdefault(self._row, set()).add(self._column - 1)
             if "ref" in attributes:
                 self.ranges.append(_range(attributes["ref"]))
-        elif tag in _VALUE_TAGS:  # a cell with only a style holds nothing
-            row = self._row  # _stretch, inlined: this runs for every filled cell
-            if row != self._filled_row:
-                self._filled_row = row
-                self.filled_rows += 1
-            if row > self.last_row:
-                self.last_row = row
-            if self._column > self.last_column:
-                self.last_column = self._column
-        elif tag in _ROW_TAGS:  # `r` may be left out: then it is the next row
-            self._row, self._column = int(attributes.get("r") or self._row + 1), 0
-            self._length = 0
+        elif tag not in _VALUE_TAGS:  # a cell with only a style holds nothing
+            if tag in _ROW_TAGS:  # `r` may be left out: then it is the next row
+                self._row, self._column = int(attributes.get("r") or self._row + 1), 0
+                self._length = 0
+            return
+        # The current cell holds a value or is computed: the extent reaches at least this far.
+        row = self._row
+        if row != self._filled_row:
+            self._filled_row = row
+            self.filled_rows += 1
+        if row > self.last_row:
+            self.last_row = row
+        if self._column > self.last_column:
+            self.last_column = self._column
 
     def data(self, text: str) -> None:
         """Count the text of the current cell: its value, inline string or formula."""
@@ -339,21 +341,6 @@ class _SheetScan:
         self._length += len(text)
         if self._length > MAX_CELL_CHARS and self.long_cell_row is None:
             self.long_cell_row = self._row
-
-    def _formula(self) -> None:
-        """The current cell is computed."""
-        self.formulas.setdefault(self._row, set()).add(self._column - 1)
-        self._stretch()
-
-    def _stretch(self) -> None:
-        """The current cell holds something: the extent reaches at least this far."""
-        if self._row != self._filled_row:
-            self._filled_row = self._row
-            self.filled_rows += 1
-        if self._row > self.last_row:
-            self.last_row = self._row
-        if self._column > self.last_column:
-            self.last_column = self._column
 
     def formula_columns(self, row: int) -> frozenset[int]:
         """0-based columns of the row's computed cells, ranges included (within the extent)."""
@@ -367,18 +354,16 @@ class _SheetScan:
 def _range(reference: str) -> tuple[int, int, int, int]:
     """1-based corners of "B2:C9" (or of the single cell "B2")."""
     first, _, last = reference.partition(":")
-    top, left = _position(first, 0, 0)
-    bottom, right = _position(last or first, 0, 0)
+    top, left = _position(first)
+    bottom, right = _position(last or first)
     if top < 1 or bottom < top or right < left:
         raise UnreadableSheet(DAMAGED_WORKBOOK)
     return top, left, bottom, right
 
 
-def _position(reference: str | None, row: int, next_column: int) -> tuple[int, int]:
-    """1-based (row, column) of a cell: from its A1 reference, or the next column if it has none."""
+def _position(reference: str) -> tuple[int, int]:
+    """1-based (row, column) of a cell from its A1 reference."""
     # A row 0 is not caught here: calamine refuses it when it reads the sheet, after this scan.
-    if reference is None:
-        return row, next_column
     letters = reference.rstrip("0123456789")
     return int(reference[len(letters) :]), _column_number(letters)
 
@@ -410,8 +395,7 @@ def _xlsx_rows(grid: Sequence[Sequence[Cell]], scan: _SheetScan) -> Iterator[Row
         columns = scan.formula_columns(number) if computed else _NO_COLUMNS
         if columns:
             cells.extend([None] * (max(columns) + 1 - len(cells)))
-        # The first cell is filled in most rows: the rest need not be looked at then.
-        if columns or (cells and _filled(cells[0])) or any(_filled(cell) for cell in cells):
+        if columns or any(_filled(cell) for cell in cells):
             yield Row(number, tuple(cells), frozenset(columns))
 
 

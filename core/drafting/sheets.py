@@ -133,6 +133,24 @@ def _formulas(row: Row, columns: dict[str, int]) -> list[Problem]:
     ]
 
 
+def _quantity_problem(number: int, raw: Cell, quantity: int | None) -> Problem | None:
+    """What is wrong with a row's quantity cell, if anything."""
+    if quantity is not None and 1 <= quantity <= MAX_QUANTITY:
+        return None  # a whole number is never blank, a date or a time
+    if not text_of(raw).strip():
+        return Problem(number, "quantity", ProblemCode.EMPTY)
+    if isinstance(raw, date | time | timedelta):  # Excel turned "10/3" into a date
+        return Problem(number, "quantity", ProblemCode.DATE_NOT_QUANTITY, {"value": quote(raw)})
+    if quantity is None:
+        return Problem(number, "quantity", ProblemCode.NOT_WHOLE, {"value": quote(raw)})
+    if quantity < 1:
+        shown = quote(raw) if quantity <= -OVERSIZE else str(quantity)
+        return Problem(number, "quantity", ProblemCode.BELOW_ONE, {"value": shown})
+    shown = quote(raw) if quantity >= OVERSIZE else f"{quantity:,}"
+    values: dict[str, Value] = {"value": shown, "limit": MAX_QUANTITY}
+    return Problem(number, "quantity", ProblemCode.ABOVE_ROW_LIMIT, values)
+
+
 def _read_row(
     row: Row, columns: _Columns, problems: list[Problem], decimal_comma: bool
 ) -> Item | None:
@@ -152,28 +170,12 @@ def _read_row(
     quantity = whole_number(raw_quantity, decimal_comma)
     if not sku and columns.sku not in formulas:
         problems.append(Problem(row.number, "sku", ProblemCode.EMPTY))
-    # A whole number is never blank, a date or a time: those checks are for the rest.
-    if quantity is not None and 1 <= quantity <= MAX_QUANTITY:
-        pass
-    elif columns.quantity in formulas:
-        pass  # reported as a formula already
-    elif not text_of(raw_quantity).strip():
-        problems.append(Problem(row.number, "quantity", ProblemCode.EMPTY))
-    elif isinstance(raw_quantity, date | time | timedelta):  # Excel turned "10/3" into a date
-        values: dict[str, Value] = {"value": quote(raw_quantity)}
-        problems.append(Problem(row.number, "quantity", ProblemCode.DATE_NOT_QUANTITY, values))
-    elif quantity is None:
-        values = {"value": quote(raw_quantity)}
-        problems.append(Problem(row.number, "quantity", ProblemCode.NOT_WHOLE, values))
-    elif quantity < 1:
-        shown = quote(raw_quantity) if quantity <= -OVERSIZE else str(quantity)
-        problems.append(Problem(row.number, "quantity", ProblemCode.BELOW_ONE, {"value": shown}))
-    elif quantity > MAX_QUANTITY:
-        shown = quote(raw_quantity) if quantity >= OVERSIZE else f"{quantity:,}"
-        values = {"value": shown, "limit": MAX_QUANTITY}
-        problems.append(Problem(row.number, "quantity", ProblemCode.ABOVE_ROW_LIMIT, values))
+    if columns.quantity not in formulas:  # a formula is reported as one already
+        problem = _quantity_problem(row.number, raw_quantity, quantity)
+        if problem is not None:
+            problems.append(problem)
     if len(note) > MAX_NOTE:
-        values = {"length": len(note), "limit": MAX_NOTE}
+        values: dict[str, Value] = {"length": len(note), "limit": MAX_NOTE}
         problems.append(Problem(row.number, "notes", ProblemCode.TOO_LONG, values))
     ship_to = _plain(value(columns.ship_to)).lower()
     raw_date = value(columns.needed_by)
