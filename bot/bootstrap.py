@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from bot import logs
 from bot.clock import Runtime
 from bot.config import Settings
+from bot.documents import rendering
 from bot.mailbox.runner import MailboxRunner
 from bot.outbox.runner import PAUSE_SECONDS, SENDS_PER_CONNECTION, OutboxRunner
 from bot.outbox.smtp import SmtpSender, SmtpServer
@@ -289,9 +290,7 @@ async def running(
     the bot takes a webhook, then the runners' loops unless `loops` is False (a test drives
     their passes itself); when the block ends, stop the loops, the web server, then the bot.
     Migrations are the caller's."""
-    from bot.documents import pdf  # now, not in the first send: see bot.documents
-
-    await asyncio.to_thread(pdf.prepare)  # the fonts too
+    await rendering.prepare()  # the renderer's worker and fonts now, not in the first send
     async with contextlib.AsyncExitStack() as stack:
         app, notices = None, None
         heartbeats, metrics = Heartbeats(), Metrics()

@@ -4,32 +4,23 @@ rendered now by the same code, marked DRAFT. Telegram's Details and the Mini App
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from datetime import datetime, tzinfo
-from functools import partial
-from typing import TypeVar
 
+from bot.documents import rendering
 from core.jobs.effects import send_po_key
 from core.jobs.jobs import Job
 from core.ports import Store
 from core.purchasing.po_document import document_of
 
 # Lines above which no PDF preview is made for an approver (the e-mail still carries one): a
-# PDF of over 20 pages is no preview on a phone, and rendering it would hold the CPU-work
-# thread, other people's sheets, for seconds. The CSV has every line.
+# PDF of over 20 pages is no preview on a phone, and rendering it would hold the renderer,
+# everyone's e-mails and copies, for seconds. The CSV has every line.
 PREVIEW_LINES = 500
 
-T = TypeVar("T")
-Offload = Callable[[Callable[[], T]], Awaitable[T]]
 
-
-async def approver_copy(
-    store: Store, job: Job, version: int, zone: tzinfo, now: datetime, offload: Offload[bytes]
-) -> bytes:
-    """The PDF of `job`'s draft `version` as an approver should read it; rendering runs
-    through `offload` (the CPU-work thread), never on the event loop."""
-    from bot.documents.pdf import render_po_pdf  # on first use: see bot.documents
-
+async def approver_copy(store: Store, job: Job, version: int, zone: tzinfo, now: datetime) -> bytes:
+    """The PDF of `job`'s draft `version` as an approver should read it, rendered in the
+    worker process (bot.documents.rendering)."""
     async with store.reading() as tx:
         draft_hash = job.draft_hash if version == job.draft_version else None
         if draft_hash is not None:
@@ -37,4 +28,4 @@ async def approver_copy(
             if kept is not None:
                 return kept.pdf
         document = await document_of(tx, job, version, approved=False, zone=zone, now=now)
-    return await offload(partial(render_po_pdf, document))
+    return await rendering.render(document)

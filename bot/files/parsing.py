@@ -15,22 +15,19 @@ import asyncio
 import datetime
 import io
 import logging
-import multiprocessing
-import os
 import pickle
 import resource
 from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass
 from itertools import chain
-from multiprocessing import forkserver, popen_forkserver, process, reduction, spawn, util
 from multiprocessing.connection import Connection
-from multiprocessing.context import set_spawning_popen
 from types import NoneType
 from typing import TYPE_CHECKING, Any, TypeGuard
 
 from bot.files.sheets import read_csv_text, read_sheet
 from bot.words.i18n import N_
+from bot.workers import CONTEXT, Worker, renice
 from core.drafting.tables import Row, Table
 from core.errors import UnreadableSheet
 
@@ -61,14 +58,8 @@ class Limits:
     timeout: float = 30.0
 
 
-# How much lower than the bot a parse worker runs (nice(2): 0 is the default, 19 the lowest).
-WORKER_NICENESS = 10
 # A Table of 10,000 rows pickles to a few MB; anything far larger did not come from a sheet.
 MAX_RESULT_BYTES = 64 * 1024 * 1024
-
-_CONTEXT = multiprocessing.get_context("forkserver")
-# The fork server imports the readers once; every worker is forked from it with them loaded.
-_CONTEXT.set_forkserver_preload(["bot.files.parsing"])
 
 
 class SheetParser:
@@ -104,8 +95,8 @@ def parse_isolated(reader: Reader, data: bytes, limits: Limits | None = None) ->
     the reader's sentence, PARSE_TIMEOUT, or PARSE_FAILED when the worker died or lied.
     """
     limits = limits or Limits()
-    receiver, sender = _CONTEXT.Pipe(duplex=False)
-    worker = _Worker(target=_work, args=(reader, data, sender, limits), daemon=True)
+    receiver, sender = CONTEXT.Pipe(duplex=False)
+    worker = Worker(target=_work, args=(reader, data, sender, limits), daemon=True)
     try:
         worker.start()
         sender.close()  # the worker holds its own copy; EOF now means it is gone
@@ -132,7 +123,7 @@ def _work(reader: Reader, data: bytes, sender: Connection, limits: Limits) -> No
     """In the worker: limit this process, read the file, send back the table or the refusal."""
     # Behind the bot's own process for the CPU: a burst of large uploads being parsed takes
     # what the bot leaves, so taps and replies are not held up behind it on a small machine.
-    os.nice(WORKER_NICENESS)
+    renice()
     resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
     resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # an abort leaves no core file behind
@@ -229,44 +220,3 @@ def _well_formed(table: object) -> bool:
     return all(t is NoneType or issubclass(t, _CELL_TYPES) for t in cell_types) and (
         column_types <= {int}
     )
-
-
-class _WorkerPopen(popen_forkserver.Popen):
-    """The fork server's Popen, except that the worker does not re-run the parent's __main__.
-
-    multiprocessing re-imports the parent's main script in every child; for `manzoori` that is
-    the whole CLI and bot (over a second), and the worker needs none of it, only `_work`, whose
-    module the fork server has already imported.
-    """
-
-    def _launch(self, process_obj: Any) -> None:
-        prep_data = spawn.get_preparation_data(process_obj._name)
-        prep_data.pop("init_main_from_path", None)
-        prep_data.pop("init_main_from_name", None)
-        buffer = io.BytesIO()
-        set_spawning_popen(self)
-        try:
-            reduction.dump(prep_data, buffer)
-            reduction.dump(process_obj, buffer)
-        finally:
-            set_spawning_popen(None)
-        fds = self._fds  # type: ignore[attr-defined]  # set by popen_forkserver.Popen.__init__
-        self.sentinel, writer = forkserver.connect_to_new_process(fds)
-        # As the stdlib does: a duplicate of the data pipe's write end is the parent's
-        # sentinel for the child, closed when this Popen is collected.
-        parent_writer = os.dup(writer)
-        close_fds = util.close_fds  # type: ignore[attr-defined]  # not in typeshed's util
-        self.finalizer = util.Finalize(self, close_fds, (parent_writer, self.sentinel))
-        with open(writer, "wb", closefd=True) as stream:
-            stream.write(buffer.getbuffer())
-        self.pid = forkserver.read_signed(self.sentinel)
-
-
-class _Worker(process.BaseProcess):
-    """A forkserver process started through _WorkerPopen."""
-
-    _start_method = "forkserver"
-
-    @staticmethod
-    def _Popen(process_obj: Any) -> _WorkerPopen:  # the name multiprocessing calls
-        return _WorkerPopen(process_obj)

@@ -14,6 +14,7 @@ from typing import Any
 
 from bot import logs
 from bot.clock import Runtime
+from bot.documents import rendering
 from bot.outbox.links import SupplierLinks
 from core.approval.policies import Rules
 from core.errors import AmbiguousSendError, LeaseLost, SendError
@@ -71,11 +72,10 @@ async def make_documents(
     before_render: Callable[[], Awaitable[None]] | None = None,
 ) -> None:
     """Make the PO documents these rows' e-mails carry and have none yet: once per row,
-    before its first attempt, rendered off the event loop (after `before_render`), dated and
-    signed in `zone`, with the supplier's link of a send-po row's e-mail when `links` makes
-    them; every attempt after sends the bytes kept then (core.outbox.dispatch.keep_document)."""
-    from bot.documents.pdf import render_po_pdf  # on first use: see bot.documents
-
+    before its first attempt, rendered in the worker process (bot.documents.rendering) after
+    `before_render`, dated and signed in `zone`, with the supplier's link of a send-po row's
+    e-mail when `links` makes them; every attempt after sends the bytes kept then
+    (core.outbox.dispatch.keep_document)."""
     for effect in await dispatch.documents_owed(store, effects):
         if before_render is not None:
             await before_render()
@@ -87,7 +87,7 @@ async def make_documents(
             document = await document_of(
                 tx, job, effect.draft_version, approved=True, zone=zone, now=at, link=link
             )
-        pdf = await asyncio.to_thread(render_po_pdf, document)
+        pdf = await rendering.render(document)
         kept = await dispatch.keep_document(store, effect.key, pdf, at)
         log.info("%s: PO document made, %d bytes, sha256 %s", effect.key, len(pdf), kept.sha256)
 

@@ -452,9 +452,7 @@ async def _details(context: ContextTypes.DEFAULT_TYPE, tap: Tap) -> None:
             draft = await tx.draft(tap.job.id, version)
         po = f"{tap.job.po_number} v{version}"
         if len(draft.lines) <= PREVIEW_LINES:
-            pdf = await approver_copy(
-                deps.store, tap.job, version, deps.settings.tz, utcnow(), deps.offload
-            )
+            pdf = await approver_copy(deps.store, tap.job, version, deps.settings.tz, utcnow())
             name = f"{tap.job.po_number}-v{version}.pdf"
             await context.bot.send_document(user_id, pdf, filename=name)
         else:

@@ -6,8 +6,6 @@ on a card (bot.words.i18n); the page puts them in <bdi> where it shows them bare
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable
 from datetime import datetime, tzinfo
 from decimal import Decimal
 from typing import Any
@@ -217,13 +215,8 @@ async def pdf_copy(
             lines = len((await tx.draft(job.id, job.draft_version)).lines)
         if lines > PREVIEW_LINES:
             return 413, {"error": tr(NO_PDF_PREVIEW, count=f"{lines:,}")}, None
-        pdf = await approver_copy(store, job, job.draft_version, settings.tz, now, to_thread)
+        pdf = await approver_copy(store, job, job.draft_version, settings.tz, now)
     except DraftPurged:
         return 404, {"error": tr(NOT_FOUND, po=flatten(po)[:40])}, None
     name = f"{job.po_number}-v{job.draft_version}.pdf"
     return 200, {"status": tr(PDF_SENT)}, (name, pdf)
-
-
-async def to_thread(work: Callable[[], bytes]) -> bytes:
-    """Rendering off the event loop, in a thread of its own."""
-    return await asyncio.to_thread(work)

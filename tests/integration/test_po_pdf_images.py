@@ -12,121 +12,19 @@ import hashlib
 import os
 import subprocess
 import sys
-from datetime import date, datetime
 from pathlib import Path
-from zoneinfo import ZoneInfo
 
 import pytest
 from PIL import Image
 
 from bot.documents.pdf import render_po_pdf
-from core.company.company import Branch, Buyer, Company
-from core.drafting.drafts import Draft, DraftLine
-from core.purchasing.po_document import PoDocument, Signature, po_document
+from tests.helpers.po_documents import english, urdu
 
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 WRITE = os.environ.get("MANZOORI_WRITE_DOC_IMAGES") == "1"
-PKT = ZoneInfo("Asia/Karachi")
-# samples/company.toml, with a branch whose name and address are written in Urdu.
-COMPANY = Company(
-    Buyer(
-        "Lahore Electronics (Pvt) Ltd",
-        "12 Main Boulevard, Gulberg III, Lahore",
-        ntn="1234567-8",
-        strn="32-77-8761-234-56",
-        phone="+92 42 3575 0000",
-    ),
-    (
-        Branch("liberty", "Liberty Market", "Shop 4, Liberty Market, Gulberg, Lahore"),
-        Branch("hallroad", "ہال روڈ", "دکان 12، ہال روڈ، لاہور"),
-    ),
-    default_branch="liberty",
-    version="2026-12-01",
-)
-
-
-def english() -> PoDocument:
-    """samples/restock.csv's order from Hall Road Traders, approved in two stages."""
-    lines = (
-        DraftLine("CBL-USBC-1M", "USB-C cable, 1 m", 120, 45_000, gst_basis_points=1800),
-        DraftLine(
-            "CHG-65W-GAN",
-            "65 W GaN charger",
-            12,
-            650_000,
-            note="for the Liberty branch",
-            gst_basis_points=1800,
-            needed_by=date(2026, 12, 10),
-        ),
-        DraftLine("PB-20K", "20,000 mAh power bank", 6, 899_900, gst_basis_points=1800),
-        DraftLine("SCR-GLASS-A15", "Screen glass, Galaxy A15", 300, 18_000),
-    )
-    draft = Draft(
-        "PO-2026-0042",
-        "SUP-LHR-07",
-        "Hall Road Traders",
-        "orders@hallroad.example",
-        "hallroad-2026-12",
-        lines,
-        company_version=COMPANY.version,
-        branch_id="liberty",
-        payment_terms="30 days credit",
-        delivery_date=date(2026, 12, 12),
-    )
-    approvals = (
-        Signature("Ayesha Khan", datetime(2026, 12, 5, 14, 5, tzinfo=PKT), "finance"),
-        Signature("Bilal Ahmed", datetime(2026, 12, 5, 16, 30, tzinfo=PKT), "director"),
-    )
-    return po_document(
-        draft,
-        2,
-        company=COMPANY,
-        issued=date(2026, 12, 5),
-        approvals=approvals,
-        key="send-po:PO-2026-0042:v2:3f9a1c0d5e7b",
-        approved=True,
-    )
-
-
-def urdu() -> PoDocument:
-    """A DRAFT for a supplier named in Urdu, to the branch written in Urdu, with Urdu lines."""
-    lines = (
-        DraftLine(
-            "FAN-CEIL-56",
-            "چھت کا پنکھا، 56 انچ، تانبے کی وائنڈنگ",
-            10,
-            1_250_000,
-            note="دکان کے پچھلے دروازے پر اتاریں",
-            gst_basis_points=1800,
-            needed_by=date(2026, 12, 15),
-        ),
-        DraftLine("LED-BULB-12W", "ایل ای ڈی بلب، 12 واٹ", 200, 35_000, gst_basis_points=1800),
-        DraftLine("EXT-CORD-5M", "Extension cord, 5 m, 4 sockets", 40, 120_000),
-    )
-    draft = Draft(
-        "PO-2026-0057",
-        "SUP-LHR-11",
-        "مدینہ الیکٹرونکس",
-        "orders@madina.example",
-        "madina-2026-12",
-        lines,
-        company_version=COMPANY.version,
-        branch_id="hallroad",
-        payment_terms="Cash on delivery",
-        delivery_date=date(2026, 12, 16),
-    )
-    return po_document(
-        draft,
-        1,
-        company=COMPANY,
-        issued=date(2026, 12, 5),
-        approvals=(),
-        key="send-po:PO-2026-0057:v1:8c2e4b6a0f13",
-        approved=False,
-    )
 
 
 def _first_page_png(pdf: Path, dpi: int) -> Path:
@@ -164,7 +62,7 @@ def test_another_process_renders_the_same_bytes() -> None:
     script = (
         "import sys\n"
         "from bot.documents.pdf import render_po_pdf\n"
-        "from tests.integration.test_po_pdf_images import english, urdu\n"
+        "from tests.helpers.po_documents import english, urdu\n"
         "sys.stdout.buffer.write(render_po_pdf(english()) + render_po_pdf(urdu()))\n"
     )
     done = subprocess.run(

@@ -1,0 +1,89 @@
+"""PO documents are rendered in a worker process (bot.documents.rendering): the same bytes as
+a render in this process, never fpdf2 in the caller, behind the bot for the CPU, and a worker
+that dies is replaced without the caller seeing it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bot.documents import rendering
+from bot.documents.pdf import render_po_pdf
+from bot.workers import WORKER_NICENESS
+from tests.helpers.po_documents import english, urdu
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+async def test_the_worker_renders_the_same_bytes_in_another_process() -> None:
+    document = urdu()
+    assert await rendering.render(document) == render_po_pdf(document)
+    assert await rendering._in_worker(os.getpid) != os.getpid()
+
+
+async def test_the_worker_runs_behind_its_parent() -> None:
+    niceness = await rendering._in_worker(os.nice, 0)
+    assert niceness == min(19, os.nice(0) + WORKER_NICENESS)  # 19: the lowest
+
+
+async def test_a_killed_worker_is_replaced_and_the_render_made_again() -> None:
+    document = english()
+    first = await rendering.render(document)
+    killed = await rendering._in_worker(os.getpid)
+    os.kill(killed, signal.SIGKILL)
+    assert await rendering.render(document) == first
+    assert await rendering._in_worker(os.getpid) != killed
+
+
+async def test_a_render_that_fails_raises_its_own_error() -> None:
+    with pytest.raises(AttributeError):
+        await rendering.render(None)  # type: ignore[arg-type]
+    assert await rendering.render(english()) == render_po_pdf(english())  # the worker lives on
+
+
+@pytest.mark.slow
+def test_the_caller_never_imports_fpdf2() -> None:
+    script = (
+        "import asyncio, sys\n"
+        "from bot.documents import rendering\n"
+        "from tests.helpers.po_documents import english\n"
+        "pdf = asyncio.run(rendering.render(english()))\n"
+        "print(pdf[:5].decode(), 'fpdf' in sys.modules, 'fontTools' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.split() == ["%PDF-", "False", "False"], done.stderr
+
+
+@pytest.mark.slow
+def test_the_worker_ends_with_a_killed_parent() -> None:
+    script = (
+        "import asyncio, os, signal\n"
+        "from bot.documents import rendering\n"
+        "from tests.helpers.po_documents import english\n"
+        "async def main():\n"
+        "    await rendering.render(english())\n"
+        "    print(await rendering._in_worker(os.getpid), flush=True)\n"
+        "    os.kill(os.getpid(), signal.SIGKILL)  # as the OOM killer would\n"
+        "asyncio.run(main())\n"
+    )
+    parent = subprocess.Popen(
+        [sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.PIPE, text=True
+    )
+    # The worker holds the parent's stdout too: the pipe ends only once it has exited.
+    out, _ = parent.communicate(timeout=60)
+    assert parent.returncode == -signal.SIGKILL
+    worker = Path(f"/proc/{int(out)}/status")
+    for _ in range(100):  # reaped by init, or a zombie at most
+        if not worker.exists() or "State:\tZ" in worker.read_text():
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail(f"the worker {int(out)} outlived its parent")
