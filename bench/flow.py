@@ -5,11 +5,14 @@ sender. Each phase runs over all N purchase orders before the next starts, so ea
 
 from __future__ import annotations
 
+import contextlib
+import os
 import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 from cryptography.fernet import Fernet
 from sqlalchemy import func, select
@@ -60,8 +63,8 @@ class LifecycleFigures:
     phases: Phases
     commits: int
     statements: int
-    # time.process_time() over the three phases of this process and of the worker that
-    # renders its PDFs (bot.documents.rendering)
+    # CPU time over the three phases of this process and of the workers that render its
+    # PDFs (bot.documents.rendering)
     cpu_seconds: float
 
     @property
@@ -149,14 +152,25 @@ async def run_lifecycles(db: Database, n: int, sink: SinkProcess) -> LifecycleFi
             await runner.run_until_idle(POLL_SECONDS)
 
         counters = Counters(engine)
-        cpu = time.process_time() + await rendering.cpu_seconds()
+        await rendering.prepare()  # the workers started: their CPU is counted from here
+        cpu = time.process_time() + _renderers_cpu()
         phases = Phases(await _timed(draft), await _timed(approve), await _timed(send))
-        cpu = time.process_time() + await rendering.cpu_seconds() - cpu
+        cpu = time.process_time() + _renderers_cpu() - cpu
         figures = LifecycleFigures(n, phases, counters.commits, counters.statements, cpu)
         await _verify(store, sink, n)
         return figures
     finally:
         await store.close()
+
+
+def _renderers_cpu() -> float:
+    """CPU seconds the renderer's workers have used, from /proc (they are not our children)."""
+    seconds = 0.0
+    for pid in rendering.worker_pids():
+        with contextlib.suppress(FileNotFoundError):  # a worker that has just ended
+            fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+            seconds += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return seconds
 
 
 def _now() -> datetime:

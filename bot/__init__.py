@@ -7,7 +7,7 @@ composition root (bootstrap) and the clock at the top.
 - cli: the `manzoori` command.
 - words: everything said to a person, in their language (the i18n catalogues included).
 - files: reading an uploaded sheet, in a worker process of its own.
-- documents: the PO's PDF, rendered in a worker process of its own.
+- documents: the PO's PDF, rendered in worker processes of its own.
 - workers: the fork server those worker processes start from.
 - dev: the Bot API emulator, the SMTP sink and the demo; imported only by the CLI's demo
   command and tests (checked by import-linter).

@@ -1,11 +1,11 @@
-"""PO documents rendered in one long-lived worker process (bot.workers), never in the caller's.
+"""PO documents rendered in long-lived worker processes (bot.workers), never in the caller's.
 
 A render is about 60 ms of pure Python (fpdf2 subsetting fonts); in a thread it would hold the
-GIL in 5 ms slices while a burst of taps waits on the event loop. The worker imports fpdf2 and
-loads the fonts once, runs reniced behind the bot, and renders one document at a time for the
-whole process (the outbox's e-mails and the approvers' copies alike). A render is a pure
-function of the document, so a worker that died (killed, out of memory) is replaced and the
-render made again, once; a second failure is raised to the caller, whose pass retries later.
+GIL in 5 ms slices while a burst of taps waits on the event loop. The workers import fpdf2 and
+load the fonts once, run reniced behind the bot, and render for the whole process (the
+outbox's e-mails and the approvers' copies alike). A render is a pure function of the
+document, so after a worker died (killed, out of memory) the pool is replaced and the render
+made again, once; a second failure is raised to the caller, whose pass retries later.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -24,6 +23,9 @@ from core.purchasing.po_document import PoDocument
 
 T = TypeVar("T")
 
+# Renders at once: a burst's PDFs take both cores of a small server, while the bot, ahead of
+# the reniced workers, still answers its taps first.
+WORKERS = 2
 _lock = threading.Lock()  # the pool is the process's, whichever event loop asks
 _pool: ProcessPoolExecutor | None = None
 
@@ -36,14 +38,16 @@ async def render(document: PoDocument) -> bytes:
 
 
 async def prepare() -> None:
-    """Start the worker and parse its fonts (pdf.prepare), so the first render waits for
+    """Start the workers and parse their fonts (pdf.prepare), so the first renders wait for
     neither."""
-    await _in_worker(_prepare)
+    # The pool starts a worker for each task that finds none idle: one task each.
+    await asyncio.gather(*(_in_worker(_prepare) for _ in range(WORKERS)))
 
 
-async def cpu_seconds() -> float:
-    """CPU seconds the worker has used since it started (the benchmark counts them)."""
-    return await _in_worker(time.process_time)
+def worker_pids() -> list[int]:
+    """The process ids of the workers running now (the benchmark counts their CPU time)."""
+    with _lock:
+        return [] if _pool is None else list(_pool._processes)
 
 
 async def _in_worker(work: Callable[..., T], *args: object) -> T:
@@ -61,7 +65,7 @@ def _current() -> ProcessPoolExecutor:
     with _lock:
         if _pool is None:
             _pool = ProcessPoolExecutor(
-                1, mp_context=CONTEXT, initializer=_started, initargs=(os.getpid(),)
+                WORKERS, mp_context=CONTEXT, initializer=_started, initargs=(os.getpid(),)
             )
         return _pool
 

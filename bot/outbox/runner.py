@@ -69,27 +69,71 @@ async def make_documents(
     zone: tzinfo,
     now: Callable[[], datetime],
     links: SupplierLinks | None = None,
-    before_render: Callable[[], Awaitable[None]] | None = None,
 ) -> None:
-    """Make the PO documents these rows' e-mails carry and have none yet: once per row,
-    before its first attempt, rendered in the worker process (bot.documents.rendering) after
-    `before_render`, dated and signed in `zone`, with the supplier's link of a send-po row's
-    e-mail when `links` makes them; every attempt after sends the bytes kept then
+    """Make the PO documents these rows' e-mails carry and have none yet (documents_ahead),
+    and wait until all are kept."""
+    await _made(await documents_ahead(store, effects, zone, now, links))
+
+
+async def documents_ahead(
+    store: ShellStore,
+    effects: list[Effect],
+    zone: tzinfo,
+    now: Callable[[], datetime],
+    links: SupplierLinks | None = None,
+    before_render: Callable[[], Awaitable[None]] | None = None,
+) -> dict[str, asyncio.Task[None]]:
+    """Start making the PO documents these rows' e-mails carry and have none yet: a task per
+    such row, by its key. Each is made once per row, before its first attempt, in the
+    renderer's workers (bot.documents.rendering, several at once) after `before_render`,
+    dated and signed in `zone`, with the supplier's link of a send-po row's e-mail when
+    `links` makes them; every attempt after sends the bytes kept then
     (core.outbox.dispatch.keep_document)."""
-    for effect in await dispatch.documents_owed(store, effects):
-        if before_render is not None:
-            await before_render()
-        at = now()
-        sends = effect.kind == EffectKind.SEND_PO
-        link = links.url(effect) if links is not None and sends else ""
-        async with store.reading() as tx:
-            job = await tx.job(effect.job_id)
-            document = await document_of(
-                tx, job, effect.draft_version, approved=True, zone=zone, now=at, link=link
-            )
-        pdf = await rendering.render(document)
-        kept = await dispatch.keep_document(store, effect.key, pdf, at)
-        log.info("%s: PO document made, %d bytes, sha256 %s", effect.key, len(pdf), kept.sha256)
+    owed = await dispatch.documents_owed(store, effects)
+    return {
+        effect.key: asyncio.create_task(
+            _make_document(store, effect, zone, now, links, before_render)
+        )
+        for effect in owed
+    }
+
+
+async def _make_document(
+    store: ShellStore,
+    effect: Effect,
+    zone: tzinfo,
+    now: Callable[[], datetime],
+    links: SupplierLinks | None,
+    before_render: Callable[[], Awaitable[None]] | None,
+) -> None:
+    if before_render is not None:
+        await before_render()
+    at = now()
+    sends = effect.kind == EffectKind.SEND_PO
+    link = links.url(effect) if links is not None and sends else ""
+    async with store.reading() as tx:
+        job = await tx.job(effect.job_id)
+        document = await document_of(
+            tx, job, effect.draft_version, approved=True, zone=zone, now=at, link=link
+        )
+    pdf = await rendering.render(document)
+    kept = await dispatch.keep_document(store, effect.key, pdf, at)
+    log.info("%s: PO document made, %d bytes, sha256 %s", effect.key, len(pdf), kept.sha256)
+
+
+async def _made(tasks: dict[str, asyncio.Task[None]]) -> None:
+    """Wait for these documents; if one fails, stop the others and raise its error."""
+    try:
+        await asyncio.gather(*tasks.values())
+    finally:
+        await _dropped(tasks)
+
+
+async def _dropped(tasks: dict[str, asyncio.Task[None]]) -> None:
+    """Stop the documents not made yet; a failure among them is left to the next attempt."""
+    for task in tasks.values():
+        task.cancel()
+    await asyncio.gather(*tasks.values(), return_exceptions=True)
 
 
 class OutboxRunner:
@@ -162,9 +206,11 @@ class OutboxRunner:
         records: list[asyncio.Task[None]] = []
         count = min(self.connections, len(claimed))
         workers = [asyncio.create_task(self._work(queue, free, records)) for _ in range(count)]
+        documents: dict[str, asyncio.Task[None]] = {}  # being made, by row
         try:
-            total = await self._feed(claimed, queue, free, workers)
+            total = await self._feed(claimed, queue, free, workers, documents)
         finally:
+            await _dropped(documents)  # after a broken sender: their rows stay owed
             for _ in workers:
                 queue.put_nowait(None)  # each worker stops once the orders before it are sent
             # Not a TaskGroup: one failure must not cancel the other sends mid-DATA, nor the
@@ -182,12 +228,16 @@ class OutboxRunner:
         queue: asyncio.Queue[SendOrder | None],
         free: Semaphore,
         workers: list[asyncio.Task[None]],
+        documents: dict[str, asyncio.Task[None]],
     ) -> int:
         """Commit the markers of as many rows as connections are free, in one transaction,
         and hand them out; then wait for the next free connection. A marker is written only
         when its send can start at once: a crash leaves at most one marked row per
         connection for a person to reconcile, the one it was sending."""
         total, claims, marked = len(claimed), 1, False
+        # Each claim's documents are started at once and rendered beside the sends before
+        # them; a row waits only for its own before its marker is written.
+        documents |= await self._documents_ahead(claimed)
         while True:
             while claimed:
                 await free.acquire()
@@ -197,7 +247,8 @@ class OutboxRunner:
                 while taken < len(claimed) and not free.locked():
                     await free.acquire()  # free as well: no wait
                     taken += 1
-                await self._make_documents(claimed[:taken])
+                mine = [e.key for e in claimed[:taken] if e.key in documents]
+                await _made({key: documents.pop(key) for key in mine})
                 keys = [effect.key for effect in claimed[:taken]]
                 claimed = claimed[taken:]
                 now = self.runtime.now()
@@ -216,6 +267,7 @@ class OutboxRunner:
             # A full claim: more is likely due, and claimed now it keeps every connection busy.
             claimed = await self._claim()
             total, claims = total + len(claimed), claims + 1
+            documents |= await self._documents_ahead(claimed)
 
     async def _claim(self) -> list[Effect]:
         """Lease the next batch of due rows, once the bot's taps pause (self.pause)."""
@@ -231,10 +283,12 @@ class OutboxRunner:
         if self.pause is not None and left > 0:
             await self.pause(left)
 
-    async def _make_documents(self, effects: list[Effect]) -> None:
-        """The PO documents of these rows' e-mails, made if not yet (make_documents)."""
+    async def _documents_ahead(self, effects: list[Effect]) -> dict[str, asyncio.Task[None]]:
+        """The PO documents of these rows' e-mails, started if not made yet (documents_ahead)."""
         zone, now = self.rules.approval.zone, self.runtime.now
-        await make_documents(self.store, effects, zone, now, self.links, self._before_render)
+        return await documents_ahead(
+            self.store, effects, zone, now, self.links, self._before_render
+        )
 
     async def _work(
         self,

@@ -1,6 +1,6 @@
-"""PO documents are rendered in a worker process (bot.documents.rendering): the same bytes as
-a render in this process, never fpdf2 in the caller, behind the bot for the CPU, and a worker
-that dies is replaced without the caller seeing it."""
+"""PO documents are rendered in worker processes (bot.documents.rendering): the same bytes as
+a render in this process, never fpdf2 in the caller, behind the bot for the CPU; a worker that
+dies is replaced without the caller seeing it, and none outlives a killed parent."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -21,13 +20,21 @@ from tests.helpers.po_documents import english, urdu
 ROOT = Path(__file__).resolve().parents[2]
 
 
-async def test_the_worker_renders_the_same_bytes_in_another_process() -> None:
+async def test_the_workers_render_the_same_bytes_in_other_processes() -> None:
     document = urdu()
     assert await rendering.render(document) == render_po_pdf(document)
-    assert await rendering._in_worker(os.getpid) != os.getpid()
+    workers = rendering.worker_pids()
+    assert workers and os.getpid() not in workers
+    assert await rendering._in_worker(os.getpid) in workers
 
 
-async def test_the_worker_runs_behind_its_parent() -> None:
+async def test_a_process_starts_every_worker_with_its_fonts_parsed() -> None:
+    rendering._discard(rendering._current())  # as a process starts: no pool yet
+    await rendering.prepare()
+    assert len(rendering.worker_pids()) == rendering.WORKERS
+
+
+async def test_the_workers_run_behind_their_parent() -> None:
     niceness = await rendering._in_worker(os.nice, 0)
     assert niceness == min(19, os.nice(0) + WORKER_NICENESS)  # 19: the lowest
 
@@ -35,10 +42,11 @@ async def test_the_worker_runs_behind_its_parent() -> None:
 async def test_a_killed_worker_is_replaced_and_the_render_made_again() -> None:
     document = english()
     first = await rendering.render(document)
-    killed = await rendering._in_worker(os.getpid)
-    os.kill(killed, signal.SIGKILL)
+    killed = rendering.worker_pids()
+    for pid in killed:
+        os.kill(pid, signal.SIGKILL)
     assert await rendering.render(document) == first
-    assert await rendering._in_worker(os.getpid) != killed
+    assert not set(rendering.worker_pids()) & set(killed)
 
 
 async def test_a_render_that_fails_raises_its_own_error() -> None:
@@ -63,27 +71,23 @@ def test_the_caller_never_imports_fpdf2() -> None:
 
 
 @pytest.mark.slow
-def test_the_worker_ends_with_a_killed_parent() -> None:
+def test_the_workers_end_with_a_killed_parent() -> None:
     script = (
         "import asyncio, os, signal\n"
         "from bot.documents import rendering\n"
         "from tests.helpers.po_documents import english\n"
         "async def main():\n"
         "    await rendering.render(english())\n"
-        "    print(await rendering._in_worker(os.getpid), flush=True)\n"
+        "    await rendering.prepare()\n"
+        "    print(*rendering.worker_pids(), flush=True)\n"
         "    os.kill(os.getpid(), signal.SIGKILL)  # as the OOM killer would\n"
         "asyncio.run(main())\n"
     )
     parent = subprocess.Popen(
         [sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.PIPE, text=True
     )
-    # The worker holds the parent's stdout too: the pipe ends only once it has exited.
+    # The workers hold the parent's stdout too (inherited through the fork server): the pipe
+    # ends, and communicate returns, only once every one of them has exited.
     out, _ = parent.communicate(timeout=60)
     assert parent.returncode == -signal.SIGKILL
-    worker = Path(f"/proc/{int(out)}/status")
-    for _ in range(100):  # reaped by init, or a zombie at most
-        if not worker.exists() or "State:\tZ" in worker.read_text():
-            break
-        time.sleep(0.05)
-    else:
-        pytest.fail(f"the worker {int(out)} outlived its parent")
+    assert len(out.split()) == rendering.WORKERS  # they had started

@@ -521,11 +521,11 @@ async def test_a_sender_that_breaks_ends_the_pass_instead_of_hanging_it(store):
         async with asyncio.timeout(10):  # a hung pass fails the test instead of the suite
             await runner.run_once()
     assert time.monotonic() - started < 5
-    # What was marked stays STARTED for recovery to settle; marking stopped with the worker.
-    statuses = set()
-    for job in jobs:
-        statuses.add((await current(store, job))[1][0].status)
-    assert statuses == {EffectStatus.STARTED, EffectStatus.CLAIMED}
+    # What was marked (the one row of its one connection, unless the worker broke before
+    # the first marker) stays STARTED for recovery to settle; marking stopped with the worker.
+    statuses = [(await current(store, job))[1][0].status for job in jobs]
+    assert statuses.count(EffectStatus.CLAIMED) >= 2
+    assert set(statuses) <= {EffectStatus.STARTED, EffectStatus.CLAIMED}
 
 
 async def test_a_document_is_kept_once_whoever_makes_it(store):
