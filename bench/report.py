@@ -30,7 +30,10 @@ MEASURES = {
     "DBOS peer": (
         "The same purchase-order flow written with DBOS Transact, a durable-workflow library, "
         "on the same kind of database and the same SMTP server: its lifecycles per second and CPU "
-        "time, and manzoori's rate as a multiple of it."
+        "time, and manzoori's rate as a multiple of it. The peer's send step renders the PDF "
+        "with manzoori's code in its own process, one at a time; manzoori renders in its two "
+        "reniced worker processes (bot.documents.rendering), as it runs in production, and "
+        "counts their CPU."
     ),
     "200 ms SMTP relay": (
         "The lifecycle against an SMTP server that answers each message's DATA after 200 ms, as "
