@@ -10,6 +10,7 @@ import secrets
 import threading
 import time
 from collections import deque
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from .snapshots import ApiCall, StoredFile, WebhookDelivery, WebhookInfo
@@ -118,6 +119,14 @@ class EmulatorCore:
         else:
             with contextlib.suppress(RuntimeError):
                 loop.call_soon_threadsafe(self._wake)
+
+    @contextlib.contextmanager
+    def at_once(self) -> Iterator[None]:
+        """Updates made inside the block (taps, messages) reach the bot together, in one
+        getUpdates answer or one round of webhook POSTs, as a burst reaches it from Telegram:
+        none of them is handed out before the block ends."""
+        with self._lock:
+            yield
 
     # -- clock ----------------------------------------------------------------------------------
 
