@@ -290,7 +290,7 @@ async def running(
     the bot takes a webhook, then the runners' loops unless `loops` is False (a test drives
     their passes itself); when the block ends, stop the loops, the web server, then the bot.
     Migrations are the caller's."""
-    await rendering.prepare()  # the renderer's worker and fonts now, not in the first send
+    await rendering.prepare()  # the renderer's workers and fonts now, not in the first send
     async with contextlib.AsyncExitStack() as stack:
         app, notices = None, None
         heartbeats, metrics = Heartbeats(), Metrics()

@@ -67,8 +67,8 @@ class _WorkerContext(ForkServerContext):
 
 CONTEXT = _WorkerContext()
 # The fork server imports the sheet readers once, whichever worker starts it: every parse
-# worker is forked with them loaded. The document renderer imports fpdf2 in its one
-# long-lived worker instead (bot.documents.rendering), so parse workers stay small.
+# worker is forked with them loaded. The document renderer imports fpdf2 in its own
+# long-lived workers instead (bot.documents.rendering), so parse workers stay small.
 CONTEXT.set_forkserver_preload(["bot.files.parsing"])
 
 

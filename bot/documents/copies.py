@@ -20,7 +20,7 @@ PREVIEW_LINES = 500
 
 async def approver_copy(store: Store, job: Job, version: int, zone: tzinfo, now: datetime) -> bytes:
     """The PDF of `job`'s draft `version` as an approver should read it, rendered in the
-    worker process (bot.documents.rendering)."""
+    renderer's workers (bot.documents.rendering)."""
     async with store.reading() as tx:
         draft_hash = job.draft_hash if version == job.draft_version else None
         if draft_hash is not None:

@@ -31,9 +31,9 @@ _pool: ProcessPoolExecutor | None = None
 
 
 async def render(document: PoDocument) -> bytes:
-    """The PDF of `document` (bot.documents.pdf.render_po_pdf), made in the worker. Raises
+    """The PDF of `document` (bot.documents.pdf.render_po_pdf), made in a worker. Raises
     what the render raises (ConfigError for a missing font), or BrokenProcessPool when a
-    fresh worker died too."""
+    fresh pool's worker died too."""
     return await _in_worker(_render, document)
 
 

@@ -63,18 +63,6 @@ class FaultPoint(StrEnum):
     AFTER_RECORD = "after_record"  # the first result recorded, other sends still in flight
 
 
-async def make_documents(
-    store: ShellStore,
-    effects: list[Effect],
-    zone: tzinfo,
-    now: Callable[[], datetime],
-    links: SupplierLinks | None = None,
-) -> None:
-    """Make the PO documents these rows' e-mails carry and have none yet (documents_ahead),
-    and wait until all are kept."""
-    await _made(await documents_ahead(store, effects, zone, now, links))
-
-
 async def documents_ahead(
     store: ShellStore,
     effects: list[Effect],

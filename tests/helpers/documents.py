@@ -3,9 +3,10 @@ attempt: for tests that drive core.outbox.dispatch step by step instead of a run
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime
 
-from bot.outbox.runner import make_documents
+from bot.outbox.runner import documents_ahead
 from core.approval.policies import PAKISTAN
 from core.jobs.jobs import Effect
 from core.ports import Store
@@ -13,4 +14,5 @@ from core.ports import Store
 
 async def with_document(store: Store, effect: Effect, at: datetime) -> None:
     """Make and keep the row's PDF, as OutboxRunner does before marking its first attempt."""
-    await make_documents(store, [effect], PAKISTAN, lambda: at)  # type: ignore[arg-type]
+    made = await documents_ahead(store, [effect], PAKISTAN, lambda: at)  # type: ignore[arg-type]
+    await asyncio.gather(*made.values())
