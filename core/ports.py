@@ -419,11 +419,24 @@ class Store(Protocol):
         """Open a read-only transaction: a consistent snapshot that takes no write lock."""
 
 
+class BatchTx(ShellTx, Protocol):
+    """A transaction for a burst of decisions (store.batched): what they read is read once."""
+
+    async def prefetch(self, job_ids: Collection[str], user_ids: Collection[int]) -> None:
+        """Read the jobs and everything their decisions read, for these people, at once."""
+
+    def each(self) -> AbstractAsyncContextManager[None]:
+        """One decision's part: an error rolls back its writes only, and is raised."""
+
+
 class ShellStore(Protocol):
     """The store as the shell's runners and handlers use it; a Store for core as well."""
 
     def begin(self) -> AbstractAsyncContextManager[ShellTx]:
         """Open a read-write transaction that commits on success and rolls back on error."""
+
+    def begin_batch(self) -> AbstractAsyncContextManager[BatchTx]:
+        """`begin`, for a burst of decisions made together (BatchTx)."""
 
     def reading(self) -> AbstractAsyncContextManager[ShellReadTx]:
         """Open a read-only transaction: a consistent snapshot that takes no write lock."""

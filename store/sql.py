@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from collections.abc import AsyncIterator, Collection, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from dataclasses import replace
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy import and_, bindparam, delete, func, insert, or_, select, text
 from sqlalchemy.exc import DBAPIError, IntegrityError
@@ -53,6 +53,11 @@ from store.sealing import Sealer
 from store.suppliers import SupplierQueries
 from store.typed import TypedRequestQueries
 from store.versioned import Lease, claim_rows, compare_and_set, update_leased
+
+if TYPE_CHECKING:
+    from store.batched import SqlBatchTx
+
+T = TypeVar("T", bound="SqlTx")
 
 # The statements every use case runs, built once (building one costs more than running it).
 _jobs, _drafts, _decisions = schema.jobs, schema.drafts, schema.decisions
@@ -405,15 +410,25 @@ class SqlStore:
         self._terms_cache: dict[str, Terms] = {}  # versions are immutable: safe to keep
         self.wakeups = wakeups.Wakeups()  # the runners' events, set as their work commits
 
-    @asynccontextmanager
-    async def begin(self) -> AsyncIterator[SqlTx]:
+    def begin(self) -> AbstractAsyncContextManager[SqlTx]:
         """A read-write transaction that commits on success and rolls back on error, and
         returns only once its writes are durable; a busy database raises StoreBusy. On SQLite
         it is a savepoint in a transaction shared with this process's other writers of the
         moment (store.group_commit): an error rolls back this block's writes only."""
+        return self.transaction(SqlTx)
+
+    def begin_batch(self) -> AbstractAsyncContextManager[SqlBatchTx]:
+        """`begin`, for a burst of decisions made together (store.batched)."""
+        from store.batched import SqlBatchTx  # it builds on SqlTx, defined here
+
+        return self.transaction(SqlBatchTx)
+
+    @asynccontextmanager
+    async def transaction(self, kind: type[T]) -> AsyncIterator[T]:
+        """`begin`, its transaction a `kind` (store.batched's, for a burst of decisions)."""
         with _busy_as_store_busy():
             async with self.group.transaction() if self.group else self.engine.begin() as conn:
-                tx = SqlTx(conn, self._sealer, self._terms_cache)
+                tx = kind(conn, self._sealer, self._terms_cache)
                 yield tx
                 # On PostgreSQL, delivered to the listeners if, and when, it commits.
                 if tx.owed and conn.dialect.name == "postgresql":

@@ -1,17 +1,20 @@
 """Taps on approval cards: the signed data is checked first, the engine decides, the tap is
 answered at once with the truth, and only then are the cards edited (slow work, after the
 answer, because Telegram refuses answers after about 15 seconds). The edits are notices the
-decision made owed in its own transaction; the handler delivers them at once.
+decision made owed in its own transaction; the handler delivers them at once. The Approve taps
+of a burst are decided in one transaction (decide_taps, through bot.telegram.gathering), each
+in a part of its own: what they all read is read once.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
-from datetime import tzinfo
+from datetime import datetime, tzinfo
+from enum import Enum
 from functools import partial
 
 from telegram import CallbackQuery, ForceReply, Message, Update, User
@@ -23,30 +26,34 @@ from bot.documents.copies import PREVIEW_LINES, approver_copy
 from bot.outbox.emails import render_csv
 from bot.telegram.context import Deps, answer_tap, deps_of, held_roles, record_claim, turn_away
 from bot.telegram.fairness import taps_paused
+from bot.telegram.gathering import Gathering
 from bot.telegram.notices import NoticeRunner
 from bot.words.i18n import ENGLISH, N_, Language, Translator, language_of, translator
 from bot.words.texts import NO_PDF_PREVIEW, TIME_OF_DAY, local_time
 from core.approval import decisions
 from core.approval.decisions import Review
-from core.approval.policies import Outcome, Verdict
+from core.approval.policies import Outcome, Rules, Verdict
 from core.approval.signing import Button, ButtonAction, verify_button
 from core.drafting.drafts import draft_hash
 from core.errors import (
     ApprovalError,
     ApprovalExpired,
+    ConcurrencyError,
     DelegationEnded,
     DraftChanged,
     IllegalTransition,
+    InsertConflict,
     InvalidToken,
     NotAnApprover,
     NotYourTurn,
     ReasonRequired,
     SelfApproval,
+    StaleJob,
     UnknownJob,
 )
 from core.jobs.jobs import Job
 from core.jobs.states import State
-from core.ports import ShellReadTx, ShellStore, ShellTx, Store
+from core.ports import BatchTx, ShellReadTx, ShellStore, ShellTx, Store
 from core.texts import flatten
 from store.group_commit import urgent as urgent_writes
 
@@ -136,8 +143,17 @@ async def on_reason(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
 
 
 async def on_tap(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-    """A card's button: Approve or Details (Reject asks for a reason first)."""
-    tap = await checked_tap(update, context)
+    """A card's button: Approve or Details (Reject asks for a reason first). Approve taps are
+    decided together with the others of their burst (decide_taps); one whose job a concurrent
+    writer changed meanwhile is decided again alone, below."""
+    query, deps = update.callback_query, deps_of(context)
+    assert query is not None
+    button = await signed_button(query, deps)
+    if button is None:
+        return
+    if claimed_with_decision(button) and await _approved_together(update, context, button):
+        return
+    tap = await checked_tap(update, context, button)
     if tap is None:
         return
     query, user, deps, button, job = tap.query, tap.user, tap.deps, tap.button, tap.job
@@ -180,6 +196,164 @@ async def _ask_reason(context: ContextTypes.DEFAULT_TYPE, tap: Tap, verdict: Ver
         f"{tap.tr(_PROMPTS[verdict])} {asked}?",
         reply_markup=ForceReply(input_field_placeholder=placeholder),
     )
+
+
+@dataclass(frozen=True)
+class _Asked:
+    """An Approve tap whose button's signature checked out, to be decided with its burst."""
+
+    update: Update
+    user: User
+    button: Button
+
+
+class Then(Enum):
+    """What on_tap does once decide_taps decided an Approve tap."""
+
+    ANSWER = "answer"  # answer with the text
+    TURN_AWAY = "turn away"  # a stranger: nothing was written
+    REPEAT = "repeat"  # Telegram delivered it again: nothing to do
+    ASK_REASON = "ask reason"  # over budget: nothing recorded until the reason comes
+    ALONE = "alone"  # a concurrent writer won: decide it again on its own
+    FAILED = "failed"  # an unexpected error, rolled back: the tap's handler fails with it
+
+
+@dataclass(frozen=True)
+class Decided:
+    """What decide_taps made of one Approve tap: what to do, the answer, whether the decision
+    owes notices (delivered at once), and the tap as read (for ASK_REASON)."""
+
+    then: Then
+    text: str = ""
+    notices_owed: bool = False
+    tap: Tap | None = None
+    error: Exception | None = None  # Then.FAILED: raised in the tap's own handler
+
+
+async def _approved_together(
+    update: Update, context: ContextTypes.DEFAULT_TYPE, button: Button
+) -> bool:
+    """Decide an Approve tap with the others of its burst (decide_taps) and answer it; False
+    if it must be decided on its own (Then.ALONE)."""
+    deps, user, query = deps_of(context), update.effective_user, update.callback_query
+    assert user is not None and query is not None
+    gathering = context.application.bot_data.get(_APPROVALS)
+    if gathering is None:
+        gathering = Gathering(partial(decide_taps, deps), limit=_BATCH)
+        context.application.bot_data[_APPROVALS] = gathering
+    try:
+        decided: Decided = await gathering.ask(_Asked(update, user, button))
+    except ConcurrencyError as lost:  # the whole batch: busy, or its COMMIT failed
+        log.info("a burst's decisions left to each tap alone: %s", lost)
+        return False
+    if decided.tap is not None:
+        logs.about(po_number=decided.tap.job.po_number, job_id=decided.tap.job.id)
+    match decided.then:
+        case Then.ALONE:
+            return False
+        case Then.FAILED:
+            assert decided.error is not None
+            raise decided.error  # the error handler apologises; its claim was rolled back
+        case Then.TURN_AWAY:
+            await turn_away(deps, update, user)
+        case Then.REPEAT:
+            log.info("update %s delivered again; ignored", update.update_id)
+        case Then.ASK_REASON:
+            assert decided.tap is not None
+            await _ask_reason(context, decided.tap, Verdict.APPROVE)
+        case Then.ANSWER:
+            await answer_tap(query, decided.text)
+            if decided.notices_owed and decided.tap is not None:
+                deliver_now(context, deps, decided.tap.job.id)
+    return True
+
+
+# Where the application keeps its Gathering of Approve taps (bot_data), and how many of a
+# burst are decided in one transaction at most (FairProcessor lets 32 taps in at once).
+_APPROVALS = "approvals"
+_BATCH = 64
+
+
+async def decide_taps(deps: Deps, asked: Sequence[_Asked]) -> list[Decided]:
+    """Decide a burst of Approve taps in one transaction: what they read is read once
+    (ShellStore.begin_batch), each is claimed and decided in a part of its own that a refusal
+    rolls back, and they commit together. The same checks, in the same order, as a tap decided
+    alone (checked_tap, then core.approval.decisions.decide): a stranger is turned away with
+    nothing written, a button for a job or draft that is not there is not valid. Returns what
+    to do for each, in order."""
+    now, rules = utcnow(), deps.settings.rules()
+    async with deps.store.reading() as tx:  # a stranger costs a read, never a write
+        roles = await tx.roles_of({a.user.id for a in asked})
+    decided: dict[int, Decided] = {}
+    refused: dict[int, tuple[Tap, Review, Exception]] = {}
+    known = {n for n, a in enumerate(asked) if held_roles(deps, a.user.id, roles[a.user.id])}
+    if known:
+        async with deps.store.begin_batch() as batch:
+            jobs = {asked[n].button.job_id for n in known}
+            await batch.prefetch(jobs, {asked[n].user.id for n in known})
+            languages = await batch.languages({asked[n].user.id for n in known})
+            for n in sorted(known):
+                tr = translator(language_of(languages.get(asked[n].user.id)))
+                tap = await _read_tap(batch, deps, asked[n], tr)
+                if tap is None:
+                    decided[n] = Decided(Then.ANSWER, tr(NOT_VALID))
+                    continue
+                try:
+                    decided[n] = await _decide_in(batch, tap, asked[n].update, now, rules)
+                except (ApprovalError, IllegalTransition) as no:
+                    refused[n] = (tap, _review(tap), no)
+    for n, (tap, review, why) in refused.items():
+        text = await _refused(deps, tap.job, review, why, tap.tr)
+        decided[n] = Decided(Then.ANSWER, text, tap=tap)
+    return [decided.get(n, Decided(Then.TURN_AWAY)) for n in range(len(asked))]
+
+
+async def _read_tap(tx: BatchTx, deps: Deps, asked: _Asked, tr: Translator) -> Tap | None:
+    """The tap on the job its button names, as checked_tap reads it; None if the job, or the
+    draft version the button was signed for, is not there."""
+    query = asked.update.callback_query
+    assert query is not None
+    try:
+        job = await tx.job(asked.button.job_id)
+    except UnknownJob:
+        return None
+    signed_for = await _hash_of(tx, job, asked.button.draft_version)
+    if not signed_for.startswith(asked.button.hash_prefix):
+        return None
+    return Tap(query, asked.user, deps, asked.button, job, signed_for, tr)
+
+
+def _review(tap: Tap) -> Review:
+    """The approval a tap on Approve asks for."""
+    button = tap.button
+    return Review(
+        tap.job.po_number, tap.user.id, Verdict.APPROVE, button.draft_version, tap.signed_for
+    )
+
+
+async def _decide_in(tx: BatchTx, tap: Tap, update: Update, now: datetime, rules: Rules) -> Decided:
+    """Claim the update and decide the tap in its own part of `tx`; a refusal is raised (its
+    part rolled back, the claim with it)."""
+    try:
+        async with tx.each():
+            if not await record_claim(tx, update, tap.user, now):
+                raise Redelivered(f"update {update.update_id}")
+            result = await decisions.decide_in(tx, _review(tap), now, rules)
+    except Redelivered:
+        return Decided(Then.REPEAT, tap=tap)
+    except ReasonRequired:
+        return Decided(Then.ASK_REASON, tap=tap)
+    except ApprovalExpired:
+        return Decided(Then.ANSWER, tap.tr(EXPIRED), True, tap)
+    except (StaleJob, InsertConflict):
+        return Decided(Then.ALONE, tap=tap)
+    except (ApprovalError, IllegalTransition, ConcurrencyError):
+        raise
+    except Exception as error:  # one tap's fault is its own; the others of the burst stand
+        return Decided(Then.FAILED, tap=tap, error=error)
+    if result is None:  # the approval window had closed: the expiry is news
+        return Decided(Then.ANSWER, tap.tr(EXPIRED), True, tap)
+    return Decided(Then.ANSWER, _recorded(result, tap.tr), True, tap)
 
 
 def claimed_with_decision(button: Button) -> bool:
@@ -227,13 +401,15 @@ class Tap:
     tr: Translator  # the tapper's language
 
 
-async def checked_tap(update: Update, context: ContextTypes.DEFAULT_TYPE) -> Tap | None:
-    """The tap, its button's signed data checked before any database work; None, with the
-    tap answered "not valid", for forged, altered or unknown data, or turned away for a
-    stranger (for an Approve tap, app.claim leaves that check to this read)."""
+async def checked_tap(
+    update: Update, context: ContextTypes.DEFAULT_TYPE, button: Button | None = None
+) -> Tap | None:
+    """The tap, its button's signed data checked before any database work (`button`: checked
+    already); None, with the tap answered "not valid", for forged, altered or unknown data, or
+    turned away for a stranger (for an Approve tap, app.claim leaves that check to this read)."""
     query, user, deps = update.callback_query, update.effective_user, deps_of(context)
     assert query is not None and user is not None
-    button = await signed_button(query, deps)
+    button = button or await signed_button(query, deps)
     if button is None:
         return None
     async with deps.store.reading() as tx:
@@ -290,11 +466,17 @@ async def _decide(
         raise
     except (ApprovalError, IllegalTransition) as refused:
         return await _refused(deps, job, review, refused, tr), False
-    if review.verdict is Verdict.REJECT:
-        return tr("Rejected {po}. The requester is told your reason.", po=job.po_number), True
+    return _recorded(result, tr), True
+
+
+def _recorded(result: decisions.DecisionResult, tr: Translator) -> str:
+    """The answer to a decision that was recorded."""
+    if result.decision.verdict is Verdict.REJECT:
+        po = result.job.po_number
+        return tr("Rejected {po}. The requester is told your reason.", po=po)
     if result.outcome is Outcome.APPROVED:
-        return tr("Approved — e-mailing the supplier."), True
-    return pending_answer(result, tr), True
+        return tr("Approved — e-mailing the supplier.")
+    return pending_answer(result, tr)
 
 
 EXPIRED = N_("This request expired.")

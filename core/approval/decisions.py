@@ -205,24 +205,35 @@ async def decide(store: Store, review: Review, now: datetime, rules: Rules) -> D
     """Record an authenticated reviewer's decision on one exact draft version and hash, in the
     stage of the job's route that waits for it."""
     async with store.begin() as tx:
-        job = await load(tx, review.po_number)
+        result = await decide_in(tx, review, now, rules)
+    if result is None:  # the expiry it found is committed
+        raise ApprovalExpired(f"{review.po_number} expired before this decision")
+    return result
+
+
+async def decide_in(tx: Tx, review: Review, now: datetime, rules: Rules) -> DecisionResult | None:
+    """decide, in a transaction the caller holds (one of a burst of taps decided together):
+    the decision recorded in `tx`, or the refusal raised, with nothing written; None if the
+    job's approval window had closed, which is expired in `tx` (the caller commits it and
+    answers ApprovalExpired)."""
+    job = await load(tx, review.po_number)
+    if (replay := await replay_of(tx, job, review, now, rules)) is not None:
+        return replay
+    try:
+        allowed = await allowed_or_expired(tx, job, review, now, rules)
+    except ApprovalError:
+        # A replay that committed since the first look (PostgreSQL reads what committed
+        # before each statement): the decision it finds refuses this one; answer as it.
         if (replay := await replay_of(tx, job, review, now, rules)) is not None:
             return replay
-        try:
-            allowed = await allowed_or_expired(tx, job, review, now, rules)
-        except ApprovalError:
-            # A replay that committed since the first look (PostgreSQL reads what committed
-            # before each statement): the decision it finds refuses this one; answer as it.
-            if (replay := await replay_of(tx, job, review, now, rules)) is not None:
-                return replay
-            raise
-        if allowed is not None:
-            if await needs_a_reason(tx, job, review, now, rules):
-                raise ReasonRequired(f"{job.po_number} goes over a monthly budget")
-            if review.client_id is not None:  # first: a concurrent replay waits on its key
-                await tx.insert_client_decision(client_row(review.client_id, job, review, now))
-            return await record_decision(tx, job, allowed, review, now, rules)
-    raise ApprovalExpired(f"{review.po_number} expired before this decision")
+        raise
+    if allowed is None:
+        return None
+    if await needs_a_reason(tx, job, review, now, rules):
+        raise ReasonRequired(f"{job.po_number} goes over a monthly budget")
+    if review.client_id is not None:  # first: a concurrent replay waits on its key
+        await tx.insert_client_decision(client_row(review.client_id, job, review, now))
+    return await record_decision(tx, job, allowed, review, now, rules)
 
 
 async def allowed_or_expired(

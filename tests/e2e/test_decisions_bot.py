@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import io
 from datetime import timedelta
@@ -11,6 +12,7 @@ from sqlalchemy import select
 
 from bot.outbox.runner import OutboxRunner
 from bot.outbox.smtp import SmtpSender, SmtpServer
+from bot.telegram import decisions as decisions_bot
 from bot.telegram.cards import APPROVE_TEXT, DETAILS_TEXT, REJECT_TEXT
 from bot.telegram.context import STRANGER_TAP
 from bot.telegram.decisions import NOT_VALID
@@ -287,3 +289,58 @@ async def test_details_and_reject_are_for_approvers_who_may_still_decide(botapi,
         assert [m.text for m in ali.messages() if m.text.startswith("Reason for")] == []
         job, decisions, _ = await job_and_decisions(run)
         assert job.state is State.APPROVED and len(decisions) == 1
+
+
+STRANGER = 515151  # no role at all
+
+
+@timed
+async def test_a_burst_of_approve_taps_is_decided_together_each_answered_as_if_alone(
+    botapi, db_url, store, monkeypatch
+):
+    """Both approvers and a stranger tap Approve at once: the three taps are decided in one
+    transaction (decide_taps), and each hears what it would alone: the first approval counts,
+    the second finds the PO approved, the stranger is turned away with nothing written."""
+    batches: list[int] = []
+    real = decisions_bot.decide_taps
+
+    async def counted(deps, asked):
+        batches.append(len(asked))
+        return await real(deps, asked)
+
+    monkeypatch.setattr(decisions_bot, "decide_taps", counted)
+    async with running_bot(botapi, db_url) as run:
+        ali, ali_card, sana, sana_card = await cards_out(botapi, run)
+        zara = botapi.user(STRANGER, "Zara")
+        zara.send_text("/start")
+        refusal = await zara.next_message()
+        data = ali_card.button(APPROVE_TEXT).callback_data
+
+        def burst() -> list[str]:
+            with botapi.at_once():
+                return [
+                    ali.tap(ali_card, APPROVE_TEXT),
+                    sana.tap(sana_card, APPROVE_TEXT),
+                    zara.tap_data(refusal, data),
+                ]
+
+        queries = await asyncio.to_thread(burst)
+        texts = [await answer(botapi, q) for q in queries]
+        assert batches == [3]
+        assert texts == [
+            "Approved — e-mailing the supplier.",
+            f"Already decided: {PO} is approved.",
+            STRANGER_TAP,
+        ]
+        await all_handled(botapi, run)
+        job, decisions, effects = await job_and_decisions(run)
+        assert job.state is State.APPROVED and [d.reviewer_id for d in decisions] == [APPROVER_A]
+        assert len(effects) == 1
+        assert STRANGER not in await claimers(run)  # the stranger's tap wrote nothing
+
+
+async def claimers(run) -> set[int]:
+    """Everyone whose name the bot keeps (telegram_users)."""
+    async with run.store.reading() as tx:
+        rows = await tx.conn.execute(select(schema.telegram_users.c.user_id))
+        return {row.user_id for row in rows}

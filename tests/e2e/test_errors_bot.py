@@ -3,14 +3,18 @@ nothing of the internals, whether the failure came before or after their decisio
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
+from bot.telegram import decisions as decisions_bot
 from bot.telegram import texts
 from bot.telegram.app import MESSAGE_FAILED, TAP_FAILED
 from bot.telegram.cards import APPROVE_TEXT
+from bot.telegram.context import answer_tap
 from core.approval import decisions as deciding
 from core.jobs.states import State
 from tests.helpers.bot import ADMIN, answer, cards_out, job_and_decisions, running_bot, said
+from tests.helpers.factories import APPROVER_A, APPROVER_B
 
 # What the injected fault says: it must reach the log and never the person.
 INTERNALS = "connection to 10.0.0.7 refused (password=hunter2)"
@@ -47,7 +51,7 @@ async def test_a_tap_that_fails_before_deciding_gets_an_apology_and_a_retry_coun
     botapi, db_url, store, monkeypatch, caplog
 ):
     monkeypatch.setattr(
-        deciding, "decide", fail_first_call(deciding.decide, after_committing=False)
+        deciding, "decide_in", fail_first_call(deciding.decide_in, after_committing=False)
     )
     async with running_bot(botapi, db_url) as run:
         ali, ali_card, _sana, _sana_card = await cards_out(botapi, run)
@@ -62,7 +66,10 @@ async def test_a_tap_that_fails_before_deciding_gets_an_apology_and_a_retry_coun
 async def test_a_tap_that_fails_after_deciding_gets_an_apology_that_stays_true(
     botapi, db_url, store, monkeypatch, caplog
 ):
-    monkeypatch.setattr(deciding, "decide", fail_first_call(deciding.decide, after_committing=True))
+    # The decision commits with its burst; the tap's handler fails before answering.
+    monkeypatch.setattr(
+        decisions_bot, "answer_tap", fail_first_call(answer_tap, after_committing=False)
+    )
     async with running_bot(botapi, db_url) as run:
         ali, ali_card, _sana, _sana_card = await cards_out(botapi, run)
         assert await answer(botapi, ali.tap(ali_card, APPROVE_TEXT)) == TAP_FAILED
@@ -97,7 +104,7 @@ async def test_a_failed_tap_too_old_to_answer_is_only_logged(
         botapi.advance(20)  # past Telegram's ~15 s for answering a tap
         raise RuntimeError(INTERNALS)
 
-    monkeypatch.setattr(deciding, "decide", slow_then_broken)
+    monkeypatch.setattr(deciding, "decide_in", slow_then_broken)
     async with running_bot(botapi, db_url) as run:
         ali, ali_card, _sana, _sana_card = await cards_out(botapi, run)
         query = ali.tap(ali_card, APPROVE_TEXT)
@@ -107,3 +114,31 @@ async def test_a_failed_tap_too_old_to_answer_is_only_logged(
         assert "approver" in await said(ali)
     errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
     assert errors == logged_failures(caplog) and len(errors) == 1  # not "error in error handler"
+
+
+async def test_one_tap_that_fails_in_a_burst_costs_only_its_own(
+    botapi, db_url, store, monkeypatch, caplog
+):
+    """Ali and Sana tap at once and are decided together (decisions.decide_taps); Sana's
+    decision fails: she hears the apology, Ali's approval counts and is answered."""
+    real = deciding.decide_in
+
+    async def failing_for_sana(tx, review, now, rules):
+        if review.reviewer_id == APPROVER_B:
+            raise RuntimeError(INTERNALS)
+        return await real(tx, review, now, rules)
+
+    monkeypatch.setattr(deciding, "decide_in", failing_for_sana)
+    async with running_bot(botapi, db_url) as run:
+        ali, ali_card, sana, sana_card = await cards_out(botapi, run)
+
+        def burst() -> list[str]:
+            with botapi.at_once():
+                return [sana.tap(sana_card, APPROVE_TEXT), ali.tap(ali_card, APPROVE_TEXT)]
+
+        sanas, alis = await asyncio.to_thread(burst)
+        assert await answer(botapi, sanas) == TAP_FAILED
+        assert await answer(botapi, alis) == "Approved — e-mailing the supplier."
+        assert len(logged_failures(caplog)) == 1
+        job, decisions, _ = await job_and_decisions(run)
+        assert job.state is State.APPROVED and [d.reviewer_id for d in decisions] == [APPROVER_A]

@@ -8,7 +8,7 @@ import time
 from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from sqlalchemy import select
@@ -160,14 +160,18 @@ async def test_six_hundred_strangers_cost_no_writes_and_do_not_delay_a_card(bota
         assert 1 <= answered <= STRANGER_REPLIES  # the crowd shares a small budget of replies
 
 
+T = TypeVar("T", bound=SqlTx)
+
+
 class BusyOnce(SqlStore):
-    """A store whose next decision fails as a busy SQLite does ("database is locked"), once."""
+    """A store whose next decision fails as a busy SQLite does ("database is locked"), once,
+    in a transaction of its own or in its burst's (SqlStore.begin_batch)."""
 
     busy = True
 
     @asynccontextmanager
-    async def begin(self) -> AsyncIterator[SqlTx]:
-        async with super().begin() as tx:
+    async def transaction(self, kind: type[T]) -> AsyncIterator[T]:
+        async with super().transaction(kind) as tx:
             yield _BusyDecisions(tx, self) if BusyOnce.busy else tx  # type: ignore[misc]
 
 
