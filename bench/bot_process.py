@@ -131,12 +131,14 @@ async def _stopped(proc: asyncio.subprocess.Process) -> None:
             await proc.wait()
 
 
-async def floor(emu: EmulatorProcess, count: int, concurrent: int) -> Burst:
+async def floor(
+    emu: EmulatorProcess, count: int, concurrent: int, transport: str = "httpx"
+) -> Burst:
     """The bare python-telegram-bot application's second burst, handling `concurrent` updates
-    at a time."""
+    at a time, on PTB's own transport or (`aiohttp`) on manzoori's."""
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "bench.ptb_floor_app",
-        emu.url, emu.token, str(FIRST), str(count), APPROVE_TEXT, str(concurrent),
+        emu.url, emu.token, str(FIRST), str(count), APPROVE_TEXT, str(concurrent), transport,
         stdout=asyncio.subprocess.PIPE,
     )  # fmt: skip
     try:
@@ -262,6 +264,18 @@ async def run(ctx: Context) -> list[Result]:
             )
         )  # fmt: skip
     bare = min(floors, key=lambda burst: burst.p99)  # the stricter floor
+    if not ctx.quick:  # context: how much of a tap's cost is PTB's default transport, httpx
+        async with EmulatorProcess() as emu:
+            await emu.ask(f"users {FIRST} {count}")
+            ours = await floor(emu, count, FLOOR_CONCURRENCY[-1], "aiohttp")
+        rows.append(
+            _row(
+                f"python-telegram-bot alone, {count} taps at once, long polling, "
+                f"{FLOOR_CONCURRENCY[-1]} updates at a time, on manzoori's transport", ours,
+                "context", None, "the floor with bot.telegram.transport (aiohttp) for PTB's "
+                "httpx; the targets stay on the floors above, PTB's defaults",
+            )
+        )  # fmt: skip
     async with SinkProcess() as sink:
         for db in dbs[:1] if ctx.quick else dbs:
             for webhook in (False, True):

@@ -77,6 +77,7 @@ from bot.telegram.people import (
 )
 from bot.telegram.policy import policy_command, policy_file
 from bot.telegram.queue import on_queue_tap, queue_command
+from bot.telegram.transport import AiohttpRequest
 from bot.telegram.typed import PATTERN as SUMMARY_TAP
 from bot.telegram.typed import on_summary_tap, on_text
 from bot.web.metrics import Metrics
@@ -104,8 +105,8 @@ MESSAGE_BUSY = N_("Could not record that, please send it again.")
 async def claim(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     """Refuse a forged button before any database work; turn a stranger away without writing
     anything; drop an update already handled (Telegram delivered it again). An Approve tap is
-    claimed later, in the transaction that records its decision (decisions.on_tap): one write
-    per tap, and a refused one leaves no claim behind."""
+    claimed later, in the transaction that records its decision with its burst's
+    (decisions.decide_taps), and a refused one leaves no claim behind."""
     deps, user, query = deps_of(context), update.effective_user, update.callback_query
     logs.handling(update.update_id)  # on every line this update's handlers log
     if query is not None:
@@ -117,7 +118,7 @@ async def claim(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     if user is None or user.is_bot:
         raise ApplicationHandlerStop  # a channel post, say: nobody to answer, nothing to keep
     if button is not None and claimed_with_decision(button):
-        return  # who taps is read with the card's job (decisions.checked_tap), in one read
+        return  # who taps is read with the burst's jobs (decisions.decide_taps), in one read
     roles = await roles_of(deps, user.id)
     if not roles and _redeeming(update) is None:
         await turn_away(deps, update, user)
@@ -272,6 +273,8 @@ def build_application(
         .base_url(f"{url}/bot")
         .base_file_url(f"{url}/file/bot")
         .rate_limiter(_paced(metrics))
+        .request(AiohttpRequest())  # a tenth of httpx's CPU per call (bot.telegram.transport)
+        .get_updates_request(AiohttpRequest(pool_size=1))
         # Per person, taps apart (fairness.Shares); what it drops is said (tell_dropped).
         .concurrent_updates(
             FairProcessor(partial(tell_dropped, deps), finished=deps.replies.finished)
