@@ -109,23 +109,31 @@ async def answer(
             job = await _settle_in(tx, job, effect, stamp, ANSWERED)
             effect = await tx.effect(effect.key)
         draft = await tx.draft(job.id, link.draft_version)
-        given = await _refusal(tx, job, effect, link, reply, draft)
+        # One read of the answers both judges the reply and numbers its round: of two
+        # answers at once, the later then takes the same round and loses its insert
+        # (InsertConflict, and the next attempt is refused), never a round of its own.
+        answers = await tx.supplier_answers(job.id)
+        given = _refusal(job, effect, link, reply, draft, answers)
         if given is None:
-            recorded = await _record(tx, job, link, reply, draft, stamp)
+            recorded = await _record(tx, job, link, reply, draft, stamp, answers)
             if recorded.reply is Reply.PROPOSE:
                 job = await propose_in(tx, job, recorded, draft, stamp, rules)
         page = await _page(tx, job, effect, link, now, zone)
     return replace(page, settled_unknown=settled)
 
 
-async def _refusal(
-    tx: Tx, job: Job, effect: Effect, link: SupplierLink, reply: SupplierReply, draft: Draft
+def _refusal(
+    job: Job,
+    effect: Effect,
+    link: SupplierLink,
+    reply: SupplierReply,
+    draft: Draft,
+    answers: list[Answer],
 ) -> Answer | None:
     """The answer already standing that `reply` repeats (nothing to record), None if `reply`
     is to be recorded; AnswerRefused if it cannot be."""
     if (reply.draft_version, reply.hash_prefix) != (link.draft_version, link.hash_prefix):
         raise AnswerRefused(AnswerProblem.STALE, "This form is of another version of the order.")
-    answers = await tx.supplier_answers(job.id)
     status = _standing_status(job, effect, link, answers)
     if status is SupplierStatus.CANCELLED:
         raise AnswerRefused(AnswerProblem.CANCELLED, "This order was cancelled.")
@@ -232,9 +240,10 @@ async def _record(
     reply: SupplierReply,
     draft: Draft,
     stamp: Stamp,
+    answers: list[Answer],
 ) -> Answer:
-    """Keep the answer, its audit event, and the news owed to the requester and approvers."""
-    answers = await tx.supplier_answers(job.id)
+    """Keep the answer, its audit event, and the news owed to the requester and approvers;
+    its round follows the latest of `answers`, as read before it was judged."""
     rounds = [a.round for a in answers if a.draft_version == link.draft_version]
     recorded = Answer(
         job_id=job.id,

@@ -7,6 +7,7 @@ supplier said but settles a send of unknown outcome as delivered, with nothing s
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from dataclasses import replace
 from datetime import date, timedelta
 from zoneinfo import ZoneInfo
@@ -394,6 +395,60 @@ async def test_two_answers_at_once_record_one(store):
     async with store.reading() as tx:
         job = await tx.job_by_po(PO)
         assert len(await tx.supplier_answers(job.id)) == 1
+
+
+class _ReadsThenWaits:
+    """A store whose transaction, once it has read a job's answers, waits (at most half a
+    second: SQLite's writer lock may hold the other answer back) until `other` is done."""
+
+    def __init__(self, store, other: asyncio.Event) -> None:
+        self.store, self.other = store, other
+
+    @contextlib.asynccontextmanager
+    async def begin(self):
+        async with self.store.begin() as tx:
+            yield _WaitingTx(tx, self.other)
+
+
+class _WaitingTx:
+    def __init__(self, tx, other: asyncio.Event) -> None:
+        self._tx, self._other, self._waited = tx, other, False
+
+    def __getattr__(self, name):
+        return getattr(self._tx, name)
+
+    async def supplier_answers(self, job_id):
+        answers = await self._tx.supplier_answers(job_id)
+        if not self._waited:
+            self._waited = True
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._other.wait(), timeout=0.5)
+        return answers
+
+
+async def test_an_answer_kept_while_another_was_judged_refuses_the_other(store):
+    """The decline reads the answers (none), then the accept commits: the decline must not
+    then take a round of its own, it is refused as the accept's repeat would be."""
+    link = await sent(store)
+    accepted = asyncio.Event()
+
+    async def accept():
+        try:
+            return await pages.answer(store, link, reply(link, Reply.ACCEPT), LATER, PKT, RULES)
+        finally:
+            accepted.set()
+
+    late = _ReadsThenWaits(store, accepted)
+    results = await asyncio.gather(
+        pages.answer(late, link, reply(link, Reply.DECLINE, reason="no stock"), LATER, PKT, RULES),
+        accept(),
+        return_exceptions=True,
+    )
+    refused = [r for r in results if isinstance(r, AnswerRefused)]
+    assert len(refused) == 1 and refused[0].code is AnswerProblem.ANSWERED, results
+    async with store.reading() as tx:
+        job = await tx.job_by_po(PO)
+        assert [a.round for a in await tx.supplier_answers(job.id)] == [1]
 
 
 async def test_a_line_change_to_a_draft_with_tax_keeps_its_numbers(store):
