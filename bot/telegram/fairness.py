@@ -1,6 +1,7 @@
 """Fair shares of the bot's attention: one person cannot occupy every handler, a button tap
 never waits behind uploads, a stranger costs no database write and hears from us once per
-period, and one requester or approver has one slow export or sheet in flight at a time.
+period, one requester or approver has one slow export or sheet in flight at a time, and the process
+one large sheet.
 What is not handled is said: a tap dropped is answered, and whoever has messages dropped is
 told once (Dropped).
 
@@ -368,6 +369,8 @@ class Guards:
         default_factory=lambda: Budget(STRANGER_REPLIES, STRANGER_WINDOW)
     )
     sheets: InFlight = field(default_factory=InFlight)  # requester ids
+    # Large sheets are downloaded, read and submitted one at a time (bot.telegram.orders)
+    large_sheets: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(1))
     details: InFlight = field(default_factory=InFlight)  # (approver id, job id, version)
     # (job id, version) -> DetailsFile, so later taps resend by file_id
     details_files: Lru = field(default_factory=lambda: Lru(DETAILS_FILES))

@@ -21,7 +21,8 @@ from bot.telegram.context import STRANGER_TAP, TAP_DROPPED, TOO_MANY
 from bot.telegram.decisions import DETAILS_IN_FLIGHT, DETAILS_SENDING
 from bot.telegram.fairness import STRANGER_REPLIES, Shares
 from bot.telegram.notices import NoticeRunner
-from bot.telegram.orders import SHEET_IN_FLIGHT
+from bot.telegram.orders import LARGE_SHEET, SHEET_IN_FLIGHT
+from core.approval.policies import Role
 from core.jobs.states import State
 from core.purchasing import new_terms
 from store import schema
@@ -220,6 +221,34 @@ async def test_a_second_sheet_while_the_first_is_checked_is_refused_at_once(bota
         assert reply.text.startswith("first.csv accepted; 1 purchase order")
         requester.send_document(b"sku,quantity\nTEA-500G,3\n", "third.csv", "text/csv")
         assert (await said(requester)).startswith("third.csv accepted")  # free again
+
+
+async def test_a_large_sheet_waits_for_the_large_one_before_it_and_a_small_one_does_not(
+    botapi, db_url, store
+):
+    """While one large sheet is being read, a second large one (another requester's) waits
+    its turn, not downloaded yet; a restock sheet of a few rows is answered meanwhile."""
+    first, second, small = REQUESTER, OUTSIDER, APPROVER_B
+    async with running_bot(botapi, db_url) as run:
+        await with_terms(run.store)
+        async with run.store.begin() as tx:
+            for user_id in (second, small):
+                await tx.grant(user_id, Role.REQUESTER, "test", T0)
+        senders = [botapi.user(user_id, f"R{user_id}") for user_id in (first, second, small)]
+
+        def large(n: int) -> bytes:  # blank rows pad it past LARGE_SHEET; each one differs
+            return SHEET + f"TEA-500G,{n},\n".encode() + b",,\n" * (LARGE_SHEET // 3)
+
+        botapi.stall_next("getFile", STALL)  # the first large sheet is slow to download
+        senders[0].send_document(large(1), "large-1.csv", "text/csv")
+        await botapi.wait_for(lambda: len(botapi.calls_to("getFile")) == 1)
+        senders[1].send_document(large(2), "large-2.csv", "text/csv")
+        senders[2].send_document(SHEET, "small.csv", "text/csv")
+        assert (await said(senders[2])).startswith("small.csv accepted; 1 purchase order")
+        assert len(botapi.calls_to("getFile")) == 2  # the first's and the small one's
+        assert senders[1].messages() == []
+        assert (await senders[0].next_message(timeout=STALL + 5)).text.startswith("large-1.csv")
+        assert (await senders[1].next_message(timeout=10)).text.startswith("large-2.csv")
 
 
 @timed
