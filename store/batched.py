@@ -20,11 +20,11 @@ whose savepoint rolls back (a refusal, a redelivery) takes its writes back from 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Collection
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -38,6 +38,9 @@ from store import schema
 from store.rows import decision_from_row, job_from_row
 from store.sealing import Sealer
 from store.sql import SqlTx
+
+K = TypeVar("K")
+V = TypeVar("V")
 
 _jobs, _decisions, _answers = schema.jobs, schema.decisions, schema.supplier_answers
 _JOBS = select(_jobs).where(_jobs.c.id.in_(bindparam("ids", expanding=True)))
@@ -77,6 +80,24 @@ class _Memory:
         self.languages.clear()
         self.members.clear()
         self.delegations = None
+
+
+async def _kept_or_read(kept: dict[K, V], key: K, read: Callable[[K], Awaitable[V]]) -> V:
+    """What is kept under `key`, read (and kept) if it is not."""
+    found = kept.get(key)
+    if found is None:
+        found = kept[key] = await read(key)
+    return found
+
+
+async def _all_kept(
+    kept: dict[K, V], keys: Collection[K], read: Callable[[list[K]], Awaitable[Mapping[K, V]]]
+) -> dict[K, V]:
+    """What is kept under each of `keys`, those missing read (and kept) in one call."""
+    missing = [key for key in keys if key not in kept]
+    if missing:
+        kept.update(await read(missing))
+    return {key: kept[key] for key in keys}
 
 
 class SqlBatchTx(SqlTx):
@@ -126,10 +147,7 @@ class SqlBatchTx(SqlTx):
     # Reads, from memory when remembered.
 
     async def job(self, job_id: str) -> Job:
-        found = self._memory.jobs.get(job_id)
-        if found is None:
-            found = self._memory.jobs[job_id] = await super().job(job_id)
-        return found
+        return await _kept_or_read(self._memory.jobs, job_id, super().job)
 
     async def job_by_po(self, po_number: str) -> Job | None:
         for job in self._memory.jobs.values():
@@ -141,41 +159,30 @@ class SqlBatchTx(SqlTx):
         return found
 
     async def decisions(self, job_id: str) -> list[Decision]:
-        found = self._memory.decisions.get(job_id)
-        if found is None:
-            found = self._memory.decisions[job_id] = await super().decisions(job_id)
-        return list(found)
+        found = await _kept_or_read(self._memory.decisions, job_id, super().decisions)
+        return list(found)  # a copy: the caller's changes must not reach what is kept
 
     async def supplier_answers(self, job_id: str) -> list[Answer]:
-        found = self._memory.answers.get(job_id)
-        if found is None:
-            found = self._memory.answers[job_id] = await super().supplier_answers(job_id)
+        found = await _kept_or_read(self._memory.answers, job_id, super().supplier_answers)
         return list(found)
 
     async def roles(self, user_id: int) -> frozenset[Role]:
         return (await self.roles_of([user_id]))[user_id]
 
     async def roles_of(self, user_ids: Collection[int]) -> dict[int, frozenset[Role]]:
-        held = self._memory.roles
-        missing = [user_id for user_id in user_ids if user_id not in held]
-        if missing:
-            held.update(await super().roles_of(missing))
-        return {user_id: held[user_id] for user_id in user_ids}
+        return await _all_kept(self._memory.roles, user_ids, super().roles_of)
 
     async def languages(self, user_ids: Collection[int]) -> dict[int, str]:
-        chosen = self._memory.languages
-        missing = [user_id for user_id in user_ids if user_id not in chosen]
-        if missing:
-            found = await super().languages(missing)
-            chosen.update({user_id: found.get(user_id) for user_id in missing})
-        return {u: lang for u in user_ids if (lang := chosen[u]) is not None}
+        chosen = await _all_kept(self._memory.languages, user_ids, self._languages_or_none)
+        return {user_id: lang for user_id, lang in chosen.items() if lang is not None}
+
+    async def _languages_or_none(self, user_ids: list[int]) -> dict[int, str | None]:
+        """The languages people chose, None for those who chose none (remembered too)."""
+        found = await super().languages(user_ids)
+        return {user_id: found.get(user_id) for user_id in user_ids}
 
     async def group_members(self, groups: Collection[str]) -> dict[str, frozenset[int]]:
-        members = self._memory.members
-        missing = [group for group in groups if group not in members]
-        if missing:
-            members.update(await super().group_members(missing))
-        return {group: members[group] for group in groups}
+        return await _all_kept(self._memory.members, groups, super().group_members)
 
     async def delegations_since(self, since: datetime) -> list[Delegation]:
         read = self._memory.delegations

@@ -129,7 +129,7 @@ async def test_delegations_from_memory_are_the_databases(store):
         assert await tx.delegations_since(earlier) == await SqlTx.delegations_since(tx, earlier)
 
 
-async def test_a_job_read_in_a_batch_is_a_copy_the_caller_cannot_change(store):
+async def test_the_decisions_read_in_a_batch_are_a_copy_the_caller_cannot_change(store):
     job = await _open(store, "PO-2026-501")
     async with store.begin_batch() as tx:
         await tx.prefetch([job.id], [APPROVER_A])
