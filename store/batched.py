@@ -16,25 +16,37 @@ transaction holds the write lock (store.group_commit); on PostgreSQL a concurren
 the same job loses or wins its compare-and-set as it would against single decisions
 (core.jobs.transitions), and its decisions' unique keys still refuse a repeat. A decision
 whose savepoint rolls back (a refusal, a redelivery) takes its writes back from memory too.
+
+The inserts a decision only adds, and nothing in the burst reads back (its audit events, the
+notices and outbox rows it owes, the name of the person who tapped), are held back and
+written together before the COMMIT, one statement each for the whole burst instead of one
+per tap. A statement that touches their tables writes them first (`_Flushing`), so any read
+sees them; a savepoint rolled back drops its own; and if writing them fails at the end, the
+whole burst is rolled back as InsertConflict, and each tap is decided again on its own.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping
+import functools
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import TextClause, bindparam, select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.sql.util import find_tables
 
 from core.approval.delegations import Delegation
 from core.approval.policies import Decision, Role
 from core.drafting.terms import Terms
+from core.errors import InsertConflict
 from core.jobs.answers import Answer, Outcome
-from core.jobs.jobs import Job
-from store import schema
+from core.jobs.jobs import AuditEvent, Effect, Job
+from core.jobs.notices import Notice
+from store import schema, wakeups
 from store.rows import decision_from_row, job_from_row
 from store.sealing import Sealer
 from store.sql import SqlTx
@@ -100,6 +112,73 @@ async def _all_kept(
     return {key: kept[key] for key in keys}
 
 
+# The tables of the inserts held back (_Held): a statement on any of them writes them first.
+_HELD_TABLES = frozenset(("audit_events", "notices", "effects", "telegram_users"))
+
+
+@functools.lru_cache(maxsize=512)  # the store's statements are mostly built once, at import
+def _touches_held(statement: object) -> bool:
+    """Whether `statement` (a Core statement or SQL text) may read or write a held table."""
+    if isinstance(statement, str | TextClause):
+        text = statement if isinstance(statement, str) else statement.text
+        return any(name in text for name in _HELD_TABLES)
+    found = find_tables(
+        statement,  # type: ignore[arg-type]
+        include_aliases=True,
+        include_joins=True,
+        include_selects=True,
+        include_crud=True,
+    )
+    return any(getattr(table, "name", None) in _HELD_TABLES for table in found)
+
+
+@dataclass
+class _Held:
+    """Inserts held back to the end of the transaction, in the order they were made."""
+
+    audit: list[AuditEvent] = field(default_factory=list)
+    notices: list[Notice] = field(default_factory=list)
+    effects: list[Effect] = field(default_factory=list)
+    met: dict[int, tuple[str, datetime]] = field(default_factory=dict)  # user id: name, at
+
+    def __bool__(self) -> bool:
+        return bool(self.audit or self.notices or self.effects or self.met)
+
+    def copy(self) -> _Held:
+        return _Held(list(self.audit), list(self.notices), list(self.effects), dict(self.met))
+
+
+class _Flushing:
+    """The transaction's connection, which writes the held inserts before any statement that
+    touches their tables."""
+
+    def __init__(self, conn: AsyncConnection, tx: SqlBatchTx) -> None:
+        self._conn, self._tx = conn, tx
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)
+
+    async def execute(self, statement: Any, *args: Any, **kwargs: Any) -> Any:
+        if self._tx.holding and _touches_held(statement):
+            await self._tx.flush()
+        return await self._conn.execute(statement, *args, **kwargs)
+
+    async def exec_driver_sql(self, statement: str, *args: Any, **kwargs: Any) -> Any:
+        if self._tx.holding and _touches_held(statement):
+            await self._tx.flush()
+        return await self._conn.exec_driver_sql(statement, *args, **kwargs)
+
+    async def scalar(self, statement: Any, *args: Any, **kwargs: Any) -> Any:
+        if self._tx.holding and _touches_held(statement):
+            await self._tx.flush()
+        return await self._conn.scalar(statement, *args, **kwargs)
+
+    async def stream(self, statement: Any, *args: Any, **kwargs: Any) -> Any:
+        if self._tx.holding and _touches_held(statement):
+            await self._tx.flush()
+        return await self._conn.stream(statement, *args, **kwargs)
+
+
 class SqlBatchTx(SqlTx):
     """SqlTx, remembering what it read (see the module's text)."""
 
@@ -107,7 +186,32 @@ class SqlBatchTx(SqlTx):
         self, conn: AsyncConnection, sealer: Sealer, terms_cache: dict[str, Terms]
     ) -> None:
         super().__init__(conn, sealer, terms_cache)
+        self.conn = _Flushing(conn, self)  # type: ignore[assignment]
         self._memory = _Memory()
+        self._held = _Held()
+
+    @property
+    def holding(self) -> bool:
+        """Whether inserts are held back, to be written before the next statement on their
+        tables or the COMMIT."""
+        return bool(self._held)
+
+    async def flush(self) -> None:
+        """Write the held inserts: one statement for each table (the names, one per person)."""
+        held, self._held = self._held, _Held()
+        await super().append_audit(*held.audit)
+        await super().insert_notice(*held.notices)
+        await super().insert_effects(held.effects)
+        for user_id, (first_name, at) in held.met.items():
+            await super().met(user_id, first_name, at, started=False)
+
+    async def finish(self) -> None:
+        """The held inserts, before the COMMIT; InsertConflict (the whole burst rolled back)
+        if one of them cannot be written."""
+        try:
+            await self.flush()
+        except IntegrityError as error:
+            raise InsertConflict(f"a burst's held inserts: {error.orig}") from error
 
     async def prefetch(self, job_ids: Collection[str], user_ids: Collection[int]) -> None:
         """Read the jobs, their decisions and supplier answers, the delegations since the
@@ -136,12 +240,12 @@ class SqlBatchTx(SqlTx):
     async def each(self) -> AsyncIterator[None]:
         """One decision's savepoint: an error rolls back its writes, in the database and in
         what is remembered, and is raised."""
-        kept = self._memory.copy()
+        kept, held = self._memory.copy(), self._held.copy()
         try:
             async with self.conn.begin_nested():
                 yield
         except BaseException:
-            self._memory = kept
+            self._memory, self._held = kept, held
             raise
 
     # Reads, from memory when remembered.
@@ -191,6 +295,29 @@ class SqlBatchTx(SqlTx):
             self._memory.delegations = (since, found)
             return list(found)
         return [d for d in read[1] if (d.until if d.ended_at is None else d.ended_at) > since]
+
+    # Inserts held back (_Held).
+
+    async def append_audit(self, *events: AuditEvent) -> None:
+        self._held.audit.extend(events)
+
+    async def insert_notice(self, *notices: Notice) -> None:
+        if notices:
+            self._held.notices.extend(notices)
+            self.owed.add(wakeups.NOTICES)
+
+    async def insert_effects(self, effects: Sequence[Effect]) -> None:
+        if effects:
+            self._held.effects.extend(effects)
+            self.owed.add(wakeups.OUTBOX)
+
+    async def met(self, user_id: int, first_name: str, at: datetime, *, started: bool) -> None:
+        if started:  # /start is no tap: written at once, after what is held
+            await self.flush()
+            await super().met(user_id, first_name, at, started=True)
+        else:
+            self._held.met.pop(user_id, None)  # the latest name last
+            self._held.met[user_id] = (first_name, at)
 
     # Writes that change what is remembered: forgotten after the write, which may read first.
 

@@ -11,7 +11,8 @@ import pytest
 from core.approval import decisions, opening
 from core.approval.decisions import Review
 from core.approval.policies import ApprovalPolicy, Role, Rules, Verdict
-from core.errors import ApprovalError
+from core.errors import ApprovalError, InsertConflict
+from core.jobs.states import Action, State
 from store.sql import SqlTx
 from tests.helpers.factories import APPROVER_A, APPROVER_B, OUTSIDER, T0, make_draft, new_job
 
@@ -136,3 +137,40 @@ async def test_the_decisions_read_in_a_batch_are_a_copy_the_caller_cannot_change
         decided = await tx.decisions(job.id)
         decided.append(object())  # type: ignore[arg-type]
         assert await tx.decisions(job.id) == []
+
+
+async def test_held_inserts_are_read_back_dropped_with_their_part_and_fail_the_burst(store):
+    """A burst's audit events, notices and outbox rows are written at its end, yet a read in
+    the burst sees them; a part rolled back drops its own; one that cannot be written at the
+    end rolls the whole burst back as InsertConflict."""
+    first, second = await _open(store, "PO-2026-601"), await _open(store, "PO-2026-602")
+    untouched = await _rows(store, "PO-2026-602")
+
+    def review(job):
+        return Review(job.po_number, APPROVER_A, Verdict.APPROVE, job.draft_version, job.draft_hash)
+
+    async with store.begin_batch() as tx:
+        await tx.prefetch([first.id, second.id], [APPROVER_A])
+        async with tx.each():
+            await decisions.decide_in(tx, review(first), LATER, RULES)
+        assert tx.holding
+        [effect] = await tx.effects_for(first.id)  # written before the read
+        assert effect.kind == "send-po" and not tx.holding
+        with pytest.raises(RuntimeError):
+            async with tx.each():
+                await decisions.decide_in(tx, review(second), LATER, RULES)
+                assert tx.holding
+                raise RuntimeError("this part rolls back")
+        assert not tx.holding  # the rolled-back part's inserts went with it
+    assert await _rows(store, "PO-2026-602") == untouched
+    state, _, decided, effects, _, audit = await _rows(store, "PO-2026-601")
+    assert state is State.APPROVED and effects == ["send-po"] and len(decided) == 1
+    assert audit[-1] == (Action.APPROVE.value, State.APPROVED.value)
+
+    with pytest.raises(InsertConflict):
+        async with store.begin_batch() as tx:
+            await tx.prefetch([second.id], [APPROVER_A])
+            async with tx.each():
+                await decisions.decide_in(tx, review(second), LATER, RULES)
+            await tx.insert_effect(effect)  # its key is taken: it fails at the end
+    assert await _rows(store, "PO-2026-602") == untouched
