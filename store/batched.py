@@ -158,24 +158,24 @@ class _Flushing:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._conn, name)
 
-    async def execute(self, statement: Any, *args: Any, **kwargs: Any) -> Any:
+    async def _before(self, statement: object) -> None:
         if self._tx.holding and _touches_held(statement):
             await self._tx.flush()
+
+    async def execute(self, statement: Any, *args: Any, **kwargs: Any) -> Any:
+        await self._before(statement)
         return await self._conn.execute(statement, *args, **kwargs)
 
     async def exec_driver_sql(self, statement: str, *args: Any, **kwargs: Any) -> Any:
-        if self._tx.holding and _touches_held(statement):
-            await self._tx.flush()
+        await self._before(statement)
         return await self._conn.exec_driver_sql(statement, *args, **kwargs)
 
     async def scalar(self, statement: Any, *args: Any, **kwargs: Any) -> Any:
-        if self._tx.holding and _touches_held(statement):
-            await self._tx.flush()
+        await self._before(statement)
         return await self._conn.scalar(statement, *args, **kwargs)
 
     async def stream(self, statement: Any, *args: Any, **kwargs: Any) -> Any:
-        if self._tx.holding and _touches_held(statement):
-            await self._tx.flush()
+        await self._before(statement)
         return await self._conn.stream(statement, *args, **kwargs)
 
 
