@@ -197,13 +197,12 @@ class SqlBatchTx(SqlTx):
         return bool(self._held)
 
     async def flush(self) -> None:
-        """Write the held inserts: one statement for each table (the names, one per person)."""
+        """Write the held inserts: one statement for each table."""
         held, self._held = self._held, _Held()
         await super().append_audit(*held.audit)
         await super().insert_notice(*held.notices)
         await super().insert_effects(held.effects)
-        for user_id, (first_name, at) in held.met.items():
-            await super().met(user_id, first_name, at, started=False)
+        await super().met_all(held.met)
 
     async def finish(self) -> None:
         """The held inserts, before the COMMIT; InsertConflict (the whole burst rolled back)

@@ -152,6 +152,8 @@ async def test_held_inserts_are_read_back_dropped_with_their_part_and_fail_the_b
     async with store.begin_batch() as tx:
         await tx.prefetch([first.id, second.id], [APPROVER_A])
         async with tx.each():
+            await tx.met(APPROVER_A, "Ali", LATER, started=False)
+            await tx.met(APPROVER_B, "Sana", LATER, started=False)
             await decisions.decide_in(tx, review(first), LATER, RULES)
         assert tx.holding
         [effect] = await tx.effects_for(first.id)  # written before the read
@@ -166,6 +168,9 @@ async def test_held_inserts_are_read_back_dropped_with_their_part_and_fail_the_b
     state, _, decided, effects, _, audit = await _rows(store, "PO-2026-601")
     assert state is State.APPROVED and effects == ["send-po"] and len(decided) == 1
     assert audit[-1] == (Action.APPROVE.value, State.APPROVED.value)
+    async with store.reading() as tx:  # both names, in one statement
+        named = [await tx.telegram_user(user_id) for user_id in (APPROVER_A, APPROVER_B)]
+        assert [user.first_name for user in named if user is not None] == ["Ali", "Sana"]
 
     with pytest.raises(InsertConflict):
         async with store.begin_batch() as tx:
