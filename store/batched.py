@@ -311,11 +311,9 @@ class SqlBatchTx(SqlTx):
             self.owed.add(wakeups.OUTBOX)
 
     async def met(self, user_id: int, first_name: str, at: datetime, *, started: bool) -> None:
-        if started:  # /start is no tap: written at once, after what is held
-            await self.flush()
+        if started:  # /start is no tap: written at once (_Flushing writes what is held first)
             await super().met(user_id, first_name, at, started=True)
         else:
-            self._held.met.pop(user_id, None)  # the latest name last
             self._held.met[user_id] = (first_name, at)
 
     # Writes that change what is remembered: forgotten after the write, which may read first.

@@ -1,7 +1,7 @@
 """Fair shares of the bot's attention: one person cannot occupy every handler, a button tap
 never waits behind uploads, a stranger costs no database write and hears from us once per
 period, one requester or approver has one slow export or sheet in flight at a time, and the process
-one large sheet.
+reads one large sheet at a time.
 What is not handled is said: a tap dropped is answered, and whoever has messages dropped is
 told once (Dropped).
 

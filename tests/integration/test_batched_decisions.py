@@ -168,7 +168,7 @@ async def test_held_inserts_are_read_back_dropped_with_their_part_and_fail_the_b
     state, _, decided, effects, _, audit = await _rows(store, "PO-2026-601")
     assert state is State.APPROVED and effects == ["send-po"] and len(decided) == 1
     assert audit[-1] == (Action.APPROVE.value, State.APPROVED.value)
-    async with store.reading() as tx:  # both names, in one statement
+    async with store.reading() as tx:  # both names written
         named = [await tx.telegram_user(user_id) for user_id in (APPROVER_A, APPROVER_B)]
         assert [user.first_name for user in named if user is not None] == ["Ali", "Sana"]
 
