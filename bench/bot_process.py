@@ -29,6 +29,7 @@ from bot.clock import utcnow
 from bot.config import Settings
 from bot.dev.demo import free_port
 from bot.telegram.cards import APPROVE_TEXT
+from bot.telegram.fairness import Shares
 from core.approval.policies import Role
 from store.engine import make_engine
 from store.sql import SqlStore
@@ -43,7 +44,7 @@ POLLING_RATIO = 1.3  # long polling: p99 ≤ 1.3 × the floor's p99
 # The floor twice: as stack.py's (256 updates at a time, where 100 answers contend for the
 # emulator at once) and at manzoori's own bound on taps in flight (fairness.Shares.taps); the
 # targets are held to the lower p99 of the two.
-FLOOR_CONCURRENCY = (256, 32)
+FLOOR_CONCURRENCY = (256, Shares().taps)
 WEBHOOK_SECRET = "bench-secret"  # noqa: S105 - the bench's own, on loopback
 
 

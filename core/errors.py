@@ -348,6 +348,11 @@ class InsertConflict(ConcurrencyError):
     """A concurrent writer inserted a row with the same unique key first: read again."""
 
 
+class BurstUndone(ConcurrencyError):
+    """A part of a burst of decisions (core.ports.BatchTx.each) failed after it wrote, which
+    only a rollback of the whole burst can undo: each of its decisions is made again alone."""
+
+
 class LeaseLost(ConcurrencyError):
     """The outbox row is no longer leased to this runner."""
 

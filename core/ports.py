@@ -420,13 +420,21 @@ class Store(Protocol):
 
 
 class BatchTx(ShellTx, Protocol):
-    """A transaction for a burst of decisions (store.batched): what they read is read once."""
+    """A transaction for a burst of decisions (store.batched): what they read is read once,
+    and what they only add is written at the end. An update it claims is checked against
+    those claimed before the burst (prefetch); one claimed meanwhile makes the COMMIT fail
+    with InsertConflict (each tap is decided alone then)."""
 
-    async def prefetch(self, job_ids: Collection[str], user_ids: Collection[int]) -> None:
-        """Read the jobs and everything their decisions read, for these people, at once."""
+    async def prefetch(
+        self, job_ids: Collection[str], user_ids: Collection[int], update_ids: Collection[int]
+    ) -> None:
+        """Read the jobs and everything their decisions read, for these people, and which of
+        these updates were claimed before, at once."""
 
     def each(self) -> AbstractAsyncContextManager[None]:
-        """One decision's part: an error rolls back its writes only, and is raised."""
+        """One decision's part. An error before it wrote is raised, and nothing of the part
+        is kept; one after it wrote is raised as BurstUndone, and the whole transaction rolls
+        back."""
 
 
 class ShellStore(Protocol):

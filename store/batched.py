@@ -14,15 +14,23 @@ a decision or supplier answer inserted makes its job's list be read again, and a
 roles, groups, delegations or language forgets everything of people. On SQLite the whole
 transaction holds the write lock (store.group_commit); on PostgreSQL a concurrent writer of
 the same job loses or wins its compare-and-set as it would against single decisions
-(core.jobs.transitions), and its decisions' unique keys still refuse a repeat. A decision
-whose savepoint rolls back (a refusal, a redelivery) takes its writes back from memory too.
+(core.jobs.transitions), and its decisions' unique keys still refuse a repeat.
 
-The inserts a decision only adds, and nothing in the burst reads back (its audit events, the
-notices and outbox rows it owes, the name of the person who tapped), are held back and
-written together before the COMMIT, one statement each for the whole burst instead of one
-per tap. A statement that touches their tables writes them first (`_Flushing`), so any read
-sees them; a savepoint rolled back drops its own; and if writing them fails at the end, the
-whole burst is rolled back as InsertConflict, and each tap is decided again on its own.
+The inserts a decision only adds (the decision itself, its audit events, the notices and
+outbox rows it owes, the name of the person who tapped, the update id it claims) are held
+back and written together before the COMMIT, one statement each for the whole burst instead
+of one per tap; a decision held is remembered in its job's list at once, so the next tap on
+that job sees it. A statement that touches their tables writes them first (`_Flushing`), so
+any read sees them. If writing them fails (an update claimed before, a decision or key that
+another transaction took meanwhile), the whole burst is rolled back as InsertConflict, and
+each tap is decided again on its own.
+
+A decision's part (`each`) has no savepoint, which would cost two statements a tap. A part
+refused before it wrote anything (the usual refusals: a stranger, a repeat, not their turn)
+only takes back what it held and remembered. One that fails after it wrote (a concurrent
+writer won the job's compare-and-set; a statement failed, which on PostgreSQL breaks the
+transaction) cannot be undone alone: it is raised as BurstUndone, the burst rolls back, and
+each tap is decided again on its own, as after InsertConflict.
 """
 
 from __future__ import annotations
@@ -42,7 +50,7 @@ from sqlalchemy.sql.util import find_tables
 from core.approval.delegations import Delegation
 from core.approval.policies import Decision, Role
 from core.drafting.terms import Terms
-from core.errors import InsertConflict
+from core.errors import AlreadyDecided, BurstUndone, InsertConflict
 from core.jobs.answers import Answer, Outcome
 from core.jobs.jobs import AuditEvent, Effect, Job
 from core.jobs.notices import Notice
@@ -60,6 +68,10 @@ _DECISIONS_OF = (
     select(_decisions)
     .where(_decisions.c.job_id.in_(bindparam("ids", expanding=True)))
     .order_by(_decisions.c.id)
+)
+_updates = schema.processed_updates
+_CLAIMED = select(_updates.c.update_id).where(
+    _updates.c.update_id.in_(bindparam("ids", expanding=True))
 )
 _ANSWERS_OF = (
     select(_answers)
@@ -113,15 +125,26 @@ async def _all_kept(
 
 
 # The tables of the inserts held back (_Held): a statement on any of them writes them first.
-_HELD_TABLES = frozenset(("audit_events", "notices", "effects", "telegram_users"))
+_HELD_TABLES = frozenset(
+    ("decisions", "audit_events", "notices", "effects", "telegram_users", "processed_updates")
+)
+
+
+@dataclass(frozen=True)
+class _Kind:
+    """What a statement may do, as far as SqlBatchTx cares."""
+
+    touches_held: bool  # reads or writes a table of the held inserts
+    writes: bool  # anything but a SELECT
 
 
 @functools.lru_cache(maxsize=512)  # the store's statements are mostly built once, at import
-def _touches_held(statement: object) -> bool:
-    """Whether `statement` (a Core statement or SQL text) may read or write a held table."""
+def _kind(statement: object) -> _Kind:
+    """What `statement` (a Core statement or SQL text) may do."""
     if isinstance(statement, str | TextClause):
         text = statement if isinstance(statement, str) else statement.text
-        return any(name in text for name in _HELD_TABLES)
+        touches = any(name in text for name in _HELD_TABLES)
+        return _Kind(touches, not text.lstrip()[:6].upper().startswith("SELECT"))
     found = find_tables(
         statement,  # type: ignore[arg-type]
         include_aliases=True,
@@ -129,28 +152,39 @@ def _touches_held(statement: object) -> bool:
         include_selects=True,
         include_crud=True,
     )
-    return any(getattr(table, "name", None) in _HELD_TABLES for table in found)
+    touches = any(getattr(table, "name", None) in _HELD_TABLES for table in found)
+    return _Kind(touches, not getattr(statement, "is_select", False))
 
 
 @dataclass
 class _Held:
     """Inserts held back to the end of the transaction, in the order they were made."""
 
+    decisions: list[Decision] = field(default_factory=list)
     audit: list[AuditEvent] = field(default_factory=list)
     notices: list[Notice] = field(default_factory=list)
     effects: list[Effect] = field(default_factory=list)
     met: dict[int, tuple[str, datetime]] = field(default_factory=dict)  # user id: name, at
+    claims: dict[int, datetime] = field(default_factory=dict)  # update id: when
 
     def __bool__(self) -> bool:
-        return bool(self.audit or self.notices or self.effects or self.met)
+        return bool(
+            self.decisions or self.audit or self.notices or self.effects or self.met
+            or self.claims
+        )  # fmt: skip
 
     def copy(self) -> _Held:
-        return _Held(list(self.audit), list(self.notices), list(self.effects), dict(self.met))
+        return _Held(
+            list(self.decisions), list(self.audit), list(self.notices), list(self.effects),
+            dict(self.met), dict(self.claims),
+        )  # fmt: skip
 
 
 class _Flushing:
     """The transaction's connection, which writes the held inserts before any statement that
-    touches their tables."""
+    touches their tables, and counts the statements that changed something (SqlBatchTx.each):
+    those that write, and those that failed (on PostgreSQL, a failed statement breaks the
+    transaction)."""
 
     def __init__(self, conn: AsyncConnection, tx: SqlBatchTx) -> None:
         self._conn, self._tx = conn, tx
@@ -158,25 +192,30 @@ class _Flushing:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._conn, name)
 
-    async def _before(self, statement: object) -> None:
-        if self._tx.holding and _touches_held(statement):
-            await self._tx.flush()
+    async def _run(
+        self, call: Callable[..., Awaitable[Any]], statement: Any, *args: Any, **kwargs: Any
+    ) -> Any:
+        kind, tx = _kind(statement), self._tx
+        if tx.holding and kind.touches_held:
+            await tx.flush()
+        tx.changes += kind.writes
+        try:
+            return await call(statement, *args, **kwargs)
+        except BaseException:
+            tx.changes += not kind.writes
+            raise
 
     async def execute(self, statement: Any, *args: Any, **kwargs: Any) -> Any:
-        await self._before(statement)
-        return await self._conn.execute(statement, *args, **kwargs)
+        return await self._run(self._conn.execute, statement, *args, **kwargs)
 
     async def exec_driver_sql(self, statement: str, *args: Any, **kwargs: Any) -> Any:
-        await self._before(statement)
-        return await self._conn.exec_driver_sql(statement, *args, **kwargs)
+        return await self._run(self._conn.exec_driver_sql, statement, *args, **kwargs)
 
     async def scalar(self, statement: Any, *args: Any, **kwargs: Any) -> Any:
-        await self._before(statement)
-        return await self._conn.scalar(statement, *args, **kwargs)
+        return await self._run(self._conn.scalar, statement, *args, **kwargs)
 
     async def stream(self, statement: Any, *args: Any, **kwargs: Any) -> Any:
-        await self._before(statement)
-        return await self._conn.stream(statement, *args, **kwargs)
+        return await self._run(self._conn.stream, statement, *args, **kwargs)
 
 
 class SqlBatchTx(SqlTx):
@@ -189,6 +228,9 @@ class SqlBatchTx(SqlTx):
         self.conn = _Flushing(conn, self)  # type: ignore[assignment]
         self._memory = _Memory()
         self._held = _Held()
+        self.changes = 0  # statements that wrote or failed (_Flushing)
+        self._claimed: set[int] = set()  # update ids claimed before the burst (prefetch)
+        self._undone: BurstUndone | None = None  # a part failed after it wrote
 
     @property
     def holding(self) -> bool:
@@ -197,25 +239,36 @@ class SqlBatchTx(SqlTx):
         return bool(self._held)
 
     async def flush(self) -> None:
-        """Write the held inserts: one statement for each table."""
+        """Write the held inserts, one statement for each table; InsertConflict (the whole
+        burst rolled back) if one of them cannot be written."""
         held, self._held = self._held, _Held()
-        await super().append_audit(*held.audit)
-        await super().insert_notice(*held.notices)
-        await super().insert_effects(held.effects)
-        await super().met_all(held.met)
+        try:
+            await super().insert_decisions(held.decisions)
+            await super().append_audit(*held.audit)
+            await super().insert_notice(*held.notices)
+            await super().insert_effects(held.effects)
+            await super().met_all(held.met)
+            await super().claim_updates(held.claims)
+        except (IntegrityError, AlreadyDecided) as error:
+            raise InsertConflict(f"a burst's held inserts: {error}") from error
 
     async def finish(self) -> None:
-        """The held inserts, before the COMMIT; InsertConflict (the whole burst rolled back)
-        if one of them cannot be written."""
-        try:
-            await self.flush()
-        except IntegrityError as error:
-            raise InsertConflict(f"a burst's held inserts: {error.orig}") from error
+        """The held inserts, before the COMMIT (flush). BurstUndone again if a part failed
+        after it wrote, even if its caller went on: that part's writes must not be committed."""
+        if self._undone is not None:
+            raise self._undone
+        await self.flush()
 
-    async def prefetch(self, job_ids: Collection[str], user_ids: Collection[int]) -> None:
+    async def prefetch(
+        self, job_ids: Collection[str], user_ids: Collection[int], update_ids: Collection[int]
+    ) -> None:
         """Read the jobs, their decisions and supplier answers, the delegations since the
-        oldest of them, and the roles and languages of `user_ids` and of every decider."""
+        oldest of them, the roles and languages of `user_ids` and of every decider, and which
+        of `update_ids` were claimed before (claim_update)."""
         memory, ids = self._memory, sorted(set(job_ids))
+        if update_ids:
+            claimed = await self.conn.execute(_CLAIMED, {"ids": sorted(set(update_ids))})
+            self._claimed.update(int(update_id) for (update_id,) in claimed)
         if ids:
             for row in await self.conn.execute(_JOBS, {"ids": ids}):
                 memory.jobs[str(row.id)] = job_from_row(row)
@@ -237,14 +290,17 @@ class SqlBatchTx(SqlTx):
 
     @asynccontextmanager
     async def each(self) -> AsyncIterator[None]:
-        """One decision's savepoint: an error rolls back its writes, in the database and in
-        what is remembered, and is raised."""
-        kept, held = self._memory.copy(), self._held.copy()
+        """One decision's part, without a savepoint (see the module's text): an error takes
+        back what the part held and remembered, and is raised; as BurstUndone if the part had
+        changed the database."""
+        kept, held, changes = self._memory.copy(), self._held.copy(), self.changes
         try:
-            async with self.conn.begin_nested():
-                yield
-        except BaseException:
+            yield
+        except BaseException as error:
             self._memory, self._held = kept, held
+            if self.changes != changes and isinstance(error, Exception):
+                self._undone = BurstUndone(f"a decision failed after it wrote: {error!r}")
+                raise self._undone from error
             raise
 
     # Reads, from memory when remembered.
@@ -310,6 +366,15 @@ class SqlBatchTx(SqlTx):
             self._held.effects.extend(effects)
             self.owed.add(wakeups.OUTBOX)
 
+    async def claim_update(self, update_id: int, at: datetime) -> bool:
+        """False for an update claimed before (as prefetch found) or in this burst already;
+        else True, and held: one that another transaction claims meanwhile makes the COMMIT
+        fail (flush: InsertConflict)."""
+        if update_id in self._claimed or update_id in self._held.claims:
+            return False
+        self._held.claims[update_id] = at
+        return True
+
     async def met(self, user_id: int, first_name: str, at: datetime, *, started: bool) -> None:
         if started:  # /start is no tap: written at once (_Flushing writes what is held first)
             await super().met(user_id, first_name, at, started=True)
@@ -330,10 +395,12 @@ class SqlBatchTx(SqlTx):
             self._memory.jobs.pop(job.id, None)
 
     async def insert_decision(self, decision: Decision) -> None:
-        try:
-            await super().insert_decision(decision)
-        finally:
-            self._memory.decisions.pop(decision.job_id, None)
+        """Held (_Held); remembered in its job's list, if that is remembered (a new list, not
+        changed in place: a part's copy of what is remembered keeps the old one)."""
+        self._held.decisions.append(decision)
+        kept = self._memory.decisions.get(decision.job_id)
+        if kept is not None:
+            self._memory.decisions[decision.job_id] = [*kept, decision]
 
     async def insert_supplier_answer(self, answer: Answer) -> None:
         try:

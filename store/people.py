@@ -185,6 +185,13 @@ class PeopleQueries:
         )
         return bool(result.rowcount)
 
+    async def claim_updates(self, claims: Mapping[int, datetime]) -> None:
+        """Claim many fresh update ids (update id: when) in one statement; IntegrityError if
+        one was claimed before (store.batched checks them all at its COMMIT)."""
+        if claims:
+            rows = [{"update_id": key, "processed_at": at} for key, at in claims.items()]
+            await self.conn.execute(insert(schema.processed_updates), rows)
+
     async def release_update(self, update_id: int) -> None:
         """Forget a claimed update id: its handler failed, so a redelivery is handled again."""
         t = schema.processed_updates

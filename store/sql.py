@@ -215,10 +215,15 @@ class SqlTx(
 
     async def insert_decision(self, decision: Decision) -> None:
         """Record a decision; the unique constraint turns a repeat into AlreadyDecided."""
-        try:
-            await self.conn.execute(_INSERT_DECISION, values_of(decision))
-        except IntegrityError as error:
-            raise AlreadyDecided("this reviewer already decided this draft") from error
+        await self.insert_decisions([decision])
+
+    async def insert_decisions(self, decisions: Sequence[Decision]) -> None:
+        """Record decisions in one statement (insert_decision's)."""
+        if decisions:
+            try:
+                await self.conn.execute(_INSERT_DECISION, [values_of(d) for d in decisions])
+            except IntegrityError as error:
+                raise AlreadyDecided("this reviewer already decided this draft") from error
 
     async def append_audit(self, *events: AuditEvent) -> None:
         """Append audit events, in order, in one statement."""

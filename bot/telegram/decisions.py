@@ -215,7 +215,7 @@ class Then(Enum):
     REPEAT = "repeat"  # Telegram delivered it again: nothing to do
     ASK_REASON = "ask reason"  # over budget: nothing recorded until the reason comes
     ALONE = "alone"  # a concurrent writer won: decide it again on its own
-    FAILED = "failed"  # an unexpected error, rolled back: the tap's handler fails with it
+    FAILED = "failed"  # an unexpected error, nothing kept: the tap's handler fails with it
 
 
 @dataclass(frozen=True)
@@ -253,7 +253,7 @@ async def _approved_together(
             return False
         case Then.FAILED:
             assert decided.error is not None
-            raise decided.error  # the error handler apologises; its claim was rolled back
+            raise decided.error  # the error handler apologises; its claim was not kept
         case Then.TURN_AWAY:
             await turn_away(deps, update, user)
         case Then.REPEAT:
@@ -276,11 +276,11 @@ _BATCH = 64
 
 async def decide_taps(deps: Deps, asked: Sequence[_Asked]) -> list[Decided]:
     """Decide a burst of Approve taps in one transaction: what they read is read once
-    (ShellStore.begin_batch), each is claimed and decided in a part of its own that a refusal
-    rolls back, and they commit together. The same checks, in the same order, as a tap decided
-    alone (checked_tap, then core.approval.decisions.decide): a stranger is turned away with
-    nothing written, a button for a job or draft that is not there is not valid. Returns what
-    to do for each, in order."""
+    (ShellStore.begin_batch), each is claimed and decided in a part of its own of which a
+    refusal keeps nothing, and they commit together. The same checks, in the same order, as a
+    tap decided alone (checked_tap, then core.approval.decisions.decide): a stranger is turned
+    away with nothing written, a button for a job or draft that is not there is not valid.
+    Returns what to do for each, in order."""
     now, rules = utcnow(), deps.settings.rules()
     async with deps.store.reading() as tx:  # a stranger costs a read, never a write
         roles = await tx.roles_of({a.user.id for a in asked})
@@ -290,8 +290,9 @@ async def decide_taps(deps: Deps, asked: Sequence[_Asked]) -> list[Decided]:
     if known:
         async with deps.store.begin_batch() as batch:
             jobs = {asked[n].button.job_id for n in known}
-            await batch.prefetch(jobs, {asked[n].user.id for n in known})
-            languages = await batch.languages({asked[n].user.id for n in known})
+            users = {asked[n].user.id for n in known}
+            await batch.prefetch(jobs, users, {asked[n].update.update_id for n in known})
+            languages = await batch.languages(users)
             for n in sorted(known):
                 tr = translator(language_of(languages.get(asked[n].user.id)))
                 tap = await _read_tap(batch, deps, asked[n], tr)
@@ -332,8 +333,8 @@ def _review(tap: Tap) -> Review:
 
 
 async def _decide_in(tx: BatchTx, tap: Tap, update: Update, now: datetime, rules: Rules) -> Decided:
-    """Claim the update and decide the tap in its own part of `tx`; a refusal is raised (its
-    part rolled back, the claim with it)."""
+    """Claim the update and decide the tap in its own part of `tx`; a refusal is raised, and
+    nothing of its part is kept, the claim included (BatchTx.each)."""
     try:
         async with tx.each():
             if not await record_claim(tx, update, tap.user, now):

@@ -12,8 +12,9 @@ from bot.telegram.app import MESSAGE_FAILED, TAP_FAILED
 from bot.telegram.cards import APPROVE_TEXT
 from bot.telegram.context import answer_tap
 from core.approval import decisions as deciding
+from core.errors import StaleJob
 from core.jobs.states import State
-from tests.helpers.bot import ADMIN, answer, cards_out, job_and_decisions, running_bot, said
+from tests.helpers.bot import ADMIN, PO, answer, cards_out, job_and_decisions, running_bot, said
 from tests.helpers.factories import APPROVER_A, APPROVER_B
 
 # What the injected fault says: it must reach the log and never the person.
@@ -142,3 +143,45 @@ async def test_one_tap_that_fails_in_a_burst_costs_only_its_own(
         assert len(logged_failures(caplog)) == 1
         job, decisions, _ = await job_and_decisions(run)
         assert job.state is State.APPROVED and [d.reviewer_id for d in decisions] == [APPROVER_A]
+
+
+async def test_a_tap_that_fails_after_it_wrote_leaves_its_burst_to_each_tap_alone(
+    botapi, db_url, store, monkeypatch, caplog
+):
+    """The first tap of a burst loses its job's compare-and-set after writing (as when
+    another process moved the job): its part has no savepoint, so the whole burst rolls back
+    and each tap is decided again alone, answered as if the burst had never been."""
+    caplog.set_level(logging.INFO, logger=decisions_bot.__name__)
+    real, calls, batches = deciding.decide_in, [], []
+    real_taps = decisions_bot.decide_taps
+
+    async def lost_the_first_time(tx, review, now, rules):
+        calls.append(review.reviewer_id)
+        result = await real(tx, review, now, rules)
+        if len(calls) == 1:
+            raise StaleJob("another process moved the job")
+        return result
+
+    async def counted(deps, asked):
+        batches.append(len(asked))
+        return await real_taps(deps, asked)
+
+    monkeypatch.setattr(deciding, "decide_in", lost_the_first_time)
+    monkeypatch.setattr(decisions_bot, "decide_taps", counted)
+    async with running_bot(botapi, db_url) as run:
+        ali, ali_card, sana, sana_card = await cards_out(botapi, run)
+
+        def burst() -> list[str]:
+            with botapi.at_once():
+                return [ali.tap(ali_card, APPROVE_TEXT), sana.tap(sana_card, APPROVE_TEXT)]
+
+        queries = await asyncio.to_thread(burst)
+        texts_heard = sorted([await answer(botapi, q) for q in queries])
+        assert batches == [2] and len(calls) == 3  # the burst, then each alone
+        assert texts_heard == sorted(
+            ["Approved — e-mailing the supplier.", f"Already decided: {PO} is approved."]
+        )
+        assert any("left to each tap alone" in r.getMessage() for r in caplog.records)
+        job, decisions, effects = await job_and_decisions(run)
+        assert job.state is State.APPROVED and len(decisions) == 1 and len(effects) == 1
+        assert len(botapi.calls_to("answerCallbackQuery")) == 2
