@@ -269,7 +269,7 @@ async def _approved_together(
 
 
 # Where the application keeps its Gathering of Approve taps (bot_data), and how many of a
-# burst are decided in one transaction at most (FairProcessor lets 32 taps in at once).
+# burst are decided in one transaction at most (FairProcessor lets 64 taps in at once).
 _APPROVALS = "approvals"
 _BATCH = 64
 
