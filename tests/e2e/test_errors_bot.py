@@ -132,12 +132,7 @@ async def test_one_tap_that_fails_in_a_burst_costs_only_its_own(
     monkeypatch.setattr(deciding, "decide_in", failing_for_sana)
     async with running_bot(botapi, db_url) as run:
         ali, ali_card, sana, sana_card = await cards_out(botapi, run)
-
-        def burst() -> list[str]:
-            with botapi.at_once():
-                return [sana.tap(sana_card, APPROVE_TEXT), ali.tap(ali_card, APPROVE_TEXT)]
-
-        sanas, alis = await asyncio.to_thread(burst)
+        sanas, alis = await _approved_at_once(botapi, (sana, sana_card), (ali, ali_card))
         assert await answer(botapi, sanas) == TAP_FAILED
         assert await answer(botapi, alis) == "Approved — e-mailing the supplier."
         assert len(logged_failures(caplog)) == 1
@@ -170,12 +165,7 @@ async def test_a_tap_that_fails_after_it_wrote_leaves_its_burst_to_each_tap_alon
     monkeypatch.setattr(decisions_bot, "decide_taps", counted)
     async with running_bot(botapi, db_url) as run:
         ali, ali_card, sana, sana_card = await cards_out(botapi, run)
-
-        def burst() -> list[str]:
-            with botapi.at_once():
-                return [ali.tap(ali_card, APPROVE_TEXT), sana.tap(sana_card, APPROVE_TEXT)]
-
-        queries = await asyncio.to_thread(burst)
+        queries = await _approved_at_once(botapi, (ali, ali_card), (sana, sana_card))
         texts_heard = sorted([await answer(botapi, q) for q in queries])
         assert batches == [2] and len(calls) == 3  # the burst, then each alone
         assert texts_heard == sorted(
@@ -185,3 +175,13 @@ async def test_a_tap_that_fails_after_it_wrote_leaves_its_burst_to_each_tap_alon
         job, decisions, effects = await job_and_decisions(run)
         assert job.state is State.APPROVED and len(decisions) == 1 and len(effects) == 1
         assert len(botapi.calls_to("answerCallbackQuery")) == 2
+
+
+async def _approved_at_once(botapi, *taps) -> list[str]:
+    """Each (user, card) taps Approve, all in one burst; the taps' query ids, in order."""
+
+    def burst() -> list[str]:
+        with botapi.at_once():
+            return [user.tap(card, APPROVE_TEXT) for user, card in taps]
+
+    return await asyncio.to_thread(burst)
