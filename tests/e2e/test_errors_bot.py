@@ -167,7 +167,9 @@ async def test_a_tap_that_fails_after_it_wrote_leaves_its_burst_to_each_tap_alon
         ali, ali_card, sana, sana_card = await cards_out(botapi, run)
         queries = await _approved_at_once(botapi, (ali, ali_card), (sana, sana_card))
         texts_heard = sorted([await answer(botapi, q) for q in queries])
-        assert batches == [2] and len(calls) == 3  # the burst, then each alone
+        # The burst's first decision, then each alone (once more if the other one's
+        # compare-and-set won meanwhile, as on PostgreSQL, where the two run at once).
+        assert batches == [2] and len(calls) >= 3
         assert texts_heard == sorted(
             ["Approved — e-mailing the supplier.", f"Already decided: {PO} is approved."]
         )
